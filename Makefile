@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# mlx4-bf: the mlx4 BlueFlame send path as a Rust-for-Linux module.
+#
+#   make run        build what is missing, boot the test kernel, load the
+#                   module and show what it did
+#   make test       host unit tests, then the selftests in the guest
+#
+# Also: make module | kernel | setup | vm-run CMD='...' [EXTRA=dir] |
+# vm-shell | clean. KCONFIG=debug selects the debug kernel; KDIR=<built tree>
+# builds the module against another Rust-enabled kernel. When invoked by
+# Kbuild (make -C $KDIR M=$PWD), the Kbuild file is used instead of this one.
+
+KCONFIG ?= base
+export KCONFIG
+
+RUN := scripts/mlx4-bf.sh
+
+.PHONY: run test host-test setup kernel module vm-run vm-shell clean
+
+run:
+	@$(RUN) vm-run 'sh /work/demo.sh' tools/vm/demo
+
+test: host-test
+	@$(RUN) selftests
+
+host-test:
+	@scripts/setup-host.sh
+	cargo test --quiet --workspace
+
+setup:
+	@$(RUN) setup
+
+kernel:
+	@$(RUN) kernel
+
+module:
+	@$(RUN) module
+
+vm-run:
+	@test -n "$(CMD)" || { echo "usage: make vm-run CMD='...' [EXTRA=dir]" >&2; exit 2; }
+	@$(RUN) vm-run "$(CMD)" $(EXTRA)
+
+vm-shell:
+	@$(RUN) vm-shell $(EXTRA)
+
+clean:
+	rm -rf build target
+	$(MAKE) -C $(CURDIR) -f /dev/null 2>/dev/null || true
+	find drivers -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' | xargs -r rm -f
+	rm -f Module.symvers modules.order .*.cmd

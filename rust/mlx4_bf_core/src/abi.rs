@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Rust mirror of `uapi/mlx4_bf.h`, the single source of truth of the ABI.
+//!
+//! `rust/abi_check` compares every size, offset and constant here with what
+//! bindgen reads from the C header.
+
+pub const ABI_VERSION: u32 = 1;
+pub const IOCTL_MAGIC: u32 = 0xBF;
+/// `_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)` (asm-generic encoding).
+pub const IOCTL: u32 = (3 << 30) | ((core::mem::size_of::<IoctlHdr>() as u32) << 16) | (IOCTL_MAGIC << 8) | 1;
+pub const MAX_ATTRS: usize = 8;
+
+pub const ATTR_F_MANDATORY: u16 = 1 << 0;
+pub const ATTR_F_VALID_OUTPUT: u16 = 1 << 1;
+
+pub const OBJECT_DEVICE: u16 = 1;
+pub const OBJECT_CONTEXT: u16 = 2;
+pub const OBJECT_QP: u16 = 3;
+
+pub const METHOD_QUERY_DEVICE: u16 = 1;
+pub const METHOD_QUERY_STATS: u16 = 2;
+pub const METHOD_QUERY_CONTEXT: u16 = 1;
+pub const METHOD_CREATE_QP: u16 = 1;
+pub const METHOD_DESTROY_QP: u16 = 2;
+pub const METHOD_POST_SEND: u16 = 3;
+
+pub const ATTR_DEVICE_INFO: u16 = 1;
+pub const ATTR_DEVICE_STATS: u16 = 2;
+pub const ATTR_CONTEXT_STATS: u16 = 3;
+pub const ATTR_CONTEXT_INFO: u16 = 4;
+pub const ATTR_QP_INFO: u16 = 5;
+pub const ATTR_QP_HANDLE: u16 = 6;
+pub const ATTR_WQE: u16 = 7;
+pub const ATTR_POST_FLAGS: u16 = 8;
+pub const ATTR_POST_RESULT: u16 = 9;
+
+pub const WRITER_STORE_BLOCK: u32 = 1;
+pub const WRITER_WRITE_COMBINING: u32 = 2;
+
+pub const POST_F_FORCE_DOORBELL: u32 = 1 << 0;
+pub const POST_F_REQUIRE_BF: u32 = 1 << 1;
+pub const POST_F_ALL: u32 = POST_F_FORCE_DOORBELL | POST_F_REQUIRE_BF;
+
+pub const PATH_BLUEFLAME: u32 = 1;
+pub const PATH_DOORBELL: u32 = 2;
+
+/// Why a POST_SEND was refused; the index into [`Stats::rejects`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Reject {
+    Length = 0,
+    SizeField = 1,
+    Opcode = 2,
+    Ctrl = 3,
+    Inline = 4,
+    Gather = 5,
+    Fault = 6,
+    Qp = 7,
+}
+pub const REJECT_MAX: usize = 8;
+
+/// `struct mlx4_bf_attr`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Attr {
+    pub attr_id: u16,
+    pub len: u16,
+    pub flags: u16,
+    pub reserved: u16,
+    pub data: u64,
+}
+
+/// `struct mlx4_bf_ioctl_hdr` without its flexible `attrs` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoctlHdr {
+    pub length: u16,
+    pub object_id: u16,
+    pub method_id: u16,
+    pub num_attrs: u16,
+    pub reserved1: u64,
+    pub driver_id: u32,
+    pub reserved2: u32,
+}
+
+/// `struct mlx4_bf_device_info`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub abi_version: u32,
+    pub num_uars: u32,
+    pub bf_reg_size: u32,
+    pub bf_buf_size: u32,
+    pub max_bf_wqe_size: u32,
+    pub max_db_wqe_size: u32,
+    pub writer: u32,
+    pub store_block_max: u32,
+    pub max_qps_per_context: u32,
+    pub sq_entries: u32,
+    pub bar2_len: u64,
+}
+
+/// `struct mlx4_bf_context_info`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextInfo {
+    pub uar_index: u32,
+    pub reserved: u32,
+    pub uar_offset: u64,
+    pub bf_offset: u64,
+}
+
+/// `struct mlx4_bf_qp_info`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpInfo {
+    pub qp_handle: u32,
+    pub qpn: u32,
+}
+
+/// `struct mlx4_bf_post_result`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PostResult {
+    pub path: u32,
+    pub wqe_index: u32,
+    pub bf_offset: u64,
+    pub bytes_written: u32,
+    pub store_blocks: u32,
+    pub reserved: [u32; 2],
+}
+
+/// `struct mlx4_bf_stats`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub bf_posts: u64,
+    pub db_posts: u64,
+    pub bytes: u64,
+    pub store_blocks: u64,
+    pub rejects: [u64; REJECT_MAX],
+}
+
+/// How a call's header is wrong (before any attribute is looked at).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HdrError {
+    /// `length` does not match `num_attrs`, or too many attributes.
+    Length,
+    /// A reserved field is not zero.
+    Reserved,
+}
+
+/// Checks a call header; returns the number of attributes that follow it.
+pub fn check_hdr(hdr: &IoctlHdr) -> Result<usize, HdrError> {
+    if hdr.reserved1 != 0 || hdr.driver_id != 0 || hdr.reserved2 != 0 {
+        return Err(HdrError::Reserved);
+    }
+    let n = usize::from(hdr.num_attrs);
+    let want = core::mem::size_of::<IoctlHdr>() + n * core::mem::size_of::<Attr>();
+    if n > MAX_ATTRS || usize::from(hdr.length) != want {
+        return Err(HdrError::Length);
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hdr(n: u16) -> IoctlHdr {
+        IoctlHdr {
+            length: 24 + 16 * n,
+            num_attrs: n,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn header_length_must_match_the_attribute_count() {
+        assert_eq!(check_hdr(&hdr(2)), Ok(2));
+        let mut h = hdr(2);
+        h.length += 16;
+        assert_eq!(check_hdr(&h), Err(HdrError::Length));
+        assert_eq!(check_hdr(&hdr(MAX_ATTRS as u16 + 1)), Err(HdrError::Length));
+    }
+
+    #[test]
+    fn reserved_header_fields_must_be_zero() {
+        for f in [
+            |h: &mut IoctlHdr| h.reserved1 = 1,
+            |h: &mut IoctlHdr| h.driver_id = 1,
+            |h: &mut IoctlHdr| h.reserved2 = 1 << 31,
+        ] {
+            let mut h = hdr(1);
+            f(&mut h);
+            assert_eq!(check_hdr(&h), Err(HdrError::Reserved));
+        }
+    }
+}

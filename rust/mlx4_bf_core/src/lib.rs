@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The pure rules of the mlx4 BlueFlame send path, shared by the kernel
+//! module (which includes these files with `#[path]`) and the host tools.
+//!
+//! Nothing here touches hardware or allocates: each module is a small set of
+//! functions over plain values, unit-tested on the host with `cargo test`.
+
+#![no_std]
+
+pub mod abi;
+pub mod layout;
+pub mod store_block;
+pub mod uar_alloc;
+pub mod wqe;

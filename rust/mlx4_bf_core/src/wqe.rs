@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! mlx4 send WQEs: validation of what user space hands in, the BlueFlame
+//! decision, the stamps only the kernel may set, and a builder that lays out
+//! WQEs the way libmlx4 does (used by the tools and the tests).
+//!
+//! A WQE is big-endian and made of 16-byte units:
+//!
+//! ```text
+//! ctrl     owner_opcode | bf_qpn (vlan_tag, ins_vlan, fence_size) | srcrb_flags | imm
+//! raddr    raddr (64) | rkey | reserved                  RDMA write only
+//! inline   byte_count | 1 << 31, then data; never crosses 64 bytes (repeats)
+//! gather   byte_count | lkey | addr (64)                 doorbell path only
+//! ```
+
+use crate::abi::{Reject, POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF};
+
+pub const OPCODE_NOP: u32 = 0x00;
+pub const OPCODE_RDMA_WRITE: u32 = 0x08;
+pub const OPCODE_RDMA_WRITE_IMM: u32 = 0x09;
+pub const OPCODE_SEND: u32 = 0x0a;
+pub const OPCODE_SEND_IMM: u32 = 0x0b;
+const OPCODE_MASK: u32 = 0x1f;
+
+/// Owner bit of `owner_opcode`: flips each time the send queue wraps.
+pub const CTRL_OWNER: u32 = 1 << 31;
+/// `fence_size`: WQE size in 16-byte units in the low 6 bits, fence in bit 6.
+const CTRL_SIZE_MASK: u32 = 0x3f;
+pub const CTRL_FENCE: u32 = 1 << 6;
+
+pub const INLINE_SEG: u32 = 1 << 31;
+/// An inline segment never crosses this boundary (`MLX4_INLINE_ALIGN`).
+pub const INLINE_ALIGN: usize = 64;
+pub const CTRL_LEN: usize = 16;
+pub const RADDR_LEN: usize = 16;
+pub const GATHER_LEN: usize = 16;
+/// The 6-bit size field caps a WQE at 63 units.
+pub const MAX_WQE_LEN: usize = 63 * 16;
+
+/// BlueFlame bursts are whole 64-byte chunks.
+pub const BF_CHUNK: usize = 64;
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn put_be32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+fn has_raddr(opcode: u32) -> bool {
+    matches!(opcode, OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM)
+}
+
+/// What validation learnt about a well-formed WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WqeInfo {
+    /// Size in 16-byte units (equals the ctrl segment's size field).
+    pub size16: u32,
+    pub opcode: u32,
+    /// Inline payload bytes, summed over all inline segments.
+    pub inline_bytes: u32,
+    /// Number of gather segments (0: inline-only, BlueFlame-capable).
+    pub gather_segs: u32,
+}
+
+/// Checks a WQE handed in by user space. `max_len` is the device's largest
+/// doorbell WQE. Bits the kernel stamps (owner, WQE counter, QPN) must be 0.
+pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
+    let len = wqe.len();
+    if len == 0 || len % 16 != 0 || len > max_len.min(MAX_WQE_LEN) {
+        return Err(Reject::Length);
+    }
+    let owner_opcode = be32(wqe, 0);
+    if owner_opcode & !OPCODE_MASK != 0 {
+        return Err(Reject::Ctrl);
+    }
+    let opcode = owner_opcode & OPCODE_MASK;
+    if !matches!(
+        opcode,
+        OPCODE_NOP | OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM | OPCODE_SEND | OPCODE_SEND_IMM
+    ) {
+        return Err(Reject::Opcode);
+    }
+    let fence_size = be32(wqe, 4);
+    if (fence_size & CTRL_SIZE_MASK) as usize * 16 != len {
+        return Err(Reject::SizeField);
+    }
+    // The upper 24 bits carry the QPN on the BlueFlame path (the kernel's) or
+    // the VLAN fields, which this driver does not offer.
+    if fence_size & !(CTRL_SIZE_MASK | CTRL_FENCE) != 0 {
+        return Err(Reject::Ctrl);
+    }
+
+    let mut pos = CTRL_LEN;
+    if has_raddr(opcode) {
+        if len < CTRL_LEN + RADDR_LEN {
+            return Err(Reject::Length);
+        }
+        if be32(wqe, pos + 12) != 0 {
+            return Err(Reject::Ctrl);
+        }
+        pos += RADDR_LEN;
+    }
+
+    let mut info = WqeInfo { size16: (len / 16) as u32, opcode, inline_bytes: 0, gather_segs: 0 };
+    if pos < len && be32(wqe, pos) & INLINE_SEG != 0 {
+        // A run of inline segments, back to back, then zero padding to 16 B.
+        while pos + 4 <= len && be32(wqe, pos) & INLINE_SEG != 0 {
+            let count = (be32(wqe, pos) & !INLINE_SEG) as usize;
+            if count == 0 || pos % INLINE_ALIGN + 4 + count > INLINE_ALIGN || pos + 4 + count > len {
+                return Err(Reject::Inline);
+            }
+            info.inline_bytes += count as u32;
+            pos += 4 + count;
+        }
+        if pos.next_multiple_of(16) != len || wqe[pos..].iter().any(|&b| b != 0) {
+            return Err(Reject::Inline);
+        }
+    } else {
+        // Gather segments only, each 16 bytes.
+        while pos < len {
+            if be32(wqe, pos) & INLINE_SEG != 0 {
+                return Err(Reject::Inline);
+            }
+            info.gather_segs += 1;
+            pos += GATHER_LEN;
+        }
+    }
+    Ok(info)
+}
+
+/// The way a WQE reaches the adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    BlueFlame,
+    Doorbell,
+}
+
+/// Does a WQE fit one BlueFlame buffer? The whole buffer is usable:
+/// `size <= bf_buf_size / 16` (the classic `<` lost 241..256-byte WQEs,
+/// i.e. RDMA-write payloads of 193..208 bytes).
+pub fn fits_blueflame(info: &WqeInfo, bf_buf_size: u32) -> bool {
+    info.gather_segs == 0 && info.size16 <= bf_buf_size / 16
+}
+
+/// Chooses the path for a valid WQE under the caller's `flags`.
+pub fn choose_path(info: &WqeInfo, flags: u32, bf_buf_size: u32) -> Result<Path, Reject> {
+    let fits = fits_blueflame(info, bf_buf_size);
+    if flags & POST_F_FORCE_DOORBELL != 0 {
+        Ok(Path::Doorbell)
+    } else if fits {
+        Ok(Path::BlueFlame)
+    } else if flags & POST_F_REQUIRE_BF != 0 {
+        Err(if info.gather_segs != 0 { Reject::Gather } else { Reject::Length })
+    } else {
+        Ok(Path::Doorbell)
+    }
+}
+
+/// Bytes a BlueFlame post writes: the WQE padded to 64 bytes.
+pub fn bf_burst_len(wqe_len: usize) -> usize {
+    wqe_len.next_multiple_of(BF_CHUNK)
+}
+
+/// Owner bit for send-queue index `head` of a queue of `entries` (a power of
+/// two): set on every other pass, as mlx4 does.
+pub fn owner_bit(head: u32, entries: u32) -> u32 {
+    if head & entries != 0 {
+        CTRL_OWNER
+    } else {
+        0
+    }
+}
+
+/// Stamps what only the kernel may set before a BlueFlame post: owner bit,
+/// WQE counter (`head & 0xffff` in bits 8..23 of `owner_opcode`) and
+/// `bf_qpn` (`qpn << 8`), as libmlx4's BlueFlame path does.
+pub fn stamp_blueflame(wqe: &mut [u8], qpn: u32, head: u32, entries: u32) {
+    let owner_opcode = be32(wqe, 0) | owner_bit(head, entries) | ((head & 0xffff) << 8);
+    put_be32(wqe, 0, owner_opcode);
+    put_be32(wqe, 4, be32(wqe, 4) | (qpn << 8));
+}
+
+/// Stamps the owner bit before a doorbell post.
+pub fn stamp_doorbell(wqe: &mut [u8], head: u32, entries: u32) {
+    put_be32(wqe, 0, be32(wqe, 0) | owner_bit(head, entries));
+}
+
+/// The value of the send doorbell register for `qpn`: `qpn << 8`, big-endian
+/// (returned as the bytes the adapter must see, in order).
+pub fn doorbell_bytes(qpn: u32) -> [u8; 4] {
+    (qpn << 8).to_be_bytes()
+}
+
+/// QPNs with bit 6 or 7 set collide with the ctrl segment's VLAN-insert flags
+/// once shifted into `bf_qpn`; mlx4 reserves them for BlueFlame QPs.
+pub fn qpn_is_bf_safe(qpn: u32) -> bool {
+    qpn & 0xc0 == 0 && qpn < (1 << 24)
+}
+
+/// The first BlueFlame-safe QPN at or after `qpn` (wrapping in 24 bits).
+pub fn next_bf_safe_qpn(qpn: u32) -> u32 {
+    let mut q = qpn & 0xff_ffff;
+    while !qpn_is_bf_safe(q) {
+        q = (q + 1) & 0xff_ffff;
+    }
+    q
+}
+
+/// WQE size, in 16-byte units, of an inline post of `payload` bytes
+/// (with an RDMA-write remote-address segment if `raddr`).
+pub fn inline_size16(payload: usize, raddr: bool) -> usize {
+    let mut pos = CTRL_LEN + if raddr { RADDR_LEN } else { 0 };
+    let mut left = payload;
+    while left > 0 {
+        let room = INLINE_ALIGN - pos % INLINE_ALIGN - 4;
+        let chunk = left.min(room);
+        pos += 4 + chunk;
+        left -= chunk;
+    }
+    pos.div_ceil(16)
+}
+
+/// Builds an inline WQE like libmlx4's `set_data_inl()`: segments are split at
+/// every 64-byte boundary. `raddr` is `(remote address, rkey)` for RDMA write.
+/// Returns the WQE length, or `None` if `buf` is too small.
+pub fn build_inline(buf: &mut [u8], opcode: u32, raddr: Option<(u64, u32)>, payload: &[u8]) -> Option<usize> {
+    let len = inline_size16(payload.len(), raddr.is_some()) * 16;
+    if buf.len() < len || len > MAX_WQE_LEN {
+        return None;
+    }
+    buf[..len].fill(0);
+    put_be32(buf, 0, opcode);
+    put_be32(buf, 4, (len / 16) as u32);
+    let mut pos = CTRL_LEN;
+    if let Some((addr, rkey)) = raddr {
+        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
+        put_be32(buf, pos + 8, rkey);
+        pos += RADDR_LEN;
+    }
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let chunk = rest.len().min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
+        put_be32(buf, pos, INLINE_SEG | chunk as u32);
+        buf[pos + 4..pos + 4 + chunk].copy_from_slice(&rest[..chunk]);
+        pos += 4 + chunk;
+        rest = &rest[chunk..];
+    }
+    Some(len)
+}
+
+/// Builds a WQE whose payload is gathered by DMA (doorbell path only):
+/// one data segment of `(addr, lkey, byte_count)`.
+pub fn build_gather(buf: &mut [u8], opcode: u32, raddr: Option<(u64, u32)>, seg: (u64, u32, u32)) -> Option<usize> {
+    let len = CTRL_LEN + if raddr.is_some() { RADDR_LEN } else { 0 } + GATHER_LEN;
+    if buf.len() < len {
+        return None;
+    }
+    buf[..len].fill(0);
+    put_be32(buf, 0, opcode);
+    put_be32(buf, 4, (len / 16) as u32);
+    let mut pos = CTRL_LEN;
+    if let Some((addr, rkey)) = raddr {
+        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
+        put_be32(buf, pos + 8, rkey);
+        pos += RADDR_LEN;
+    }
+    put_be32(buf, pos, seg.2);
+    put_be32(buf, pos + 4, seg.1);
+    buf[pos + 8..pos + 16].copy_from_slice(&seg.0.to_be_bytes());
+    Some(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BF_BUF: u32 = 256;
+
+    fn rdma_write(payload: usize) -> ([u8; MAX_WQE_LEN], usize) {
+        let mut buf = [0u8; MAX_WQE_LEN];
+        let data: [u8; 512] = core::array::from_fn(|i| i as u8 | 1);
+        let len = build_inline(&mut buf, OPCODE_RDMA_WRITE, Some((0x1000, 7)), &data[..payload]).unwrap();
+        (buf, len)
+    }
+
+    /// The size table of the design notes (RDMA write, inline payload).
+    #[test]
+    fn inline_sizes_match_the_table() {
+        for (payload, size16) in [
+            (1, 3), (28, 4), (29, 5), (88, 8), (89, 9), (148, 12), (149, 13),
+            (192, 15), (193, 16), (208, 16), (209, 17),
+        ] {
+            assert_eq!(inline_size16(payload, true), size16, "payload {payload}");
+            let (buf, len) = rdma_write(payload);
+            assert_eq!(len, size16 * 16);
+            let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+            assert_eq!(info.inline_bytes as usize, payload);
+            assert_eq!(info.size16 as usize, size16);
+        }
+    }
+
+    #[test]
+    fn blueflame_up_to_208_bytes_then_doorbell() {
+        for (payload, burst, path) in [
+            (1, 64, Path::BlueFlame), (28, 64, Path::BlueFlame), (29, 128, Path::BlueFlame),
+            (88, 128, Path::BlueFlame), (89, 192, Path::BlueFlame), (148, 192, Path::BlueFlame),
+            (149, 256, Path::BlueFlame), (192, 256, Path::BlueFlame), (193, 256, Path::BlueFlame),
+            (208, 256, Path::BlueFlame), (209, 320, Path::Doorbell),
+        ] {
+            let (buf, len) = rdma_write(payload);
+            let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+            assert_eq!(choose_path(&info, 0, BF_BUF), Ok(path), "payload {payload}");
+            assert_eq!(bf_burst_len(len), burst, "payload {payload}");
+        }
+    }
+
+    #[test]
+    fn inline_segments_split_at_64_bytes() {
+        let (buf, len) = rdma_write(100);
+        assert_eq!(len, 144);
+        assert_eq!(be32(&buf, 32), INLINE_SEG | 28);
+        assert_eq!(be32(&buf, 64), INLINE_SEG | 60);
+        assert_eq!(be32(&buf, 128), INLINE_SEG | 12);
+        assert_eq!(&buf[36..40], &[1, 1, 3, 3]);
+    }
+
+    #[test]
+    fn flags_steer_the_path() {
+        let (buf, len) = rdma_write(16);
+        let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+        assert_eq!(choose_path(&info, POST_F_FORCE_DOORBELL, BF_BUF), Ok(Path::Doorbell));
+        let (buf, len) = rdma_write(209);
+        let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+        assert_eq!(choose_path(&info, POST_F_REQUIRE_BF, BF_BUF), Err(Reject::Length));
+        let mut g = [0u8; 64];
+        let len = build_gather(&mut g, OPCODE_SEND, None, (0x2000, 5, 64)).unwrap();
+        let info = validate(&g[..len], MAX_WQE_LEN).unwrap();
+        assert_eq!(info.gather_segs, 1);
+        assert_eq!(choose_path(&info, 0, BF_BUF), Ok(Path::Doorbell));
+        assert_eq!(choose_path(&info, POST_F_REQUIRE_BF, BF_BUF), Err(Reject::Gather));
+    }
+
+    #[test]
+    fn rejects_bad_lengths_and_ctrl_fields() {
+        let (mut buf, len) = rdma_write(20);
+        assert_eq!(validate(&buf[..len - 8], MAX_WQE_LEN), Err(Reject::Length));
+        assert_eq!(validate(&buf[..0], MAX_WQE_LEN), Err(Reject::Length));
+        assert_eq!(validate(&buf[..len], 32), Err(Reject::Length));
+        assert_eq!(validate(&buf[..len + 16], MAX_WQE_LEN), Err(Reject::SizeField));
+        buf[3] = 0x1f;
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Opcode));
+        buf[3] = OPCODE_RDMA_WRITE as u8;
+        buf[0] = 0x80; // owner bit: the kernel's
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Ctrl));
+        buf[0] = 0;
+        buf[5] = 0x12; // a QPN: the kernel's
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Ctrl));
+    }
+
+    #[test]
+    fn rejects_malformed_inline_segments() {
+        // Crossing 64 bytes: first segment claims 29 bytes from offset 32.
+        let (mut buf, len) = rdma_write(40);
+        put_be32(&mut buf, 32, INLINE_SEG | 29);
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Inline));
+        // Byte count running past the WQE.
+        let (mut buf, len) = rdma_write(10);
+        put_be32(&mut buf, 32, INLINE_SEG | 28);
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Inline));
+        // Zero-length segment.
+        let (mut buf, len) = rdma_write(10);
+        put_be32(&mut buf, 32, INLINE_SEG);
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Inline));
+        // Garbage in the padding.
+        let (mut buf, len) = rdma_write(10);
+        buf[len - 1] = 1;
+        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Inline));
+        // An inline segment after a gather segment.
+        let mut g = [0u8; 64];
+        let len = build_gather(&mut g, OPCODE_SEND, None, (0x2000, 5, 64)).unwrap();
+        put_be32(&mut g, 4, 3);
+        put_be32(&mut g, 32, INLINE_SEG | 4);
+        assert_eq!(validate(&g[..len + 16], MAX_WQE_LEN), Err(Reject::Inline));
+    }
+
+    #[test]
+    fn stamps_owner_counter_and_qpn() {
+        let (mut buf, len) = rdma_write(8);
+        stamp_blueflame(&mut buf[..len], 0x123, 0x10005, 64);
+        assert_eq!(be32(&buf, 0), OPCODE_RDMA_WRITE | 0x0005 << 8);
+        assert_eq!(be32(&buf, 4), 0x123 << 8 | 3);
+        let (mut buf, len) = rdma_write(8);
+        stamp_blueflame(&mut buf[..len], 0x123, 64 + 1, 64);
+        assert_eq!(be32(&buf, 0), CTRL_OWNER | OPCODE_RDMA_WRITE | 65 << 8);
+        let (mut buf, len) = rdma_write(8);
+        stamp_doorbell(&mut buf[..len], 64, 64);
+        assert_eq!(be32(&buf, 0), CTRL_OWNER | OPCODE_RDMA_WRITE);
+        assert_eq!(doorbell_bytes(0x123), [0, 1, 0x23, 0]);
+    }
+
+    #[test]
+    fn bf_qpns_avoid_the_vlan_flag_bits() {
+        assert!(qpn_is_bf_safe(0x13f));
+        assert!(!qpn_is_bf_safe(0x140));
+        assert!(!qpn_is_bf_safe(0x80));
+        assert_eq!(next_bf_safe_qpn(0x40), 0x100);
+        assert_eq!(next_bf_safe_qpn(0x3f), 0x3f);
+        assert_eq!(next_bf_safe_qpn(0xff_ffc0), 0);
+    }
+}

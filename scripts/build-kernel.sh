@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Builds the Rust-enabled test kernel out of tree, under the cache directory,
+# in a build directory keyed by everything that affects the result: the kernel
+# source, the config fragments, and the versions of gcc, rustc, rust-src,
+# bindgen and libclang. A warm cache reuses the build; a changed input gets a
+# new directory, so a stale build can never be picked up.
+#
+# Usage: build-kernel.sh [base|debug]    Prints the build directory.
+
+source "$(dirname "$0")/lib.sh"
+
+flavour=${1:-base}
+case $flavour in
+base)  fragments=("$TOP/configs/base.config") ;;
+debug) fragments=("$TOP/configs/base.config" "$TOP/configs/debug.config") ;;
+*)     die "unknown KCONFIG '$flavour' (base or debug)" ;;
+esac
+
+KSRC=${KERNEL_SRC:-$TOOLS/linux}
+[ -f "$KSRC/Makefile" ] || die "no kernel tree at $KSRC (run scripts/setup-host.sh)"
+
+key=$( {
+	echo "src=$KSRC"
+	cat "$KSRC/.debian-package" 2>/dev/null || true
+	make -s -C "$KSRC" kernelversion
+	git -C "$KSRC" rev-parse HEAD 2>/dev/null || true
+	cat "${fragments[@]}"
+	gcc --version | head -n1
+	rustc --version
+	ls "$TOOLS/rust-src"/.version-* 2>/dev/null || true
+	bindgen --version
+	readlink -f "$LIBCLANG_PATH/libclang.so"
+	cat "$0"
+} | sha256sum | cut -c1-16)
+
+KBUILD=$CACHE/kbuild-$flavour-$key
+if [ -f "$KBUILD/.mlx4-bf-complete" ]; then
+	log "kernel: cached build $KBUILD"
+	echo "$KBUILD"
+	exit 0
+fi
+
+# Keep at most the newest other build per flavour: disk is not free.
+find "$CACHE" -maxdepth 1 -name "kbuild-$flavour-*" ! -name "kbuild-$flavour-$key" \
+	-printf '%T@ %p\n' 2>/dev/null | sort -rn | tail -n +2 | cut -d' ' -f2- |
+	xargs -r rm -rf
+
+mkdir -p "$KBUILD"
+kmake() { make -s -C "$KSRC" O="$KBUILD" "$@"; }
+
+log "kernel: checking the Rust toolchain (make rustavailable)"
+kmake rustavailable >&2
+
+log "kernel: configuring ($flavour)"
+kmake tinyconfig >&2
+"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" "$KBUILD/.config" \
+	"$KSRC/kernel/configs/kvm_guest.config" "${fragments[@]}" >/dev/null
+kmake olddefconfig >&2
+
+# merge_config only warns; a silently dropped option would give a kernel the
+# tests cannot run on, so insist on every option the fragments ask for.
+missing=0
+for f in "${fragments[@]}"; do
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*) grep -qx -F "$line" "$KBUILD/.config" ||
+			{ echo "config: wanted $line, got: $(grep "^${line%%=*}=" "$KBUILD/.config" || echo unset)" >&2; missing=1; } ;;
+		"# CONFIG_"*" is not set") ! grep -q "^${line:2:$((${#line} - 13))}=" "$KBUILD/.config" ||
+			{ echo "config: wanted '$line'" >&2; missing=1; } ;;
+		esac
+	done <"$f"
+done
+[ $missing = 0 ] || die "the kernel config lacks options the tests need (see above)"
+
+log "kernel: building bzImage and modules (Module.symvers) with -j$(nproc) (about 6 minutes cold)"
+start=$SECONDS
+kmake -j"$(nproc)" bzImage modules >&2
+log "kernel: built in $((SECONDS - start)) s"
+touch "$KBUILD/.mlx4-bf-complete"
+echo "$KBUILD"

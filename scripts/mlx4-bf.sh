@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The test bed's entry point; the top-level Makefile calls it.
+#
+#   mlx4-bf.sh setup                 install host tools and sources (cached)
+#   mlx4-bf.sh kernel                build (or reuse) the test kernel
+#   mlx4-bf.sh module                build drivers/mlx4_bf against it
+#   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
+#   mlx4-bf.sh vm-shell              boot to an interactive shell
+#   mlx4-bf.sh selftests             run the kselftests in the guest (KTAP)
+#
+# Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
+# the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
+# BAR2_SIZE=8M.
+
+source "$(dirname "$0")/lib.sh"
+
+KCONFIG=${KCONFIG:-base}
+OUT=$TOP/build/$KCONFIG
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
+
+kdir() {
+	if [ -n "${KDIR:-}" ]; then
+		echo "$KDIR"
+	else
+		"$TOP/scripts/setup-host.sh" >&2
+		"$TOP/scripts/build-kernel.sh" "$KCONFIG"
+	fi
+}
+
+build_module() {
+	local kdir=$1
+	log "module: building drivers/mlx4_bf against $kdir"
+	make -s -C "$kdir" M="$TOP" modules >&2
+	mkdir -p "$OUT"
+	cp "$TOP/drivers/mlx4_bf/mlx4_bf.ko" "$OUT/"
+}
+
+build_selftests() {
+	local kdir=$1 ksrc
+	ksrc=$(sed -n 's/^KERNEL_SOURCE *:= *//p;s/^abs_srctree *:= *//p' "$kdir/Makefile" | head -n1)
+	[ -n "$ksrc" ] || ksrc=$kdir
+	log "selftests: building (static) against $ksrc/tools/testing/selftests"
+	rm -rf "$OUT/guest"
+	make -s -C "$SELFTESTS" OUTPUT="$OUT/guest/selftests" \
+		KSFT_DIR="$ksrc/tools/testing/selftests" CFLAGS_EXTRA=-static all >&2
+	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$OUT/guest/selftests/"
+}
+
+# vm_boot MODE CMD VMARGS -- DIRS...
+vm_boot() {
+	local mode=$1 cmd=$2 kdir vmargs=() dirs=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do vmargs+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	dirs=("$@")
+	kdir=$(kdir)
+	build_module "$kdir"
+	"$TOP/tools/vm/mkinitramfs.sh" "$OUT/initramfs.cpio.gz" "$OUT/mlx4_bf.ko" \
+		"$mode" "$cmd" "${MODPARAMS:-}" "${dirs[@]}"
+	log "vm: booting $KCONFIG kernel under ${ACCEL:-tcg} (timeout ${VM_TIMEOUT}s)"
+	python3 "$TOP/tools/vm/vm.py" --kernel "$kdir/arch/x86/boot/bzImage" \
+		--initrd "$OUT/initramfs.cpio.gz" --timeout "$VM_TIMEOUT" \
+		--accel "${ACCEL:-tcg}" --bar2-size "${BAR2_SIZE:-8M}" "${vmargs[@]}"
+}
+
+cmd=${1:-}
+shift || true
+case $cmd in
+setup)     "$TOP/scripts/setup-host.sh" ;;
+kernel)    kdir ;;
+module)    build_module "$(kdir)" ;;
+vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
+	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
+vm-shell)  vm_boot shell "" --shell -- "$@" ;;
+selftests) build_selftests "$(kdir)"
+	   vm_boot test "sh /work/selftests/run_guest.sh" --ktap -- "$OUT/guest" ;;
+*)         die "unknown command '$cmd' (see the header of $0)" ;;
+esac

@@ -1,0 +1,39 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the test initramfs: mounts the usual file systems, loads mlx4_bf,
+# binds the emulated adapter (ivshmem 1af4:1110) to it through
+# driver_override, runs /etc/mlx4-bf/cmd.sh and reports its exit status on the
+# console for the host runner (tools/vm/vm.py).
+
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/work
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+. /etc/mlx4-bf/env
+
+echo "mlx4-bf-guest: $(uname -r), $(nproc) CPUs"
+if insmod /lib/modules/mlx4_bf.ko $MODPARAMS; then
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ] || continue
+		echo mlx4_bf >"$d/driver_override"
+		echo "${d##*/}" >/sys/bus/pci/drivers_probe
+	done
+else
+	echo "mlx4-bf-guest: insmod mlx4_bf.ko failed"
+fi
+
+cd /work
+if [ "$MODE" = shell ]; then
+	setsid cttyhack sh
+	rc=0
+else
+	sh /etc/mlx4-bf/cmd.sh
+	rc=$?
+fi
+echo "mlx4-bf-guest-exit: $rc"
+# -no-reboot turns the reset into QEMU exiting; x86 tinyconfig has no ACPI power-off.
+reboot -f

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Boot the mlx4-bf test kernel in QEMU and report what happened.
+
+The guest gets an ivshmem-plain function whose BAR2 is a file in /dev/shm:
+the emulated adapter's BAR2, readable by the host after the run. Like the
+kernel's kunit.py, QEMU runs with -nodefaults -no-reboot -nographic -serial
+stdio and the result is read from the console:
+
+- the guest prints "mlx4-bf-guest-exit: N" with its command's exit status;
+- in --ktap mode the console must also carry a complete KTAP document, whose
+  leaf results are counted and summarised as "N passed, M failed";
+- any oops/BUG/WARN/KASAN/lockdep/KFENCE report on the console is a failure;
+- QEMU runs under a timeout and is killed with the runner.
+"""
+
+import argparse
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+EXIT_RE = re.compile(r"mlx4-bf-guest-exit: (\d+)")
+RESULT_RE = re.compile(r"^( *)(ok|not ok) (\d+)(?: -)? ?([^#]*?)\s*(?:#\s*(\w+)(.*))?$")
+PLAN_RE = re.compile(r"^( *)1\.\.(\d+)\s*$")
+
+# Reports the kernel prints when something went wrong inside it.
+KERNEL_PROBLEM_RE = re.compile(
+    r"(\] |^)(Oops|BUG:|WARNING:|Kernel panic|kernel BUG at|KASAN:|UBSAN:|KFENCE:|"
+    r"general protection fault|possible circular locking|possible recursive locking|"
+    r"inconsistent lock state|suspicious RCU usage|Unable to handle kernel|"
+    r"rust_panic|panicked at|BUG: sleeping function|kmemleak: \d+ new suspected)"
+)
+
+
+def set_pdeathsig():
+    """Let the kernel kill QEMU if this runner dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    os.setsid()
+
+
+def qemu_command(args, bar2_path):
+    accel = "kvm" if args.accel == "kvm" else "tcg"
+    cmdline = "console=ttyS0 loglevel=5 panic=-1 oops=panic " + args.append
+    return [
+        "qemu-system-x86_64", "-nodefaults", "-no-reboot", "-nographic",
+        "-serial", "stdio", "-accel", accel, "-cpu", "max" if accel == "tcg" else "host",
+        "-smp", str(args.smp), "-m", args.memory,
+        "-kernel", args.kernel, "-initrd", args.initrd, "-append", cmdline,
+        "-object", f"memory-backend-file,id=bar2mem,size={args.bar2_size},"
+                   f"mem-path={bar2_path},share=on",
+        "-device", "ivshmem-plain,memdev=bar2mem",
+    ]
+
+
+class Ktap:
+    """A tolerant KTAP/TAP reader: counts leaf results, checks the top plan."""
+
+    def __init__(self):
+        self.top_plan = None
+        self.top_results = 0
+        self.passed = self.failed = self.skipped = 0
+        self.failures = []
+        # Per indentation level: did a deeper result appear since the last one here?
+        self.deeper_failed = {}
+        self.deeper_seen = {}
+
+    def feed(self, line):
+        m = PLAN_RE.match(line)
+        if m and len(m.group(1)) == 0 and self.top_plan is None:
+            self.top_plan = int(m.group(2))
+            return
+        m = RESULT_RE.match(line)
+        if not m:
+            return
+        depth = len(m.group(1))
+        ok = m.group(2) == "ok"
+        name = m.group(4).strip()
+        directive = (m.group(5) or "").upper()
+        if depth == 0:
+            self.top_results += 1
+        had_children = self.deeper_seen.pop(depth, False)
+        child_failed = self.deeper_failed.pop(depth, False)
+        for d in [d for d in self.deeper_seen if d > depth]:
+            self.deeper_seen.pop(d)
+            self.deeper_failed.pop(d, None)
+        for d in range(0, depth):
+            self.deeper_seen[d] = True
+            if not ok and directive not in ("SKIP", "XFAIL"):
+                self.deeper_failed[d] = True
+        if had_children:
+            # A parent: its leaves were counted already, unless it failed
+            # without a failing child (a crashed or timed-out program).
+            if not ok and not child_failed:
+                self.failed += 1
+                self.failures.append(name + " (no failing subtest: crashed?)")
+            return
+        if directive == "SKIP":
+            self.skipped += 1
+        elif ok or directive == "XFAIL":
+            self.passed += 1
+        else:
+            self.failed += 1
+            self.failures.append(name)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kernel", required=True)
+    p.add_argument("--initrd", required=True)
+    p.add_argument("--shell", action="store_true", help="interactive console, no checks")
+    p.add_argument("--ktap", action="store_true", help="parse and summarise KTAP results")
+    p.add_argument("--timeout", type=int, default=600, help="seconds (default 600)")
+    p.add_argument("--bar2-size", default="8M")
+    p.add_argument("--bar2-file", help="keep BAR2 in this file (default: temporary)")
+    p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
+    p.add_argument("--smp", type=int, default=2)
+    p.add_argument("--memory", default="512M")
+    p.add_argument("--append", default="", help="extra kernel command line")
+    p.add_argument("--quiet", action="store_true", help="print only problems and the summary")
+    args = p.parse_args()
+
+    bar2_path = args.bar2_file or f"/dev/shm/mlx4-bf-bar2-{os.getpid()}"
+    if os.path.exists(bar2_path):
+        os.unlink(bar2_path)
+    cmd = qemu_command(args, bar2_path)
+    try:
+        if args.shell:
+            return subprocess.call(cmd)
+        return run(cmd, args)
+    finally:
+        if not args.bar2_file and os.path.exists(bar2_path):
+            os.unlink(bar2_path)
+
+
+def run(cmd, args):
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
+    ktap = Ktap()
+    problems = []
+    exit_status = None
+    timed_out = False
+
+    def on_alarm(_sig, _frame):
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(args.timeout)
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not args.quiet:
+                print(line, flush=True)
+            if KERNEL_PROBLEM_RE.search(line):
+                problems.append(line.strip())
+                if args.quiet:
+                    print(line, flush=True)
+            m = EXIT_RE.search(line)
+            if m:
+                exit_status = int(m.group(1))
+            if args.ktap:
+                ktap.feed(line)
+        proc.wait()
+    except TimeoutError:
+        timed_out = True
+    finally:
+        signal.alarm(0)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    elapsed = time.monotonic() - start
+    errors = []
+    if timed_out:
+        errors.append(f"timed out after {args.timeout} s")
+    if exit_status is None:
+        errors.append("the guest did not report an exit status (crash or hang?)")
+    elif exit_status != 0:
+        errors.append(f"the guest command exited with status {exit_status}")
+    if problems:
+        errors.append(f"the kernel reported {len(problems)} problem line(s), first: {problems[0]}")
+    if args.ktap:
+        if ktap.top_plan is None:
+            errors.append("no KTAP plan on the console")
+        elif ktap.top_results != ktap.top_plan:
+            errors.append(f"KTAP plan 1..{ktap.top_plan} but {ktap.top_results} results")
+        for name in ktap.failures:
+            print(f"FAILED: {name}")
+    for e in errors:
+        print(f"vm: {e}", file=sys.stderr)
+    print(f"vm: QEMU ran {elapsed:.1f} s", file=sys.stderr)
+    if args.ktap:
+        failed = ktap.failed + (1 if errors and ktap.failed == 0 else 0)
+        line = f"{ktap.passed} passed, {failed} failed"
+        if ktap.skipped:
+            line += f", {ktap.skipped} skipped"
+        print(line)
+    return 1 if errors or ktap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR Linux-OpenIB) */
+/*
+ * mlx4_bf: BlueFlame send path for mlx4 (ConnectX) adapters.
+ *
+ * One ioctl, modelled on the uverbs ioctl wire format
+ * (include/uapi/rdma/rdma_user_ioctl_cmds.h): a header naming an object and a
+ * method, followed by an array of attributes. Attributes of up to 8 bytes are
+ * passed inline in @data; larger ones, and every output, through a user
+ * pointer in @data with the buffer size in @len.
+ *
+ * This header is the single source of truth for the ABI; the Rust mirror
+ * (rust/mlx4_bf_core/src/abi.rs) is checked against it with bindgen.
+ */
+#ifndef _UAPI_MLX4_BF_H
+#define _UAPI_MLX4_BF_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define MLX4_BF_ABI_VERSION	1
+
+#define MLX4_BF_IOCTL_MAGIC	0xBF
+#define MLX4_BF_IOCTL		_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)
+
+/* At most this many attributes in one call. */
+#define MLX4_BF_MAX_ATTRS	8
+
+enum mlx4_bf_attr_flags {
+	/* The kernel must understand this attribute or fail with -EOPNOTSUPP. */
+	MLX4_BF_ATTR_F_MANDATORY	= 1 << 0,
+	/* Set by the kernel on an output attribute it wrote. */
+	MLX4_BF_ATTR_F_VALID_OUTPUT	= 1 << 1,
+};
+
+/**
+ * struct mlx4_bf_attr - one attribute of a method call
+ * @attr_id: method-specific attribute id (enum mlx4_bf_attr_id)
+ * @len: length of the value in bytes
+ * @flags: enum mlx4_bf_attr_flags
+ * @reserved: must be zero
+ * @data: the value itself when @len <= 8 and the attribute is an input,
+ *        otherwise a user pointer to @len bytes
+ */
+struct mlx4_bf_attr {
+	__u16 attr_id;
+	__u16 len;
+	__u16 flags;
+	__u16 reserved;
+	__aligned_u64 data;
+};
+
+/**
+ * struct mlx4_bf_ioctl_hdr - the argument of %MLX4_BF_IOCTL
+ * @length: size of the header plus all attributes, in bytes
+ * @object_id: enum mlx4_bf_object
+ * @method_id: method of that object (enum mlx4_bf_*_method)
+ * @num_attrs: number of entries in @attrs, at most %MLX4_BF_MAX_ATTRS
+ * @reserved1: must be zero
+ * @driver_id: must be zero
+ * @reserved2: must be zero
+ * @attrs: the attributes
+ */
+struct mlx4_bf_ioctl_hdr {
+	__u16 length;
+	__u16 object_id;
+	__u16 method_id;
+	__u16 num_attrs;
+	__aligned_u64 reserved1;
+	__u32 driver_id;
+	__u32 reserved2;
+	struct mlx4_bf_attr attrs[];
+};
+
+enum mlx4_bf_object {
+	MLX4_BF_OBJECT_DEVICE = 1,
+	MLX4_BF_OBJECT_CONTEXT,
+	MLX4_BF_OBJECT_QP,
+};
+
+enum mlx4_bf_device_method {
+	/* out MLX4_BF_ATTR_DEVICE_INFO */
+	MLX4_BF_METHOD_QUERY_DEVICE = 1,
+	/* out MLX4_BF_ATTR_DEVICE_STATS and/or MLX4_BF_ATTR_CONTEXT_STATS */
+	MLX4_BF_METHOD_QUERY_STATS,
+};
+
+enum mlx4_bf_context_method {
+	/* out MLX4_BF_ATTR_CONTEXT_INFO; also the no-op round trip of benchmarks */
+	MLX4_BF_METHOD_QUERY_CONTEXT = 1,
+};
+
+enum mlx4_bf_qp_method {
+	/* out MLX4_BF_ATTR_QP_INFO */
+	MLX4_BF_METHOD_CREATE_QP = 1,
+	/* in MLX4_BF_ATTR_QP_HANDLE */
+	MLX4_BF_METHOD_DESTROY_QP,
+	/*
+	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_WQE, MLX4_BF_ATTR_POST_FLAGS
+	 * (optional); out MLX4_BF_ATTR_POST_RESULT (optional)
+	 */
+	MLX4_BF_METHOD_POST_SEND,
+};
+
+enum mlx4_bf_attr_id {
+	MLX4_BF_ATTR_DEVICE_INFO = 1,	/* struct mlx4_bf_device_info */
+	MLX4_BF_ATTR_DEVICE_STATS,	/* struct mlx4_bf_stats */
+	MLX4_BF_ATTR_CONTEXT_STATS,	/* struct mlx4_bf_stats */
+	MLX4_BF_ATTR_CONTEXT_INFO,	/* struct mlx4_bf_context_info */
+	MLX4_BF_ATTR_QP_INFO,		/* struct mlx4_bf_qp_info */
+	MLX4_BF_ATTR_QP_HANDLE,		/* __u32, inline */
+	MLX4_BF_ATTR_WQE,		/* the WQE bytes, big-endian segments */
+	MLX4_BF_ATTR_POST_FLAGS,	/* __u32 enum mlx4_bf_post_flags, inline */
+	MLX4_BF_ATTR_POST_RESULT,	/* struct mlx4_bf_post_result */
+};
+
+enum mlx4_bf_writer {
+	/* zPCI store-block semantics: <= 128-byte blocks, no 4 KiB crossing */
+	MLX4_BF_WRITER_STORE_BLOCK = 1,
+	/* x86 write combining, 64-bit copies, flushed with a barrier */
+	MLX4_BF_WRITER_WRITE_COMBINING,
+};
+
+/**
+ * struct mlx4_bf_device_info - what QUERY_DEVICE reports
+ * @abi_version: %MLX4_BF_ABI_VERSION
+ * @num_uars: UAR pages in BAR2 (the BlueFlame pages follow them)
+ * @bf_reg_size: size of one BlueFlame register (two buffers)
+ * @bf_buf_size: size of one BlueFlame buffer, half of @bf_reg_size
+ * @max_bf_wqe_size: largest WQE, in bytes, that may take the BlueFlame path
+ * @max_db_wqe_size: largest WQE, in bytes, accepted at all (doorbell path)
+ * @writer: enum mlx4_bf_writer in use on this device
+ * @store_block_max: largest store block, in bytes (zPCI: 128)
+ * @max_qps_per_context: QPs one open file may create
+ * @sq_entries: send-queue slots of each QP
+ * @bar2_len: length of BAR2 in bytes
+ */
+struct mlx4_bf_device_info {
+	__u32 abi_version;
+	__u32 num_uars;
+	__u32 bf_reg_size;
+	__u32 bf_buf_size;
+	__u32 max_bf_wqe_size;
+	__u32 max_db_wqe_size;
+	__u32 writer;
+	__u32 store_block_max;
+	__u32 max_qps_per_context;
+	__u32 sq_entries;
+	__aligned_u64 bar2_len;
+};
+
+/**
+ * struct mlx4_bf_context_info - what QUERY_CONTEXT reports for this open file
+ * @uar_index: the UAR this context owns (never 0: reserved for the kernel)
+ * @reserved: zero
+ * @uar_offset: offset in BAR2 of its UAR page (doorbell at +0x14)
+ * @bf_offset: offset in BAR2 of its BlueFlame page
+ */
+struct mlx4_bf_context_info {
+	__u32 uar_index;
+	__u32 reserved;
+	__aligned_u64 uar_offset;
+	__aligned_u64 bf_offset;
+};
+
+/**
+ * struct mlx4_bf_qp_info - a new QP
+ * @qp_handle: handle for DESTROY_QP and POST_SEND (the QPN)
+ * @qpn: QP number stamped into each WQE; bits 6 and 7 are always clear
+ */
+struct mlx4_bf_qp_info {
+	__u32 qp_handle;
+	__u32 qpn;
+};
+
+enum mlx4_bf_post_flags {
+	/* Take the doorbell path even when the WQE fits a BlueFlame buffer. */
+	MLX4_BF_POST_F_FORCE_DOORBELL	= 1 << 0,
+	/* Fail with -EINVAL rather than fall back to the doorbell path. */
+	MLX4_BF_POST_F_REQUIRE_BF	= 1 << 1,
+};
+
+enum mlx4_bf_path {
+	MLX4_BF_PATH_BLUEFLAME = 1,
+	MLX4_BF_PATH_DOORBELL,
+};
+
+/**
+ * struct mlx4_bf_post_result - what POST_SEND did
+ * @path: enum mlx4_bf_path
+ * @wqe_index: send-queue index the WQE took
+ * @bf_offset: offset in BAR2 written (BlueFlame) or rung (doorbell register)
+ * @bytes_written: bytes written to BAR2 (the 64-byte padded WQE, or 4)
+ * @store_blocks: blocks issued by the store-block writer (0 otherwise)
+ * @reserved: zero
+ */
+struct mlx4_bf_post_result {
+	__u32 path;
+	__u32 wqe_index;
+	__aligned_u64 bf_offset;
+	__u32 bytes_written;
+	__u32 store_blocks;
+	__u32 reserved[2];
+};
+
+enum mlx4_bf_reject {
+	MLX4_BF_REJECT_LENGTH,		/* WQE length not a multiple of 16 or too long */
+	MLX4_BF_REJECT_SIZE_FIELD,	/* ctrl size field differs from the length */
+	MLX4_BF_REJECT_OPCODE,		/* opcode outside the allowed set */
+	MLX4_BF_REJECT_CTRL,		/* bits only the kernel may set */
+	MLX4_BF_REJECT_INLINE,		/* malformed or 64-byte-crossing inline segment */
+	MLX4_BF_REJECT_GATHER,		/* gather segment where BlueFlame is required */
+	MLX4_BF_REJECT_FAULT,		/* the WQE could not be copied from user space */
+	MLX4_BF_REJECT_QP,		/* unknown QP handle */
+	MLX4_BF_REJECT_MAX,
+};
+
+/**
+ * struct mlx4_bf_stats - counters of a device or of one context
+ * @bf_posts: WQEs written through the BlueFlame page
+ * @db_posts: WQEs posted with the doorbell register
+ * @bytes: bytes of WQE written to the BlueFlame page or send queue
+ * @store_blocks: store blocks issued by the store-block writer
+ * @rejects: POST_SEND calls refused, by enum mlx4_bf_reject
+ */
+struct mlx4_bf_stats {
+	__aligned_u64 bf_posts;
+	__aligned_u64 db_posts;
+	__aligned_u64 bytes;
+	__aligned_u64 store_blocks;
+	__aligned_u64 rejects[MLX4_BF_REJECT_MAX];
+};
+
+#endif /* _UAPI_MLX4_BF_H */
