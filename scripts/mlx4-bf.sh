@@ -40,10 +40,12 @@ build_module() {
 
 build_selftests() {
 	local kdir=$1 ksrc
-	ksrc=$(sed -n 's/^KERNEL_SOURCE *:= *//p;s/^abs_srctree *:= *//p' "$kdir/Makefile" | head -n1)
+	# An O= build directory names its source tree in its Makefile.
+	ksrc=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -n1)
 	[ -n "$ksrc" ] || ksrc=$kdir
 	log "selftests: building (static) against $ksrc/tools/testing/selftests"
 	rm -rf "$OUT/guest"
+	mkdir -p "$OUT/guest/selftests"
 	make -s -C "$SELFTESTS" OUTPUT="$OUT/guest/selftests" \
 		KSFT_DIR="$ksrc/tools/testing/selftests" CFLAGS_EXTRA=-static all >&2
 	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$OUT/guest/selftests/"

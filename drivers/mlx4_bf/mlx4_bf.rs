@@ -1,11 +1,139 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! BlueFlame send path for Mellanox ConnectX (mlx4) adapters.
+//!
+//! Each open of `/dev/mlx4_bf<N>` is a context owning one UAR and the
+//! BlueFlame page of the same index. User space posts send WQEs through a
+//! uverbs-style ioctl; the kernel validates them, stamps what only it may set
+//! and writes them to the BlueFlame page with store-block (zPCI) or
+//! write-combining (x86) semantics, or rings the doorbell. See
+//! Documentation/mlx4_bf.rst.
 
-use kernel::{io::Io, pci, prelude::*};
+use kernel::{
+    device::{Bound, Core},
+    devres::Devres,
+    dma::Coherent,
+    miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
+    new_mutex, pci,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+};
 
-/// The BAR holding the UAR pages followed by the BlueFlame pages.
-const UAR_BAR: u32 = 2;
+// The pure rules, shared with the host tools (rust/mlx4_bf_core).
+#[path = "../../rust/mlx4_bf_core/src/abi.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod abi;
+#[path = "../../rust/mlx4_bf_core/src/layout.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod layout;
+#[path = "../../rust/mlx4_bf_core/src/store_block.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod store_block;
+#[path = "../../rust/mlx4_bf_core/src/uar_alloc.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod uar_alloc;
+#[path = "../../rust/mlx4_bf_core/src/wqe.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wqe;
+
+mod bar2;
+mod context;
+mod stats;
+mod uverbs;
+mod writer;
+
+use bar2::{Bar2, BfMapping};
+use layout::Caps;
+use stats::Stats;
+use uar_alloc::UarAllocator;
+use writer::Writer;
+
+/// Send-queue slots per QP, and bytes per slot (the largest WQE, rounded).
+pub(crate) const SQ_ENTRIES: u32 = 16;
+pub(crate) const SQ_STRIDE: usize = 1024;
+/// QPs per adapter; their send queues come from one DMA pool set up at probe.
+pub(crate) const MAX_QPS: usize = 32;
+pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
+/// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).
+const MAX_ADAPTERS: usize = 4;
+/// QPNs start above the range mlx4 reserves for special QPs.
+const FIRST_QPN: u32 = 0x200;
+
+static DEVICE_NAMES: [&CStr; MAX_ADAPTERS] = [c"mlx4_bf0", c"mlx4_bf1", c"mlx4_bf2", c"mlx4_bf3"];
+static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
+
+/// The hardware resources that go away when the device is unbound.
+pub(crate) struct Hw {
+    pub(crate) bar2: Bar2,
+    /// `MAX_QPS` send queues of `SQ_ENTRIES * SQ_STRIDE` bytes.
+    pub(crate) sq_pool: Coherent<[u8]>,
+}
+
+/// Send-queue slots and QP numbers of one adapter.
+pub(crate) struct QpTable {
+    pub(crate) used_slots: u64,
+    pub(crate) next_qpn: u32,
+}
+
+/// One bound adapter, shared by its open contexts.
+#[pin_data]
+pub(crate) struct Adapter {
+    pub(crate) caps: Caps,
+    pub(crate) writer: Writer,
+    pub(crate) hw: Devres<Hw>,
+    #[pin]
+    pub(crate) uars: Mutex<UarAllocator>,
+    #[pin]
+    pub(crate) qps: Mutex<QpTable>,
+    pub(crate) stats: Stats,
+    number: DeviceNumber,
+}
+
+/// An adapter number (`/dev/mlx4_bf<N>`), returned when the adapter's last
+/// user is gone.
+struct DeviceNumber(u32);
+
+impl DeviceNumber {
+    fn take() -> Option<Self> {
+        let mut used = DEVICE_NUMBERS.load(Relaxed);
+        loop {
+            let n = (!used).trailing_zeros();
+            if n as usize >= MAX_ADAPTERS {
+                return None;
+            }
+            match DEVICE_NUMBERS.cmpxchg(used, used | (1 << n), Relaxed) {
+                Ok(_) => return Some(DeviceNumber(n)),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn name(&self) -> &'static CStr {
+        DEVICE_NAMES[self.0 as usize]
+    }
+}
+
+impl Drop for DeviceNumber {
+    fn drop(&mut self) {
+        let mut used = DEVICE_NUMBERS.load(Relaxed);
+        while let Err(now) = DEVICE_NUMBERS.cmpxchg(used, used & !(1 << self.0), Relaxed) {
+            used = now;
+        }
+    }
+}
+
+/// Driver data of a bound adapter. Dropped on unbind: the misc device goes
+/// away (no new opens) and `Adapter::hw` is revoked, while open contexts keep
+/// their `Arc<Adapter>` and get `-ENODEV` from then on.
+#[pin_data]
+pub(crate) struct Mlx4BfDevice {
+    pub(crate) adapter: Arc<Adapter>,
+    #[pin]
+    pub(crate) misc: MiscDeviceRegistration<context::Context>,
+}
 
 struct Mlx4BfDriver;
 
@@ -13,23 +141,132 @@ kernel::pci_device_table!(
     PCI_TABLE,
     MODULE_PCI_TABLE,
     <Mlx4BfDriver as pci::Driver>::IdInfo,
-    [(pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1003), ())]
+    [
+        // ConnectX / ConnectX-2 (mlx4 PF IDs; virtual functions are not served).
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6340), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x634a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6354), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6732), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x673c), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6368), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6750), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6372), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x675a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6764), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6746), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x676e), ()),
+        // ConnectX-3, ConnectX-3 Pro and later mlx4 PFs.
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1003), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1005), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1006), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1007), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1008), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1009), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100b), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100c), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100d), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100e), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100f), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1010), ()),
+    ]
 );
+
+fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
+    let bar2_len = pdev.resource_len(Bar2::BAR)? as u64;
+    let caps = Caps::new(
+        bar2_len,
+        *module_parameters::num_uars.value(),
+        *module_parameters::bf_reg_size.value(),
+    )
+    .map_err(|e| {
+        dev_err!(
+            pdev.as_ref(),
+            "num_uars={} bf_reg_size={} do not fit BAR2 of {:#x} bytes: {:?}\n",
+            *module_parameters::num_uars.value(),
+            *module_parameters::bf_reg_size.value(),
+            bar2_len,
+            e
+        );
+        EINVAL
+    })?;
+    if caps.num_uars as usize > uar_alloc::MAX_UARS {
+        dev_err!(pdev.as_ref(), "{} UARs, at most {} supported\n", caps.num_uars, uar_alloc::MAX_UARS);
+        return Err(EINVAL);
+    }
+    let writer = match *module_parameters::writer.value() {
+        abi::WRITER_STORE_BLOCK => Writer::StoreBlock,
+        abi::WRITER_WRITE_COMBINING => Writer::WriteCombining,
+        w => {
+            dev_err!(pdev.as_ref(), "writer={} unknown: 1 (store block) or 2 (write combining)\n", w);
+            return Err(EINVAL);
+        }
+    };
+    Ok((caps, writer))
+}
+
+impl Mlx4BfDriver {
+    fn new_adapter(pdev: &pci::Device<Core<'_>>) -> Result<Arc<Adapter>> {
+        let (caps, writer) = probe_caps(pdev)?;
+        pdev.enable_device_mem()?;
+        pdev.set_master();
+
+        let mapping = match writer {
+            Writer::StoreBlock => BfMapping::Uncached,
+            Writer::WriteCombining => BfMapping::WriteCombining,
+        };
+        let sq_pool_len = MAX_QPS * SQ_ENTRIES as usize * SQ_STRIDE;
+        let hw = Hw {
+            bar2: Bar2::new(pdev, &caps, mapping)?,
+            sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
+        };
+        let number = DeviceNumber::take().ok_or_else(|| {
+            dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
+            EBUSY
+        })?;
+        dev_info!(
+            pdev.as_ref(),
+            "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
+            caps.bar2_len / 1024,
+            caps.num_uars,
+            caps.bf_reg_size,
+            match writer {
+                Writer::StoreBlock => "store-block",
+                Writer::WriteCombining => "write-combining",
+            },
+            number.name().to_str().unwrap_or("?")
+        );
+        Arc::pin_init(
+            try_pin_init!(Adapter {
+                caps,
+                writer,
+                hw: Devres::new(pdev.as_ref(), hw)?,
+                uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
+                qps <- new_mutex!(QpTable { used_slots: 0, next_qpn: FIRST_QPN }),
+                stats: Stats::new(),
+                number,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
 
 impl pci::Driver for Mlx4BfDriver {
     type IdInfo = ();
-    type Data<'bound> = pci::Bar<'bound>;
+    type Data<'bound> = Mlx4BfDevice;
 
     const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
 
     fn probe<'bound>(
-        pdev: &'bound pci::Device<kernel::device::Core<'_>>,
+        pdev: &'bound pci::Device<Core<'_>>,
         _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        pdev.enable_device_mem()?;
-        let bar = pdev.iomap_region(UAR_BAR, c"mlx4_bf")?;
-        dev_info!(pdev, "BAR2: {} bytes\n", bar.maxsize());
-        Ok(bar)
+        let adapter = Self::new_adapter(pdev);
+        let name = adapter.as_ref().map_or(DEVICE_NAMES[0], |a| a.number.name());
+        try_pin_init!(Mlx4BfDevice {
+            adapter: adapter?,
+            misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+        })
     }
 }
 
@@ -39,4 +276,18 @@ kernel::module_pci_driver! {
     authors: ["mlx4-bf developers"],
     description: "mlx4 BlueFlame send path (zPCI store-block / write-combining)",
     license: "GPL v2",
+    params: {
+        num_uars: u32 {
+            default: 0,
+            description: "UAR pages in BAR2 (0: the first half of BAR2)",
+        },
+        bf_reg_size: u32 {
+            default: 512,
+            description: "BlueFlame register size in bytes (two buffers)",
+        },
+        writer: u32 {
+            default: 1,
+            description: "BlueFlame writer: 1 store block (zPCI semantics), 2 write combining",
+        },
+    },
 }

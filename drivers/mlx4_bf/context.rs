@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One open of `/dev/mlx4_bf<N>`: a context owning one UAR, its BlueFlame
+//! page and up to `MAX_QPS_PER_CONTEXT` QPs, and the methods of the ioctl.
+//!
+//! Locking: a context's QPs, send-queue heads, BlueFlame half and WQE buffer
+//! are under its own mutex (the per-UAR lock of mlx4), held across the
+//! `copy_from_user` of the WQE, so posts on different contexts never share a
+//! lock. The hardware is reached through `Devres::try_access()`, an RCU read
+//! section, not a lock.
+
+use kernel::{
+    fs::File,
+    io::Io,
+    miscdevice::{MiscDevice, MiscDeviceRegistration},
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use crate::{
+    abi::{self, Reject},
+    layout, uverbs::Bundle, wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS, MAX_QPS_PER_CONTEXT, SQ_ENTRIES,
+    SQ_STRIDE,
+};
+
+struct Qp {
+    qpn: u32,
+    /// Index of its send queue in `Hw::sq_pool`.
+    slot: usize,
+    /// Send-queue producer index (not wrapped).
+    head: u32,
+}
+
+/// The WQE being posted, padded to whole 64-byte chunks with zeroes. Aligned
+/// so the store-block writer can issue whole blocks from it.
+#[repr(C, align(64))]
+struct WqeBuf([u8; SQ_STRIDE]);
+
+struct State {
+    qps: [Option<Qp>; MAX_QPS_PER_CONTEXT],
+    /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
+    bf_half: u32,
+    wqe: WqeBuf,
+}
+
+#[pin_data(PinnedDrop)]
+pub(crate) struct Context {
+    adapter: Arc<Adapter>,
+    uar_index: u32,
+    #[pin]
+    state: Mutex<State>,
+    stats: crate::stats::Stats,
+}
+
+#[vtable]
+impl MiscDevice for Context {
+    type Ptr = Pin<KBox<Self>>;
+
+    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
+        // SAFETY: Every registration of `Context` is the `misc` field of a
+        // `Mlx4BfDevice`, which outlives this call (misc_deregister() waits
+        // for open() under misc_mtx).
+        let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
+        let adapter = dev.adapter.clone();
+        let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
+            pr_warn!("mlx4_bf: all {} UARs in use\n", adapter.caps.num_uars - 1);
+            EBUSY
+        })?;
+        let owner = adapter.clone();
+        let init = try_pin_init!(Context {
+            adapter: owner,
+            uar_index,
+            state <- new_mutex!(State {
+                qps: [const { None }; MAX_QPS_PER_CONTEXT],
+                bf_half: 0,
+                wqe: WqeBuf([0; SQ_STRIDE]),
+            }),
+            stats: crate::stats::Stats::new(),
+        });
+        KBox::try_pin_init(init, GFP_KERNEL).inspect_err(|_| {
+            adapter.uars.lock().free(uar_index);
+        })
+    }
+
+    fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        if cmd != abi::IOCTL {
+            return Err(ENOTTY);
+        }
+        let mut b = Bundle::read(arg)?;
+        match (b.object_id, b.method_id) {
+            (abi::OBJECT_DEVICE, abi::METHOD_QUERY_DEVICE) => me.query_device(&mut b),
+            (abi::OBJECT_DEVICE, abi::METHOD_QUERY_STATS) => me.query_stats(&mut b),
+            (abi::OBJECT_CONTEXT, abi::METHOD_QUERY_CONTEXT) => me.query_context(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_CREATE_QP) => me.create_qp(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_DESTROY_QP) => me.destroy_qp(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_POST_SEND) => me.post_send(&mut b),
+            _ => Err(crate::uverbs::eprotonosupport()),
+        }?;
+        Ok(0)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Context {
+    fn drop(self: Pin<&mut Self>) {
+        let mut slots = 0u64;
+        for qp in self.state.lock().qps.iter().flatten() {
+            slots |= 1 << qp.slot;
+        }
+        self.adapter.qps.lock().used_slots &= !slots;
+        self.adapter.uars.lock().free(self.uar_index);
+    }
+}
+
+impl Context {
+    /// The hardware, or `-ENODEV` once the adapter was unbound.
+    fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Hw>> {
+        self.adapter.hw.try_access().ok_or(ENODEV)
+    }
+
+    fn query_device(&self, b: &mut Bundle) -> Result {
+        let out = b.output(abi::ATTR_DEVICE_INFO).ok_or(EINVAL)?;
+        b.check_unused()?;
+        let caps = &self.adapter.caps;
+        let info = abi::DeviceInfo {
+            abi_version: abi::ABI_VERSION,
+            num_uars: caps.num_uars,
+            bf_reg_size: caps.bf_reg_size,
+            bf_buf_size: caps.bf_buf_size(),
+            max_bf_wqe_size: caps.bf_buf_size(),
+            max_db_wqe_size: wqe::MAX_WQE_LEN as u32,
+            writer: match self.adapter.writer {
+                crate::writer::Writer::StoreBlock => abi::WRITER_STORE_BLOCK,
+                crate::writer::Writer::WriteCombining => abi::WRITER_WRITE_COMBINING,
+            },
+            store_block_max: crate::store_block::MAX_BLOCK as u32,
+            max_qps_per_context: MAX_QPS_PER_CONTEXT as u32,
+            sq_entries: SQ_ENTRIES,
+            bar2_len: caps.bar2_len,
+        };
+        b.write(out, &info)
+    }
+
+    fn query_stats(&self, b: &mut Bundle) -> Result {
+        let dev = b.output(abi::ATTR_DEVICE_STATS);
+        let ctx = b.output(abi::ATTR_CONTEXT_STATS);
+        b.check_unused()?;
+        if dev.is_none() && ctx.is_none() {
+            return Err(EINVAL);
+        }
+        if let Some(i) = dev {
+            b.write(i, &self.adapter.stats.snapshot())?;
+        }
+        if let Some(i) = ctx {
+            b.write(i, &self.stats.snapshot())?;
+        }
+        Ok(())
+    }
+
+    fn query_context(&self, b: &mut Bundle) -> Result {
+        let out = b.output(abi::ATTR_CONTEXT_INFO);
+        b.check_unused()?;
+        // Also the benchmarks' no-op round trip: without an output it does nothing.
+        let Some(out) = out else { return Ok(()) };
+        let caps = &self.adapter.caps;
+        let info = abi::ContextInfo {
+            uar_index: self.uar_index,
+            reserved: 0,
+            uar_offset: caps.uar_offset(self.uar_index),
+            bf_offset: caps.bf_page_offset(self.uar_index),
+        };
+        b.write(out, &info)
+    }
+
+    fn create_qp(&self, b: &mut Bundle) -> Result {
+        let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
+        b.check_unused()?;
+        let _hw = self.hw()?;
+        let mut state = self.state.lock();
+        let free = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
+        let (slot, qpn) = {
+            let mut table = self.adapter.qps.lock();
+            let slot = (!table.used_slots).trailing_zeros() as usize;
+            if slot >= MAX_QPS {
+                return Err(ENOSPC);
+            }
+            let qpn = wqe::next_bf_safe_qpn(table.next_qpn);
+            table.next_qpn = wqe::next_bf_safe_qpn(qpn + 1);
+            table.used_slots |= 1 << slot;
+            (slot, qpn)
+        };
+        let info = abi::QpInfo { qp_handle: qpn, qpn };
+        if let Err(e) = b.write(out, &info) {
+            self.adapter.qps.lock().used_slots &= !(1 << slot);
+            return Err(e);
+        }
+        state.qps[free] = Some(Qp { qpn, slot, head: 0 });
+        Ok(())
+    }
+
+    fn destroy_qp(&self, b: &mut Bundle) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        b.check_unused()?;
+        let mut state = self.state.lock();
+        let qp = state.qps.iter_mut().find(|q| q.as_ref().is_some_and(|q| q.qpn == handle)).ok_or(ENOENT)?;
+        let slot = qp.take().map(|q| q.slot).unwrap_or(0);
+        self.adapter.qps.lock().used_slots &= !(1 << slot);
+        Ok(())
+    }
+
+    fn reject(&self, why: Reject, err: Error) -> Error {
+        self.stats.reject(why);
+        self.adapter.stats.reject(why);
+        err
+    }
+
+    fn post_send(&self, b: &mut Bundle) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
+        let len = b.input_len(abi::ATTR_WQE).ok_or(EINVAL)?;
+        let user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?;
+        let out = b.output(abi::ATTR_POST_RESULT);
+        b.check_unused()?;
+        if flags & !abi::POST_F_ALL != 0 || flags == abi::POST_F_ALL {
+            return Err(EINVAL);
+        }
+        if len == 0 || len > wqe::MAX_WQE_LEN {
+            return Err(self.reject(Reject::Length, EINVAL));
+        }
+
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let qp_index = state
+            .qps
+            .iter()
+            .position(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
+            .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
+        let buf = &mut state.wqe.0;
+        user_wqe.reader().read_slice(&mut buf[..len]).map_err(|e| self.reject(Reject::Fault, e))?;
+        let info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
+        let caps = &self.adapter.caps;
+        let path = wqe::choose_path(&info, flags, caps.bf_buf_size()).map_err(|r| self.reject(r, EINVAL))?;
+
+        let hw = self.hw()?;
+        let Some(qp) = state.qps[qp_index].as_mut() else { return Err(ENOENT) };
+        let head = qp.head;
+        let mut result = abi::PostResult { wqe_index: head & (SQ_ENTRIES - 1), ..Default::default() };
+        match path {
+            wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
+            wqe::Path::Doorbell => wqe::stamp_doorbell(&mut buf[..len], head, SQ_ENTRIES),
+        }
+        write_sq_slot(&hw, qp, &buf[..len]);
+
+        match path {
+            wqe::Path::BlueFlame => {
+                let burst = wqe::bf_burst_len(len);
+                buf[len..burst].fill(0);
+                let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
+                    + state.bf_half as usize;
+                let blocks = self.adapter.writer.write(hw.bar2.bf(), offset, &buf[..burst])?;
+                state.bf_half = layout::next_bf_half(state.bf_half, caps.bf_buf_size());
+                self.stats.blueflame(burst, blocks);
+                self.adapter.stats.blueflame(burst, blocks);
+                result.path = abi::PATH_BLUEFLAME;
+                result.bf_offset = caps.bf_area().0 + offset as u64;
+                result.bytes_written = burst as u32;
+                result.store_blocks = blocks;
+            }
+            wqe::Path::Doorbell => {
+                // writel() orders the send-queue stores above before the doorbell.
+                let doorbell = caps.doorbell_offset(self.uar_index) as usize;
+                hw.bar2.uar().try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), doorbell)?;
+                self.stats.doorbell(len);
+                self.adapter.stats.doorbell(len);
+                result.path = abi::PATH_DOORBELL;
+                result.bf_offset = doorbell as u64;
+                result.bytes_written = 4;
+            }
+        }
+        qp.head = head.wrapping_add(1);
+        drop(hw);
+        drop(guard);
+        match out {
+            Some(i) => b.write(i, &result),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Copies a stamped WQE into its send-queue slot, the control segment's first
+/// word last, so the adapter never sees a valid owner bit on a partial WQE.
+fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
+    let base = qp.slot * SQ_ENTRIES as usize * SQ_STRIDE + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
+    let dst = hw.sq_pool.as_mut_ptr().cast::<u8>();
+    // SAFETY: `base + SQ_STRIDE` lies inside the pool (slot < MAX_QPS,
+    // index < SQ_ENTRIES) and `wqe_bytes.len() <= SQ_STRIDE`; the slot belongs
+    // to this QP, whose context lock the caller holds.
+    unsafe {
+        core::ptr::copy_nonoverlapping(wqe_bytes.as_ptr().add(4), dst.add(base + 4), wqe_bytes.len() - 4);
+        crate::writer::wmb();
+        core::ptr::copy_nonoverlapping(wqe_bytes.as_ptr(), dst.add(base), 4);
+    }
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Post counters, kept per device and per context without a lock.
+
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+use crate::abi::{self, Reject, REJECT_MAX};
+
+pub(crate) struct Stats {
+    bf_posts: Atomic<u64>,
+    db_posts: Atomic<u64>,
+    bytes: Atomic<u64>,
+    store_blocks: Atomic<u64>,
+    rejects: [Atomic<u64>; REJECT_MAX],
+}
+
+impl Stats {
+    pub(crate) fn new() -> Self {
+        Stats {
+            bf_posts: Atomic::new(0),
+            db_posts: Atomic::new(0),
+            bytes: Atomic::new(0),
+            store_blocks: Atomic::new(0),
+            rejects: [const { Atomic::new(0) }; REJECT_MAX],
+        }
+    }
+
+    pub(crate) fn blueflame(&self, bytes: usize, store_blocks: u32) {
+        self.bf_posts.add(1u64, Relaxed);
+        self.bytes.add(bytes as u64, Relaxed);
+        self.store_blocks.add(u64::from(store_blocks), Relaxed);
+    }
+
+    pub(crate) fn doorbell(&self, bytes: usize) {
+        self.db_posts.add(1u64, Relaxed);
+        self.bytes.add(bytes as u64, Relaxed);
+    }
+
+    pub(crate) fn reject(&self, why: Reject) {
+        self.rejects[why as usize].add(1u64, Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> abi::Stats {
+        abi::Stats {
+            bf_posts: self.bf_posts.load(Relaxed),
+            db_posts: self.db_posts.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            store_blocks: self.store_blocks.load(Relaxed),
+            rejects: core::array::from_fn(|i| self.rejects[i].load(Relaxed)),
+        }
+    }
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The two ways a BlueFlame burst is written to the adapter.
+//!
+//! - Store block (zPCI semantics): the burst is split exactly like s390's
+//!   `zpci_memcpy_toio()` (see `store_block.rs`), each piece written with one
+//!   `memcpy_toio()` and followed by a write barrier, so each block reaches
+//!   the device as one unit. On s390 `memcpy_toio()` *is*
+//!   `zpci_memcpy_toio()` and each piece is one PCISTB.
+//! - Write combining (x86): the BlueFlame area is mapped WC and the burst is
+//!   copied with `__iowrite64_copy()` between two write barriers, the
+//!   sequence of mlx4_en's `mlx4_bf_copy()`.
+//!
+//! The kernel crate has no wrapper for `memcpy_toio()`, `__iowrite64_copy()`
+//! or `wmb()` in 7.2; they are used here and nowhere else.
+
+use kernel::{
+    bindings,
+    io::{Io, Mmio},
+    prelude::*,
+};
+
+use crate::store_block;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writer {
+    StoreBlock,
+    WriteCombining,
+}
+
+/// `wmb()`: orders and flushes (on x86 also drains write-combining buffers)
+/// all earlier stores before any later one.
+#[inline(always)]
+pub(crate) fn wmb() {
+    // SAFETY: A store fence has no operands and no effect besides ordering.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        core::arch::asm!("sfence", options(nostack, preserves_flags))
+    };
+    // SAFETY: `bcr 14,0` is s390's serialization (fast-BCR) used by `wmb()`.
+    #[cfg(target_arch = "s390x")]
+    unsafe {
+        core::arch::asm!("bcr 14,0", options(nostack))
+    };
+}
+
+impl Writer {
+    /// Writes `burst` (a multiple of 64 bytes, 8-byte aligned) to `area` at
+    /// `offset`; returns the number of store blocks issued (0 for WC).
+    pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
+        let end = offset.checked_add(burst.len()).ok_or(EINVAL)?;
+        if end > area.maxsize() || offset % 8 != 0 || burst.len() % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let dst = area.addr() + offset;
+        match self {
+            Writer::StoreBlock => {
+                let mut blocks = 0;
+                for piece in store_block::plan(burst.as_ptr() as usize, dst, burst.len()) {
+                    let src = &burst[piece.offset()..piece.offset() + piece.len()];
+                    // SAFETY: `dst + piece.offset()` and the length lie inside
+                    // the mapped `area` (checked above); `src` is a valid slice.
+                    unsafe {
+                        bindings::memcpy_toio(
+                            (dst + piece.offset()) as *mut c_void,
+                            src.as_ptr().cast(),
+                            src.len(),
+                        )
+                    };
+                    wmb();
+                    if matches!(piece, store_block::Piece::Block { .. }) {
+                        blocks += 1;
+                    }
+                }
+                Ok(blocks)
+            }
+            Writer::WriteCombining => {
+                wmb();
+                // SAFETY: As above; the length is a whole number of 64-bit words.
+                unsafe {
+                    bindings::__iowrite64_copy(dst as *mut c_void, burst.as_ptr().cast(), burst.len() / 8)
+                };
+                wmb();
+                Ok(0)
+            }
+        }
+    }
+}

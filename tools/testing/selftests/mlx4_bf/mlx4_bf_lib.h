@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the mlx4_bf selftests: the ioctl calls, a libmlx4-style WQE
+ * builder written independently of the driver's Rust one, and the BAR2
+ * oracle, a read-only mapping of sysfs resource2.
+ */
+#ifndef MLX4_BF_LIB_H
+#define MLX4_BF_LIB_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <mlx4_bf.h>
+
+#define DRIVER_DIR	"/sys/bus/pci/drivers/mlx4_bf"
+#define DEV_PATH	"/dev/mlx4_bf0"
+
+#define OP_RDMA_WRITE	0x08
+#define OP_SEND		0x0a
+#define INLINE_SEG	0x80000000u
+#define MAX_WQE		1008
+
+struct call {
+	struct mlx4_bf_ioctl_hdr hdr;
+	struct mlx4_bf_attr attrs[MLX4_BF_MAX_ATTRS];
+};
+
+static inline void call_init(struct call *c, __u16 object, __u16 method)
+{
+	memset(c, 0, sizeof(*c));
+	c->hdr.object_id = object;
+	c->hdr.method_id = method;
+	c->hdr.length = sizeof(c->hdr);
+}
+
+static inline struct mlx4_bf_attr *call_attr(struct call *c, __u16 id, __u16 len, __u64 data)
+{
+	struct mlx4_bf_attr *a = &c->attrs[c->hdr.num_attrs++];
+
+	a->attr_id = id;
+	a->len = len;
+	a->data = data;
+	c->hdr.length += sizeof(*a);
+	return a;
+}
+
+static inline void call_inline_u32(struct call *c, __u16 id, __u32 v)
+{
+	struct mlx4_bf_attr *a = call_attr(c, id, 4, 0);
+
+	memcpy(&a->data, &v, 4);
+}
+
+/* Returns 0 or -errno. */
+static inline int call_do(int fd, struct call *c)
+{
+	return ioctl(fd, MLX4_BF_IOCTL, c) ? -errno : 0;
+}
+
+static inline int query_device(int fd, struct mlx4_bf_device_info *info)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_DEVICE, MLX4_BF_METHOD_QUERY_DEVICE);
+	call_attr(&c, MLX4_BF_ATTR_DEVICE_INFO, sizeof(*info), (uintptr_t)info);
+	return call_do(fd, &c);
+}
+
+static inline int query_context(int fd, struct mlx4_bf_context_info *info)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_CONTEXT, MLX4_BF_METHOD_QUERY_CONTEXT);
+	call_attr(&c, MLX4_BF_ATTR_CONTEXT_INFO, sizeof(*info), (uintptr_t)info);
+	return call_do(fd, &c);
+}
+
+static inline int query_stats(int fd, struct mlx4_bf_stats *dev, struct mlx4_bf_stats *ctx)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_DEVICE, MLX4_BF_METHOD_QUERY_STATS);
+	if (dev)
+		call_attr(&c, MLX4_BF_ATTR_DEVICE_STATS, sizeof(*dev), (uintptr_t)dev);
+	if (ctx)
+		call_attr(&c, MLX4_BF_ATTR_CONTEXT_STATS, sizeof(*ctx), (uintptr_t)ctx);
+	return call_do(fd, &c);
+}
+
+static inline int create_qp(int fd, struct mlx4_bf_qp_info *qp)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CREATE_QP);
+	call_attr(&c, MLX4_BF_ATTR_QP_INFO, sizeof(*qp), (uintptr_t)qp);
+	return call_do(fd, &c);
+}
+
+static inline int destroy_qp(int fd, __u32 handle)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_DESTROY_QP);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, handle);
+	return call_do(fd, &c);
+}
+
+static inline void post_call(struct call *c, __u32 handle, const void *wqe, __u16 len,
+			     __u32 flags, struct mlx4_bf_post_result *res)
+{
+	call_init(c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_POST_SEND);
+	call_inline_u32(c, MLX4_BF_ATTR_QP_HANDLE, handle);
+	call_attr(c, MLX4_BF_ATTR_WQE, len, (uintptr_t)wqe);
+	if (flags)
+		call_inline_u32(c, MLX4_BF_ATTR_POST_FLAGS, flags);
+	if (res)
+		call_attr(c, MLX4_BF_ATTR_POST_RESULT, sizeof(*res), (uintptr_t)res);
+}
+
+static inline int post_send(int fd, __u32 handle, const void *wqe, __u16 len, __u32 flags,
+			    struct mlx4_bf_post_result *res)
+{
+	struct call c;
+
+	post_call(&c, handle, wqe, len, flags, res);
+	return call_do(fd, &c);
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/*
+ * An RDMA-write WQE with @payload inline bytes (pattern @seed + i), split at
+ * 64-byte boundaries as libmlx4's set_data_inl() does. Returns its length.
+ */
+static inline int build_rdma_write(uint8_t *wqe, int payload, uint8_t seed)
+{
+	int pos = 32, left = payload, len, k = 0;
+
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, OP_RDMA_WRITE);
+	put_be32(wqe + 16, 0x12345678);	/* raddr high */
+	put_be32(wqe + 20, 0x9abcdef0);	/* raddr low */
+	put_be32(wqe + 24, 0xcafe);	/* rkey */
+	while (left > 0) {
+		int room = 64 - pos % 64 - 4;
+		int chunk = left < room ? left : room;
+
+		put_be32(wqe + pos, INLINE_SEG | chunk);
+		for (int i = 0; i < chunk; i++)
+			wqe[pos + 4 + i] = (uint8_t)(seed + k++);
+		pos += 4 + chunk;
+		left -= chunk;
+	}
+	len = (pos + 15) / 16 * 16;
+	put_be32(wqe + 4, len / 16);
+	return len;
+}
+
+/* What the adapter must see for a BlueFlame post: the kernel's stamps. */
+static inline int expected_bf(uint8_t *out, const uint8_t *wqe, int len, uint32_t qpn,
+			      uint32_t head, uint32_t entries)
+{
+	int burst = (len + 63) / 64 * 64;
+
+	memset(out, 0, burst);
+	memcpy(out, wqe, len);
+	put_be32(out, get_be32(out) | ((head & entries) ? 1u << 31 : 0) | (head & 0xffff) << 8);
+	put_be32(out + 4, get_be32(out + 4) | qpn << 8);
+	return burst;
+}
+
+/* The BAR2 oracle: the adapter's memory as the device would see it. */
+struct bar2 {
+	volatile uint8_t *map;
+	size_t len;
+	uint8_t *shadow;
+};
+
+static inline int bar2_open(struct bar2 *b)
+{
+	char path[300];
+	struct dirent *de;
+	struct stat st;
+	DIR *dir = opendir(DRIVER_DIR);
+	int fd = -1;
+
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir))) {
+		if (strchr(de->d_name, ':')) {
+			snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", de->d_name);
+			fd = open(path, O_RDONLY);
+			break;
+		}
+	}
+	closedir(dir);
+	if (fd < 0 || fstat(fd, &st))
+		return -1;
+	b->len = st.st_size;
+	b->map = mmap(NULL, b->len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (b->map == MAP_FAILED)
+		return -1;
+	b->shadow = malloc(b->len);
+	memcpy(b->shadow, (const void *)b->map, b->len);
+	return 0;
+}
+
+static inline void bar2_close(struct bar2 *b)
+{
+	munmap((void *)b->map, b->len);
+	free(b->shadow);
+}
+
+/* Re-reads the shadow copy from BAR2. */
+static inline void bar2_resync(struct bar2 *b)
+{
+	memcpy(b->shadow, (const void *)b->map, b->len);
+}
+
+/*
+ * Expects BAR2 to differ from the shadow exactly by @len bytes @data at
+ * @offset, then takes the change into the shadow. Returns the offset of the
+ * first unexpected byte, or -1 when BAR2 is as expected.
+ */
+static inline long bar2_expect(struct bar2 *b, size_t offset, const void *data, size_t len)
+{
+	size_t i;
+
+	if (len)
+		memcpy(b->shadow + offset, data, len);
+	for (i = 0; i < b->len; i += 4096)
+		if (memcmp((const void *)(b->map + i), b->shadow + i, 4096))
+			break;
+	if (i >= b->len)
+		return -1;
+	for (; i < b->len; i++)
+		if (b->map[i] != b->shadow[i])
+			return (long)i;
+	return -1;
+}
+
+#endif /* MLX4_BF_LIB_H */

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * POST_SEND through the BlueFlame and doorbell paths, checked against BAR2
+ * itself (sysfs resource2): the exact bytes at the exact page and half, the
+ * stamps only the kernel may set, and no other byte of BAR2 changed.
+ */
+#include "kselftest_harness.h"
+#include "mlx4_bf_lib.h"
+
+FIXTURE(ctx)
+{
+	int fd;
+	struct mlx4_bf_device_info dev;
+	struct mlx4_bf_context_info info;
+	struct mlx4_bf_qp_info qp;
+	struct bar2 bar2;
+	uint32_t head;		/* the QP's send-queue index, as the kernel counts */
+	uint32_t half;		/* the next BlueFlame buffer of this context */
+	uint8_t wqe[MAX_WQE + 64];
+	uint8_t want[MAX_WQE + 64];
+};
+
+FIXTURE_SETUP(ctx)
+{
+	self->fd = open(DEV_PATH, O_RDWR);
+	if (self->fd < 0)
+		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
+	ASSERT_EQ(0, query_device(self->fd, &self->dev));
+	ASSERT_EQ(0, query_context(self->fd, &self->info));
+	ASSERT_EQ(0, create_qp(self->fd, &self->qp));
+	ASSERT_EQ(0, bar2_open(&self->bar2));
+	self->head = 0;
+	self->half = 0;
+}
+
+FIXTURE_TEARDOWN(ctx)
+{
+	if (self->fd >= 0) {
+		bar2_close(&self->bar2);
+		close(self->fd);
+	}
+}
+
+/* Posts an RDMA write of @payload bytes and checks what landed in BAR2. */
+static void post_and_check(struct __test_metadata *_metadata, FIXTURE_DATA(ctx) *self,
+			   int payload, uint32_t flags)
+{
+	struct mlx4_bf_post_result res = {};
+	int len = build_rdma_write(self->wqe, payload, payload);
+	int bf = len <= (int)self->dev.bf_buf_size && !(flags & MLX4_BF_POST_F_FORCE_DOORBELL);
+
+	ASSERT_EQ(0, post_send(self->fd, self->qp.qp_handle, self->wqe, len, flags, &res))
+		TH_LOG("payload %d", payload);
+	if (bf) {
+		size_t at = self->info.bf_offset + self->half;
+		int burst = expected_bf(self->want, self->wqe, len, self->qp.qpn, self->head,
+					self->dev.sq_entries);
+
+		EXPECT_EQ(MLX4_BF_PATH_BLUEFLAME, res.path) TH_LOG("payload %d", payload);
+		EXPECT_EQ(at, res.bf_offset);
+		EXPECT_EQ(burst, res.bytes_written);
+		EXPECT_EQ(-1, bar2_expect(&self->bar2, at, self->want, burst))
+			TH_LOG("payload %d: BAR2 differs from the expected WQE at page %zu half %u",
+			       payload, (size_t)self->info.bf_offset / 4096, self->half);
+		self->half ^= self->dev.bf_buf_size;
+	} else {
+		uint8_t db[4];
+
+		put_be32(db, self->qp.qpn << 8);
+		EXPECT_EQ(MLX4_BF_PATH_DOORBELL, res.path) TH_LOG("payload %d", payload);
+		EXPECT_EQ(self->info.uar_offset + 0x14, res.bf_offset);
+		EXPECT_EQ(-1, bar2_expect(&self->bar2, self->info.uar_offset + 0x14, db, 4))
+			TH_LOG("payload %d: doorbell register", payload);
+	}
+	self->head++;
+}
+
+TEST_F(ctx, device_reports_the_default_layout)
+{
+	EXPECT_EQ(MLX4_BF_ABI_VERSION, self->dev.abi_version);
+	EXPECT_EQ(self->bar2.len, self->dev.bar2_len);
+	EXPECT_EQ(self->dev.bar2_len / 2 / 4096, self->dev.num_uars);
+	EXPECT_EQ(512, self->dev.bf_reg_size);
+	EXPECT_EQ(256, self->dev.bf_buf_size);
+	EXPECT_EQ(256, self->dev.max_bf_wqe_size);
+	EXPECT_EQ(128, self->dev.store_block_max);
+}
+
+TEST_F(ctx, context_owns_the_bf_page_of_its_uar)
+{
+	EXPECT_NE(0, self->info.uar_index);
+	EXPECT_LT(self->info.uar_index, self->dev.num_uars);
+	EXPECT_EQ((__u64)self->info.uar_index * 4096, self->info.uar_offset);
+	EXPECT_EQ(((__u64)self->dev.num_uars + self->info.uar_index) * 4096, self->info.bf_offset);
+	/* bits 6 and 7 overlap the ctrl segment's VLAN-insert flags */
+	EXPECT_EQ(0, self->qp.qpn & 0xc0);
+}
+
+TEST_F(ctx, bf_post_lands_at_the_contexts_page_and_half)
+{
+	post_and_check(_metadata, self, 16, 0);
+}
+
+TEST_F(ctx, consecutive_posts_alternate_halves)
+{
+	for (int i = 0; i < 5; i++)
+		post_and_check(_metadata, self, 8 + i, 0);
+}
+
+/* The size table: payload -> BF burst -> store blocks. */
+TEST_F(ctx, table_sizes_take_bf_up_to_208_bytes)
+{
+	static const struct { int payload, burst, blocks; } table[] = {
+		{ 1, 64, 1 }, { 28, 64, 1 }, { 29, 128, 1 }, { 88, 128, 1 }, { 89, 192, 2 },
+		{ 148, 192, 2 }, { 149, 256, 2 }, { 192, 256, 2 }, { 193, 256, 2 }, { 208, 256, 2 },
+	};
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		struct mlx4_bf_post_result res = {};
+		int len = build_rdma_write(self->wqe, table[i].payload, 1);
+
+		ASSERT_EQ(0, post_send(self->fd, self->qp.qp_handle, self->wqe, len,
+				       MLX4_BF_POST_F_REQUIRE_BF, &res))
+			TH_LOG("payload %d", table[i].payload);
+		EXPECT_EQ(MLX4_BF_PATH_BLUEFLAME, res.path);
+		EXPECT_EQ(table[i].burst, res.bytes_written) TH_LOG("payload %d", table[i].payload);
+		if (self->dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
+			EXPECT_EQ(table[i].blocks, res.store_blocks)
+				TH_LOG("payload %d", table[i].payload);
+	}
+}
+
+TEST_F(ctx, payload_209_takes_the_doorbell)
+{
+	post_and_check(_metadata, self, 209, 0);
+}
+
+TEST_F(ctx, every_payload_1_to_256_lands_exactly)
+{
+	for (int payload = 1; payload <= 256; payload++)
+		post_and_check(_metadata, self, payload, 0);
+}
+
+TEST_F(ctx, force_doorbell_rings_the_uar)
+{
+	post_and_check(_metadata, self, 16, MLX4_BF_POST_F_FORCE_DOORBELL);
+	/* the doorbell path does not move the BlueFlame half */
+	post_and_check(_metadata, self, 16, 0);
+}
+
+TEST_F(ctx, stats_count_posts_and_store_blocks)
+{
+	struct mlx4_bf_stats before, after;
+
+	ASSERT_EQ(0, query_stats(self->fd, NULL, &before));
+	post_and_check(_metadata, self, 100, 0);	/* 192 B burst: 2 blocks */
+	post_and_check(_metadata, self, 209, 0);	/* doorbell */
+	ASSERT_EQ(0, query_stats(self->fd, NULL, &after));
+	EXPECT_EQ(before.bf_posts + 1, after.bf_posts);
+	EXPECT_EQ(before.db_posts + 1, after.db_posts);
+	EXPECT_EQ(before.bytes + 192 + 272, after.bytes);
+	if (self->dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
+		EXPECT_EQ(before.store_blocks + 2, after.store_blocks);
+}
+
+TEST(two_contexts_write_their_own_bf_pages)
+{
+	struct mlx4_bf_context_info info[2];
+	struct mlx4_bf_device_info dev;
+	struct mlx4_bf_qp_info qp[2];
+	uint8_t wqe[MAX_WQE + 64], want[MAX_WQE + 64];
+	struct bar2 bar2;
+	int fd[2];
+
+	fd[0] = open(DEV_PATH, O_RDWR);
+	if (fd[0] < 0)
+		SKIP(return, DEV_PATH " is missing");
+	fd[1] = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd[1]);
+	ASSERT_EQ(0, query_device(fd[0], &dev));
+	ASSERT_EQ(0, bar2_open(&bar2));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, query_context(fd[i], &info[i]));
+		ASSERT_EQ(0, create_qp(fd[i], &qp[i]));
+	}
+	ASSERT_NE(info[0].uar_index, info[1].uar_index);
+	ASSERT_NE(info[0].bf_offset, info[1].bf_offset);
+	for (int i = 0; i < 2; i++) {
+		int len = build_rdma_write(wqe, 20 + i, 0x40 * i);
+		int burst = expected_bf(want, wqe, len, qp[i].qpn, 0, dev.sq_entries);
+
+		ASSERT_EQ(0, post_send(fd[i], qp[i].qp_handle, wqe, len, 0, NULL));
+		/* each context's WQE, at its own page, first half; nothing else */
+		EXPECT_EQ(-1, bar2_expect(&bar2, info[i].bf_offset, want, burst))
+			TH_LOG("context %d (UAR %u)", i, info[i].uar_index);
+	}
+	bar2_close(&bar2);
+	close(fd[1]);
+	close(fd[0]);
+}
+
+TEST_HARNESS_MAIN
