@@ -19,7 +19,7 @@ RUN := scripts/mlx4-bf.sh
 .PHONY: run test host-test setup kernel module vm-run vm-shell clean
 
 run:
-	@$(RUN) vm-run 'sh /work/demo.sh' tools/vm/demo
+	@$(RUN) run
 
 test: host-test
 	@$(RUN) selftests
@@ -46,6 +46,5 @@ vm-shell:
 
 clean:
 	rm -rf build target
-	$(MAKE) -C $(CURDIR) -f /dev/null 2>/dev/null || true
 	find drivers -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' | xargs -r rm -f
 	rm -f Module.symvers modules.order .*.cmd

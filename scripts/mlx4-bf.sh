@@ -8,6 +8,7 @@
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
 #   mlx4-bf.sh vm-shell              boot to an interactive shell
+#   mlx4-bf.sh run                   the demo: boot, load, post, show
 #   mlx4-bf.sh selftests             run the kselftests in the guest (KTAP)
 #
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
@@ -77,6 +78,9 @@ module)    build_module "$(kdir)" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
 	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
 vm-shell)  vm_boot shell "" --shell -- "$@" ;;
+run)       build_selftests "$(kdir)"
+	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
+	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest" ;;
 selftests) build_selftests "$(kdir)"
 	   vm_boot test "sh /work/selftests/run_guest.sh" --ktap -- "$OUT/guest" ;;
 *)         die "unknown command '$cmd' (see the header of $0)" ;;

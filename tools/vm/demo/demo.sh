@@ -1,0 +1,19 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The `make run` demo, inside the guest: what the driver found, then a few
+# posts checked against BAR2.
+set -e
+echo "== probe"
+dmesg | grep 'mlx4_bf ' || true
+ls -l /dev/mlx4_bf*
+if [ -x /work/mlx4-bf ]; then
+	echo "== mlx4-bf info"
+	/work/mlx4-bf info
+	echo "== mlx4-bf post (RDMA write, 100 bytes inline)"
+	/work/mlx4-bf post --size 100 --hexdump
+	echo "== mlx4-bf lat (short sweep)"
+	/work/mlx4-bf lat --min 4 --max 260 --step 32 --iters 200
+else
+	echo "== BlueFlame posts checked against BAR2"
+	/work/selftests/mlx4_bf_post_test
+fi
