@@ -49,7 +49,7 @@ build_selftests() {
 	mkdir -p "$OUT/guest/selftests"
 	make -s -C "$SELFTESTS" OUTPUT="$OUT/guest/selftests" \
 		KSFT_DIR="$ksrc/tools/testing/selftests" CFLAGS_EXTRA=-static all >&2
-	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$OUT/guest/selftests/"
+	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$SELFTESTS"/*_test.sh "$OUT/guest/selftests/"
 }
 
 # vm_boot MODE CMD VMARGS -- DIRS...

@@ -44,6 +44,33 @@ struct State {
     wqe: WqeBuf,
 }
 
+/// A reference on this module, held by each open file.
+///
+/// The 7.2 kernel crate builds misc `file_operations` without `.owner`, so
+/// the VFS takes no module reference for an open file and `rmmod` would pull
+/// the code from under it. Each context takes one instead and drops it last.
+/// What remains unprotected is the return path of `release()` after the
+/// final `module_put()`; an `owner` in `MiscDeviceOptions` would close it.
+struct ModuleRef;
+
+impl ModuleRef {
+    fn get() -> Result<Self> {
+        // SAFETY: `THIS_MODULE` is this module, live while its code runs.
+        if unsafe { kernel::bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
+            Ok(ModuleRef)
+        } else {
+            Err(ENODEV)
+        }
+    }
+}
+
+impl Drop for ModuleRef {
+    fn drop(&mut self) {
+        // SAFETY: Pairs with the successful `try_module_get()` in `get()`.
+        unsafe { kernel::bindings::module_put(crate::THIS_MODULE.as_ptr()) };
+    }
+}
+
 #[pin_data(PinnedDrop)]
 pub(crate) struct Context {
     adapter: Arc<Adapter>,
@@ -51,6 +78,8 @@ pub(crate) struct Context {
     #[pin]
     state: Mutex<State>,
     stats: crate::stats::Stats,
+    /// Last, so it is dropped after everything else.
+    _module: ModuleRef,
 }
 
 #[vtable]
@@ -64,9 +93,10 @@ impl MiscDevice for Context {
         let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
         let adapter = dev.adapter.clone();
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
-            pr_warn!("mlx4_bf: all {} UARs in use\n", adapter.caps.num_uars - 1);
+            pr_warn!("all {} UARs in use\n", adapter.caps.num_uars - 1);
             EBUSY
         })?;
+        let module = ModuleRef::get()?;
         let owner = adapter.clone();
         let init = try_pin_init!(Context {
             adapter: owner,
@@ -77,6 +107,7 @@ impl MiscDevice for Context {
                 wqe: WqeBuf([0; SQ_STRIDE]),
             }),
             stats: crate::stats::Stats::new(),
+            _module: module,
         });
         KBox::try_pin_init(init, GFP_KERNEL).inspect_err(|_| {
             adapter.uars.lock().free(uar_index);
@@ -87,6 +118,8 @@ impl MiscDevice for Context {
         if cmd != abi::IOCTL {
             return Err(ENOTTY);
         }
+        // Every method answers -ENODEV once the adapter is unbound.
+        drop(me.hw()?);
         let mut b = Bundle::read(arg)?;
         match (b.object_id, b.method_id) {
             (abi::OBJECT_DEVICE, abi::METHOD_QUERY_DEVICE) => me.query_device(&mut b),

@@ -191,6 +191,12 @@ static inline int expected_bf(uint8_t *out, const uint8_t *wqe, int len, uint32_
 	return burst;
 }
 
+/* Offset in BAR2 of the BlueFlame page of UAR @uar: after num_uars UAR pages. */
+static inline size_t bf_page(const struct mlx4_bf_device_info *dev, __u32 uar)
+{
+	return ((size_t)dev->num_uars + uar) * 4096;
+}
+
 /* The BAR2 oracle: the adapter's memory as the device would see it. */
 struct bar2 {
 	volatile uint8_t *map;

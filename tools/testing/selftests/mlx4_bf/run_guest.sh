@@ -9,7 +9,7 @@
 
 cd "$(dirname "$0")" || exit 1
 limit=$(sed -n 's/^timeout=//p' settings)
-progs=$(ls ./*_test 2>/dev/null)
+progs=$(ls ./*_test ./*_test.sh 2>/dev/null)
 echo "KTAP version 1"
 echo "1..$(echo $progs | wc -w)"
 n=0

@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Module lifetime: rmmod is refused while a context is open and succeeds after
+# the last close; insmod/rmmod cycles leave the adapter bound again (its
+# driver_override names mlx4_bf, so loading the module probes it).
+
+KO=${MLX4_BF_KO:-/lib/modules/mlx4_bf.ko}
+DEV=/dev/mlx4_bf0
+n=0
+fail=0
+
+result() { # ok? name
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi
+}
+
+wait_dev() {
+	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e "$DEV" ] && return 0; sleep 0.2; done
+	return 1
+}
+
+echo "TAP version 13"
+if [ ! -e "$DEV" ] || [ ! -f "$KO" ]; then
+	echo "1..0 # SKIP $DEV or $KO missing"
+	exit 4
+fi
+echo "1..3"
+
+exec 3<"$DEV"
+rmmod mlx4_bf 2>/dev/null
+result $((! $?)) rmmod_refused_while_a_context_is_open
+exec 3<&-
+
+rmmod mlx4_bf && [ ! -e "$DEV" ]
+result $? rmmod_succeeds_after_the_last_close
+
+ok=0
+for i in 1 2 3 4 5; do
+	insmod "$KO" && wait_dev && exec 3<"$DEV" && exec 3<&- && rmmod mlx4_bf || ok=1
+done
+insmod "$KO" && wait_dev || ok=1
+result $ok insmod_rmmod_cycles_rebind_the_adapter
+exit $fail

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lifetimes: unbinding the adapter while processes post, closing after the
+ * unbind, binding it again. Runs last: it leaves the adapter bound again.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "mlx4_bf_lib.h"
+
+#define POSTERS 3
+
+static int find_bdf(char *bdf, size_t len)
+{
+	struct dirent *de;
+	DIR *dir = opendir(DRIVER_DIR);
+	int ret = -1;
+
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		if (strchr(de->d_name, ':') && strlen(de->d_name) < len) {
+			strcpy(bdf, de->d_name);
+			ret = 0;
+			break;
+		}
+	closedir(dir);
+	return ret;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/*
+ * A poster: posts until an error. Exits 0 if that error was -ENODEV after at
+ * least one successful post and close() then works, 1 otherwise. Tells the
+ * parent through @ready once its first post went through.
+ */
+static int poster(int ready)
+{
+	struct mlx4_bf_qp_info qp;
+	uint8_t wqe[MAX_WQE + 64];
+	int len = build_rdma_write(wqe, 50, 3);
+	long posts = 0;
+	int fd, err;
+
+	fd = open(DEV_PATH, O_RDWR);
+	if (fd < 0 || create_qp(fd, &qp))
+		return 1;
+	while (!(err = post_send(fd, qp.qp_handle, wqe, len, 0, NULL)))
+		if (++posts == 1 && write(ready, "x", 1) != 1)
+			return 1;
+	if (err != -ENODEV || posts == 0)
+		return 1;
+	return close(fd) ? 1 : 0;
+}
+
+TEST(unbind_while_posting_then_rebind)
+{
+	char bdf[64], c;
+	pid_t pids[POSTERS];
+	struct mlx4_bf_qp_info qp;
+	struct mlx4_bf_device_info dev;
+	uint8_t wqe[MAX_WQE + 64];
+	int ready[2], fd, status, len = build_rdma_write(wqe, 20, 9);
+
+	if (find_bdf(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	ASSERT_EQ(0, pipe(ready));
+	for (int i = 0; i < POSTERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(poster(ready[1]));
+	}
+	for (int i = 0; i < POSTERS; i++)
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+
+	/* an idle context, open across the unbind */
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, create_qp(fd, &qp));
+
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	for (int i = 0; i < POSTERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("poster %d did not end with -ENODEV", i);
+	}
+	EXPECT_EQ(-ENODEV, post_send(fd, qp.qp_handle, wqe, len, 0, NULL));
+	EXPECT_EQ(-ENODEV, query_device(fd, &dev));
+	EXPECT_EQ(0, close(fd));
+	/* no new context while unbound */
+	EXPECT_GT(0, open(DEV_PATH, O_RDWR));
+
+	/* driver_override still names mlx4_bf: probing binds it again */
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, create_qp(fd, &qp));
+	EXPECT_EQ(0, post_send(fd, qp.qp_handle, wqe, len, 0, NULL));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
