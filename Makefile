@@ -25,8 +25,7 @@ test: host-test
 	@$(RUN) selftests
 
 host-test:
-	@scripts/setup-host.sh
-	cargo test --quiet --workspace
+	@$(RUN) host-test
 
 setup:
 	@$(RUN) setup

@@ -4,6 +4,7 @@
 # The test bed's entry point; the top-level Makefile calls it.
 #
 #   mlx4-bf.sh setup                 install host tools and sources (cached)
+#   mlx4-bf.sh host-test             cargo test on the host
 #   mlx4-bf.sh kernel                build (or reuse) the test kernel
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
@@ -73,6 +74,10 @@ cmd=${1:-}
 shift || true
 case $cmd in
 setup)     "$TOP/scripts/setup-host.sh" ;;
+host-test) "$TOP/scripts/setup-host.sh"
+	   log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h)"
+	   CARGO_TARGET_DIR=$CACHE/cargo-target \
+		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml" ;;
 kernel)    kdir ;;
 module)    build_module "$(kdir)" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"

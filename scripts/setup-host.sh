@@ -10,7 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 
 HOST_PKGS=(flex bison bc libelf-dev libssl-dev cpio busybox-static
-	   qemu-system-x86 kmod python3-venv xz-utils rsync)
+	   qemu-system-x86 kmod python3-venv xz-utils rsync linux-libc-dev)
 
 need_host_pkgs() {
 	local p

@@ -13,6 +13,7 @@
 
 use kernel::{
     bindings,
+    ffi::c_ulong,
     io::{Mmio, MmioRaw},
     pci,
     prelude::*,
@@ -46,8 +47,8 @@ fn map(phys: bindings::resource_size_t, len: usize, how: BfMapping) -> Result<Mm
     // SAFETY: `phys..phys + len` lies inside BAR2, which the caller requested.
     let addr = unsafe {
         match how {
-            BfMapping::Uncached => bindings::ioremap(phys, len as _),
-            BfMapping::WriteCombining => bindings::ioremap_wc(phys, len as _),
+            BfMapping::Uncached => bindings::ioremap(phys, len as c_ulong),
+            BfMapping::WriteCombining => bindings::ioremap_wc(phys, len as c_ulong),
         }
     };
     if addr.is_null() {
@@ -62,7 +63,11 @@ fn map(phys: bindings::resource_size_t, len: usize, how: BfMapping) -> Result<Mm
 impl Bar2 {
     pub(crate) const BAR: u32 = 2;
 
-    pub(crate) fn new(pdev: &pci::Device<kernel::device::Bound>, caps: &Caps, bf: BfMapping) -> Result<Self> {
+    pub(crate) fn new(
+        pdev: &pci::Device<kernel::device::Bound>,
+        caps: &Caps,
+        bf: BfMapping,
+    ) -> Result<Self> {
         let start = pdev.resource_start(Self::BAR)?;
         let len = pdev.resource_len(Self::BAR)?;
         let (bf_off, bf_len) = caps.bf_area();
@@ -96,7 +101,12 @@ impl Bar2 {
             }
         };
         // INVARIANT: region requested and both areas mapped above.
-        Ok(Bar2 { start, len, uar, bf })
+        Ok(Bar2 {
+            start,
+            len,
+            uar,
+            bf,
+        })
     }
 
     /// The UAR pages (doorbell registers).

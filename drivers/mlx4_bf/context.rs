@@ -20,8 +20,9 @@ use kernel::{
 
 use crate::{
     abi::{self, Reject},
-    layout, uverbs::Bundle, wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS, MAX_QPS_PER_CONTEXT, SQ_ENTRIES,
-    SQ_STRIDE,
+    layout,
+    uverbs::Bundle,
+    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS, MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE,
 };
 
 struct Qp {
@@ -223,7 +224,10 @@ impl Context {
             table.used_slots |= 1 << slot;
             (slot, qpn)
         };
-        let info = abi::QpInfo { qp_handle: qpn, qpn };
+        let info = abi::QpInfo {
+            qp_handle: qpn,
+            qpn,
+        };
         if let Err(e) = b.write(out, &info) {
             self.adapter.qps.lock().used_slots &= !(1 << slot);
             return Err(e);
@@ -236,7 +240,11 @@ impl Context {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
-        let qp = state.qps.iter_mut().find(|q| q.as_ref().is_some_and(|q| q.qpn == handle)).ok_or(ENOENT)?;
+        let qp = state
+            .qps
+            .iter_mut()
+            .find(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
+            .ok_or(ENOENT)?;
         let slot = qp.take().map(|q| q.slot).unwrap_or(0);
         self.adapter.qps.lock().used_slots &= !(1 << slot);
         Ok(())
@@ -270,15 +278,25 @@ impl Context {
             .position(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
             .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
         let buf = &mut state.wqe.0;
-        user_wqe.reader().read_slice(&mut buf[..len]).map_err(|e| self.reject(Reject::Fault, e))?;
-        let info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
+        user_wqe
+            .reader()
+            .read_slice(&mut buf[..len])
+            .map_err(|e| self.reject(Reject::Fault, e))?;
+        let info =
+            wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
         let caps = &self.adapter.caps;
-        let path = wqe::choose_path(&info, flags, caps.bf_buf_size()).map_err(|r| self.reject(r, EINVAL))?;
+        let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
+            .map_err(|r| self.reject(r, EINVAL))?;
 
         let hw = self.hw()?;
-        let Some(qp) = state.qps[qp_index].as_mut() else { return Err(ENOENT) };
+        let Some(qp) = state.qps[qp_index].as_mut() else {
+            return Err(ENOENT);
+        };
         let head = qp.head;
-        let mut result = abi::PostResult { wqe_index: head & (SQ_ENTRIES - 1), ..Default::default() };
+        let mut result = abi::PostResult {
+            wqe_index: head & (SQ_ENTRIES - 1),
+            ..Default::default()
+        };
         match path {
             wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
             wqe::Path::Doorbell => wqe::stamp_doorbell(&mut buf[..len], head, SQ_ENTRIES),
@@ -291,7 +309,10 @@ impl Context {
                 buf[len..burst].fill(0);
                 let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
                     + state.bf_half as usize;
-                let blocks = self.adapter.writer.write(hw.bar2.bf(), offset, &buf[..burst])?;
+                let blocks = self
+                    .adapter
+                    .writer
+                    .write(hw.bar2.bf(), offset, &buf[..burst])?;
                 state.bf_half = layout::next_bf_half(state.bf_half, caps.bf_buf_size());
                 self.stats.blueflame(burst, blocks);
                 self.adapter.stats.blueflame(burst, blocks);
@@ -303,7 +324,9 @@ impl Context {
             wqe::Path::Doorbell => {
                 // writel() orders the send-queue stores above before the doorbell.
                 let doorbell = caps.doorbell_offset(self.uar_index) as usize;
-                hw.bar2.uar().try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), doorbell)?;
+                hw.bar2
+                    .uar()
+                    .try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), doorbell)?;
                 self.stats.doorbell(len);
                 self.adapter.stats.doorbell(len);
                 result.path = abi::PATH_DOORBELL;
@@ -324,13 +347,18 @@ impl Context {
 /// Copies a stamped WQE into its send-queue slot, the control segment's first
 /// word last, so the adapter never sees a valid owner bit on a partial WQE.
 fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
-    let base = qp.slot * SQ_ENTRIES as usize * SQ_STRIDE + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
+    let base = qp.slot * SQ_ENTRIES as usize * SQ_STRIDE
+        + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let dst = hw.sq_pool.as_mut_ptr().cast::<u8>();
     // SAFETY: `base + SQ_STRIDE` lies inside the pool (slot < MAX_QPS,
     // index < SQ_ENTRIES) and `wqe_bytes.len() <= SQ_STRIDE`; the slot belongs
     // to this QP, whose context lock the caller holds.
     unsafe {
-        core::ptr::copy_nonoverlapping(wqe_bytes.as_ptr().add(4), dst.add(base + 4), wqe_bytes.len() - 4);
+        core::ptr::copy_nonoverlapping(
+            wqe_bytes.as_ptr().add(4),
+            dst.add(base + 4),
+            wqe_bytes.len() - 4,
+        );
         crate::writer::wmb();
         core::ptr::copy_nonoverlapping(wqe_bytes.as_ptr(), dst.add(base), 4);
     }

@@ -173,7 +173,8 @@ kernel::pci_device_table!(
 );
 
 fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
-    let bar2_len = pdev.resource_len(Bar2::BAR)? as u64;
+    #[allow(clippy::useless_conversion, reason = "resource_size_t is u32 on some 32-bit configs")]
+    let bar2_len = u64::from(pdev.resource_len(Bar2::BAR)?);
     let caps = Caps::new(
         bar2_len,
         *module_parameters::num_uars.value(),
@@ -191,14 +192,23 @@ fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
         EINVAL
     })?;
     if caps.num_uars as usize > uar_alloc::MAX_UARS {
-        dev_err!(pdev.as_ref(), "{} UARs, at most {} supported\n", caps.num_uars, uar_alloc::MAX_UARS);
+        dev_err!(
+            pdev.as_ref(),
+            "{} UARs, at most {} supported\n",
+            caps.num_uars,
+            uar_alloc::MAX_UARS
+        );
         return Err(EINVAL);
     }
     let writer = match *module_parameters::writer.value() {
         abi::WRITER_STORE_BLOCK => Writer::StoreBlock,
         abi::WRITER_WRITE_COMBINING => Writer::WriteCombining,
         w => {
-            dev_err!(pdev.as_ref(), "writer={} unknown: 1 (store block) or 2 (write combining)\n", w);
+            dev_err!(
+                pdev.as_ref(),
+                "writer={} unknown: 1 (store block) or 2 (write combining)\n",
+                w
+            );
             return Err(EINVAL);
         }
     };
@@ -262,7 +272,9 @@ impl pci::Driver for Mlx4BfDriver {
         _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let adapter = Self::new_adapter(pdev);
-        let name = adapter.as_ref().map_or(DEVICE_NAMES[0], |a| a.number.name());
+        let name = adapter
+            .as_ref()
+            .map_or(DEVICE_NAMES[0], |a| a.number.name());
         try_pin_init!(Mlx4BfDevice {
             adapter: adapter?,
             misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),

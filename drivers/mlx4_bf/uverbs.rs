@@ -59,7 +59,9 @@ pub(crate) struct Bundle {
 impl Bundle {
     /// Reads and checks the header and attributes at user address `arg`.
     pub(crate) fn read(arg: usize) -> Result<Self> {
-        let hdr: IoctlHdr = UserSlice::new(UserPtr::from_addr(arg), HDR_LEN).reader().read()?;
+        let hdr: IoctlHdr = UserSlice::new(UserPtr::from_addr(arg), HDR_LEN)
+            .reader()
+            .read()?;
         let count = abi::check_hdr(&hdr).map_err(|_| EINVAL)?;
         let mut reader =
             UserSlice::new(UserPtr::from_addr(arg + HDR_LEN), count * ATTR_LEN).reader();
@@ -75,11 +77,20 @@ impl Bundle {
             }
             attrs[i] = attr;
         }
-        Ok(Bundle { object_id: hdr.object_id, method_id: hdr.method_id, user: arg, attrs, count, used: 0 })
+        Ok(Bundle {
+            object_id: hdr.object_id,
+            method_id: hdr.method_id,
+            user: arg,
+            attrs,
+            count,
+            used: 0,
+        })
     }
 
     fn find(&mut self, attr_id: u16) -> Option<(usize, Attr)> {
-        let i = self.attrs[..self.count].iter().position(|a| a.attr_id == attr_id)?;
+        let i = self.attrs[..self.count]
+            .iter()
+            .position(|a| a.attr_id == attr_id)?;
         self.used |= 1 << i;
         Some((i, self.attrs[i]))
     }
@@ -104,12 +115,18 @@ impl Bundle {
     /// An input passed by pointer: its user slice.
     pub(crate) fn input_ptr(&mut self, attr_id: u16) -> Option<UserSlice> {
         let (_, a) = self.find(attr_id)?;
-        Some(UserSlice::new(UserPtr::from_addr(a.data as usize), usize::from(a.len)))
+        Some(UserSlice::new(
+            UserPtr::from_addr(a.data as usize),
+            usize::from(a.len),
+        ))
     }
 
     /// The length of a pointer input, without using it.
     pub(crate) fn input_len(&self, attr_id: u16) -> Option<usize> {
-        self.attrs[..self.count].iter().find(|a| a.attr_id == attr_id).map(|a| usize::from(a.len))
+        self.attrs[..self.count]
+            .iter()
+            .find(|a| a.attr_id == attr_id)
+            .map(|a| usize::from(a.len))
     }
 
     /// Marks an output attribute as present; write it with [`Self::write`].
@@ -124,10 +141,14 @@ impl Bundle {
         if usize::from(a.len) != core::mem::size_of::<T>() {
             return Err(EINVAL);
         }
-        UserSlice::new(UserPtr::from_addr(a.data as usize), usize::from(a.len)).writer().write(value)?;
+        UserSlice::new(UserPtr::from_addr(a.data as usize), usize::from(a.len))
+            .writer()
+            .write(value)?;
         let flags = a.flags | ATTR_F_VALID_OUTPUT;
         let at = self.user + HDR_LEN + index * ATTR_LEN + ATTR_FLAGS_OFFSET;
-        UserSlice::new(UserPtr::from_addr(at), 2).writer().write(&flags)
+        UserSlice::new(UserPtr::from_addr(at), 2)
+            .writer()
+            .write(&flags)
     }
 
     /// After a method took its attributes: refuses unknown mandatory ones.

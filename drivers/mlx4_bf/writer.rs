@@ -49,7 +49,7 @@ impl Writer {
     /// `offset`; returns the number of store blocks issued (0 for WC).
     pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
         let end = offset.checked_add(burst.len()).ok_or(EINVAL)?;
-        if end > area.maxsize() || offset % 8 != 0 || burst.len() % 8 != 0 {
+        if end > area.maxsize() || !offset.is_multiple_of(8) || !burst.len().is_multiple_of(8) {
             return Err(EINVAL);
         }
         let dst = area.addr() + offset;
@@ -78,7 +78,11 @@ impl Writer {
                 wmb();
                 // SAFETY: As above; the length is a whole number of 64-bit words.
                 unsafe {
-                    bindings::__iowrite64_copy(dst as *mut c_void, burst.as_ptr().cast(), burst.len() / 8)
+                    bindings::__iowrite64_copy(
+                        dst as *mut c_void,
+                        burst.as_ptr().cast(),
+                        burst.len() / 8,
+                    )
                 };
                 wmb();
                 Ok(0)

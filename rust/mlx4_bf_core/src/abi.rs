@@ -8,7 +8,8 @@
 pub const ABI_VERSION: u32 = 1;
 pub const IOCTL_MAGIC: u32 = 0xBF;
 /// `_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)` (asm-generic encoding).
-pub const IOCTL: u32 = (3 << 30) | ((core::mem::size_of::<IoctlHdr>() as u32) << 16) | (IOCTL_MAGIC << 8) | 1;
+pub const IOCTL: u32 =
+    (3 << 30) | ((core::mem::size_of::<IoctlHdr>() as u32) << 16) | (IOCTL_MAGIC << 8) | 1;
 pub const MAX_ATTRS: usize = 8;
 
 pub const ATTR_F_MANDATORY: u16 = 1 << 0;

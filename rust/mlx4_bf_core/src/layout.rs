@@ -42,7 +42,7 @@ impl Caps {
     /// Capabilities for a BAR2 of `bar2_len` bytes; `num_uars == 0` selects the
     /// default, the UAR area being the first half of BAR2.
     pub fn new(bar2_len: u64, num_uars: u32, bf_reg_size: u32) -> Result<Self, CapsError> {
-        if bar2_len < 2 * PAGE_SIZE || bar2_len % PAGE_SIZE != 0 {
+        if bar2_len < 2 * PAGE_SIZE || !bar2_len.is_multiple_of(PAGE_SIZE) {
             return Err(CapsError::Bar2Len);
         }
         let num_uars = if num_uars == 0 {
@@ -59,7 +59,11 @@ impl Caps {
         if !bf_reg_size.is_power_of_two() || !(128..=PAGE_SIZE as u32).contains(&bf_reg_size) {
             return Err(CapsError::BfRegSize);
         }
-        Ok(Caps { num_uars, bf_reg_size, bar2_len })
+        Ok(Caps {
+            num_uars,
+            bf_reg_size,
+            bar2_len,
+        })
     }
 
     /// One of the two BlueFlame buffers: the most a BlueFlame WQE may take.

@@ -62,7 +62,12 @@ pub struct Plan {
 
 /// Plans copying `len` bytes from `src` to MMIO address `dst`.
 pub fn plan(src: usize, dst: usize, len: usize) -> Plan {
-    Plan { src, dst, done: 0, len }
+    Plan {
+        src,
+        dst,
+        done: 0,
+        len,
+    }
 }
 
 impl Iterator for Plan {
@@ -87,7 +92,9 @@ impl Iterator for Plan {
 
 /// Number of store blocks (PCISTB) a copy takes.
 pub fn block_count(src: usize, dst: usize, len: usize) -> usize {
-    plan(src, dst, len).filter(|p| matches!(p, Piece::Block { .. })).count()
+    plan(src, dst, len)
+        .filter(|p| matches!(p, Piece::Block { .. }))
+        .count()
 }
 
 #[cfg(test)]
@@ -106,11 +113,25 @@ mod tests {
     #[test]
     fn bf_bursts_take_the_blocks_of_the_table() {
         let bf = 0x40_1000; // a BlueFlame page, first half
-        for (burst, blocks) in [(64, [64, 0]), (128, [128, 0]), (192, [128, 64]), (256, [128, 128])] {
+        for (burst, blocks) in [
+            (64, [64, 0]),
+            (128, [128, 0]),
+            (192, [128, 64]),
+            (256, [128, 128]),
+        ] {
             for half in [0, 256] {
                 let got = pieces(0x1000, bf + half, burst);
-                assert_eq!(got[0], Some(Piece::Block { offset: 0, len: blocks[0] }));
-                let second = (blocks[1] != 0).then_some(Piece::Block { offset: 128, len: blocks[1] });
+                assert_eq!(
+                    got[0],
+                    Some(Piece::Block {
+                        offset: 0,
+                        len: blocks[0]
+                    })
+                );
+                let second = (blocks[1] != 0).then_some(Piece::Block {
+                    offset: 128,
+                    len: blocks[1],
+                });
                 assert_eq!(got[1], second, "burst {burst} half {half}");
                 assert_eq!(got[2], None);
             }
@@ -125,8 +146,20 @@ mod tests {
     fn never_crosses_a_4k_boundary() {
         let got = pieces(0, 4096 - 64, 256);
         assert_eq!(got[0], Some(Piece::Block { offset: 0, len: 64 }));
-        assert_eq!(got[1], Some(Piece::Block { offset: 64, len: 128 }));
-        assert_eq!(got[2], Some(Piece::Block { offset: 192, len: 64 }));
+        assert_eq!(
+            got[1],
+            Some(Piece::Block {
+                offset: 64,
+                len: 128
+            })
+        );
+        assert_eq!(
+            got[2],
+            Some(Piece::Block {
+                offset: 192,
+                len: 64
+            })
+        );
         for dst in (0..8192).step_by(8) {
             for p in plan(0, dst, 300) {
                 let start = dst + p.offset();

@@ -21,10 +21,19 @@ impl UarAllocator {
     /// An allocator of indices `1..num_uars` (`num_uars <= MAX_UARS`; larger
     /// values are clamped).
     pub const fn new(num_uars: u32) -> Self {
-        let num_uars = if num_uars as usize > MAX_UARS { MAX_UARS as u32 } else { num_uars };
+        let num_uars = if num_uars as usize > MAX_UARS {
+            MAX_UARS as u32
+        } else {
+            num_uars
+        };
         let mut used = [0u64; WORDS];
         used[0] = 1; // UAR 0 belongs to the kernel.
-        UarAllocator { used, num_uars, last: 0, in_use: 0 }
+        UarAllocator {
+            used,
+            num_uars,
+            last: 0,
+            in_use: 0,
+        }
     }
 
     fn is_used(&self, i: u32) -> bool {

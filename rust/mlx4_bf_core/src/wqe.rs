@@ -68,7 +68,7 @@ pub struct WqeInfo {
 /// doorbell WQE. Bits the kernel stamps (owner, WQE counter, QPN) must be 0.
 pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
     let len = wqe.len();
-    if len == 0 || len % 16 != 0 || len > max_len.min(MAX_WQE_LEN) {
+    if len == 0 || !len.is_multiple_of(16) || len > max_len.min(MAX_WQE_LEN) {
         return Err(Reject::Length);
     }
     let owner_opcode = be32(wqe, 0);
@@ -103,12 +103,18 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
         pos += RADDR_LEN;
     }
 
-    let mut info = WqeInfo { size16: (len / 16) as u32, opcode, inline_bytes: 0, gather_segs: 0 };
+    let mut info = WqeInfo {
+        size16: (len / 16) as u32,
+        opcode,
+        inline_bytes: 0,
+        gather_segs: 0,
+    };
     if pos < len && be32(wqe, pos) & INLINE_SEG != 0 {
         // A run of inline segments, back to back, then zero padding to 16 B.
         while pos + 4 <= len && be32(wqe, pos) & INLINE_SEG != 0 {
             let count = (be32(wqe, pos) & !INLINE_SEG) as usize;
-            if count == 0 || pos % INLINE_ALIGN + 4 + count > INLINE_ALIGN || pos + 4 + count > len {
+            if count == 0 || pos % INLINE_ALIGN + 4 + count > INLINE_ALIGN || pos + 4 + count > len
+            {
                 return Err(Reject::Inline);
             }
             info.inline_bytes += count as u32;
@@ -152,7 +158,11 @@ pub fn choose_path(info: &WqeInfo, flags: u32, bf_buf_size: u32) -> Result<Path,
     } else if fits {
         Ok(Path::BlueFlame)
     } else if flags & POST_F_REQUIRE_BF != 0 {
-        Err(if info.gather_segs != 0 { Reject::Gather } else { Reject::Length })
+        Err(if info.gather_segs != 0 {
+            Reject::Gather
+        } else {
+            Reject::Length
+        })
     } else {
         Ok(Path::Doorbell)
     }
@@ -225,7 +235,12 @@ pub fn inline_size16(payload: usize, raddr: bool) -> usize {
 /// Builds an inline WQE like libmlx4's `set_data_inl()`: segments are split at
 /// every 64-byte boundary. `raddr` is `(remote address, rkey)` for RDMA write.
 /// Returns the WQE length, or `None` if `buf` is too small.
-pub fn build_inline(buf: &mut [u8], opcode: u32, raddr: Option<(u64, u32)>, payload: &[u8]) -> Option<usize> {
+pub fn build_inline(
+    buf: &mut [u8],
+    opcode: u32,
+    raddr: Option<(u64, u32)>,
+    payload: &[u8],
+) -> Option<usize> {
     let len = inline_size16(payload.len(), raddr.is_some()) * 16;
     if buf.len() < len || len > MAX_WQE_LEN {
         return None;
@@ -252,7 +267,12 @@ pub fn build_inline(buf: &mut [u8], opcode: u32, raddr: Option<(u64, u32)>, payl
 
 /// Builds a WQE whose payload is gathered by DMA (doorbell path only):
 /// one data segment of `(addr, lkey, byte_count)`.
-pub fn build_gather(buf: &mut [u8], opcode: u32, raddr: Option<(u64, u32)>, seg: (u64, u32, u32)) -> Option<usize> {
+pub fn build_gather(
+    buf: &mut [u8],
+    opcode: u32,
+    raddr: Option<(u64, u32)>,
+    seg: (u64, u32, u32),
+) -> Option<usize> {
     let len = CTRL_LEN + if raddr.is_some() { RADDR_LEN } else { 0 } + GATHER_LEN;
     if buf.len() < len {
         return None;
@@ -281,7 +301,13 @@ mod tests {
     fn rdma_write(payload: usize) -> ([u8; MAX_WQE_LEN], usize) {
         let mut buf = [0u8; MAX_WQE_LEN];
         let data: [u8; 512] = core::array::from_fn(|i| i as u8 | 1);
-        let len = build_inline(&mut buf, OPCODE_RDMA_WRITE, Some((0x1000, 7)), &data[..payload]).unwrap();
+        let len = build_inline(
+            &mut buf,
+            OPCODE_RDMA_WRITE,
+            Some((0x1000, 7)),
+            &data[..payload],
+        )
+        .unwrap();
         (buf, len)
     }
 
@@ -289,8 +315,17 @@ mod tests {
     #[test]
     fn inline_sizes_match_the_table() {
         for (payload, size16) in [
-            (1, 3), (28, 4), (29, 5), (88, 8), (89, 9), (148, 12), (149, 13),
-            (192, 15), (193, 16), (208, 16), (209, 17),
+            (1, 3),
+            (28, 4),
+            (29, 5),
+            (88, 8),
+            (89, 9),
+            (148, 12),
+            (149, 13),
+            (192, 15),
+            (193, 16),
+            (208, 16),
+            (209, 17),
         ] {
             assert_eq!(inline_size16(payload, true), size16, "payload {payload}");
             let (buf, len) = rdma_write(payload);
@@ -304,10 +339,17 @@ mod tests {
     #[test]
     fn blueflame_up_to_208_bytes_then_doorbell() {
         for (payload, burst, path) in [
-            (1, 64, Path::BlueFlame), (28, 64, Path::BlueFlame), (29, 128, Path::BlueFlame),
-            (88, 128, Path::BlueFlame), (89, 192, Path::BlueFlame), (148, 192, Path::BlueFlame),
-            (149, 256, Path::BlueFlame), (192, 256, Path::BlueFlame), (193, 256, Path::BlueFlame),
-            (208, 256, Path::BlueFlame), (209, 320, Path::Doorbell),
+            (1, 64, Path::BlueFlame),
+            (28, 64, Path::BlueFlame),
+            (29, 128, Path::BlueFlame),
+            (88, 128, Path::BlueFlame),
+            (89, 192, Path::BlueFlame),
+            (148, 192, Path::BlueFlame),
+            (149, 256, Path::BlueFlame),
+            (192, 256, Path::BlueFlame),
+            (193, 256, Path::BlueFlame),
+            (208, 256, Path::BlueFlame),
+            (209, 320, Path::Doorbell),
         ] {
             let (buf, len) = rdma_write(payload);
             let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
@@ -330,16 +372,25 @@ mod tests {
     fn flags_steer_the_path() {
         let (buf, len) = rdma_write(16);
         let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
-        assert_eq!(choose_path(&info, POST_F_FORCE_DOORBELL, BF_BUF), Ok(Path::Doorbell));
+        assert_eq!(
+            choose_path(&info, POST_F_FORCE_DOORBELL, BF_BUF),
+            Ok(Path::Doorbell)
+        );
         let (buf, len) = rdma_write(209);
         let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
-        assert_eq!(choose_path(&info, POST_F_REQUIRE_BF, BF_BUF), Err(Reject::Length));
+        assert_eq!(
+            choose_path(&info, POST_F_REQUIRE_BF, BF_BUF),
+            Err(Reject::Length)
+        );
         let mut g = [0u8; 64];
         let len = build_gather(&mut g, OPCODE_SEND, None, (0x2000, 5, 64)).unwrap();
         let info = validate(&g[..len], MAX_WQE_LEN).unwrap();
         assert_eq!(info.gather_segs, 1);
         assert_eq!(choose_path(&info, 0, BF_BUF), Ok(Path::Doorbell));
-        assert_eq!(choose_path(&info, POST_F_REQUIRE_BF, BF_BUF), Err(Reject::Gather));
+        assert_eq!(
+            choose_path(&info, POST_F_REQUIRE_BF, BF_BUF),
+            Err(Reject::Gather)
+        );
     }
 
     #[test]
@@ -348,7 +399,10 @@ mod tests {
         assert_eq!(validate(&buf[..len - 8], MAX_WQE_LEN), Err(Reject::Length));
         assert_eq!(validate(&buf[..0], MAX_WQE_LEN), Err(Reject::Length));
         assert_eq!(validate(&buf[..len], 32), Err(Reject::Length));
-        assert_eq!(validate(&buf[..len + 16], MAX_WQE_LEN), Err(Reject::SizeField));
+        assert_eq!(
+            validate(&buf[..len + 16], MAX_WQE_LEN),
+            Err(Reject::SizeField)
+        );
         buf[3] = 0x1f;
         assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Err(Reject::Opcode));
         buf[3] = OPCODE_RDMA_WRITE as u8;

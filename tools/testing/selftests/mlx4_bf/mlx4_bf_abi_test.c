@@ -37,62 +37,62 @@ FIXTURE_TEARDOWN(bad)
 	}
 }
 
-static int post(FIXTURE_DATA(bad) *self, int len)
+static int post(int fd, const struct mlx4_bf_qp_info *qp, const uint8_t *wqe, int len)
 {
-	return post_send(self->fd, self->qp.qp_handle, self->wqe, len, 0, NULL);
+	return post_send(fd, qp->qp_handle, wqe, len, 0, NULL);
 }
 
 TEST_F(bad, length_not_a_multiple_of_16)
 {
-	EXPECT_EQ(-EINVAL, post(self, self->len - 4));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len - 4));
 }
 
 TEST_F(bad, length_zero)
 {
-	EXPECT_EQ(-EINVAL, post(self, 0));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, 0));
 }
 
 TEST_F(bad, length_above_the_largest_wqe)
 {
-	EXPECT_EQ(-EINVAL, post(self, MAX_WQE + 16));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, MAX_WQE + 16));
 }
 
 TEST_F(bad, size_field_differs_from_length)
 {
 	put_be32(self->wqe + 4, self->len / 16 + 1);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, unknown_opcode)
 {
 	put_be32(self->wqe, 0x1f);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, owner_bit_is_the_kernels)
 {
 	put_be32(self->wqe, get_be32(self->wqe) | 1u << 31);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, qpn_field_is_the_kernels)
 {
 	put_be32(self->wqe + 4, get_be32(self->wqe + 4) | 0x4200);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, inline_segment_crossing_64_bytes)
 {
 	/* first segment at 32 claims 29 bytes: it would end at 65 */
 	put_be32(self->wqe + 32, INLINE_SEG | 29);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, inline_byte_count_past_the_wqe)
 {
 	self->len = build_rdma_write(self->wqe, 10, 7);
 	put_be32(self->wqe + 32, INLINE_SEG | 28);
-	EXPECT_EQ(-EINVAL, post(self, self->len));
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, gather_segment_where_bf_is_required)
@@ -209,7 +209,7 @@ TEST_F(bad, another_contexts_qp)
 TEST_F(bad, destroyed_qp)
 {
 	ASSERT_EQ(0, destroy_qp(self->fd, self->qp.qp_handle));
-	EXPECT_EQ(-ENOENT, post(self, self->len));
+	EXPECT_EQ(-ENOENT, post(self->fd, &self->qp, self->wqe, self->len));
 	EXPECT_EQ(-ENOENT, destroy_qp(self->fd, self->qp.qp_handle));
 }
 

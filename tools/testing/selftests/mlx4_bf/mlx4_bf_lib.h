@@ -199,7 +199,7 @@ static inline size_t bf_page(const struct mlx4_bf_device_info *dev, __u32 uar)
 
 /* The BAR2 oracle: the adapter's memory as the device would see it. */
 struct bar2 {
-	volatile uint8_t *map;
+	const uint8_t *map;
 	size_t len;
 	uint8_t *shadow;
 };
@@ -230,7 +230,7 @@ static inline int bar2_open(struct bar2 *b)
 	if (b->map == MAP_FAILED)
 		return -1;
 	b->shadow = malloc(b->len);
-	memcpy(b->shadow, (const void *)b->map, b->len);
+	memcpy(b->shadow, b->map, b->len);
 	return 0;
 }
 
@@ -243,7 +243,7 @@ static inline void bar2_close(struct bar2 *b)
 /* Re-reads the shadow copy from BAR2. */
 static inline void bar2_resync(struct bar2 *b)
 {
-	memcpy(b->shadow, (const void *)b->map, b->len);
+	memcpy(b->shadow, b->map, b->len);
 }
 
 /*
@@ -258,7 +258,7 @@ static inline long bar2_expect(struct bar2 *b, size_t offset, const void *data, 
 	if (len)
 		memcpy(b->shadow + offset, data, len);
 	for (i = 0; i < b->len; i += 4096)
-		if (memcmp((const void *)(b->map + i), b->shadow + i, 4096))
+		if (memcmp(b->map + i, b->shadow + i, 4096))
 			break;
 	if (i >= b->len)
 		return -1;

@@ -7,8 +7,8 @@
 #include "kselftest_harness.h"
 #include "mlx4_bf_lib.h"
 
-FIXTURE(ctx)
-{
+/* A context with one QP, and what the kernel must have done so far. */
+struct poster {
 	int fd;
 	struct mlx4_bf_device_info dev;
 	struct mlx4_bf_context_info info;
@@ -20,29 +20,34 @@ FIXTURE(ctx)
 	uint8_t want[MAX_WQE + 64];
 };
 
+FIXTURE(ctx)
+{
+	struct poster p;
+};
+
 FIXTURE_SETUP(ctx)
 {
-	self->fd = open(DEV_PATH, O_RDWR);
-	if (self->fd < 0)
+	self->p.fd = open(DEV_PATH, O_RDWR);
+	if (self->p.fd < 0)
 		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
-	ASSERT_EQ(0, query_device(self->fd, &self->dev));
-	ASSERT_EQ(0, query_context(self->fd, &self->info));
-	ASSERT_EQ(0, create_qp(self->fd, &self->qp));
-	ASSERT_EQ(0, bar2_open(&self->bar2));
-	self->head = 0;
-	self->half = 0;
+	ASSERT_EQ(0, query_device(self->p.fd, &self->p.dev));
+	ASSERT_EQ(0, query_context(self->p.fd, &self->p.info));
+	ASSERT_EQ(0, create_qp(self->p.fd, &self->p.qp));
+	ASSERT_EQ(0, bar2_open(&self->p.bar2));
+	self->p.head = 0;
+	self->p.half = 0;
 }
 
 FIXTURE_TEARDOWN(ctx)
 {
-	if (self->fd >= 0) {
-		bar2_close(&self->bar2);
-		close(self->fd);
+	if (self->p.fd >= 0) {
+		bar2_close(&self->p.bar2);
+		close(self->p.fd);
 	}
 }
 
 /* Posts an RDMA write of @payload bytes and checks what landed in BAR2. */
-static void post_and_check(struct __test_metadata *_metadata, FIXTURE_DATA(ctx) *self,
+static void post_and_check(struct __test_metadata *_metadata, struct poster *self,
 			   int payload, uint32_t flags)
 {
 	struct mlx4_bf_post_result res = {};
@@ -78,34 +83,34 @@ static void post_and_check(struct __test_metadata *_metadata, FIXTURE_DATA(ctx) 
 
 TEST_F(ctx, device_reports_the_default_layout)
 {
-	EXPECT_EQ(MLX4_BF_ABI_VERSION, self->dev.abi_version);
-	EXPECT_EQ(self->bar2.len, self->dev.bar2_len);
-	EXPECT_EQ(self->dev.bar2_len / 2 / 4096, self->dev.num_uars);
-	EXPECT_EQ(512, self->dev.bf_reg_size);
-	EXPECT_EQ(256, self->dev.bf_buf_size);
-	EXPECT_EQ(256, self->dev.max_bf_wqe_size);
-	EXPECT_EQ(128, self->dev.store_block_max);
+	EXPECT_EQ(MLX4_BF_ABI_VERSION, self->p.dev.abi_version);
+	EXPECT_EQ(self->p.bar2.len, self->p.dev.bar2_len);
+	EXPECT_EQ(self->p.dev.bar2_len / 2 / 4096, self->p.dev.num_uars);
+	EXPECT_EQ(512, self->p.dev.bf_reg_size);
+	EXPECT_EQ(256, self->p.dev.bf_buf_size);
+	EXPECT_EQ(256, self->p.dev.max_bf_wqe_size);
+	EXPECT_EQ(128, self->p.dev.store_block_max);
 }
 
 TEST_F(ctx, context_owns_the_bf_page_of_its_uar)
 {
-	EXPECT_NE(0, self->info.uar_index);
-	EXPECT_LT(self->info.uar_index, self->dev.num_uars);
-	EXPECT_EQ((__u64)self->info.uar_index * 4096, self->info.uar_offset);
-	EXPECT_EQ(((__u64)self->dev.num_uars + self->info.uar_index) * 4096, self->info.bf_offset);
+	EXPECT_NE(0, self->p.info.uar_index);
+	EXPECT_LT(self->p.info.uar_index, self->p.dev.num_uars);
+	EXPECT_EQ((__u64)self->p.info.uar_index * 4096, self->p.info.uar_offset);
+	EXPECT_EQ(((__u64)self->p.dev.num_uars + self->p.info.uar_index) * 4096, self->p.info.bf_offset);
 	/* bits 6 and 7 overlap the ctrl segment's VLAN-insert flags */
-	EXPECT_EQ(0, self->qp.qpn & 0xc0);
+	EXPECT_EQ(0, self->p.qp.qpn & 0xc0);
 }
 
 TEST_F(ctx, bf_post_lands_at_the_contexts_page_and_half)
 {
-	post_and_check(_metadata, self, 16, 0);
+	post_and_check(_metadata, &self->p, 16, 0);
 }
 
 TEST_F(ctx, consecutive_posts_alternate_halves)
 {
 	for (int i = 0; i < 5; i++)
-		post_and_check(_metadata, self, 8 + i, 0);
+		post_and_check(_metadata, &self->p, 8 + i, 0);
 }
 
 /* The size table: payload -> BF burst -> store blocks. */
@@ -116,16 +121,16 @@ TEST_F(ctx, table_sizes_take_bf_up_to_208_bytes)
 		{ 148, 192, 2 }, { 149, 256, 2 }, { 192, 256, 2 }, { 193, 256, 2 }, { 208, 256, 2 },
 	};
 
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
 		struct mlx4_bf_post_result res = {};
-		int len = build_rdma_write(self->wqe, table[i].payload, 1);
+		int len = build_rdma_write(self->p.wqe, table[i].payload, 1);
 
-		ASSERT_EQ(0, post_send(self->fd, self->qp.qp_handle, self->wqe, len,
+		ASSERT_EQ(0, post_send(self->p.fd, self->p.qp.qp_handle, self->p.wqe, len,
 				       MLX4_BF_POST_F_REQUIRE_BF, &res))
 			TH_LOG("payload %d", table[i].payload);
 		EXPECT_EQ(MLX4_BF_PATH_BLUEFLAME, res.path);
 		EXPECT_EQ((__u32)table[i].burst, res.bytes_written) TH_LOG("payload %d", table[i].payload);
-		if (self->dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
+		if (self->p.dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
 			EXPECT_EQ((__u32)table[i].blocks, res.store_blocks)
 				TH_LOG("payload %d", table[i].payload);
 	}
@@ -133,34 +138,34 @@ TEST_F(ctx, table_sizes_take_bf_up_to_208_bytes)
 
 TEST_F(ctx, payload_209_takes_the_doorbell)
 {
-	post_and_check(_metadata, self, 209, 0);
+	post_and_check(_metadata, &self->p, 209, 0);
 }
 
 TEST_F(ctx, every_payload_1_to_256_lands_exactly)
 {
 	for (int payload = 1; payload <= 256; payload++)
-		post_and_check(_metadata, self, payload, 0);
+		post_and_check(_metadata, &self->p, payload, 0);
 }
 
 TEST_F(ctx, force_doorbell_rings_the_uar)
 {
-	post_and_check(_metadata, self, 16, MLX4_BF_POST_F_FORCE_DOORBELL);
+	post_and_check(_metadata, &self->p, 16, MLX4_BF_POST_F_FORCE_DOORBELL);
 	/* the doorbell path does not move the BlueFlame half */
-	post_and_check(_metadata, self, 16, 0);
+	post_and_check(_metadata, &self->p, 16, 0);
 }
 
 TEST_F(ctx, stats_count_posts_and_store_blocks)
 {
 	struct mlx4_bf_stats before, after;
 
-	ASSERT_EQ(0, query_stats(self->fd, NULL, &before));
-	post_and_check(_metadata, self, 100, 0);	/* 192 B burst: 2 blocks */
-	post_and_check(_metadata, self, 209, 0);	/* doorbell */
-	ASSERT_EQ(0, query_stats(self->fd, NULL, &after));
+	ASSERT_EQ(0, query_stats(self->p.fd, NULL, &before));
+	post_and_check(_metadata, &self->p, 100, 0);	/* 192 B burst: 2 blocks */
+	post_and_check(_metadata, &self->p, 209, 0);	/* doorbell */
+	ASSERT_EQ(0, query_stats(self->p.fd, NULL, &after));
 	EXPECT_EQ(before.bf_posts + 1, after.bf_posts);
 	EXPECT_EQ(before.db_posts + 1, after.db_posts);
 	EXPECT_EQ(before.bytes + 192 + 272, after.bytes);
-	if (self->dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
+	if (self->p.dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
 		EXPECT_EQ(before.store_blocks + 2, after.store_blocks);
 }
 

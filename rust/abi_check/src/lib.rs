@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The Rust ABI mirror (`mlx4_bf_core::abi`) against the C header, as bindgen
+//! reads it: every size, field offset and constant must agree.
+
+#[cfg(test)]
+#[allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
+mod c {
+    include!(concat!(env!("OUT_DIR"), "/uapi.rs"));
+}
+
+#[cfg(test)]
+// bindgen's integer types for enums and macros differ by target; cast all.
+#[allow(clippy::unnecessary_cast)]
+mod tests {
+    use super::c;
+    use core::mem::{offset_of, size_of};
+    use mlx4_bf_core::abi;
+
+    /// Same size, and each listed field at the same offset with the same size.
+    macro_rules! same_layout {
+        ($c:ty, $rust:ty, [$($field:ident),* $(,)?]) => {{
+            assert_eq!(size_of::<$c>(), size_of::<$rust>(), "size of {}", stringify!($c));
+            $(
+                assert_eq!(
+                    offset_of!($c, $field),
+                    offset_of!($rust, $field),
+                    "offset of {}.{}", stringify!($c), stringify!($field)
+                );
+                let cz = { let v: $c = unsafe { core::mem::zeroed() }; size_of_val(&v.$field) };
+                let rz = { let v = <$rust>::default(); size_of_val(&v.$field) };
+                assert_eq!(cz, rz, "size of {}.{}", stringify!($c), stringify!($field));
+            )*
+        }};
+    }
+
+    #[test]
+    fn structs_match_the_c_header() {
+        same_layout!(
+            c::mlx4_bf_attr,
+            abi::Attr,
+            [attr_id, len, flags, reserved, data]
+        );
+        same_layout!(
+            c::mlx4_bf_ioctl_hdr,
+            abi::IoctlHdr,
+            [length, object_id, method_id, num_attrs, reserved1, driver_id, reserved2]
+        );
+        same_layout!(
+            c::mlx4_bf_device_info,
+            abi::DeviceInfo,
+            [
+                abi_version,
+                num_uars,
+                bf_reg_size,
+                bf_buf_size,
+                max_bf_wqe_size,
+                max_db_wqe_size,
+                writer,
+                store_block_max,
+                max_qps_per_context,
+                sq_entries,
+                bar2_len
+            ]
+        );
+        same_layout!(
+            c::mlx4_bf_context_info,
+            abi::ContextInfo,
+            [uar_index, reserved, uar_offset, bf_offset]
+        );
+        same_layout!(c::mlx4_bf_qp_info, abi::QpInfo, [qp_handle, qpn]);
+        same_layout!(
+            c::mlx4_bf_post_result,
+            abi::PostResult,
+            [
+                path,
+                wqe_index,
+                bf_offset,
+                bytes_written,
+                store_blocks,
+                reserved
+            ]
+        );
+        same_layout!(
+            c::mlx4_bf_stats,
+            abi::Stats,
+            [bf_posts, db_posts, bytes, store_blocks, rejects]
+        );
+        assert_eq!(
+            offset_of!(c::mlx4_bf_ioctl_hdr, attrs),
+            size_of::<abi::IoctlHdr>()
+        );
+    }
+
+    #[test]
+    fn constants_match_the_c_header() {
+        assert_eq!(c::MLX4_BF_ABI_VERSION, abi::ABI_VERSION);
+        assert_eq!(c::MLX4_BF_IOCTL_MAGIC, abi::IOCTL_MAGIC);
+        assert_eq!(c::MLX4_BF_IOCTL as u32, abi::IOCTL);
+        assert_eq!(c::MLX4_BF_MAX_ATTRS as usize, abi::MAX_ATTRS);
+        assert_eq!(c::MLX4_BF_ATTR_F_MANDATORY as u16, abi::ATTR_F_MANDATORY);
+        assert_eq!(
+            c::MLX4_BF_ATTR_F_VALID_OUTPUT as u16,
+            abi::ATTR_F_VALID_OUTPUT
+        );
+        for (cv, rv) in [
+            (c::MLX4_BF_OBJECT_DEVICE, abi::OBJECT_DEVICE),
+            (c::MLX4_BF_OBJECT_CONTEXT, abi::OBJECT_CONTEXT),
+            (c::MLX4_BF_OBJECT_QP, abi::OBJECT_QP),
+            (c::MLX4_BF_METHOD_QUERY_DEVICE, abi::METHOD_QUERY_DEVICE),
+            (c::MLX4_BF_METHOD_QUERY_STATS, abi::METHOD_QUERY_STATS),
+            (c::MLX4_BF_METHOD_QUERY_CONTEXT, abi::METHOD_QUERY_CONTEXT),
+            (c::MLX4_BF_METHOD_CREATE_QP, abi::METHOD_CREATE_QP),
+            (c::MLX4_BF_METHOD_DESTROY_QP, abi::METHOD_DESTROY_QP),
+            (c::MLX4_BF_METHOD_POST_SEND, abi::METHOD_POST_SEND),
+            (c::MLX4_BF_ATTR_DEVICE_INFO, abi::ATTR_DEVICE_INFO),
+            (c::MLX4_BF_ATTR_DEVICE_STATS, abi::ATTR_DEVICE_STATS),
+            (c::MLX4_BF_ATTR_CONTEXT_STATS, abi::ATTR_CONTEXT_STATS),
+            (c::MLX4_BF_ATTR_CONTEXT_INFO, abi::ATTR_CONTEXT_INFO),
+            (c::MLX4_BF_ATTR_QP_INFO, abi::ATTR_QP_INFO),
+            (c::MLX4_BF_ATTR_QP_HANDLE, abi::ATTR_QP_HANDLE),
+            (c::MLX4_BF_ATTR_WQE, abi::ATTR_WQE),
+            (c::MLX4_BF_ATTR_POST_FLAGS, abi::ATTR_POST_FLAGS),
+            (c::MLX4_BF_ATTR_POST_RESULT, abi::ATTR_POST_RESULT),
+        ] {
+            assert_eq!(cv as u16, rv);
+        }
+        for (cv, rv) in [
+            (c::MLX4_BF_WRITER_STORE_BLOCK, abi::WRITER_STORE_BLOCK),
+            (
+                c::MLX4_BF_WRITER_WRITE_COMBINING,
+                abi::WRITER_WRITE_COMBINING,
+            ),
+            (c::MLX4_BF_POST_F_FORCE_DOORBELL, abi::POST_F_FORCE_DOORBELL),
+            (c::MLX4_BF_POST_F_REQUIRE_BF, abi::POST_F_REQUIRE_BF),
+            (c::MLX4_BF_PATH_BLUEFLAME, abi::PATH_BLUEFLAME),
+            (c::MLX4_BF_PATH_DOORBELL, abi::PATH_DOORBELL),
+        ] {
+            assert_eq!(cv as u32, rv);
+        }
+        for (cv, rv) in [
+            (c::MLX4_BF_REJECT_LENGTH, abi::Reject::Length),
+            (c::MLX4_BF_REJECT_SIZE_FIELD, abi::Reject::SizeField),
+            (c::MLX4_BF_REJECT_OPCODE, abi::Reject::Opcode),
+            (c::MLX4_BF_REJECT_CTRL, abi::Reject::Ctrl),
+            (c::MLX4_BF_REJECT_INLINE, abi::Reject::Inline),
+            (c::MLX4_BF_REJECT_GATHER, abi::Reject::Gather),
+            (c::MLX4_BF_REJECT_FAULT, abi::Reject::Fault),
+            (c::MLX4_BF_REJECT_QP, abi::Reject::Qp),
+        ] {
+            assert_eq!(cv as u32, rv as u32);
+        }
+        assert_eq!(c::MLX4_BF_REJECT_MAX as usize, abi::REJECT_MAX);
+    }
+}
