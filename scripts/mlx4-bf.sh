@@ -87,6 +87,7 @@ run)       build_selftests "$(kdir)"
 	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
 	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest" ;;
 selftests) build_selftests "$(kdir)"
-	   vm_boot test "sh /work/selftests/run_guest.sh" --ktap -- "$OUT/guest" ;;
+	   vm_boot test "MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh" \
+		--ktap -- "$OUT/guest" ;;
 *)         die "unknown command '$cmd' (see the header of $0)" ;;
 esac

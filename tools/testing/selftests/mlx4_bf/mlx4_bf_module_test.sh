@@ -6,6 +6,8 @@
 # driver_override names mlx4_bf, so loading the module probes it).
 
 KO=${MLX4_BF_KO:-/lib/modules/mlx4_bf.ko}
+# Parameters the module was loaded with, to load it the same way again.
+PARAMS=${MLX4_BF_PARAMS:-}
 DEV=/dev/mlx4_bf0
 n=0
 fail=0
@@ -37,8 +39,10 @@ result $? rmmod_succeeds_after_the_last_close
 
 ok=0
 for i in 1 2 3 4 5; do
-	insmod "$KO" && wait_dev && exec 3<"$DEV" && exec 3<&- && rmmod mlx4_bf || ok=1
+	# shellcheck disable=SC2086
+	insmod "$KO" $PARAMS && wait_dev && exec 3<"$DEV" && exec 3<&- && rmmod mlx4_bf || ok=1
 done
-insmod "$KO" && wait_dev || ok=1
+# shellcheck disable=SC2086
+insmod "$KO" $PARAMS && wait_dev || ok=1
 result $ok insmod_rmmod_cycles_rebind_the_adapter
 exit $fail

@@ -92,6 +92,15 @@ TEST_F(ctx, device_reports_the_default_layout)
 	EXPECT_EQ(128, self->p.dev.store_block_max);
 }
 
+TEST_F(ctx, writer_is_the_one_asked_for)
+{
+	const char *params = getenv("MLX4_BF_PARAMS");
+	__u32 want = params && strstr(params, "writer=2") ? MLX4_BF_WRITER_WRITE_COMBINING
+							  : MLX4_BF_WRITER_STORE_BLOCK;
+
+	EXPECT_EQ(want, self->p.dev.writer);
+}
+
 TEST_F(ctx, context_owns_the_bf_page_of_its_uar)
 {
 	EXPECT_NE(0, self->p.info.uar_index);

@@ -6,23 +6,46 @@
 # by four spaces, as KTAP v1 nests subtests). Exit statuses follow kselftest:
 # 0 pass, 4 skip, anything else (a timeout too) fail. The per-program timeout
 # comes from ./settings.
+#
+# MLX4_BF_PARAM_SETS="writer=1;writer=2" runs everything once per set of
+# module parameters, reloading mlx4_bf from $MLX4_BF_KO in between.
 
 cd "$(dirname "$0")" || exit 1
 limit=$(sed -n 's/^timeout=//p' settings)
 progs=$(ls ./*_test ./*_test.sh 2>/dev/null)
+sets=${MLX4_BF_PARAM_SETS:-}
+nsets=1
+[ -n "$sets" ] && nsets=$(echo "$sets" | tr ';' '\n' | wc -l)
 echo "KTAP version 1"
-echo "1..$(echo $progs | wc -w)"
+echo "1..$(($(echo $progs | wc -w) * nsets))"
 n=0
 failed=0
-for prog in $progs; do
-	n=$((n + 1))
-	name=${prog#./}
-	{ timeout "${limit:-300}" "$prog" 2>&1; echo $? >/tmp/rc; } | sed 's/^/    /'
-	rc=$(cat /tmp/rc)
-	case $rc in
-	0) echo "ok $n $name" ;;
-	4) echo "ok $n $name # SKIP" ;;
-	*) echo "not ok $n $name # exit=$rc"; failed=1 ;;
-	esac
-done
+
+run_all() { # suffix
+	for prog in $progs; do
+		n=$((n + 1))
+		name="${prog#./}$1"
+		{ timeout "${limit:-300}" "$prog" 2>&1; echo $? >/tmp/rc; } | sed 's/^/    /'
+		rc=$(cat /tmp/rc)
+		case $rc in
+		0) echo "ok $n $name" ;;
+		4) echo "ok $n $name # SKIP" ;;
+		*) echo "not ok $n $name # exit=$rc"; failed=1 ;;
+		esac
+	done
+}
+
+if [ -z "$sets" ]; then
+	run_all ""
+else
+	echo "$sets" | tr ';' '\n' >/tmp/param_sets
+	while read -r params; do
+		rmmod mlx4_bf 2>/dev/null
+		export MLX4_BF_PARAMS="$params"
+		# shellcheck disable=SC2086
+		insmod "${MLX4_BF_KO:-/lib/modules/mlx4_bf.ko}" $params
+		for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e /dev/mlx4_bf0 ] && break; sleep 0.2; done
+		run_all " [$params]"
+	done </tmp/param_sets
+fi
 exit $failed
