@@ -10,6 +10,7 @@
 //! Documentation/mlx4_bf.rst.
 
 use kernel::{
+    debugfs::{Dir, Scope},
     device::{Bound, Core},
     devres::Devres,
     dma::Coherent,
@@ -125,14 +126,41 @@ impl Drop for DeviceNumber {
     }
 }
 
-/// Driver data of a bound adapter. Dropped on unbind: the misc device goes
-/// away (no new opens) and `Adapter::hw` is revoked, while open contexts keep
-/// their `Arc<Adapter>` and get `-ENODEV` from then on.
+/// Driver data of a bound adapter. Dropped on unbind: the misc device and
+/// the debugfs files go away (no new opens) and `Adapter::hw` is revoked,
+/// while open contexts keep their `Arc<Adapter>` and get `-ENODEV`.
 #[pin_data]
 pub(crate) struct Mlx4BfDevice {
     pub(crate) adapter: Arc<Adapter>,
+    /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
+    #[pin]
+    debugfs: Scope<Arc<Adapter>>,
     #[pin]
     pub(crate) misc: MiscDeviceRegistration<context::Context>,
+}
+
+/// The device counters as debugfs shows them.
+fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    const REJECTS: [&str; abi::REJECT_MAX] = [
+        "length",
+        "size_field",
+        "opcode",
+        "ctrl",
+        "inline",
+        "gather",
+        "fault",
+        "qp",
+    ];
+    let s = adapter.stats.snapshot();
+    writeln!(f, "contexts {}", adapter.uars.lock().in_use())?;
+    writeln!(f, "bf_posts {}", s.bf_posts)?;
+    writeln!(f, "db_posts {}", s.db_posts)?;
+    writeln!(f, "bytes {}", s.bytes)?;
+    writeln!(f, "store_blocks {}", s.store_blocks)?;
+    for (name, count) in REJECTS.iter().zip(s.rejects) {
+        writeln!(f, "rejects_{name} {count}")?;
+    }
+    Ok(())
 }
 
 struct Mlx4BfDriver;
@@ -173,7 +201,10 @@ kernel::pci_device_table!(
 );
 
 fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
-    #[allow(clippy::useless_conversion, reason = "resource_size_t is u32 on some 32-bit configs")]
+    #[allow(
+        clippy::useless_conversion,
+        reason = "resource_size_t is u32 on some 32-bit configs"
+    )]
     let bar2_len = u64::from(pdev.resource_len(Bar2::BAR)?);
     let caps = Caps::new(
         bar2_len,
@@ -277,6 +308,10 @@ impl pci::Driver for Mlx4BfDriver {
             .map_or(DEVICE_NAMES[0], |a| a.number.name());
         try_pin_init!(Mlx4BfDevice {
             adapter: adapter?,
+            // `adapter` here is the field initialized just above.
+            debugfs <- Dir::new(name).scope(adapter.clone(), c"device", |a, dir| {
+                dir.read_callback_file(c"stats", a, &show_stats)
+            }),
             misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
         })
     }

@@ -178,6 +178,39 @@ TEST_F(ctx, stats_count_posts_and_store_blocks)
 		EXPECT_EQ(before.store_blocks + 2, after.store_blocks);
 }
 
+/* A counter from /sys/kernel/debug/mlx4_bf0/device/stats, or -1. */
+static long debugfs_counter(const char *name)
+{
+	FILE *f = fopen("/sys/kernel/debug/mlx4_bf0/device/stats", "r");
+	char key[64];
+	long value, found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &value) == 2)
+		if (!strcmp(key, name))
+			found = value;
+	fclose(f);
+	return found;
+}
+
+TEST_F(ctx, debugfs_counts_device_posts)
+{
+	long bf = debugfs_counter("bf_posts"), db = debugfs_counter("db_posts");
+	long rejects = debugfs_counter("rejects_opcode");
+
+	if (bf < 0)
+		SKIP(return, "no debugfs stats (debugfs not mounted?)");
+	post_and_check(_metadata, &self->p, 10, 0);
+	post_and_check(_metadata, &self->p, 10, MLX4_BF_POST_F_FORCE_DOORBELL);
+	put_be32(self->p.wqe, 0x1f);
+	EXPECT_EQ(-EINVAL, post_send(self->p.fd, self->p.qp.qp_handle, self->p.wqe, 64, 0, NULL));
+	EXPECT_EQ(bf + 1, debugfs_counter("bf_posts"));
+	EXPECT_EQ(db + 1, debugfs_counter("db_posts"));
+	EXPECT_EQ(rejects + 1, debugfs_counter("rejects_opcode"));
+	EXPECT_LE(1, debugfs_counter("contexts"));
+}
+
 TEST(two_contexts_write_their_own_bf_pages)
 {
 	struct mlx4_bf_context_info info[2];
