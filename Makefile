@@ -16,13 +16,19 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test host-test setup kernel module vm-run vm-shell clean
+.PHONY: run test bench fuzz host-test setup kernel module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
 
 test: host-test
 	@$(RUN) selftests
+
+bench:
+	@$(RUN) bench
+
+fuzz:
+	@$(RUN) fuzz
 
 host-test:
 	@$(RUN) host-test

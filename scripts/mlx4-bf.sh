@@ -10,6 +10,8 @@
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
 #   mlx4-bf.sh vm-shell              boot to an interactive shell
 #   mlx4-bf.sh run                   the demo: boot, load, post, show
+#   mlx4-bf.sh bench                 the benchmark; results land in results/
+#   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             run the kselftests in the guest (KTAP)
 #
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
@@ -53,6 +55,15 @@ build_selftests() {
 	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$SELFTESTS"/*_test.sh "$OUT/guest/selftests/"
 }
 
+# The helper, statically linked: the guest has no libc.
+build_helper() {
+	log "helper: building tools/mlx4-bf (static)"
+	CARGO_TARGET_DIR=$CACHE/cargo-target RUSTFLAGS="-C target-feature=+crt-static" \
+		cargo build --quiet --release -p mlx4-bf --target x86_64-unknown-linux-gnu \
+		--manifest-path "$TOP/Cargo.toml" >&2
+	cp "$CACHE/cargo-target/x86_64-unknown-linux-gnu/release/mlx4-bf" "$OUT/guest/"
+}
+
 # vm_boot MODE CMD VMARGS -- DIRS...
 vm_boot() {
 	local mode=$1 cmd=$2 kdir vmargs=() dirs=()
@@ -84,10 +95,29 @@ vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
 	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
 vm-shell)  vm_boot shell "" --shell -- "$@" ;;
 run)       build_selftests "$(kdir)"
+	   build_helper
 	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
 	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest" ;;
+bench)     build_selftests "$(kdir)"
+	   build_helper
+	   mkdir -p "$TOP/results"
+	   # The guest sends its result files back over the console (vm.py --save-files).
+	   vm_boot run "/work/mlx4-bf bench --out-dir /tmp/results ${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
+		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
+		cat /tmp/results/stress.txt &&
+		for f in /tmp/results/*; do echo \"mlx4-bf-file: \${f##*/}\"; base64 \"\$f\"; echo mlx4-bf-file-end; done" \
+		--save-files "$TOP/results" -- "$OUT/guest" ;;
+fuzz)      build_selftests "$(kdir)"
+	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n ${FUZZ_CALLS:-10000000} -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
+		-- "$OUT/guest" ;;
 selftests) build_selftests "$(kdir)"
-	   vm_boot test "MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh" \
-		--ktap -- "$OUT/guest" ;;
+	   cmd="MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
+	   if [ "$KCONFIG" = debug ]; then
+		# Objects must be unreferenced for a while before kmemleak reports
+		# them; its report lines fail the run (vm.py).
+		cmd="$cmd; rc=\$?; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;
+		     echo scan >/sys/kernel/debug/kmemleak; cat /sys/kernel/debug/kmemleak; exit \$rc"
+	   fi
+	   vm_boot test "$cmd" --ktap -- "$OUT/guest" ;;
 *)         die "unknown command '$cmd' (see the header of $0)" ;;
 esac

@@ -15,6 +15,7 @@ stdio and the result is read from the console:
 """
 
 import argparse
+import base64
 import ctypes
 import os
 import re
@@ -32,7 +33,8 @@ KERNEL_PROBLEM_RE = re.compile(
     r"(\] |^)(Oops|BUG:|WARNING:|Kernel panic|kernel BUG at|KASAN:|UBSAN:|KFENCE:|"
     r"general protection fault|possible circular locking|possible recursive locking|"
     r"inconsistent lock state|suspicious RCU usage|Unable to handle kernel|"
-    r"rust_panic|panicked at|BUG: sleeping function|kmemleak: \d+ new suspected)"
+    r"rust_panic|panicked at|BUG: sleeping function|kmemleak: \d+ new suspected|"
+    r"unreferenced object 0x)"
 )
 
 
@@ -55,6 +57,33 @@ def qemu_command(args, bar2_path):
                    f"mem-path={bar2_path},share=on",
         "-device", "ivshmem-plain,memdev=bar2mem",
     ]
+
+
+class FileSaver:
+    """Collects files the guest prints base64-encoded between markers."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.name = None
+        self.chunks = []
+
+    def feed(self, line):
+        """Returns True if the line belonged to a file."""
+        if self.name is None:
+            m = re.match(r"^mlx4-bf-file: ([\w.\-]+)$", line)
+            if m:
+                self.name, self.chunks = m.group(1), []
+            return m is not None
+        if line == "mlx4-bf-file-end":
+            os.makedirs(self.directory, exist_ok=True)
+            path = os.path.join(self.directory, self.name)
+            with open(path, "wb") as f:
+                f.write(base64.b64decode("".join(self.chunks)))
+            print(f"vm: saved {path}", file=sys.stderr)
+            self.name = None
+        else:
+            self.chunks.append(line.strip())
+        return True
 
 
 class Ktap:
@@ -123,6 +152,8 @@ def main():
     p.add_argument("--memory", default="512M")
     p.add_argument("--append", default="", help="extra kernel command line")
     p.add_argument("--quiet", action="store_true", help="print only problems and the summary")
+    p.add_argument("--save-files", metavar="DIR",
+                   help="save files the guest sends as 'mlx4-bf-file: NAME', base64, 'mlx4-bf-file-end'")
     args = p.parse_args()
 
     bar2_path = args.bar2_file or f"/dev/shm/mlx4-bf-bar2-{os.getpid()}"
@@ -143,6 +174,7 @@ def run(cmd, args):
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
     ktap = Ktap()
+    saver = FileSaver(args.save_files) if args.save_files else None
     problems = []
     exit_status = None
     timed_out = False
@@ -155,6 +187,8 @@ def run(cmd, args):
     try:
         for raw in proc.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if saver and saver.feed(line):
+                continue
             if not args.quiet:
                 print(line, flush=True)
             if KERNEL_PROBLEM_RE.search(line):

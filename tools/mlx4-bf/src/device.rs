@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The driver's ioctl, from user space: one call header plus attributes, as
+//! `uapi/mlx4_bf.h` defines them (mirrored in `mlx4_bf_core::abi`).
+
+use std::{
+    fs::{File, OpenOptions},
+    io,
+    os::fd::AsRawFd,
+    path::Path,
+};
+
+use mlx4_bf_core::abi::{self, Attr, IoctlHdr, MAX_ATTRS};
+
+#[repr(C)]
+struct Call {
+    hdr: IoctlHdr,
+    attrs: [Attr; MAX_ATTRS],
+}
+
+impl Call {
+    fn new(object_id: u16, method_id: u16) -> Self {
+        Call {
+            hdr: IoctlHdr {
+                length: size_of::<IoctlHdr>() as u16,
+                object_id,
+                method_id,
+                ..Default::default()
+            },
+            attrs: [Attr::default(); MAX_ATTRS],
+        }
+    }
+
+    fn attr(mut self, attr_id: u16, len: usize, data: u64) -> Self {
+        self.attrs[usize::from(self.hdr.num_attrs)] = Attr {
+            attr_id,
+            len: len as u16,
+            data,
+            ..Default::default()
+        };
+        self.hdr.num_attrs += 1;
+        self.hdr.length += size_of::<Attr>() as u16;
+        self
+    }
+
+    fn inline_u32(self, attr_id: u16, value: u32) -> Self {
+        let mut data = [0u8; 8];
+        data[..4].copy_from_slice(&value.to_ne_bytes());
+        self.attr(attr_id, 4, u64::from_ne_bytes(data))
+    }
+
+    fn output<T>(self, attr_id: u16, out: &mut T) -> Self {
+        self.attr(attr_id, size_of::<T>(), out as *mut T as u64)
+    }
+}
+
+/// An open context of `/dev/mlx4_bf<N>`.
+pub struct Device {
+    file: File,
+}
+
+impl Device {
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Ok(Device { file })
+    }
+
+    fn call(&self, mut call: Call) -> io::Result<()> {
+        // SAFETY: `call` is a valid header followed by `num_attrs` attributes
+        // whose pointers refer to live buffers of the stated lengths.
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), abi::IOCTL as _, &mut call) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    pub fn query_device(&self) -> io::Result<abi::DeviceInfo> {
+        let mut info = abi::DeviceInfo::default();
+        self.call(
+            Call::new(abi::OBJECT_DEVICE, abi::METHOD_QUERY_DEVICE)
+                .output(abi::ATTR_DEVICE_INFO, &mut info),
+        )?;
+        Ok(info)
+    }
+
+    pub fn query_context(&self) -> io::Result<abi::ContextInfo> {
+        let mut info = abi::ContextInfo::default();
+        self.call(
+            Call::new(abi::OBJECT_CONTEXT, abi::METHOD_QUERY_CONTEXT)
+                .output(abi::ATTR_CONTEXT_INFO, &mut info),
+        )?;
+        Ok(info)
+    }
+
+    /// The ioctl round trip alone: QUERY_CONTEXT without outputs does nothing.
+    pub fn noop(&self) -> io::Result<()> {
+        self.call(Call::new(abi::OBJECT_CONTEXT, abi::METHOD_QUERY_CONTEXT))
+    }
+
+    /// Device and context counters.
+    pub fn query_stats(&self) -> io::Result<(abi::Stats, abi::Stats)> {
+        let (mut dev, mut ctx) = (abi::Stats::default(), abi::Stats::default());
+        self.call(
+            Call::new(abi::OBJECT_DEVICE, abi::METHOD_QUERY_STATS)
+                .output(abi::ATTR_DEVICE_STATS, &mut dev)
+                .output(abi::ATTR_CONTEXT_STATS, &mut ctx),
+        )?;
+        Ok((dev, ctx))
+    }
+
+    pub fn create_qp(&self) -> io::Result<abi::QpInfo> {
+        let mut qp = abi::QpInfo::default();
+        self.call(
+            Call::new(abi::OBJECT_QP, abi::METHOD_CREATE_QP).output(abi::ATTR_QP_INFO, &mut qp),
+        )?;
+        Ok(qp)
+    }
+
+    pub fn post_send(
+        &self,
+        qp: &abi::QpInfo,
+        wqe: &[u8],
+        flags: u32,
+    ) -> io::Result<abi::PostResult> {
+        let mut result = abi::PostResult::default();
+        let mut call = Call::new(abi::OBJECT_QP, abi::METHOD_POST_SEND)
+            .inline_u32(abi::ATTR_QP_HANDLE, qp.qp_handle)
+            .attr(abi::ATTR_WQE, wqe.len(), wqe.as_ptr() as u64);
+        if flags != 0 {
+            call = call.inline_u32(abi::ATTR_POST_FLAGS, flags);
+        }
+        self.call(call.output(abi::ATTR_POST_RESULT, &mut result))?;
+        Ok(result)
+    }
+}
