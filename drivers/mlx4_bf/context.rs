@@ -148,7 +148,8 @@ impl PinnedDrop for Context {
 }
 
 impl Context {
-    /// The hardware, or `-ENODEV` once the adapter was unbound.
+    /// The hardware, or `-ENODEV` once the adapter was unbound. The guard is
+    /// an RCU read-side section: nothing may sleep while it is held.
     fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Hw>> {
         self.adapter.hw.try_access().ok_or(ENODEV)
     }
@@ -210,7 +211,6 @@ impl Context {
     fn create_qp(&self, b: &mut Bundle) -> Result {
         let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
-        let _hw = self.hw()?;
         let mut state = self.state.lock();
         let free = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let (slot, qpn) = {
