@@ -111,6 +111,7 @@ fuzz)      build_selftests "$(kdir)"
 	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n ${FUZZ_CALLS:-10000000} -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
 		-- "$OUT/guest" ;;
 selftests) build_selftests "$(kdir)"
+	   build_helper
 	   cmd="MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
 	   if [ "$KCONFIG" = debug ]; then
 		# Objects must be unreferenced for a while before kmemleak reports

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Property tests of the rules the kernel applies to untrusted input.
+
+use mlx4_bf_core::{
+    abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF},
+    store_block::{plan, Piece, MAX_BLOCK},
+    wqe,
+};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// Whatever user space hands in, validation answers without panicking,
+    /// and what it accepts is consistent with its own findings.
+    #[test]
+    fn validate_is_total(bytes in proptest::collection::vec(any::<u8>(), 0..1100)) {
+        if let Ok(info) = wqe::validate(&bytes, wqe::MAX_WQE_LEN) {
+            prop_assert_eq!(info.size16 as usize * 16, bytes.len());
+            prop_assert!(info.inline_bytes as usize <= bytes.len());
+            prop_assert!(info.gather_segs == 0 || info.inline_bytes == 0);
+        }
+    }
+
+    /// Mutating a valid WQE never produces something the kernel would write
+    /// to the BlueFlame page beyond one buffer.
+    #[test]
+    fn mutated_wqes_never_overflow_a_bf_buffer(
+        payload in 0usize..300,
+        flips in proptest::collection::vec((0usize..1008, 0u8..8), 0..4),
+        flags in 0u32..3,
+    ) {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        let data = vec![0xa5u8; payload];
+        let len = wqe::build_inline(&mut buf, wqe::OPCODE_RDMA_WRITE, Some((1, 2)), &data).unwrap();
+        for (at, bit) in flips {
+            buf[at % len] ^= 1 << bit;
+        }
+        if let Ok(info) = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN) {
+            if let Ok(wqe::Path::BlueFlame) = wqe::choose_path(&info, flags, 256) {
+                prop_assert!(wqe::bf_burst_len(len) <= 256);
+                prop_assert_eq!(info.gather_segs, 0);
+                prop_assert!(flags & POST_F_FORCE_DOORBELL == 0);
+            }
+        }
+    }
+
+    /// Every inline payload the builder makes is valid and takes BlueFlame
+    /// exactly when it fits, and REQUIRE_BF refuses instead of falling back.
+    #[test]
+    fn built_wqes_are_valid(payload in 0usize..900) {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
+        let len = wqe::build_inline(&mut buf, wqe::OPCODE_SEND, None, &data).unwrap();
+        let info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).unwrap();
+        prop_assert_eq!(info.inline_bytes as usize, payload);
+        let fits = len <= 256;
+        prop_assert_eq!(wqe::choose_path(&info, 0, 256).unwrap() == wqe::Path::BlueFlame, fits);
+        prop_assert_eq!(wqe::choose_path(&info, POST_F_REQUIRE_BF, 256).is_ok(), fits);
+    }
+
+    /// The store-block plan covers the copy exactly, with pieces that never
+    /// cross 4 KiB, are at most 128 bytes, and are blocks only above 8 bytes.
+    #[test]
+    fn store_block_plan_is_exact(src in 0usize..1 << 20, dst in 0usize..1 << 20, len in 0usize..2048) {
+        let mut next = 0;
+        for p in plan(src, dst, len) {
+            prop_assert_eq!(p.offset(), next);
+            prop_assert!(p.len() >= 1 && p.len() <= MAX_BLOCK);
+            let start = dst + p.offset();
+            prop_assert_eq!(start / 4096, (start + p.len() - 1) / 4096);
+            match p {
+                Piece::Block { .. } => prop_assert!(p.len() > 8 && (src + p.offset()) % 8 == 0 && start % 8 == 0),
+                Piece::Single { .. } => prop_assert!(p.len().is_power_of_two() && p.len() <= 8),
+            }
+            next += p.len();
+        }
+        prop_assert_eq!(next, len);
+    }
+}

@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The userspace helper (tools/mlx4-bf) fails cleanly: a one-line error that
+# names the cause, a non-zero exit, never a panic. Skipped when the helper is
+# not installed next to the tests or in $PATH.
+
+HELPER=${MLX4_BF_HELPER:-$(dirname "$0")/../mlx4-bf}
+[ -x "$HELPER" ] || HELPER=$(command -v mlx4-bf)
+n=0
+fail=0
+
+echo "TAP version 13"
+if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
+	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
+	exit 4
+fi
+echo "1..5"
+
+check() { # name expected-text command...
+	name=$1 want=$2
+	shift 2
+	n=$((n + 1))
+	out=$("$@" 2>&1 >/dev/null)
+	rc=$?
+	lines=$(printf '%s\n' "$out" | wc -l)
+	if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && printf '%s' "$out" | grep -q "$want" &&
+	   ! printf '%s' "$out" | grep -q panicked; then
+		echo "ok $n $name"
+	else
+		echo "# exit $rc, $lines line(s): $out"
+		echo "not ok $n $name"
+		fail=1
+	fi
+}
+
+check non_root_on_a_0600_device "permission denied" su nobody -s /bin/sh -c "$HELPER info"
+check missing_device "does not exist" "$HELPER" --device /dev/mlx4_bf9 info
+check size_out_of_range "not in" "$HELPER" post --size 70000
+check min_above_max "above --max" "$HELPER" lat --min 100 --max 10
+n=$((n + 1))
+if "$HELPER" info >/dev/null && "$HELPER" post --size 208 | grep -q BlueFlame &&
+   "$HELPER" post --size 209 | grep -q doorbell; then
+	echo "ok $n root_posts_bf_up_to_208_and_doorbell_above"
+else
+	echo "not ok $n root_posts_bf_up_to_208_and_doorbell_above"
+	fail=1
+fi
+exit $fail
