@@ -67,7 +67,7 @@ proptest! {
         let mut next = 0;
         for p in plan(src, dst, len) {
             prop_assert_eq!(p.offset(), next);
-            prop_assert!(p.len() >= 1 && p.len() <= MAX_BLOCK);
+            prop_assert!(!p.is_empty() && p.len() <= MAX_BLOCK);
             let start = dst + p.offset();
             prop_assert_eq!(start / 4096, (start + p.len() - 1) / 4096);
             match p {
