@@ -94,7 +94,10 @@ impl MiscDevice for Context {
         let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
         let adapter = dev.adapter.clone();
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
-            pr_warn!("all {} UARs in use\n", adapter.caps.num_uars - 1);
+            kernel::pr_warn_once!(
+                "all {} UARs in use: open() fails with -EBUSY\n",
+                adapter.caps.num_uars - 1
+            );
             EBUSY
         })?;
         let module = ModuleRef::get()?;

@@ -10,6 +10,7 @@ out=$1 ko=$2 mode=$3 cmd=$4 modparams=$5
 shift 5
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(mktemp -d)
+chmod 0755 "$root"  # mktemp makes it 0700: "/" of the guest, which non-root tests traverse
 trap 'rm -rf "$root"' EXIT
 
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,work,lib/modules,etc/mlx4-bf}

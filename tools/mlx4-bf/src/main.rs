@@ -541,32 +541,16 @@ fn write_bench(
     );
     let mut dat = String::from("# bytes noop_us bf_us db_us bf_noop bf_noop_p10 bf_noop_p90 db_noop db_noop_p10 db_noop_p90\n");
     for r in rows {
+        let (n, b, d) = (r.noop.typical, r.bf.typical, r.db.typical);
+        let ([bm, bl, bh], [dm, dl, dh]) = (r.bf_ratio, r.db_ratio);
         txt += &format!(
-            "{:<8} {:<8.2} {:<8.2} {:<8.2} {:.2} [{:.2}..{:.2}]   {:.2} [{:.2}..{:.2}]   {:.2}\n",
+            "{:<8} {n:<8.2} {b:<8.2} {d:<8.2} {bm:.2} [{bl:.2}..{bh:.2}]   {dm:.2} [{dl:.2}..{dh:.2}]   {:.2}\n",
             r.size,
-            r.noop.typical,
-            r.bf.typical,
-            r.db.typical,
-            r.bf_ratio[0],
-            r.bf_ratio[1],
-            r.bf_ratio[2],
-            r.db_ratio[0],
-            r.db_ratio[1],
-            r.db_ratio[2],
-            r.bf.typical / r.db.typical
+            b / d
         );
         dat += &format!(
-            "{} {:.3} {:.3} {:.3} {:.4} {:.4} {:.4} {:.4} {:.4} {:.4}\n",
-            r.size,
-            r.noop.typical,
-            r.bf.typical,
-            r.db.typical,
-            r.bf_ratio[0],
-            r.bf_ratio[1],
-            r.bf_ratio[2],
-            r.db_ratio[0],
-            r.db_ratio[1],
-            r.db_ratio[2]
+            "{} {n:.3} {b:.3} {d:.3} {bm:.4} {bl:.4} {bh:.4} {dm:.4} {dl:.4} {dh:.4}\n",
+            r.size
         );
     }
     print!("{txt}");

@@ -57,6 +57,12 @@ TEST_F(bad, length_above_the_largest_wqe)
 	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, MAX_WQE + 16));
 }
 
+TEST_F(bad, length_at_the_limit_of_the_attribute)
+{
+	/* the largest length the ABI can carry, far past the buffer */
+	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, 0xfff0));
+}
+
 TEST_F(bad, size_field_differs_from_length)
 {
 	put_be32(self->wqe + 4, self->len / 16 + 1);

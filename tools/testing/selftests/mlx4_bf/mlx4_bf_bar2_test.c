@@ -12,28 +12,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-
-#define DRIVER_DIR "/sys/bus/pci/drivers/mlx4_bf"
-
-/* Find the first PCI function bound to mlx4_bf; 0 on success. */
-static int bound_device(char *bdf, size_t len)
-{
-	struct dirent *de;
-	DIR *dir = opendir(DRIVER_DIR);
-	int ret = -1;
-
-	if (!dir)
-		return -1;
-	while ((de = readdir(dir))) {
-		if (strchr(de->d_name, ':') && strlen(de->d_name) < len) {
-			strcpy(bdf, de->d_name);
-			ret = 0;
-			break;
-		}
-	}
-	closedir(dir);
-	return ret;
-}
+#include "mlx4_bf_lib.h"
 
 TEST(driver_is_bound_to_the_adapter)
 {

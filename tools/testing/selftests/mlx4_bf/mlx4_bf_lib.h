@@ -197,6 +197,25 @@ static inline size_t bf_page(const struct mlx4_bf_device_info *dev, __u32 uar)
 	return ((size_t)dev->num_uars + uar) * 4096;
 }
 
+/* The PCI address of the first function bound to mlx4_bf; 0 on success. */
+static inline int bound_device(char *bdf, size_t len)
+{
+	struct dirent *de;
+	DIR *dir = opendir(DRIVER_DIR);
+	int ret = -1;
+
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		if (strchr(de->d_name, ':') && strlen(de->d_name) < len) {
+			strcpy(bdf, de->d_name);
+			ret = 0;
+			break;
+		}
+	closedir(dir);
+	return ret;
+}
+
 /* The BAR2 oracle: the adapter's memory as the device would see it. */
 struct bar2 {
 	const uint8_t *map;
@@ -206,22 +225,14 @@ struct bar2 {
 
 static inline int bar2_open(struct bar2 *b)
 {
-	char path[300];
-	struct dirent *de;
+	char bdf[64], path[128];
 	struct stat st;
-	DIR *dir = opendir(DRIVER_DIR);
-	int fd = -1;
+	int fd;
 
-	if (!dir)
+	if (bound_device(bdf, sizeof(bdf)))
 		return -1;
-	while ((de = readdir(dir))) {
-		if (strchr(de->d_name, ':')) {
-			snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", de->d_name);
-			fd = open(path, O_RDONLY);
-			break;
-		}
-	}
-	closedir(dir);
+	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
+	fd = open(path, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st))
 		return -1;
 	b->len = st.st_size;

@@ -11,24 +11,6 @@
 
 #define POSTERS 3
 
-static int find_bdf(char *bdf, size_t len)
-{
-	struct dirent *de;
-	DIR *dir = opendir(DRIVER_DIR);
-	int ret = -1;
-
-	if (!dir)
-		return -1;
-	while ((de = readdir(dir)))
-		if (strchr(de->d_name, ':') && strlen(de->d_name) < len) {
-			strcpy(bdf, de->d_name);
-			ret = 0;
-			break;
-		}
-	closedir(dir);
-	return ret;
-}
-
 static int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY);
@@ -74,7 +56,7 @@ TEST(unbind_while_posting_then_rebind)
 	uint8_t wqe[MAX_WQE + 64];
 	int ready[2], fd, status, len = build_rdma_write(wqe, 20, 9);
 
-	if (find_bdf(bdf, sizeof(bdf)))
+	if (bound_device(bdf, sizeof(bdf)))
 		SKIP(return, "no adapter bound to mlx4_bf");
 	ASSERT_EQ(0, pipe(ready));
 	for (int i = 0; i < POSTERS; i++) {
