@@ -248,8 +248,9 @@ impl Context {
             .iter_mut()
             .find(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
             .ok_or(ENOENT)?;
-        let slot = qp.take().map(|q| q.slot).unwrap_or(0);
-        self.adapter.qps.lock().used_slots &= !(1 << slot);
+        if let Some(q) = qp.take() {
+            self.adapter.qps.lock().used_slots &= !(1 << q.slot);
+        }
         Ok(())
     }
 
