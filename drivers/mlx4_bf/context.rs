@@ -10,17 +10,20 @@
 //! section, not a lock.
 
 use kernel::{
+    debugfs::Scope,
     fs::File,
     io::Io,
     miscdevice::{MiscDevice, MiscDeviceRegistration},
     new_mutex,
     prelude::*,
+    str::CString,
     sync::{Arc, Mutex},
 };
 
 use crate::{
     abi::{self, Reject},
     layout,
+    stats::Stats,
     uverbs::Bundle,
     wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS, MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE,
 };
@@ -78,9 +81,16 @@ pub(crate) struct Context {
     uar_index: u32,
     #[pin]
     state: Mutex<State>,
-    stats: crate::stats::Stats,
+    stats: Arc<Stats>,
+    /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
+    #[pin]
+    debugfs: Scope<Arc<Stats>>,
     /// Last, so it is dropped after everything else.
     _module: ModuleRef,
+}
+
+fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    crate::stats::show(stats, f)
 }
 
 #[vtable]
@@ -101,6 +111,8 @@ impl MiscDevice for Context {
             EBUSY
         })?;
         let module = ModuleRef::get()?;
+        let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+        let dir_name = CString::try_from_fmt(fmt!("ctx-{uar_index}"))?;
         let owner = adapter.clone();
         let init = try_pin_init!(Context {
             adapter: owner,
@@ -110,7 +122,11 @@ impl MiscDevice for Context {
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
             }),
-            stats: crate::stats::Stats::new(),
+            stats: ctx_stats.clone(),
+            // `adapter` is the field initialized above.
+            debugfs <- adapter.debugfs.scope(ctx_stats, &dir_name, |s, dir| {
+                dir.read_callback_file(c"stats", s, &show_stats)
+            }),
             _module: module,
         });
         KBox::try_pin_init(init, GFP_KERNEL).inspect_err(|_| {

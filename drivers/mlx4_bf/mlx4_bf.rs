@@ -90,6 +90,8 @@ pub(crate) struct Adapter {
     #[pin]
     pub(crate) qps: Mutex<QpTable>,
     pub(crate) stats: Stats,
+    /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
+    pub(crate) debugfs: Dir,
     number: DeviceNumber,
 }
 
@@ -141,26 +143,8 @@ pub(crate) struct Mlx4BfDevice {
 
 /// The device counters as debugfs shows them.
 fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    const REJECTS: [&str; abi::REJECT_MAX] = [
-        "length",
-        "size_field",
-        "opcode",
-        "ctrl",
-        "inline",
-        "gather",
-        "fault",
-        "qp",
-    ];
-    let s = adapter.stats.snapshot();
     writeln!(f, "contexts {}", adapter.uars.lock().in_use())?;
-    writeln!(f, "bf_posts {}", s.bf_posts)?;
-    writeln!(f, "db_posts {}", s.db_posts)?;
-    writeln!(f, "bytes {}", s.bytes)?;
-    writeln!(f, "store_blocks {}", s.store_blocks)?;
-    for (name, count) in REJECTS.iter().zip(s.rejects) {
-        writeln!(f, "rejects_{name} {count}")?;
-    }
-    Ok(())
+    stats::show(&adapter.stats, f)
 }
 
 struct Mlx4BfDriver;
@@ -285,6 +269,7 @@ impl Mlx4BfDriver {
                 uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
                 qps <- new_mutex!(QpTable { used_slots: 0, next_qpn: FIRST_QPN }),
                 stats: Stats::new(),
+                debugfs: Dir::new(number.name()),
                 number,
             }),
             GFP_KERNEL,
@@ -309,7 +294,7 @@ impl pci::Driver for Mlx4BfDriver {
         try_pin_init!(Mlx4BfDevice {
             adapter: adapter?,
             // `adapter` here is the field initialized just above.
-            debugfs <- Dir::new(name).scope(adapter.clone(), c"device", |a, dir| {
+            debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {
                 dir.read_callback_file(c"stats", a, &show_stats)
             }),
             misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),

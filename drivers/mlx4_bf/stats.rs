@@ -2,7 +2,10 @@
 
 //! Post counters, kept per device and per context without a lock.
 
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::{
+    fmt,
+    sync::atomic::{Atomic, Relaxed},
+};
 
 use crate::abi::{self, Reject, REJECT_MAX};
 
@@ -49,4 +52,27 @@ impl Stats {
             rejects: core::array::from_fn(|i| self.rejects[i].load(Relaxed)),
         }
     }
+}
+
+/// The counters as debugfs shows them, one `name value` per line.
+pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    const REJECTS: [&str; REJECT_MAX] = [
+        "length",
+        "size_field",
+        "opcode",
+        "ctrl",
+        "inline",
+        "gather",
+        "fault",
+        "qp",
+    ];
+    let s = stats.snapshot();
+    writeln!(f, "bf_posts {}", s.bf_posts)?;
+    writeln!(f, "db_posts {}", s.db_posts)?;
+    writeln!(f, "bytes {}", s.bytes)?;
+    writeln!(f, "store_blocks {}", s.store_blocks)?;
+    for (name, count) in REJECTS.iter().zip(s.rejects) {
+        writeln!(f, "rejects_{name} {count}")?;
+    }
+    Ok(())
 }

@@ -178,13 +178,17 @@ TEST_F(ctx, stats_count_posts_and_store_blocks)
 		EXPECT_EQ(before.store_blocks + 2, after.store_blocks);
 }
 
-/* A counter from /sys/kernel/debug/mlx4_bf0/device/stats, or -1. */
-static long debugfs_counter(const char *name)
-{
-	FILE *f = fopen("/sys/kernel/debug/mlx4_bf0/device/stats", "r");
-	char key[64];
-	long value, found = -1;
+#define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
 
+/* A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "ctx-N"), or -1. */
+static long debugfs_counter(const char *dir, const char *name)
+{
+	char path[128], key[64];
+	long value, found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/%s/stats", dir);
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fscanf(f, "%63s %ld", key, &value) == 2)
@@ -196,8 +200,8 @@ static long debugfs_counter(const char *name)
 
 TEST_F(ctx, debugfs_counts_device_posts)
 {
-	long bf = debugfs_counter("bf_posts"), db = debugfs_counter("db_posts");
-	long rejects = debugfs_counter("rejects_opcode");
+	long bf = debugfs_counter("device", "bf_posts"), db = debugfs_counter("device", "db_posts");
+	long rejects = debugfs_counter("device", "rejects_opcode");
 
 	if (bf < 0)
 		SKIP(return, "no debugfs stats (debugfs not mounted?)");
@@ -205,10 +209,43 @@ TEST_F(ctx, debugfs_counts_device_posts)
 	post_and_check(_metadata, &self->p, 10, MLX4_BF_POST_F_FORCE_DOORBELL);
 	put_be32(self->p.wqe, 0x1f);
 	EXPECT_EQ(-EINVAL, post_send(self->p.fd, self->p.qp.qp_handle, self->p.wqe, 64, 0, NULL));
-	EXPECT_EQ(bf + 1, debugfs_counter("bf_posts"));
-	EXPECT_EQ(db + 1, debugfs_counter("db_posts"));
-	EXPECT_EQ(rejects + 1, debugfs_counter("rejects_opcode"));
-	EXPECT_LE(1, debugfs_counter("contexts"));
+	EXPECT_EQ(bf + 1, debugfs_counter("device", "bf_posts"));
+	EXPECT_EQ(db + 1, debugfs_counter("device", "db_posts"));
+	EXPECT_EQ(rejects + 1, debugfs_counter("device", "rejects_opcode"));
+	EXPECT_LE(1, debugfs_counter("device", "contexts"));
+}
+
+TEST_F(ctx, debugfs_counts_context_posts)
+{
+	char dir[32];
+
+	snprintf(dir, sizeof(dir), "ctx-%u", self->p.info.uar_index);
+	if (debugfs_counter(dir, "bf_posts") < 0)
+		SKIP(return, "no debugfs stats (debugfs not mounted?)");
+	EXPECT_EQ(0, debugfs_counter(dir, "bf_posts"));
+	post_and_check(_metadata, &self->p, 10, 0);
+	post_and_check(_metadata, &self->p, 100, 0);
+	post_and_check(_metadata, &self->p, 10, MLX4_BF_POST_F_FORCE_DOORBELL);
+	EXPECT_EQ(2, debugfs_counter(dir, "bf_posts"));
+	EXPECT_EQ(1, debugfs_counter(dir, "db_posts"));
+	/* BlueFlame bursts are padded to 64 bytes; the doorbell WQE is 48 */
+	EXPECT_EQ(64 + 192 + 48, debugfs_counter(dir, "bytes"));
+}
+
+TEST(context_debugfs_goes_away_on_close)
+{
+	struct mlx4_bf_context_info info;
+	char path[96];
+	int fd = open(DEV_PATH, O_RDWR);
+
+	if (fd < 0)
+		SKIP(return, DEV_PATH " is missing");
+	ASSERT_EQ(0, query_context(fd, &info));
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/ctx-%u/stats", info.uar_index);
+	if (access(path, R_OK))
+		SKIP(close(fd); return, "no debugfs stats (debugfs not mounted?)");
+	close(fd);
+	EXPECT_NE(0, access(path, F_OK));
 }
 
 TEST(two_contexts_write_their_own_bf_pages)
