@@ -92,11 +92,9 @@ pub(crate) struct Adapter {
     pub(crate) stats: Stats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
     pub(crate) debugfs: Dir,
-    number: DeviceNumber,
 }
 
-/// An adapter number (`/dev/mlx4_bf<N>`), returned when the adapter's last
-/// user is gone.
+/// An adapter number (`/dev/mlx4_bf<N>`), held while the adapter is bound.
 struct DeviceNumber(u32);
 
 impl DeviceNumber {
@@ -131,14 +129,20 @@ impl Drop for DeviceNumber {
 /// Driver data of a bound adapter. Dropped on unbind: the misc device and
 /// the debugfs files go away (no new opens) and `Adapter::hw` is revoked,
 /// while open contexts keep their `Arc<Adapter>` and get `-ENODEV`.
+///
+/// Fields drop in declaration order: the misc device first, so no `open()`
+/// can still be looking at `adapter` when it goes, and the number last, so
+/// its name is free only once the misc device is gone. They are initialized
+/// the other way round, so `open()` never sees an `adapter` not yet written.
 #[pin_data]
 pub(crate) struct Mlx4BfDevice {
-    pub(crate) adapter: Arc<Adapter>,
+    #[pin]
+    pub(crate) misc: MiscDeviceRegistration<context::Context>,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
     #[pin]
     debugfs: Scope<Arc<Adapter>>,
-    #[pin]
-    pub(crate) misc: MiscDeviceRegistration<context::Context>,
+    pub(crate) adapter: Arc<Adapter>,
+    number: DeviceNumber,
 }
 
 /// The device counters as debugfs shows them.
@@ -231,7 +235,7 @@ fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
 }
 
 impl Mlx4BfDriver {
-    fn new_adapter(pdev: &pci::Device<Core<'_>>) -> Result<Arc<Adapter>> {
+    fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> Result<Arc<Adapter>> {
         let (caps, writer) = probe_caps(pdev)?;
         pdev.enable_device_mem()?;
         pdev.set_master();
@@ -245,10 +249,6 @@ impl Mlx4BfDriver {
             bar2: Bar2::new(pdev, &caps, mapping)?,
             sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
         };
-        let number = DeviceNumber::take().ok_or_else(|| {
-            dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
-            EBUSY
-        })?;
         dev_info!(
             pdev.as_ref(),
             "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
@@ -259,7 +259,7 @@ impl Mlx4BfDriver {
                 Writer::StoreBlock => "store-block",
                 Writer::WriteCombining => "write-combining",
             },
-            number.name().to_str().unwrap_or("?")
+            name.to_str().unwrap_or("?")
         );
         Arc::pin_init(
             try_pin_init!(Adapter {
@@ -269,8 +269,7 @@ impl Mlx4BfDriver {
                 uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
                 qps <- new_mutex!(QpTable { used_slots: 0, next_qpn: FIRST_QPN }),
                 stats: Stats::new(),
-                debugfs: Dir::new(number.name()),
-                number,
+                debugfs: Dir::new(name),
             }),
             GFP_KERNEL,
         )
@@ -287,11 +286,17 @@ impl pci::Driver for Mlx4BfDriver {
         pdev: &'bound pci::Device<Core<'_>>,
         _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        let adapter = Self::new_adapter(pdev);
-        let name = adapter
-            .as_ref()
-            .map_or(DEVICE_NAMES[0], |a| a.number.name());
+        let number = DeviceNumber::take();
+        let name = number.as_ref().map_or(DEVICE_NAMES[0], DeviceNumber::name);
+        let adapter = match number {
+            Some(_) => Self::new_adapter(pdev, name),
+            None => {
+                dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
+                Err(EBUSY)
+            }
+        };
         try_pin_init!(Mlx4BfDevice {
+            number: number.ok_or(EBUSY)?,
             adapter: adapter?,
             // `adapter` here is the field initialized just above.
             debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {

@@ -94,4 +94,53 @@ TEST(unbind_while_posting_then_rebind)
 	close(fd);
 }
 
+/* Opens, creates a QP, posts and closes in a loop until killed. */
+static void churn(void)
+{
+	struct mlx4_bf_qp_info qp;
+	uint8_t wqe[MAX_WQE + 64];
+	int len = build_rdma_write(wqe, 30, 1);
+
+	for (;;) {
+		int fd = open(DEV_PATH, O_RDWR);
+
+		if (fd < 0)
+			continue;
+		if (!create_qp(fd, &qp))
+			post_send(fd, qp.qp_handle, wqe, len, 0, NULL);
+		close(fd);
+	}
+}
+
+/* open() and close() racing unbind and bind must not hurt the kernel. */
+TEST(open_and_close_race_unbind_and_bind)
+{
+	pid_t pids[POSTERS];
+	char bdf[64];
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	for (int i = 0; i < POSTERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			churn();
+	}
+	for (int cycle = 0; cycle < 20; cycle++) {
+		usleep(20000);
+		ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf)) TH_LOG("cycle %d", cycle);
+		usleep(5000);
+		ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf)) TH_LOG("cycle %d", cycle);
+	}
+	for (int i = 0; i < POSTERS; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	/* all contexts are gone: the adapter works as before */
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
