@@ -16,7 +16,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench fuzz host-test setup kernel module vm-run vm-shell clean
+.PHONY: run test bench fuzz lint host-test setup kernel module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -29,6 +29,9 @@ bench:
 
 fuzz:
 	@$(RUN) fuzz
+
+lint:
+	@$(RUN) lint
 
 host-test:
 	@$(RUN) host-test

@@ -13,6 +13,7 @@
 #   mlx4-bf.sh bench                 the benchmark; results land in results/
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             run the kselftests in the guest (KTAP)
+#   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
@@ -110,6 +111,18 @@ bench)     build_selftests "$(kdir)"
 fuzz)      build_selftests "$(kdir)"
 	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n ${FUZZ_CALLS:-10000000} -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
 		-- "$OUT/guest" ;;
+lint)      kdir=$(kdir)
+	   ksrc=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -n1)
+	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch"
+	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
+	   (cd "$TOP" && cargo fmt --all --check)
+	   CARGO_TARGET_DIR=$CACHE/cargo-target cargo clippy --quiet --workspace --all-targets \
+		--manifest-path "$TOP/Cargo.toml" -- -D warnings
+	   out=$(make -s -C "$kdir" M="$TOP" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
+	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
+	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
+		"$SELFTESTS"/*.c "$SELFTESTS"/*.h
+	   log "lint: clean" ;;
 selftests) build_selftests "$(kdir)"
 	   build_helper
 	   cmd="MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"

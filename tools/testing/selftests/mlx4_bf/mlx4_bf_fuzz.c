@@ -36,12 +36,18 @@ static uint32_t below(uint32_t n)
 static uint64_t random_pointer(void *valid, void *unmapped)
 {
 	switch (below(6)) {
-	case 0: return 0;
-	case 1: return 0xffff888000000000ULL + (rnd() & 0xffffff);
-	case 2: return (uintptr_t)unmapped + below(4096);
-	case 3: return rnd();
-	case 4: return (uintptr_t)valid + below(64);
-	default: return (uintptr_t)valid;
+	case 0:
+		return 0;
+	case 1:
+		return 0xffff888000000000ULL + (rnd() & 0xffffff);
+	case 2:
+		return (uintptr_t)unmapped + below(4096);
+	case 3:
+		return rnd();
+	case 4:
+		return (uintptr_t)valid + below(64);
+	default:
+		return (uintptr_t)valid;
 	}
 }
 
@@ -68,7 +74,9 @@ static long fuzz(int seed_index, uint64_t seed, long calls, void *unmapped)
 			create_qp(fd, &qp);
 		}
 		switch (below(8)) {
-		case 0: case 1: case 2: {	/* a valid WQE, mutated */
+		case 0:
+		case 1:
+		case 2: {			/* a valid WQE, mutated */
 			len = build_rdma_write(wqe, 1 + below(300), rnd());
 			for (int k = below(4); k > 0; k--)
 				wqe[below(len)] ^= 1 << below(8);
@@ -163,9 +171,15 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "n:p:s:")) != -1) {
 		switch (opt) {
-		case 'n': total = atol(optarg); break;
-		case 'p': procs = atoi(optarg); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'n':
+			total = atol(optarg);
+			break;
+		case 'p':
+			procs = atoi(optarg);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			fprintf(stderr, "usage: %s [-n calls] [-p processes] [-s seed]\n", argv[0]);
 			return 2;

@@ -208,7 +208,7 @@ static inline int bound_device(char *bdf, size_t len)
 		return -1;
 	while ((de = readdir(dir)))
 		if (strchr(de->d_name, ':') && strlen(de->d_name) < len) {
-			strcpy(bdf, de->d_name);
+			snprintf(bdf, len, "%s", de->d_name);
 			ret = 0;
 			break;
 		}
