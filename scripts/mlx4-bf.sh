@@ -43,11 +43,17 @@ build_module() {
 	cp "$TOP/drivers/mlx4_bf/mlx4_bf.ko" "$OUT/"
 }
 
+# The source tree of a kernel build: an O= build directory names it in its
+# Makefile; an in-tree build is its own source.
+ksrc_of() {
+	local ksrc
+	ksrc=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$1/Makefile" | head -n1)
+	echo "${ksrc:-$1}"
+}
+
 build_selftests() {
 	local kdir=$1 ksrc
-	# An O= build directory names its source tree in its Makefile.
-	ksrc=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -n1)
-	[ -n "$ksrc" ] || ksrc=$kdir
+	ksrc=$(ksrc_of "$kdir")
 	log "selftests: building (static) against $ksrc/tools/testing/selftests"
 	rm -rf "$OUT/guest"
 	mkdir -p "$OUT/guest/selftests"
@@ -112,7 +118,7 @@ fuzz)      build_selftests "$(kdir)"
 	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n ${FUZZ_CALLS:-10000000} -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
 		-- "$OUT/guest" ;;
 lint)      kdir=$(kdir)
-	   ksrc=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -n1)
+	   ksrc=$(ksrc_of "$kdir")
 	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)

@@ -279,8 +279,8 @@ impl Context {
     fn post_send(&self, b: &mut Bundle) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
-        let len = b.input_len(abi::ATTR_WQE).ok_or(EINVAL)?;
-        let user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?;
+        let mut user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?.reader();
+        let len = user_wqe.len();
         let out = b.output(abi::ATTR_POST_RESULT);
         b.check_unused()?;
         if flags & !abi::POST_F_ALL != 0 || flags == abi::POST_F_ALL {
@@ -299,7 +299,6 @@ impl Context {
             .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
         let buf = &mut state.wqe.0;
         user_wqe
-            .reader()
             .read_slice(&mut buf[..len])
             .map_err(|e| self.reject(Reject::Fault, e))?;
         let info =

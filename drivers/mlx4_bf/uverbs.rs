@@ -121,14 +121,6 @@ impl Bundle {
         ))
     }
 
-    /// The length of a pointer input, without using it.
-    pub(crate) fn input_len(&self, attr_id: u16) -> Option<usize> {
-        self.attrs[..self.count]
-            .iter()
-            .find(|a| a.attr_id == attr_id)
-            .map(|a| usize::from(a.len))
-    }
-
     /// Marks an output attribute as present; write it with [`Self::write`].
     pub(crate) fn output(&mut self, attr_id: u16) -> Option<usize> {
         self.find(attr_id).map(|(i, _)| i)
