@@ -90,6 +90,7 @@ if [ -z "${KERNEL_SRC:-}" ] && [ ! -f "$TOOLS/linux/.complete" ]; then
 	rm -rf "$TOOLS/linux-deb"
 	basename "$deb" >"$TOOLS/linux/.debian-package"
 	touch "$TOOLS/linux/.complete"
+	rm -f "$deb"
 fi
 
 # --- rust-src matching rustc exactly -------------------------------------
@@ -102,6 +103,7 @@ if [ ! -f "$TOOLS/rust-src/.version-$RUSTC_VERSION" ]; then
 	rm -rf "$TOOLS/rust-src"
 	dpkg-deb -x "$deb" "$TOOLS/rust-src"
 	touch "$TOOLS/rust-src/.version-$RUSTC_VERSION"
+	rm -f "$deb"
 fi
 
 # --- libclang from PyPI --------------------------------------------------
