@@ -26,12 +26,12 @@ OUT=$TOP/build/$KCONFIG
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
 
-kdir() {
-	if [ -n "${KDIR:-}" ]; then
-		echo "$KDIR"
-	else
+# The built kernel tree (KDIR, or the cached test kernel, built if missing).
+# Run it in the main shell: it sets KDIR for the later steps.
+need_kdir() {
+	if [ -z "${KDIR:-}" ]; then
 		"$TOP/scripts/setup-host.sh" >&2
-		"$TOP/scripts/build-kernel.sh" "$KCONFIG"
+		KDIR=$("$TOP/scripts/build-kernel.sh" "$KCONFIG")
 	fi
 }
 
@@ -73,17 +73,17 @@ build_helper() {
 
 # vm_boot MODE CMD VMARGS -- DIRS...
 vm_boot() {
-	local mode=$1 cmd=$2 kdir vmargs=() dirs=()
+	local mode=$1 cmd=$2 vmargs=() dirs=()
 	shift 2
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do vmargs+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	dirs=("$@")
-	kdir=$(kdir)
-	build_module "$kdir"
+	need_kdir
+	build_module "$KDIR"
 	"$TOP/tools/vm/mkinitramfs.sh" "$OUT/initramfs.cpio.gz" "$OUT/mlx4_bf.ko" \
 		"$mode" "$cmd" "${MODPARAMS:-}" "${dirs[@]}"
 	log "vm: booting $KCONFIG kernel under ${ACCEL:-tcg} (timeout ${VM_TIMEOUT}s)"
-	python3 "$TOP/tools/vm/vm.py" --kernel "$kdir/arch/x86/boot/bzImage" \
+	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/arch/x86/boot/bzImage" \
 		--initrd "$OUT/initramfs.cpio.gz" --timeout "$VM_TIMEOUT" \
 		--accel "${ACCEL:-tcg}" --bar2-size "${BAR2_SIZE:-8M}" "${vmargs[@]}"
 }
@@ -96,16 +96,16 @@ host-test) "$TOP/scripts/setup-host.sh"
 	   log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h)"
 	   CARGO_TARGET_DIR=$CACHE/cargo-target \
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml" ;;
-kernel)    kdir ;;
-module)    build_module "$(kdir)" ;;
+kernel)    need_kdir; echo "$KDIR" ;;
+module)    need_kdir; build_module "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
 	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
 vm-shell)  vm_boot shell "" --shell -- "$@" ;;
-run)       build_selftests "$(kdir)"
+run)       need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
 	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest" ;;
-bench)     build_selftests "$(kdir)"
+bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
 	   # The guest sends its result files back over the console (vm.py --save-files).
@@ -114,22 +114,22 @@ bench)     build_selftests "$(kdir)"
 		cat /tmp/results/stress.txt &&
 		for f in /tmp/results/*; do echo \"mlx4-bf-file: \${f##*/}\"; base64 \"\$f\"; echo mlx4-bf-file-end; done" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
-fuzz)      build_selftests "$(kdir)"
+fuzz)      need_kdir; build_selftests "$KDIR"
 	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n ${FUZZ_CALLS:-10000000} -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
 		-- "$OUT/guest" ;;
-lint)      kdir=$(kdir)
-	   ksrc=$(ksrc_of "$kdir")
+lint)      need_kdir
+	   ksrc=$(ksrc_of "$KDIR")
 	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
 	   CARGO_TARGET_DIR=$CACHE/cargo-target cargo clippy --quiet --workspace --all-targets \
 		--manifest-path "$TOP/Cargo.toml" -- -D warnings
-	   out=$(make -s -C "$kdir" M="$TOP" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
+	   out=$(make -s -C "$KDIR" M="$TOP" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h
 	   log "lint: clean" ;;
-selftests) build_selftests "$(kdir)"
+selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   cmd="MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
 	   if [ "$KCONFIG" = debug ]; then
