@@ -95,7 +95,9 @@ setup)     "$TOP/scripts/setup-host.sh" ;;
 host-test) "$TOP/scripts/setup-host.sh"
 	   log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h)"
 	   CARGO_TARGET_DIR=$CACHE/cargo-target \
-		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml" ;;
+		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
+	   log "host: the QEMU runner's console parsing"
+	   python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py' ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 module)    need_kdir; build_module "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"

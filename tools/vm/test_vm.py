@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Unit tests of the runner's console parsing (python3 -m unittest)."""
+
+import base64
+import os
+import tempfile
+import unittest
+
+from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap
+
+
+def parse(text):
+    k = Ktap()
+    for line in text.splitlines():
+        k.feed(line)
+    return k
+
+
+class KtapTest(unittest.TestCase):
+    def test_nested_leaves_are_counted_not_their_parents(self):
+        k = parse("KTAP version 1\n1..2\n    1..2\n    ok 1 a\n    not ok 2 b\n"
+                  "not ok 1 prog1\n    1..1\n    ok 1 c # SKIP no device\nok 2 prog2\n")
+        self.assertEqual((k.passed, k.failed, k.skipped), (1, 1, 1))
+        self.assertEqual(k.failures, ["b"])
+        self.assertEqual((k.top_plan, k.top_results), (2, 2))
+
+    def test_a_program_failing_without_a_failing_test_counts(self):
+        k = parse("1..1\n    1..2\n    ok 1 a\nnot ok 1 prog # exit=139\n")
+        self.assertEqual((k.passed, k.failed), (1, 1))
+        self.assertIn("crashed", k.failures[0])
+
+    def test_missing_results_are_visible_in_the_plan(self):
+        k = parse("KTAP version 1\n1..3\nok 1 a\n")
+        self.assertEqual((k.top_plan, k.top_results), (3, 1))
+
+    def test_kernel_lines_are_not_results(self):
+        k = parse("1..1\n[    1.0] ok 1 not a result\nok 1 real\n")
+        self.assertEqual((k.passed, k.top_results), (1, 1))
+
+
+class ProblemTest(unittest.TestCase):
+    def test_kernel_reports_are_problems(self):
+        for line in ["[    1.6] WARNING: drivers/x.rs:264 at probe",
+                     "[    2.0] BUG: KFENCE: use-after-free read",
+                     "[    3.0] WARNING: suspicious RCU usage",
+                     "[    4.0] Oops: general protection fault",
+                     "unreferenced object 0xffff888001 (size 64):"]:
+            self.assertIsNotNone(KERNEL_PROBLEM_RE.search(line), line)
+
+    def test_ordinary_lines_are_not(self):
+        for line in ["[    1.4] mlx4_bf: loading out-of-tree module taints kernel.",
+                     "    ok 3 bad.unknown_opcode", "# WARNINGS: none"]:
+            self.assertIsNone(KERNEL_PROBLEM_RE.search(line), line)
+
+
+class FileSaverTest(unittest.TestCase):
+    def test_files_round_trip_through_the_console(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = FileSaver(d)
+            payload = base64.b64encode(b"# bytes\n4 1.0\n").decode()
+            lines = ["noise", "mlx4-bf-file: bench.dat", payload[:8], payload[8:],
+                     "mlx4-bf-file-end", "more noise"]
+            taken = [s.feed(line) for line in lines]
+            self.assertEqual(taken, [False, True, True, True, True, False])
+            with open(os.path.join(d, "bench.dat"), "rb") as f:
+                self.assertEqual(f.read(), b"# bytes\n4 1.0\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
