@@ -36,16 +36,26 @@ key=$( {
 } | sha256sum | cut -c1-16)
 
 KBUILD=$CACHE/kbuild-$flavour-$key
+mkdir -p "$CACHE"
+# One build per directory at a time: a second caller waits, then reuses it.
+exec 9>"$KBUILD.lock"
+flock 9
 if [ -f "$KBUILD/.mlx4-bf-complete" ]; then
 	log "kernel: cached build $KBUILD"
 	echo "$KBUILD"
 	exit 0
 fi
 
-# Keep at most the newest other build per flavour: disk is not free.
-find "$CACHE" -maxdepth 1 -name "kbuild-$flavour-*" ! -name "kbuild-$flavour-$key" \
-	-printf '%T@ %p\n' 2>/dev/null | sort -rn | tail -n +2 | cut -d' ' -f2- |
-	xargs -r rm -rf
+# Disk is not free: of the other builds of this flavour keep only the newest
+# complete one (another config or toolchain to switch back to).
+keep=$(find "$CACHE" -maxdepth 2 -path "$CACHE/kbuild-$flavour-*/.mlx4-bf-complete" \
+	! -path "$KBUILD/*" -printf '%T@ %h\n' 2>/dev/null | sort -rn | head -n1 | cut -d' ' -f2-)
+for dir in "$CACHE"/kbuild-"$flavour"-*; do
+	case $dir in
+	"$KBUILD" | "$KBUILD.lock" | "$keep" | "$keep.lock") ;;
+	*) rm -rf "$dir" ;;
+	esac
+done
 
 mkdir -p "$KBUILD"
 kmake() { make -s -C "$KSRC" O="$KBUILD" "$@"; }

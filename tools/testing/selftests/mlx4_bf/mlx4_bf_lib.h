@@ -223,23 +223,59 @@ struct bar2 {
 	uint8_t *shadow;
 };
 
+/*
+ * Maps @len bytes of BAR2 from @offset of sysfs resource2 (or resource2_wc
+ * with @wc) at @at, fixed. Returns 0 on success.
+ */
+static inline int bar2_map_part(const char *bdf, void *at, size_t offset, size_t len, int wc)
+{
+	char path[128];
+	void *p;
+	int fd;
+
+	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2%s", bdf, wc ? "_wc" : "");
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	p = mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, offset);
+	close(fd);
+	return p == at ? 0 : -1;
+}
+
+/*
+ * Maps all of BAR2 read-only. With PAT, a mapping must have the memory type
+ * the driver gave the range: uncached for the UAR half, and write-combining
+ * for the BlueFlame half when the driver uses the write-combining writer, so
+ * BAR2 is mapped in two parts (resource2 and resource2_wc) into one range.
+ */
 static inline int bar2_open(struct bar2 *b)
 {
+	struct mlx4_bf_device_info dev;
 	char bdf[64], path[128];
 	struct stat st;
+	size_t half;
 	int fd;
 
 	if (bound_device(bdf, sizeof(bdf)))
 		return -1;
 	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || fstat(fd, &st))
+	if (stat(path, &st))
 		return -1;
-	b->len = st.st_size;
-	b->map = mmap(NULL, b->len, PROT_READ, MAP_SHARED, fd, 0);
+	fd = open(DEV_PATH, O_RDWR);
+	if (fd < 0 || query_device(fd, &dev))
+		return -1;
 	close(fd);
+	b->len = st.st_size;
+	half = (size_t)dev.num_uars * 4096;
+	b->map = mmap(NULL, b->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b->map == MAP_FAILED)
 		return -1;
+	if (bar2_map_part(bdf, (void *)b->map, 0, half, 0) ||
+	    bar2_map_part(bdf, (void *)(b->map + half), half, b->len - half,
+			  dev.writer == MLX4_BF_WRITER_WRITE_COMBINING)) {
+		munmap((void *)b->map, b->len);
+		return -1;
+	}
 	b->shadow = malloc(b->len);
 	memcpy(b->shadow, b->map, b->len);
 	return 0;
