@@ -184,10 +184,7 @@ impl Context {
             bf_buf_size: caps.bf_buf_size(),
             max_bf_wqe_size: caps.bf_buf_size(),
             max_db_wqe_size: wqe::MAX_WQE_LEN as u32,
-            writer: match self.adapter.writer {
-                crate::writer::Writer::StoreBlock => abi::WRITER_STORE_BLOCK,
-                crate::writer::Writer::WriteCombining => abi::WRITER_WRITE_COMBINING,
-            },
+            writer: self.adapter.writer.abi(),
             store_block_max: crate::store_block::MAX_BLOCK as u32,
             max_qps_per_context: MAX_QPS_PER_CONTEXT as u32,
             sq_entries: SQ_ENTRIES,

@@ -46,7 +46,7 @@ mod stats;
 mod uverbs;
 mod writer;
 
-use bar2::{Bar2, BfMapping};
+use bar2::Bar2;
 use layout::Caps;
 use stats::Stats;
 use uar_alloc::UarAllocator;
@@ -219,18 +219,15 @@ fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
         );
         return Err(EINVAL);
     }
-    let writer = match *module_parameters::writer.value() {
-        abi::WRITER_STORE_BLOCK => Writer::StoreBlock,
-        abi::WRITER_WRITE_COMBINING => Writer::WriteCombining,
-        w => {
-            dev_err!(
-                pdev.as_ref(),
-                "writer={} unknown: 1 (store block) or 2 (write combining)\n",
-                w
-            );
-            return Err(EINVAL);
-        }
-    };
+    let w = *module_parameters::writer.value();
+    let writer = Writer::from_abi(w).ok_or_else(|| {
+        dev_err!(
+            pdev.as_ref(),
+            "writer={} unknown: 1 (store block) or 2 (write combining)\n",
+            w
+        );
+        EINVAL
+    })?;
     Ok((caps, writer))
 }
 
@@ -240,13 +237,9 @@ impl Mlx4BfDriver {
         pdev.enable_device_mem()?;
         pdev.set_master();
 
-        let mapping = match writer {
-            Writer::StoreBlock => BfMapping::Uncached,
-            Writer::WriteCombining => BfMapping::WriteCombining,
-        };
         let sq_pool_len = MAX_QPS * SQ_ENTRIES as usize * SQ_STRIDE;
         let hw = Hw {
-            bar2: Bar2::new(pdev, &caps, mapping)?,
+            bar2: Bar2::new(pdev, &caps, writer.mapping())?,
             sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
         };
         dev_info!(
@@ -255,10 +248,7 @@ impl Mlx4BfDriver {
             caps.bar2_len / 1024,
             caps.num_uars,
             caps.bf_reg_size,
-            match writer {
-                Writer::StoreBlock => "store-block",
-                Writer::WriteCombining => "write-combining",
-            },
+            writer.name(),
             name.to_str().unwrap_or("?")
         );
         Arc::pin_init(

@@ -20,7 +20,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::store_block;
+use crate::{abi, bar2::BfMapping, store_block};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Writer {
@@ -45,6 +45,38 @@ pub(crate) fn wmb() {
 }
 
 impl Writer {
+    /// The writer named by its ABI value (`enum mlx4_bf_writer`).
+    pub(crate) fn from_abi(value: u32) -> Option<Self> {
+        match value {
+            abi::WRITER_STORE_BLOCK => Some(Writer::StoreBlock),
+            abi::WRITER_WRITE_COMBINING => Some(Writer::WriteCombining),
+            _ => None,
+        }
+    }
+
+    /// Its ABI value, as QUERY_DEVICE reports it.
+    pub(crate) fn abi(self) -> u32 {
+        match self {
+            Writer::StoreBlock => abi::WRITER_STORE_BLOCK,
+            Writer::WriteCombining => abi::WRITER_WRITE_COMBINING,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Writer::StoreBlock => "store-block",
+            Writer::WriteCombining => "write-combining",
+        }
+    }
+
+    /// The memory type the BlueFlame area needs for this writer.
+    pub(crate) fn mapping(self) -> BfMapping {
+        match self {
+            Writer::StoreBlock => BfMapping::Uncached,
+            Writer::WriteCombining => BfMapping::WriteCombining,
+        }
+    }
+
     /// Writes `burst` (a multiple of 64 bytes, 8-byte aligned) to `area` at
     /// `offset`; returns the number of store blocks issued (0 for WC).
     pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
