@@ -4,9 +4,12 @@
 #
 #   make run        build what is missing, boot the test kernel, load the
 #                   module and show what it did
-#   make test       host unit tests, then the selftests in the guest
+#   make test       toolchain versions, host unit tests, then the selftests
+#                   in the guest
 #
-# Also: make module | kernel | setup | vm-run CMD='...' [EXTRA=dir] |
+# Everything runs inside the toolchain root (scripts/setup-root.sh).
+#
+# Also: make module | kernel | setup | versions | vm-run CMD='...' [EXTRA=dir] |
 # vm-shell | clean. KCONFIG=debug selects the debug kernel; KDIR=<built tree>
 # builds the module against another Rust-enabled kernel. When invoked by
 # Kbuild (make -C $KDIR M=$PWD), the Kbuild file is used instead of this one.
@@ -16,13 +19,13 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench fuzz lint host-test setup kernel module vm-run vm-shell clean
+.PHONY: run test bench fuzz lint host-test versions setup kernel module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
 
-test: host-test
-	@$(RUN) selftests
+test:
+	@$(RUN) test
 
 bench:
 	@$(RUN) bench
@@ -35,6 +38,9 @@ lint:
 
 host-test:
 	@$(RUN) host-test
+
+versions:
+	@$(RUN) versions
 
 setup:
 	@$(RUN) setup

@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Builds the Rust-enabled test kernel out of tree, under the cache directory,
-# in a build directory keyed by everything that affects the result: the kernel
-# source, the config fragments, and the versions of gcc, rustc, rust-src,
-# bindgen and libclang. A warm cache reuses the build; a changed input gets a
-# new directory, so a stale build can never be picked up.
+# Builds the Rust-enabled test kernel with LLVM=1 (clang and rustc, as
+# Rust-for-Linux prefers) out of tree, under the cache directory, in a build
+# directory keyed by everything that affects the result: the kernel source,
+# the config fragments, this script and the toolchain root's versions (its
+# package list). A warm cache reuses the build; a changed input gets a new
+# directory, so a stale build can never be picked up. Runs inside the root.
 #
 # Usage: build-kernel.sh [base|debug]    Prints the build directory.
 
@@ -19,7 +20,7 @@ debug) fragments=("$TOP/configs/base.config" "$TOP/configs/debug.config") ;;
 esac
 
 KSRC=${KERNEL_SRC:-$TOOLS/linux}
-[ -f "$KSRC/Makefile" ] || die "no kernel tree at $KSRC (run scripts/setup-host.sh)"
+[ -f "$KSRC/Makefile" ] || die "no kernel tree at $KSRC (run scripts/kernel-source.sh)"
 
 key=$( {
 	echo "src=$KSRC"
@@ -27,11 +28,7 @@ key=$( {
 	make -s -C "$KSRC" kernelversion
 	git -C "$KSRC" rev-parse HEAD 2>/dev/null || true
 	cat "${fragments[@]}"
-	gcc --version | head -n1
-	rustc --version
-	ls "$TOOLS/rust-src"/.version-* 2>/dev/null || true
-	bindgen --version
-	readlink -f "$LIBCLANG_PATH/libclang.so"
+	toolchain_id
 	cat "$0"
 } | sha256sum | cut -c1-16)
 
@@ -58,7 +55,7 @@ for dir in "$CACHE"/kbuild-"$flavour"-*; do
 done
 
 mkdir -p "$KBUILD"
-kmake() { make -s -C "$KSRC" O="$KBUILD" "$@"; }
+kmake() { make -s -C "$KSRC" O="$KBUILD" LLVM=1 "$@"; }
 
 log "kernel: checking the Rust toolchain (make rustavailable)"
 kmake rustavailable >&2
@@ -84,7 +81,7 @@ for f in "${fragments[@]}"; do
 done
 [ $missing = 0 ] || die "the kernel config lacks options the tests need (see above)"
 
-log "kernel: building bzImage and modules (Module.symvers) with -j$(nproc) (about 6 minutes cold)"
+log "kernel: building bzImage and modules (Module.symvers) with -j$(nproc) (10-20 minutes cold)"
 start=$SECONDS
 kmake -j"$(nproc)" bzImage modules >&2
 log "kernel: built in $((SECONDS - start)) s"

@@ -9,16 +9,42 @@ TOOLS=$CACHE/tools
 
 # Pinned inputs. A different pin is a different cache key.
 KERNEL_PKG_VERSION=${KERNEL_PKG_VERSION:-7.2.13-1}
-RUSTC_VERSION=$(rustc --version | awk '{print $2}')
-BINDGEN_VERSION=0.73.0
-LIBCLANG_WHEEL_VERSION=18.1.1
 
 log() { printf '>>> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The toolchain root's directory, keyed by its recipe (scripts/setup-root.sh).
+root_dir() {
+	echo "$CACHE/root-$(sha256sum "$TOP/scripts/setup-root.sh" | cut -c1-16)"
+}
+
+# in_root_at ROOT CMD...: run CMD inside the toolchain root with bubblewrap.
+# The checkout, the cache, /dev (with /dev/shm and /dev/kvm), /proc, /tmp and
+# the host's CA bundle (the registry's proxy) are bound in; nothing of it
+# outlives the command on the host.
+in_root_at() {
+	local root=$1 dir=$PWD
+	shift
+	case $dir in "$TOP" | "$TOP"/* | "$CACHE" | "$CACHE"/*) ;; *) dir=$TOP ;; esac
+	local caps=()
+	[ "$(id -u)" = 0 ] && caps=(--cap-add ALL)
+	bwrap --bind "$root" / --dev-bind /dev /dev --proc /proc --ro-bind /sys /sys \
+		--bind /tmp /tmp \
+		--ro-bind /etc/resolv.conf /etc/resolv.conf \
+		--ro-bind /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt \
+		--bind "$TOP" "$TOP" --bind "$CACHE" "$CACHE" \
+		"${caps[@]}" --die-with-parent --chdir "$dir" \
+		--unsetenv RUSTUP_HOME --unsetenv RUSTUP_TOOLCHAIN --unsetenv CARGO_TARGET_DIR \
+		--unsetenv LIBCLANG_PATH --unsetenv RUST_LIB_SRC \
+		--setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		--setenv HOME /root --setenv CARGO_HOME "$CACHE/cargo-home" \
+		--setenv CARGO_HTTP_CAINFO /etc/ssl/certs/ca-certificates.crt \
+		--setenv MLX4_BF_ROOT "$root" --setenv MLX4_BF_IN_ROOT 1 \
+		"$@"
+}
+
+# Everything the toolchain root holds, one line per tool (setup-root.sh).
+toolchain_id() { cat /etc/mlx4-bf-toolchain; }
+
 # Keyed stamp: a file whose name is a hash of everything the step depends on.
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
-
-export PATH="$TOOLS/bin:$PATH"
-export LIBCLANG_PATH="$TOOLS/libclang"
-export RUST_LIB_SRC="$TOOLS/rust-src/usr/lib/rustlib/src/rust/library"

@@ -3,8 +3,10 @@
 #
 # The test bed's entry point; the top-level Makefile calls it.
 #
-#   mlx4-bf.sh setup                 install host tools and sources (cached)
-#   mlx4-bf.sh host-test             cargo test on the host
+#   mlx4-bf.sh setup                 make the toolchain root, fetch the kernel source
+#   mlx4-bf.sh versions              print the root's toolchain versions
+#   mlx4-bf.sh test                  versions, host-test, selftests
+#   mlx4-bf.sh host-test             cargo test (pure rules, ABI, tools)
 #   mlx4-bf.sh kernel                build (or reuse) the test kernel
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
@@ -18,8 +20,20 @@
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
 # BAR2_SIZE=8M.
+#
+# Every command runs inside the toolchain root (scripts/setup-root.sh): this
+# script makes the root if needed and runs itself again in it.
 
 source "$(dirname "$0")/lib.sh"
+
+if [ -z "${MLX4_BF_IN_ROOT:-}" ]; then
+	root=$("$TOP/scripts/setup-root.sh")
+	in_root_at "$root" "$TOP/scripts/mlx4-bf.sh" "$@"
+	exit $?
+fi
+
+# Rust build outputs, keyed by the root's toolchain like the kernel build.
+CARGO_TARGET=$CACHE/cargo-target-$(toolchain_id | sha256sum | cut -c1-16)
 
 KCONFIG=${KCONFIG:-base}
 OUT=$TOP/build/$KCONFIG
@@ -30,7 +44,7 @@ SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
 # Run it in the main shell: it sets KDIR for the later steps.
 need_kdir() {
 	if [ -z "${KDIR:-}" ]; then
-		"$TOP/scripts/setup-host.sh" >&2
+		"$TOP/scripts/kernel-source.sh" >&2
 		KDIR=$("$TOP/scripts/build-kernel.sh" "$KCONFIG")
 	fi
 }
@@ -38,7 +52,7 @@ need_kdir() {
 build_module() {
 	local kdir=$1
 	log "module: building drivers/mlx4_bf against $kdir"
-	make -s -C "$kdir" M="$TOP" modules >&2
+	make -s -C "$kdir" M="$TOP" LLVM=1 modules >&2
 	mkdir -p "$OUT"
 	cp "$TOP/drivers/mlx4_bf/mlx4_bf.ko" "$OUT/"
 }
@@ -65,10 +79,10 @@ build_selftests() {
 # The helper, statically linked: the guest has no libc.
 build_helper() {
 	log "helper: building tools/mlx4-bf (static)"
-	CARGO_TARGET_DIR=$CACHE/cargo-target RUSTFLAGS="-C target-feature=+crt-static" \
+	CARGO_TARGET_DIR=$CARGO_TARGET RUSTFLAGS="-C target-feature=+crt-static" \
 		cargo build --quiet --release -p mlx4-bf --target x86_64-unknown-linux-gnu \
 		--manifest-path "$TOP/Cargo.toml" >&2
-	cp "$CACHE/cargo-target/x86_64-unknown-linux-gnu/release/mlx4-bf" "$OUT/guest/"
+	cp "$CARGO_TARGET/x86_64-unknown-linux-gnu/release/mlx4-bf" "$OUT/guest/"
 }
 
 # vm_boot MODE CMD VMARGS -- DIRS...
@@ -88,16 +102,28 @@ vm_boot() {
 		--accel "${ACCEL:-tcg}" --bar2-size "${BAR2_SIZE:-8M}" "${vmargs[@]}"
 }
 
+# The toolchain the run uses, as the first lines of make test.
+versions() {
+	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
+}
+
+host_test() {
+	log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h, tools)"
+	CARGO_TARGET_DIR=$CARGO_TARGET \
+		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
+	log "host: the QEMU runner's console parsing"
+	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
+}
+
 cmd=${1:-}
 shift || true
 case $cmd in
-setup)     "$TOP/scripts/setup-host.sh" ;;
-host-test) "$TOP/scripts/setup-host.sh"
-	   log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h)"
-	   CARGO_TARGET_DIR=$CACHE/cargo-target \
-		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
-	   log "host: the QEMU runner's console parsing"
-	   python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py' ;;
+setup)     "$TOP/scripts/kernel-source.sh" ;;
+versions)  versions ;;
+test)      versions
+	   host_test
+	   "$0" selftests ;;
+host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 module)    need_kdir; build_module "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
@@ -124,9 +150,9 @@ lint)      need_kdir
 	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
-	   CARGO_TARGET_DIR=$CACHE/cargo-target cargo clippy --quiet --workspace --all-targets \
+	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
 		--manifest-path "$TOP/Cargo.toml" -- -D warnings
-	   out=$(make -s -C "$KDIR" M="$TOP" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
+	   out=$(make -s -C "$KDIR" M="$TOP" LLVM=1 CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h

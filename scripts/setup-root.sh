@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Makes the toolchain root: a Debian trixie tree under the cache with
+# trixie-backports' Rust (rustc, rust-src, cargo, rustfmt, clippy) and QEMU,
+# and trixie's LLVM, bindgen and build tools. Every build and every test of the
+# project runs inside it (scripts/lib.sh: in_root), so one Rust toolchain and
+# one QEMU serve the kernel, the module, the tools and the guest.
+#
+# The root is created once and reused; its directory is keyed by this file, so
+# a changed recipe makes a new root. The versions actually installed are
+# recorded in $ROOT/etc/mlx4-bf-toolchain (printed by make test, hashed into
+# every build's cache key). On the host this installs only debootstrap and
+# bubblewrap.
+#
+# Usage: setup-root.sh     Prints the root's directory.
+
+source "$(dirname "$0")/lib.sh"
+
+SUITE=trixie
+# From trixie-backports: Rust >= 1.96 (s390x kernels), QEMU >= 10.1 (the
+# vfio-user client), and libelf-dev, which must match the libelf1t64 that
+# backports' QEMU pulls in.
+BACKPORTS_PKGS=(rustc rust-src cargo rustfmt rust-clippy qemu-system-x86 libelf-dev)
+# From trixie: LLVM for LLVM=1 kernels, bindgen, the kernel's build tools, gcc
+# and libc6-dev for the static selftests, busybox for the guest.
+PKGS=(clang lld llvm libclang-dev bindgen make flex bison bc libssl-dev python3
+      cpio kmod busybox-static gcc libc6-dev perl xz-utils gzip findutils
+      file git)
+
+HOST_PKGS=(debootstrap bubblewrap)
+
+for p in "${HOST_PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		[ "$(id -u)" = 0 ] || die "host packages missing (${HOST_PKGS[*]}); run as root"
+		log "installing host packages: ${HOST_PKGS[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			"${HOST_PKGS[@]}" >/dev/null
+		break
+	fi
+done
+
+ROOT=$(root_dir)
+if [ -f "$ROOT/etc/mlx4-bf-toolchain" ]; then
+	echo "$ROOT"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "making the toolchain root needs root (debootstrap)"
+mkdir -p "$CACHE"
+exec 9>"$ROOT.lock"
+flock 9
+if [ -f "$ROOT/etc/mlx4-bf-toolchain" ]; then
+	echo "$ROOT"
+	exit 0
+fi
+
+# Reuse the mirror the host already uses, so no host is named here.
+mirror=$({ cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list \
+		2>/dev/null || true; } | grep -E '^(URIs:|deb )' |
+	grep -o -E 'https?://[^ ]+/debian/?' | head -n1 || true)
+[ -n "$mirror" ] || die "cannot find the Debian mirror in the host's apt sources"
+
+# A root is 2-3 GiB: keep no root of an older recipe.
+for dir in "$CACHE"/root-*; do
+	case $dir in
+	"$ROOT" | "$ROOT.lock") ;;
+	*) rm -rf "$dir" ;;
+	esac
+done
+
+start=$SECONDS
+tmp=$ROOT.tmp
+rm -rf "$tmp"
+log "root: debootstrap $SUITE into $tmp (about 3 minutes)"
+debootstrap --variant=minbase "$SUITE" "$tmp" "$mirror" >"$CACHE/debootstrap.log" 2>&1 ||
+	{ tail -n 20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
+
+cat >"$tmp/etc/apt/sources.list" <<-SRC
+deb $mirror $SUITE main
+deb $mirror $SUITE-updates main
+deb [arch=amd64] $mirror $SUITE-backports main
+deb-src $mirror $SUITE main
+SRC
+# sid only for the pinned kernel source package (apt-get download), never
+# for an install.
+cat >"$tmp/etc/apt/sources.list.d/sid.list" <<-SRC
+deb [check-valid-until=no] $mirror sid main
+SRC
+cat >"$tmp/etc/apt/preferences.d/sid" <<-PIN
+Package: *
+Pin: release n=sid
+Pin-Priority: 1
+PIN
+printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
+	>"$tmp/etc/apt/apt.conf.d/90mlx4-bf"
+mkdir -p "$tmp/etc/ssl/certs"
+
+in_root_at "$tmp" sh -c "
+	set -e
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
+	apt-get install -y -qq ${PKGS[*]} >/dev/null
+	apt-get clean
+" || die "installing the toolchain into the root failed"
+
+# What the root holds, as the cache keys and make test's header see it.
+in_root_at "$tmp" sh -c '
+	set -e
+	echo "rustc: $(rustc --version)"
+	echo "cargo: $(cargo --version)"
+	echo "bindgen: $(bindgen --version)"
+	echo "clang: $(clang --version | head -n1)"
+	echo "ld.lld: $(ld.lld --version)"
+	echo "gcc: $(gcc --version | head -n1)"
+	echo "qemu: $(qemu-system-x86_64 --version | head -n1)"
+	echo "packages: $(dpkg-query -W | sha256sum | cut -c1-16)"
+' >"$tmp/etc/mlx4-bf-toolchain.new"
+grep -q '^rustc: rustc 1\.9[6-9]\|^rustc: rustc 1\.[1-9][0-9][0-9]' "$tmp/etc/mlx4-bf-toolchain.new" ||
+	die "the root's rustc is older than 1.96: $(head -n1 "$tmp/etc/mlx4-bf-toolchain.new")"
+mv "$tmp/etc/mlx4-bf-toolchain.new" "$tmp/etc/mlx4-bf-toolchain"
+mv "$tmp" "$ROOT"
+log "root: made in $((SECONDS - start)) s, $(du -sh "$ROOT" | cut -f1)"
+echo "$ROOT"
