@@ -1,0 +1,222 @@
+//! Completion queues (§5.1–5.3): 32-byte CQEs, the doorbell record that
+//! holds the consumer index, arming through the UAR CQ doorbell.
+
+use crate::bytes::{addr40, be16, be32, be64, hex, put_be32};
+use crate::commands::status;
+use crate::device::Device;
+use crate::eq::event;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, PAGE_SIZE, UAR_CQ_DB};
+use crate::protocol::Code;
+use serde_json::json;
+
+pub const CQ_CTX_SIZE: usize = 0x40;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// cmd 1: only solicited completions (the model's send CQEs never are;
+    /// error CQEs always are).
+    Solicited,
+    /// cmd 2: the next completion.
+    Any,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cq {
+    pub cqn: u32,
+    pub log_size: u8,
+    pub uar: u32,
+    pub comp_eqn: u8,
+    pub buf: u64,
+    pub db_rec: u64,
+    /// Producer index (24 bits): the next CQE the model writes.
+    pub pi: u32,
+    pub arm: Option<Arm>,
+    ctx: [u8; CQ_CTX_SIZE],
+}
+
+impl Cq {
+    /// 0x0c `log2(nent) << 24 | uar`, 0x17 comp_eqn, 0x1b/0x1c buffer, 0x38
+    /// doorbell record; page_offset and log_page_size must be 0.
+    pub fn parse(cqn: u32, ctx: &[u8], num_uars: u32) -> Result<Cq, u8> {
+        let w = be32(ctx, 0x0c);
+        let log_size = (w >> 24) as u8;
+        let uar = w & 0xff_ffff;
+        if log_size > LOG_MAX_CQ_SZ {
+            return Err(status::BAD_SIZE);
+        }
+        if uar >= num_uars {
+            return Err(status::BAD_PARAM);
+        }
+        if be16(ctx, 0x0a) != 0 || ctx[0x18] != 0 {
+            return Err(status::BAD_PARAM);
+        }
+        let buf = addr40(ctx, 0x1b, 0x1c);
+        let db_rec = be64(ctx, 0x38);
+        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) || db_rec == 0 || !db_rec.is_multiple_of(8) {
+            return Err(status::BAD_PARAM);
+        }
+        let mut c = [0u8; CQ_CTX_SIZE];
+        c.copy_from_slice(&ctx[..CQ_CTX_SIZE]);
+        Ok(Cq {
+            cqn,
+            log_size,
+            uar,
+            comp_eqn: ctx[0x17],
+            buf,
+            db_rec,
+            pi: 0,
+            arm: None,
+            ctx: c,
+        })
+    }
+
+    pub fn nent(&self) -> u32 {
+        1 << self.log_size
+    }
+
+    pub fn context(&self) -> [u8; CQ_CTX_SIZE] {
+        let mut c = self.ctx;
+        put_be32(&mut c, 0x2c, self.pi);
+        c
+    }
+}
+
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// Writes `cqe` (owner bit added here) to CQ `cqn` for QP `qpn`, unless
+    /// the doorbell record says the CQ is full. Then the EQE if armed.
+    pub(crate) fn post_cqe(&mut self, cqn: u32, qpn: u32, mut cqe: [u8; 32], solicited: bool) {
+        let Some(cq) = self.cqs.get(&cqn) else {
+            return;
+        };
+        let (db_rec, nent, idx, buf) = (cq.db_rec, cq.nent(), cq.pi, cq.buf);
+        let mut rec = [0u8; 8];
+        if !self.dma_read(db_rec, &mut rec, "db_rec") {
+            return;
+        }
+        let set_ci = be32(&rec, 0) & 0xff_ffff;
+        if idx.wrapping_sub(set_ci) & 0xff_ffff >= nent {
+            self.protocol_error(
+                Code::CqOverflow,
+                format!(
+                    "CQ {cqn:#x} full: producer {idx:#x}, set_ci {set_ci:#x}, {nent} entries; \
+                     CQE for qp {qpn:#x} dropped"
+                ),
+            );
+            return;
+        }
+        if idx & nent != 0 {
+            cqe[31] |= 0x80;
+        } else {
+            cqe[31] &= !0x80;
+        }
+        let addr = buf + u64::from(idx & (nent - 1)) * CQE_SIZE;
+        if !self.dma_write(addr, &cqe, "cqe") {
+            return;
+        }
+        self.counters.global.cqes += 1;
+        self.counters.qp(qpn).cqes += 1;
+        self.trace.record(
+            "cqe",
+            json!({"cqn": cqn, "index": idx, "qpn": qpn, "bytes": hex(&cqe)}),
+        );
+        let Some(cq) = self.cqs.get_mut(&cqn) else {
+            return;
+        };
+        cq.pi = (idx + 1) & 0xff_ffff;
+        let fire = match cq.arm {
+            Some(Arm::Any) => true,
+            Some(Arm::Solicited) => solicited,
+            None => false,
+        };
+        if fire {
+            cq.arm = None;
+            let eqn = cq.comp_eqn;
+            self.completion_event(eqn, cqn);
+        }
+    }
+
+    fn completion_event(&mut self, eqn: u8, cqn: u32) {
+        let mut body = [0u8; 24];
+        put_be32(&mut body, 0, cqn & 0xff_ffff); // EQE+0x04
+        self.post_eqe(eqn, event::COMP, &body);
+    }
+
+    /// UAR +0x20: one 64-bit write, or 32-bit writes of +0x20 then +0x24.
+    pub(crate) fn cq_doorbell_write(&mut self, page: u32, in_page: u64, data: &[u8]) {
+        match (in_page, data.len()) {
+            (UAR_CQ_DB, 8) => {
+                if let Some(old) = self.cq_db_half.remove(&page) {
+                    self.cq_doorbell_incomplete(page, old);
+                }
+                self.cq_doorbell(page, be32(data, 0), be32(data, 4));
+            }
+            (UAR_CQ_DB, 4) => {
+                if let Some(old) = self.cq_db_half.insert(page, be32(data, 0)) {
+                    self.cq_doorbell_incomplete(page, old);
+                }
+            }
+            (_, 4) => match self.cq_db_half.remove(&page) {
+                Some(dw0) => self.cq_doorbell(page, dw0, be32(data, 0)),
+                None => self.protocol_error(
+                    Code::CqDoorbellIncomplete,
+                    format!("UAR {page}: CQ doorbell +0x24 without +0x20 first"),
+                ),
+            },
+            (o, n) => self.protocol_error(
+                Code::CqDoorbellBadSize,
+                format!("UAR {page}: {n}-byte CQ doorbell write at +{o:#x}"),
+            ),
+        }
+    }
+
+    fn cq_doorbell_incomplete(&mut self, page: u32, dw0: u32) {
+        self.protocol_error(
+            Code::CqDoorbellIncomplete,
+            format!("UAR {page}: CQ doorbell dword0 {dw0:#010x} never got its dword1"),
+        );
+    }
+
+    fn cq_doorbell(&mut self, page: u32, dw0: u32, dw1: u32) {
+        let cqn = dw0 & 0xff_ffff;
+        let cmd = (dw0 >> 24) & 0x7;
+        let Some(cq) = self.cqs.get(&cqn) else {
+            self.protocol_error(
+                Code::CqDoorbellUnknownCq,
+                format!("UAR {page}: CQ doorbell for CQ {cqn:#x}, which does not exist"),
+            );
+            return;
+        };
+        if cq.uar != page {
+            let detail = format!(
+                "CQ {cqn:#x} armed through UAR {page}; its context names UAR {}",
+                cq.uar
+            );
+            self.protocol_error(Code::CqDoorbellForeignUar, detail);
+            return;
+        }
+        let arm = match cmd {
+            1 => Arm::Solicited,
+            2 => Arm::Any,
+            _ => {
+                self.protocol_error(
+                    Code::CqDoorbellBadCmd,
+                    format!("CQ doorbell cmd {cmd} (1 solicited, 2 any)"),
+                );
+                return;
+            }
+        };
+        let ci = dw1 & 0xff_ffff;
+        let Some(cq) = self.cqs.get_mut(&cqn) else {
+            return;
+        };
+        cq.arm = Some(arm);
+        // Arming behind unpolled CQEs reports them at once.
+        if arm == Arm::Any && cq.pi != ci {
+            cq.arm = None;
+            let eqn = cq.comp_eqn;
+            self.completion_event(eqn, cqn);
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Event queues (§5.4–5.6): 32-byte EQEs in one contiguous buffer, the EQ
+//! doorbell in the UAR pages, MSI-X vector `intr` when an armed EQ gets an
+//! EQE.
+
+use crate::bytes::{addr40, be16, be32, hex, put_be32};
+use crate::commands::status;
+use crate::device::Device;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, PAGE_SIZE};
+use crate::protocol::Code;
+use serde_json::json;
+
+pub const EQ_CTX_SIZE: usize = 0x40;
+
+pub mod event {
+    pub const COMP: u8 = 0x00;
+    pub const CMD: u8 = 0x0a;
+}
+
+#[derive(Debug, Clone)]
+pub struct Eq {
+    pub eqn: u8,
+    pub log_size: u8,
+    pub intr: u8,
+    pub buf: u64,
+    /// Consumer index (24 bits) as the driver last reported it.
+    pub ci: u32,
+    /// Producer index (24 bits): the next EQE the model writes.
+    pub pi: u32,
+    pub armed: bool,
+    ctx: [u8; EQ_CTX_SIZE],
+}
+
+impl Eq {
+    /// Reads what the contract lists: 0x0c log_eq_size, 0x17 intr,
+    /// 0x1b/0x1c buffer, 0x28 consumer index; page_offset and log_page_size
+    /// must be 0. A new EQ is not armed until its first doorbell with req_not.
+    pub fn parse(eqn: u8, ctx: &[u8]) -> Result<Eq, u8> {
+        let log_size = ctx[0x0c];
+        if log_size > LOG_MAX_EQ_SZ {
+            return Err(status::BAD_SIZE);
+        }
+        let intr = ctx[0x17];
+        if usize::from(intr) >= MSIX_VECTORS {
+            return Err(status::BAD_PARAM);
+        }
+        if be16(ctx, 0x0a) != 0 || ctx[0x18] != 0 {
+            return Err(status::BAD_PARAM);
+        }
+        let buf = addr40(ctx, 0x1b, 0x1c);
+        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
+            return Err(status::BAD_PARAM);
+        }
+        let mut c = [0u8; EQ_CTX_SIZE];
+        c.copy_from_slice(&ctx[..EQ_CTX_SIZE]);
+        Ok(Eq {
+            eqn,
+            log_size,
+            intr,
+            buf,
+            ci: be32(ctx, 0x28) & 0xff_ffff,
+            pi: 0,
+            armed: false,
+            ctx: c,
+        })
+    }
+
+    pub fn nent(&self) -> u32 {
+        1 << self.log_size
+    }
+
+    /// The context as HW2SW_EQ returns it, with the current indices.
+    pub fn context(&self) -> [u8; EQ_CTX_SIZE] {
+        let mut c = self.ctx;
+        put_be32(&mut c, 0x28, self.ci);
+        put_be32(&mut c, 0x2c, self.pi);
+        c
+    }
+
+    fn outstanding(&self) -> u32 {
+        self.pi.wrapping_sub(self.ci) & 0xff_ffff
+    }
+}
+
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// Writes one EQE (type, then `body` = EQE bytes 0x04..0x1c) and raises
+    /// the EQ's vector if it is armed.
+    pub(crate) fn post_eqe(&mut self, eqn: u8, event_type: u8, body: &[u8; 24]) {
+        let Some(eq) = self.eqs.get(usize::from(eqn)).and_then(Option::as_ref) else {
+            return;
+        };
+        if eq.outstanding() >= eq.nent() {
+            let detail = format!(
+                "EQ {eqn} full (pi {:#x}, ci {:#x}); EQE type {event_type:#x} dropped",
+                eq.pi, eq.ci
+            );
+            self.protocol_error(Code::EqOverflow, detail);
+            return;
+        }
+        let idx = eq.pi;
+        let addr = eq.buf + u64::from(idx & (eq.nent() - 1)) * EQE_SIZE;
+        let owner = idx & eq.nent() != 0;
+        let mut eqe = [0u8; 32];
+        eqe[1] = event_type;
+        eqe[4..28].copy_from_slice(body);
+        eqe[31] = if owner { 0x80 } else { 0 };
+        if !self.dma_write(addr, &eqe, "eqe") {
+            return;
+        }
+        self.counters.global.eqes += 1;
+        self.trace.record(
+            "eqe",
+            json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
+        );
+        let Some(eq) = self.eqs[usize::from(eqn)].as_mut() else {
+            return;
+        };
+        eq.pi = (idx + 1) & 0xff_ffff;
+        if eq.armed {
+            eq.armed = false;
+            let v = eq.intr;
+            self.raise(u16::from(v));
+        }
+    }
+
+    pub(crate) fn raise(&mut self, vector: u16) {
+        self.counters.global.msix_irqs += 1;
+        let delivered = self.irq.raise(vector);
+        self.trace
+            .record("irq", json!({"vector": vector, "delivered": delivered}));
+        if !delivered {
+            self.protocol_error(
+                Code::MsixNotEnabled,
+                format!("MSI-X vector {vector} raised but not set up by the guest"),
+            );
+        }
+    }
+
+    /// `ci | req_not << 31` at UAR page eqn/4, +0x800 + 8 * (eqn % 4).
+    pub(crate) fn eq_doorbell(&mut self, eqn: u64, value: u32) {
+        let Some(eq) = self.eqs.get_mut(eqn as usize).and_then(Option::as_mut) else {
+            self.protocol_error(
+                Code::EqDoorbellUnknownEq,
+                format!("EQ doorbell {value:#010x} for EQ {eqn}, which does not exist"),
+            );
+            return;
+        };
+        eq.ci = value & 0xff_ffff;
+        if value & (1 << 31) != 0 {
+            eq.armed = true;
+            // Arming over unread EQEs fires at once, or their event is lost.
+            if eq.pi != eq.ci {
+                eq.armed = false;
+                let v = eq.intr;
+                self.raise(u16::from(v));
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Where things are: BAR layout, register offsets and the limits the model
+//! advertises in QUERY_DEV_CAP (Documentation/mlx4-model.rst).
+
+/// BAR0: command interface, ownership, reset block, diagnostic block, MSI-X.
+pub const BAR0_SIZE: u64 = 1 << 20;
+pub const HCR_BASE: u64 = 0x80680;
+pub const HCR_SIZE: u64 = 0x1c;
+pub const OWNER_OFF: u64 = 0x8069c;
+pub const RESET_BASE: u64 = 0xf0000;
+pub const RESET_SIZE: u64 = 0x400;
+pub const RESET_SEM: u64 = 0x3fc;
+pub const RESET_REG: u64 = 0x10;
+pub const DIAG_BASE: u64 = 0xe0000;
+pub const DIAG_SIZE: u64 = 0x100;
+
+/// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
+/// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates
+/// both, so accesses there never reach the model.
+pub const MSIX_TABLE_OFF: u64 = 0x7c000;
+pub const MSIX_PBA_OFF: u64 = 0x7d000;
+pub const MSIX_VECTORS: usize = 8;
+
+/// BAR2: UAR pages, then their BlueFlame pages.
+pub const PAGE_SIZE: u64 = 4096;
+pub const UAR_SEND_DB: u64 = 0x14;
+pub const UAR_CQ_DB: u64 = 0x20;
+pub const UAR_CQ_DB_HI: u64 = 0x24;
+pub const UAR_EQ_DB: u64 = 0x800;
+pub const BF_REG_SIZE: u64 = 512;
+pub const BF_HALF: u64 = 256;
+
+/// Limits (logs as in QUERY_DEV_CAP).
+pub const LOG_MAX_QP_SZ: u8 = 12;
+pub const LOG_RSVD_QP: u8 = 6;
+pub const LOG_MAX_QP: u8 = 16;
+pub const LOG_MAX_CQ_SZ: u8 = 12;
+pub const LOG_MAX_CQ: u8 = 12;
+pub const LOG_MAX_EQ: u8 = 3;
+/// Not advertised by mlx4; the model's own bound on EQ size.
+pub const LOG_MAX_EQ_SZ: u8 = 12;
+pub const MAX_SG_SQ: usize = 16;
+pub const MAX_DESC_SZ_SQ: u16 = 1008;
+pub const NUM_EQS: usize = 1 << LOG_MAX_EQ;
+pub const NUM_CQS: u32 = 1 << LOG_MAX_CQ;
+pub const FIRST_QPN: u32 = 1 << LOG_RSVD_QP;
+pub const NUM_QPS: u32 = 1 << LOG_MAX_QP;
+
+/// Entry sizes (no 64-byte CQEs/EQEs are advertised).
+pub const CQE_SIZE: u64 = 32;
+pub const EQE_SIZE: u64 = 32;
+
+/// Accepted `--num-uars`: BAR2 must be a power of two and QUERY_DEV_CAP's
+/// UAR_SZ (`log2(num_uars * 4 KiB) - 20`) must not be negative.
+pub const MIN_UARS: u32 = 256;
+pub const MAX_UARS: u32 = 16384;

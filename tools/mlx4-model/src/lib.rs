@@ -1,0 +1,37 @@
+//! mlx4-model: a ConnectX-3 (mlx4) adapter for the test bed, served to QEMU
+//! over vfio-user. It decodes what the driver writes with its own code,
+//! executes it and records every transaction like a PCI analyzer.
+//!
+//! The device is a pure, synchronous state machine ([`Device`]); guest
+//! memory and interrupts are behind the small [`GuestMemory`] and [`Irq`]
+//! traits, and the vfio-user glue lives in [`server`].
+//! Documentation/mlx4-model.rst is the interface, mlx4-model-design.rst the
+//! inside.
+
+pub mod blueflame;
+pub mod bytes;
+pub mod commands;
+pub mod counters;
+pub mod cq;
+pub mod device;
+pub mod diag;
+pub mod eq;
+pub mod guest_memory;
+pub mod hcr;
+pub mod irq;
+pub mod layout;
+pub mod pci;
+pub mod protocol;
+pub mod qp;
+pub mod send;
+pub mod server;
+pub mod trace;
+pub mod wqe;
+
+#[cfg(test)]
+mod tests;
+
+pub use device::{Config, Device};
+pub use guest_memory::{DmaError, FakeMemory, GuestMemory};
+pub use irq::{Irq, RecordingIrq};
+pub use trace::Tracer;

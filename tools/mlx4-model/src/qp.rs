@@ -1,0 +1,176 @@
+//! Queue pairs (§5.6): the context fields the model uses, the state machine
+//! and the send-queue geometry (SQ and RQ share one buffer).
+
+use crate::bytes::{addr40, be32, put_be16, put_be32};
+use crate::commands::status;
+use crate::layout::{LOG_MAX_QP_SZ, PAGE_SIZE};
+
+pub const QP_CTX_SIZE: usize = 0xf8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpState {
+    Init,
+    Rtr,
+    Rts,
+    Err,
+}
+
+impl QpState {
+    /// mlx4 state encoding (flags bits 31..28).
+    pub fn hw(self) -> u32 {
+        match self {
+            QpState::Init => 1,
+            QpState::Rtr => 2,
+            QpState::Rts => 3,
+            QpState::Err => 6,
+        }
+    }
+}
+
+pub mod service {
+    pub const RC: u8 = 0;
+    pub const UC: u8 = 1;
+    pub const UD: u8 = 3;
+}
+
+#[derive(Debug, Clone)]
+pub struct Qp {
+    pub qpn: u32,
+    pub state: QpState,
+    pub service: u8,
+    pub usr_page: u32,
+    pub remote_qpn: u32,
+    pub cqn_send: u32,
+    /// Only when the QP has an RQ.
+    pub cqn_recv: Option<u32>,
+    pub buf: u64,
+    pub sq_off: u64,
+    pub sq_log_size: u8,
+    pub sq_log_stride: u8,
+    /// (log size, log stride) of the RQ, if any.
+    pub rq: Option<(u8, u8)>,
+    /// The SQ consumer index in stride units (free-running).
+    pub sq_ci: u32,
+    /// WQEs a send-queue scan ran before their own doorbell or BF burst
+    /// arrived. mlx4 doorbells carry no producer index, so a scan takes every
+    /// valid WQE; with posted writes the driver may have written the next
+    /// ones by then. Their announcements arrive later, in order, and find
+    /// them done.
+    pub sq_ahead: u32,
+    ctx: [u8; QP_CTX_SIZE],
+}
+
+fn size_stride(b: u8) -> (u8, u8) {
+    ((b >> 3) & 0xf, (b & 7) + 4)
+}
+
+impl Qp {
+    /// `ctx` is the context (mailbox + 8).
+    pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, u8> {
+        let service = ((be32(ctx, 0x00) >> 16) & 0xff) as u8;
+        if !matches!(service, service::RC | service::UC | service::UD) {
+            return Err(status::BAD_PARAM);
+        }
+        if be32(ctx, 0x10) & 0xff_ffff != qpn {
+            return Err(status::BAD_PARAM);
+        }
+        let (sq_log_size, sq_log_stride) = size_stride(ctx[0x0a] & 0x7f);
+        let rq = (ctx[0x09] != 0).then(|| size_stride(ctx[0x09]));
+        if sq_log_size > LOG_MAX_QP_SZ || rq.is_some_and(|(s, _)| s > LOG_MAX_QP_SZ) {
+            return Err(status::BAD_SIZE);
+        }
+        let usr_page = be32(ctx, 0x0c) & 0xff_ffff;
+        if usr_page >= num_uars {
+            return Err(status::BAD_PARAM);
+        }
+        let buf = addr40(ctx, 0xcb, 0xcc);
+        if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
+            return Err(status::BAD_PARAM);
+        }
+        // The queue with the larger stride comes first (§5.6).
+        let sq_off = match rq {
+            Some((rs, rw)) if rw > sq_log_stride => 1u64 << (rs + rw),
+            _ => 0,
+        };
+        let mut c = [0u8; QP_CTX_SIZE];
+        c.copy_from_slice(&ctx[..QP_CTX_SIZE]);
+        Ok(Qp {
+            qpn,
+            state: QpState::Init,
+            service,
+            usr_page,
+            remote_qpn: be32(ctx, 0x14) & 0xff_ffff,
+            cqn_send: be32(ctx, 0x7c) & 0xff_ffff,
+            cqn_recv: rq.map(|_| be32(ctx, 0x9c) & 0xff_ffff),
+            buf,
+            sq_off,
+            sq_log_size,
+            sq_log_stride,
+            rq,
+            sq_ci: 0,
+            sq_ahead: 0,
+            ctx: c,
+        })
+    }
+
+    pub fn sq_entries(&self) -> u32 {
+        1 << self.sq_log_size
+    }
+
+    pub fn sq_stride(&self) -> u64 {
+        1 << self.sq_log_stride
+    }
+
+    pub fn sq_bytes(&self) -> u64 {
+        u64::from(self.sq_entries()) * self.sq_stride()
+    }
+
+    pub fn sq_base(&self) -> u64 {
+        self.buf + self.sq_off
+    }
+
+    /// Byte offset of SQ entry `index` in the SQ.
+    pub fn sq_entry_off(&self, index: u32) -> u64 {
+        u64::from(index & (self.sq_entries() - 1)) * self.sq_stride()
+    }
+
+    /// The owner bit a valid WQE at `index` carries.
+    pub fn owner_for(&self, index: u32) -> bool {
+        index & self.sq_entries() != 0
+    }
+
+    pub fn uses_cq(&self, cqn: u32) -> bool {
+        self.cqn_send == cqn || self.cqn_recv == Some(cqn)
+    }
+
+    /// Which fixed field a later transition's context changes, if any.
+    pub fn structural_difference(&self, new: &Qp) -> Option<&'static str> {
+        if self.service != new.service {
+            Some("the service type")
+        } else if self.usr_page != new.usr_page {
+            Some("usr_page")
+        } else if self.cqn_send != new.cqn_send || self.cqn_recv != new.cqn_recv {
+            Some("a CQ number")
+        } else if self.buf != new.buf {
+            Some("the buffer address")
+        } else if (self.sq_log_size, self.sq_log_stride, self.rq)
+            != (new.sq_log_size, new.sq_log_stride, new.rq)
+        {
+            Some("a queue size or stride")
+        } else {
+            None
+        }
+    }
+
+    /// QUERY_QP output: optpar 0, then the context with the current state
+    /// and the SQ counter.
+    pub fn query_mailbox(&self) -> [u8; 8 + QP_CTX_SIZE] {
+        let mut mb = [0u8; 8 + QP_CTX_SIZE];
+        mb[8..].copy_from_slice(&self.ctx);
+        let flags = be32(&self.ctx, 0) & 0x0fff_ffff | (self.state.hw() << 28);
+        put_be32(&mut mb, 8, flags);
+        put_be32(&mut mb, 8 + 0x14, self.remote_qpn);
+        put_be16(&mut mb, 8 + 0xb6, self.sq_ci as u16);
+        mb
+    }
+}

@@ -1,0 +1,237 @@
+//! The send path: UAR send doorbell, SQ fetch by DMA (owner-bit parity,
+//! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1).
+
+use crate::bytes::{be32, hex, put_be16, put_be32};
+use crate::device::Device;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::protocol::Code;
+use crate::qp::QpState;
+use crate::wqe::{self, opcode, Ctrl, WqeError};
+use serde_json::json;
+
+/// The 64-byte unit a real HCA fetches in.
+const FETCH_CHUNK: u64 = 64;
+/// CQE syndrome LOCAL_QP_OP_ERR.
+const SYNDROME_LOCAL_QP_OP_ERR: u8 = 0x02;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Bf,
+    Dma,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Bf => "bf",
+            Source::Dma => "dma",
+        }
+    }
+}
+
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// UAR +0x14: `BE32(qpn << 8)`.
+    pub(crate) fn send_doorbell(&mut self, page: u32, data: &[u8]) {
+        self.counters.global.send_doorbells += 1;
+        if data.len() != 4 {
+            self.protocol_error(
+                Code::DoorbellBadSize,
+                format!("UAR {page}: {}-byte send doorbell", data.len()),
+            );
+            return;
+        }
+        let v = be32(data, 0);
+        if v & 0xff != 0 {
+            self.protocol_error(
+                Code::DoorbellBadValue,
+                format!("UAR {page}: send doorbell {v:#010x} is not qpn << 8"),
+            );
+            return;
+        }
+        let qpn = v >> 8;
+        let Some(qp) = self.qps.get(&qpn) else {
+            self.protocol_error(
+                Code::DoorbellUnknownQp,
+                format!("UAR {page}: send doorbell for qp {qpn:#x}, which does not exist"),
+            );
+            return;
+        };
+        let (state, usr_page) = (qp.state, qp.usr_page);
+        self.counters.qp(qpn).send_doorbells += 1;
+        if state != QpState::Rts {
+            self.protocol_error(
+                Code::DoorbellNotRts,
+                format!("UAR {page}: send doorbell for qp {qpn:#x} in state {state:?}"),
+            );
+            return;
+        }
+        if usr_page != page {
+            self.protocol_error(
+                Code::DoorbellForeignUar,
+                format!("send doorbell for qp {qpn:#x} on UAR {page}; its usr_page is {usr_page}"),
+            );
+            return;
+        }
+        let taken = self.run_sq(qpn);
+        if !self.settle_announcement(qpn, taken, "doorbell") {
+            self.protocol_error(
+                Code::DoorbellNothingToFetch,
+                format!("send doorbell for qp {qpn:#x}: no valid WQE at the consumer index"),
+            );
+        }
+    }
+
+    /// A doorbell or BF fallback announces one WQE; a scan that took `taken`
+    /// ran `taken - 1` ahead of their announcements. One that took nothing is
+    /// fine if an earlier scan ran its WQE. False: nothing was announced.
+    pub(crate) fn settle_announcement(&mut self, qpn: u32, taken: u32, by: &str) -> bool {
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return true;
+        };
+        if taken > 0 {
+            qp.sq_ahead += taken - 1;
+            return true;
+        }
+        if qp.sq_ahead == 0 {
+            return false;
+        }
+        qp.sq_ahead -= 1;
+        self.counters.global.already_executed += 1;
+        self.trace
+            .record("already_executed", json!({"qpn": qpn, "by": by}));
+        true
+    }
+
+    /// Reads `len` bytes of the SQ from entry `index` + `skip`, wrapping at
+    /// the end of the ring (one or two DMA reads).
+    fn sq_read(&mut self, qpn: u32, index: u32, skip: u64, out: &mut [u8]) -> bool {
+        let Some(qp) = self.qps.get(&qpn) else {
+            return false;
+        };
+        let ring = qp.sq_bytes();
+        let base = qp.sq_base();
+        let start = (qp.sq_entry_off(index) + skip) % ring;
+        let first = (out.len() as u64).min(ring - start) as usize;
+        let (a, b) = out.split_at_mut(first);
+        self.counters.global.sq_dma_reads += 1;
+        if !self.dma_read(base + start, a, "wqe") {
+            return false;
+        }
+        if b.is_empty() {
+            return true;
+        }
+        self.counters.global.sq_dma_reads += 1;
+        self.dma_read(base, b, "wqe")
+    }
+
+    /// Fetches and executes WQEs from the consumer index while they are
+    /// valid. Returns how many were taken.
+    pub(crate) fn run_sq(&mut self, qpn: u32) -> u32 {
+        let mut taken = 0;
+        while let Some(qp) = self.qps.get(&qpn) {
+            if qp.state != QpState::Rts || taken >= qp.sq_entries() {
+                break;
+            }
+            let (idx, ring, want_owner) = (qp.sq_ci, qp.sq_bytes(), qp.owner_for(qp.sq_ci));
+            let first = FETCH_CHUNK.min(ring) as usize;
+            let mut bytes = vec![0u8; first];
+            if !self.sq_read(qpn, idx, 0, &mut bytes) {
+                break;
+            }
+            let c = Ctrl::decode(&bytes);
+            if c.owner != want_owner || c.ds == 0 {
+                break;
+            }
+            taken += 1;
+            if c.wqe_bytes() as u64 > ring {
+                self.counters.global.wqes_dma += 1;
+                self.counters.qp(qpn).wqes_dma += 1;
+                self.wqe_failed(qpn, idx, &c, WqeError::DsTooLarge { ds: c.ds, ring });
+                break;
+            }
+            if c.wqe_bytes() > first {
+                bytes.resize(c.wqe_bytes(), 0);
+                if !self.sq_read(qpn, idx, first as u64, &mut bytes[first..]) {
+                    break;
+                }
+            }
+            bytes.truncate(c.wqe_bytes());
+            self.execute_wqe(qpn, idx, &bytes, Source::Dma);
+        }
+        taken
+    }
+
+    /// Executes one WQE (`bytes` = DS*16) that starts at SQ index `idx`.
+    pub(crate) fn execute_wqe(&mut self, qpn: u32, idx: u32, bytes: &[u8], source: Source) {
+        let Some(qp) = self.qps.get(&qpn) else {
+            return;
+        };
+        let (service, base) = (qp.service, qp.sq_off + qp.sq_entry_off(idx));
+        let result = wqe::parse(bytes, service, base);
+        let c = Ctrl::decode(bytes);
+        match source {
+            Source::Bf => {
+                self.counters.global.wqes_bf += 1;
+                self.counters.qp(qpn).wqes_bf += 1;
+            }
+            Source::Dma => {
+                self.counters.global.wqes_dma += 1;
+                self.counters.qp(qpn).wqes_dma += 1;
+            }
+        }
+        self.trace.record(
+            "wqe",
+            json!({"qpn": qpn, "index": idx, "opcode": c.opcode, "ds": c.ds,
+                   "source": source.as_str(), "bytes": hex(bytes)}),
+        );
+        match result {
+            Ok(w) => {
+                self.advance(qpn, &c);
+                if c.signaled() {
+                    let cqe = send_cqe(qpn, idx, c.opcode, w.payload);
+                    self.complete(qpn, cqe, false);
+                }
+            }
+            Err(e) => self.wqe_failed(qpn, idx, &c, e),
+        }
+    }
+
+    fn advance(&mut self, qpn: u32, c: &Ctrl) {
+        if let Some(qp) = self.qps.get_mut(&qpn) {
+            let n = (c.wqe_bytes() as u64).div_ceil(qp.sq_stride()) as u32;
+            qp.sq_ci = qp.sq_ci.wrapping_add(n);
+        }
+    }
+
+    /// A WQE the model cannot parse: error CQE (always), QP to ERR.
+    fn wqe_failed(&mut self, qpn: u32, idx: u32, c: &Ctrl, e: WqeError) {
+        self.protocol_error(e.code(), format!("qp {qpn:#x} WQE {idx}: {e}"));
+        self.advance(qpn, c);
+        if let Some(qp) = self.qps.get_mut(&qpn) {
+            qp.state = QpState::Err;
+        }
+        let mut cqe = [0u8; 32];
+        put_be32(&mut cqe, 0x00, qpn & 0xff_ffff);
+        put_be16(&mut cqe, 0x18, idx as u16);
+        cqe[0x1b] = SYNDROME_LOCAL_QP_OP_ERR;
+        cqe[0x1f] = 0x40 | opcode::ERROR;
+        self.complete(qpn, cqe, true);
+    }
+
+    fn complete(&mut self, qpn: u32, cqe: [u8; 32], solicited: bool) {
+        if let Some(cqn) = self.qps.get(&qpn).map(|qp| qp.cqn_send) {
+            self.post_cqe(cqn, qpn, cqe, solicited);
+        }
+    }
+}
+
+/// A send CQE: my_qpn, byte_cnt (payload), wqe_index, IS_SEND | opcode.
+fn send_cqe(qpn: u32, idx: u32, op: u8, payload: u64) -> [u8; 32] {
+    let mut cqe = [0u8; 32];
+    put_be32(&mut cqe, 0x00, qpn & 0xff_ffff);
+    put_be32(&mut cqe, 0x14, payload.min(u64::from(u32::MAX)) as u32);
+    put_be16(&mut cqe, 0x18, idx as u16);
+    cqe[0x1f] = 0x40 | (op & 0x1f);
+    cqe
+}

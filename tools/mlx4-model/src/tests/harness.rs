@@ -1,0 +1,324 @@
+//! A tiny "driver" for tests: HCR commands, queue creation, posts.
+
+use crate::bytes::{be32, put_be32, put_be64};
+use crate::commands::op;
+use crate::diag;
+use crate::hcr::{EVENT, GO, TOGGLE};
+use crate::layout::*;
+use crate::trace::Tracer;
+use crate::{Config, Device, FakeMemory, RecordingIrq};
+use serde_json::Value;
+
+pub const MEM_BASE: u64 = 0x10_0000;
+pub const MEM_LEN: usize = 0x4_0000;
+pub const IN_MB: u64 = 0x10_0000;
+pub const OUT_MB: u64 = 0x10_1000;
+pub const EQ0_BUF: u64 = 0x10_2000;
+pub const EQ1_BUF: u64 = 0x10_3000;
+pub const CQ_BUF: u64 = 0x10_4000;
+pub const CQ_DB: u64 = 0x10_5000;
+pub const QP_BUF: u64 = 0x10_6000;
+pub const QP2_BUF: u64 = 0x10_7000;
+
+pub const QPN: u32 = 0x40;
+pub const QPN2: u32 = 0x41;
+pub const UAR: u32 = 2;
+pub const CQN: u32 = 1;
+pub const EQ_LOG: u8 = 3;
+pub const CQ_LOG: u8 = 4;
+pub const SQ_LOG: u8 = 4;
+pub const SQ_STRIDE_LOG: u8 = 6;
+
+pub type TestDevice = Device<FakeMemory, RecordingIrq>;
+
+pub struct Harness {
+    pub dev: TestDevice,
+    toggle: u32,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    pub fn with_config(cfg: Config) -> Self {
+        cfg.validate().unwrap();
+        let dev = Device::new(
+            cfg,
+            FakeMemory::with_range(MEM_BASE, MEM_LEN),
+            RecordingIrq::default(),
+            Tracer::memory(),
+        );
+        Harness { dev, toggle: 1 }
+    }
+
+    pub fn records(&self) -> Vec<Value> {
+        self.dev
+            .tracer()
+            .lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn records_of(&self, kind: &str) -> Vec<Value> {
+        self.records()
+            .into_iter()
+            .filter(|r| r["kind"] == kind)
+            .collect()
+    }
+
+    pub fn error_codes(&self) -> Vec<String> {
+        self.records_of("protocol_error")
+            .iter()
+            .map(|r| r["code"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    pub fn write32(&mut self, bar: u32, off: u64, v: u32) {
+        self.dev.mmio_write(bar, off, &v.to_be_bytes());
+    }
+
+    pub fn read32(&mut self, bar: u32, off: u64) -> u32 {
+        let mut b = [0u8; 4];
+        self.dev.mmio_read(bar, off, &mut b);
+        u32::from_be_bytes(b)
+    }
+
+    pub fn mem(&self, addr: u64, len: usize) -> Vec<u8> {
+        self.dev.mem().bytes(addr, len).to_vec()
+    }
+
+    pub fn poke(&mut self, addr: u64, data: &[u8]) {
+        self.dev
+            .mem_mut()
+            .bytes_mut(addr, data.len())
+            .copy_from_slice(data);
+    }
+
+    /// Posts a command through the HCR; returns the status byte.
+    pub fn cmd_full(
+        &mut self,
+        opcode: u16,
+        op_mod: u8,
+        in_param: u64,
+        in_mod: u32,
+        out_param: u64,
+        event: Option<u16>,
+    ) -> u8 {
+        let token = event.unwrap_or(0xffff);
+        let dwords = [
+            (in_param >> 32) as u32,
+            in_param as u32,
+            in_mod,
+            (out_param >> 32) as u32,
+            out_param as u32,
+            u32::from(token) << 16,
+        ];
+        for (i, d) in dwords.iter().enumerate() {
+            self.write32(0, HCR_BASE + 4 * i as u64, *d);
+        }
+        let e = if event.is_some() { EVENT } else { 0 };
+        let t = if self.toggle == 1 { TOGGLE } else { 0 };
+        self.write32(
+            0,
+            HCR_BASE + 0x18,
+            GO | e | t | (u32::from(op_mod) << 12) | u32::from(opcode),
+        );
+        self.toggle ^= 1;
+        let st = self.read32(0, HCR_BASE + 0x18);
+        assert_eq!(st & GO, 0, "GO cleared");
+        assert_eq!(st & TOGGLE, t, "T kept as written");
+        (st >> 24) as u8
+    }
+
+    pub fn cmd(&mut self, opcode: u16, op_mod: u8, in_mod: u32) -> u8 {
+        self.cmd_full(opcode, op_mod, IN_MB, in_mod, OUT_MB, None)
+    }
+
+    pub fn eq_ctx(log: u8, intr: u8, buf: u64) -> [u8; 0x40] {
+        let mut c = [0u8; 0x40];
+        c[0x0c] = log;
+        c[0x17] = intr;
+        c[0x1b] = (buf >> 32) as u8;
+        put_be32(&mut c, 0x1c, buf as u32);
+        c
+    }
+
+    pub fn sw2hw_eq(&mut self, eqn: u32, log: u8, intr: u8, buf: u64) -> u8 {
+        let c = Self::eq_ctx(log, intr, buf);
+        self.poke(IN_MB, &c);
+        self.cmd(op::SW2HW_EQ, 0, eqn)
+    }
+
+    pub fn cq_ctx(log: u8, uar: u32, eqn: u8, buf: u64, db: u64) -> [u8; 0x40] {
+        let mut c = [0u8; 0x40];
+        put_be32(&mut c, 0x0c, (u32::from(log) << 24) | uar);
+        c[0x17] = eqn;
+        c[0x1b] = (buf >> 32) as u8;
+        put_be32(&mut c, 0x1c, buf as u32);
+        put_be64(&mut c, 0x38, db);
+        c
+    }
+
+    pub fn sw2hw_cq(&mut self, cqn: u32, log: u8, uar: u32, eqn: u8, buf: u64, db: u64) -> u8 {
+        let c = Self::cq_ctx(log, uar, eqn, buf, db);
+        self.poke(IN_MB, &c);
+        self.cmd(op::SW2HW_CQ, 0, cqn)
+    }
+
+    pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, buf: u64, sq_log: u8) -> Vec<u8> {
+        let mut mb = vec![0u8; 0x100];
+        let c = &mut mb[8..];
+        put_be32(c, 0x00, 0); // RC
+        c[0x0a] = (sq_log << 3) | (SQ_STRIDE_LOG - 4);
+        put_be32(c, 0x0c, usr_page);
+        put_be32(c, 0x10, qpn);
+        put_be32(c, 0x14, qpn + 1);
+        put_be32(c, 0x7c, cqn);
+        put_be32(c, 0x9c, cqn);
+        c[0xcb] = (buf >> 32) as u8;
+        put_be32(c, 0xcc, buf as u32);
+        mb
+    }
+
+    /// RST2INIT with the given mailbox, then INIT2RTR and RTR2RTS.
+    pub fn create_qp_with(&mut self, qpn: u32, mb: &[u8]) {
+        self.poke(IN_MB, mb);
+        assert_eq!(self.cmd(op::RST2INIT_QP, 0, qpn), 0);
+        assert_eq!(self.cmd(op::INIT2RTR_QP, 0, qpn), 0);
+        assert_eq!(self.cmd(op::RTR2RTS_QP, 0, qpn), 0);
+    }
+
+    /// Software's SQ initialisation: every WQE owner=1 (§4.4).
+    pub fn init_sq(&mut self, buf: u64, sq_log: u8) {
+        for i in 0..(1u64 << sq_log) {
+            self.poke(buf + i * 64, &0x8000_0000u32.to_be_bytes());
+        }
+    }
+
+    /// EQ 0 (async, vector 0) and EQ 1 (completions, vector 1), CQ, RC QP
+    /// with a 16 x 64 B SQ on UAR 2, everything armed off.
+    pub fn setup() -> Self {
+        let mut h = Self::new();
+        assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
+        assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
+        assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
+        h.init_sq(QP_BUF, SQ_LOG);
+        let mb = Self::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+        h.create_qp_with(QPN, &mb);
+        h
+    }
+
+    /// An RC inline SEND (payload <= 44 bytes: one 64-byte chunk).
+    pub fn inline_send(qpn: u32, index: u32, payload: &[u8], signaled: bool) -> Vec<u8> {
+        let ds = 1 + (4 + payload.len()).div_ceil(16);
+        let mut b = vec![0u8; ds * 16];
+        let owner = if index & (1 << SQ_LOG) != 0 {
+            1u32 << 31
+        } else {
+            0
+        };
+        put_be32(&mut b, 0, owner | ((index & 0xffff) << 8) | 0x0a);
+        put_be32(&mut b, 4, (qpn << 8) | ds as u32);
+        put_be32(&mut b, 8, if signaled { 0xc } else { 0 });
+        put_be32(&mut b, 16, (1 << 31) | payload.len() as u32);
+        b[20..20 + payload.len()].copy_from_slice(payload);
+        b
+    }
+
+    pub fn write_wqe(&mut self, buf: u64, index: u32, wqe: &[u8]) {
+        let off = u64::from(index & ((1 << SQ_LOG) - 1)) * 64;
+        self.poke(buf + off, wqe);
+    }
+
+    pub fn doorbell(&mut self, page: u32, qpn: u32) {
+        self.write32(2, u64::from(page) * PAGE_SIZE + UAR_SEND_DB, qpn << 8);
+    }
+
+    /// Copies `wqe` (padded to 64) to BF page `page`, half `half`, in
+    /// `chunk`-byte ascending writes.
+    pub fn bf_copy(&mut self, page: u32, half: u32, wqe: &[u8], chunk: usize) {
+        let mut b = wqe.to_vec();
+        b.resize(wqe.len().div_ceil(64) * 64, 0);
+        let base = (u64::from(self.dev.config().num_uars) + u64::from(page)) * PAGE_SIZE
+            + u64::from(half) * BF_HALF;
+        for (i, c) in b.chunks(chunk).enumerate() {
+            self.dev.mmio_write(2, base + (i * chunk) as u64, c);
+        }
+    }
+
+    pub fn bf_addr(&self, page: u32, half: u32, off: u64) -> u64 {
+        (u64::from(self.dev.config().num_uars) + u64::from(page)) * PAGE_SIZE
+            + u64::from(half) * BF_HALF
+            + off
+    }
+
+    pub fn set_ci(&mut self, ci: u32) {
+        self.poke(CQ_DB, &(ci & 0xff_ffff).to_be_bytes());
+    }
+
+    pub fn arm_cq(&mut self, page: u32, cqn: u32, cmd: u32, ci: u32) {
+        let mut b = [0u8; 8];
+        put_be32(&mut b, 0, (1 << 28) | (cmd << 24) | cqn);
+        put_be32(&mut b, 4, ci);
+        self.dev
+            .mmio_write(2, u64::from(page) * PAGE_SIZE + UAR_CQ_DB, &b);
+    }
+
+    pub fn eq_doorbell(&mut self, eqn: u32, ci: u32, arm: bool) {
+        let off = u64::from(eqn / 4) * PAGE_SIZE + UAR_EQ_DB + 8 * u64::from(eqn % 4);
+        self.write32(2, off, ci | if arm { 1 << 31 } else { 0 });
+    }
+
+    pub fn cqe(&self, index: u32) -> Vec<u8> {
+        self.mem(CQ_BUF + u64::from(index % (1 << CQ_LOG)) * 32, 32)
+    }
+
+    pub fn eqe(&self, buf: u64, index: u32) -> Vec<u8> {
+        self.mem(buf + u64::from(index % (1 << EQ_LOG)) * 32, 32)
+    }
+
+    pub fn diag_write(&mut self, off: u64, v: u32) {
+        self.dev.mmio_write(0, DIAG_BASE + off, &v.to_le_bytes());
+    }
+
+    pub fn diag_read(&mut self, off: u64) -> u64 {
+        let mut b = [0u8; 8];
+        self.dev.mmio_read(0, DIAG_BASE + off, &mut b);
+        u64::from_le_bytes(b)
+    }
+
+    pub fn select(&mut self, qpn: u32) {
+        self.diag_write(diag::QP_SELECT, qpn);
+    }
+
+    pub fn sq_ci(&self, qpn: u32) -> u32 {
+        self.dev.qps[&qpn].sq_ci
+    }
+
+    pub fn qp_state_from_query(&mut self, qpn: u32) -> (u32, u16) {
+        assert_eq!(self.cmd(op::QUERY_QP, 0, qpn), 0);
+        let mb = self.mem(OUT_MB, 0x100);
+        (
+            be32(&mb, 8) >> 28,
+            u16::from_be_bytes([mb[8 + 0xb6], mb[8 + 0xb7]]),
+        )
+    }
+
+    /// Counter consistency, and every access the fake memory refused is a
+    /// recorded `dma_unmapped` (unless the counters were reset meanwhile).
+    pub fn check_invariants(&self, counters_reset: bool) {
+        self.dev.counters().check_consistency().unwrap();
+        let unmapped = self
+            .dev
+            .counters()
+            .by_code
+            .get(&crate::protocol::Code::DmaUnmapped)
+            .copied()
+            .unwrap_or(0);
+        if !counters_reset {
+            assert_eq!(self.dev.mem().refused(), unmapped);
+        }
+    }
+}

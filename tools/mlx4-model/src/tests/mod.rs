@@ -1,0 +1,6 @@
+//! Device-level tests: the pure `Device` driven through MMIO against a fake
+//! guest memory, as a driver would.
+
+mod device;
+mod fuzz;
+pub(crate) mod harness;

@@ -1,0 +1,248 @@
+//! Send WQE decoding (§4.1–4.4): control segment, then raddr / datagram,
+//! inline and data segments, all checked against DS. Data segments are
+//! decoded but never dereferenced.
+
+use crate::bytes::{be32, be64};
+use crate::layout::MAX_SG_SQ;
+use crate::protocol::Code;
+use crate::qp::service;
+
+pub mod opcode {
+    pub const NOP: u8 = 0x00;
+    pub const RDMA_WRITE: u8 = 0x08;
+    pub const RDMA_WRITE_IMM: u8 = 0x09;
+    pub const SEND: u8 = 0x0a;
+    pub const SEND_IMM: u8 = 0x0b;
+    /// CQE opcode of an error completion.
+    pub const ERROR: u8 = 0x1e;
+}
+
+pub const CTRL_SIZE: usize = 16;
+const RADDR_SIZE: usize = 16;
+const DATAGRAM_SIZE: usize = 48;
+const INLINE_ALIGN: usize = 64;
+/// srcrb_flags: CQ_UPDATE (`3 << 2`).
+pub const CQ_UPDATE: u32 = 0xc;
+
+/// The control segment's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ctrl {
+    pub owner: bool,
+    /// WQE counter, owner_opcode bits 23..8 (BlueFlame only).
+    pub counter: u16,
+    pub opcode: u8,
+    /// QPN from bf_qpn (BlueFlame only).
+    pub bf_qpn: u32,
+    pub ds: u8,
+    pub srcrb: u32,
+}
+
+impl Ctrl {
+    /// `b` holds at least the 16-byte control segment.
+    pub fn decode(b: &[u8]) -> Ctrl {
+        let oo = be32(b, 0);
+        Ctrl {
+            owner: oo & (1 << 31) != 0,
+            counter: ((oo >> 8) & 0xffff) as u16,
+            opcode: (oo & 0x1f) as u8,
+            bf_qpn: be32(b, 4) >> 8,
+            ds: b[7] & 0x3f,
+            srcrb: be32(b, 8),
+        }
+    }
+
+    pub fn wqe_bytes(&self) -> usize {
+        usize::from(self.ds) * 16
+    }
+
+    pub fn signaled(&self) -> bool {
+        self.srcrb & CQ_UPDATE == CQ_UPDATE
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Raddr { addr: u64, rkey: u32 },
+    Datagram,
+    Inline { len: u32 },
+    Data { len: u32, lkey: u32, addr: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wqe {
+    pub ctrl: Ctrl,
+    pub segments: Vec<Segment>,
+    /// Inline bytes plus data-segment byte counts.
+    pub payload: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WqeError {
+    #[error("opcode {0:#x} is not accepted on this QP")]
+    BadOpcode(u8),
+    #[error("DS {ds} ({} bytes) is larger than the send queue ({ring} bytes)", *ds as usize * 16)]
+    DsTooLarge { ds: u8, ring: u64 },
+    #[error("segment at +{off:#x} runs past DS*16 = {len}")]
+    SegmentOverrun { off: usize, len: usize },
+    #[error("more than {MAX_SG_SQ} data segments")]
+    TooManySges,
+    #[error("inline data at +{off:#x} ({len} bytes) crosses a 64-byte boundary")]
+    InlineCrosses { off: usize, len: usize },
+    #[error("{0} segment missing")]
+    Missing(&'static str),
+}
+
+impl WqeError {
+    pub fn code(&self) -> Code {
+        match self {
+            WqeError::BadOpcode(_) => Code::WqeBadOpcode,
+            WqeError::DsTooLarge { .. } => Code::WqeDsTooLarge,
+            WqeError::SegmentOverrun { .. } => Code::WqeSegmentOverrun,
+            WqeError::TooManySges => Code::WqeTooManySges,
+            WqeError::InlineCrosses { .. } => Code::WqeInlineCrosses64,
+            WqeError::Missing(_) => Code::WqeMissingSegment,
+        }
+    }
+}
+
+/// Parses the WQE in `b` (exactly DS*16 bytes, DS >= 1). `base` is the
+/// WQE's byte offset in the queue buffer: the 64-byte rule for inline data
+/// is about memory, not about the WQE.
+pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
+    let ctrl = Ctrl::decode(b);
+    let len = b.len();
+    let mut w = Wqe {
+        ctrl,
+        segments: Vec::new(),
+        payload: 0,
+    };
+    let ud = qp_service == service::UD;
+    let mut off = CTRL_SIZE;
+    match ctrl.opcode {
+        // A NOP's body is padding (mlx4_ib pads with an inline header).
+        opcode::NOP => return Ok(w),
+        opcode::SEND | opcode::SEND_IMM => {
+            if ud {
+                if off + DATAGRAM_SIZE > len {
+                    return Err(WqeError::Missing("datagram"));
+                }
+                w.segments.push(Segment::Datagram);
+                off += DATAGRAM_SIZE;
+            }
+        }
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM if !ud => {
+            if off + RADDR_SIZE > len {
+                return Err(WqeError::Missing("raddr"));
+            }
+            w.segments.push(Segment::Raddr {
+                addr: be64(b, off),
+                rkey: be32(b, off + 8),
+            });
+            off += RADDR_SIZE;
+        }
+        op => return Err(WqeError::BadOpcode(op)),
+    }
+    let mut sges = 0;
+    let base = (base % INLINE_ALIGN as u64) as usize;
+    while off < len {
+        let bc = be32(b, off);
+        if bc & (1 << 31) != 0 {
+            let n = (bc & 0x7fff_ffff) as usize;
+            let start = off + 4;
+            if n > len - start {
+                return Err(WqeError::SegmentOverrun { off, len });
+            }
+            let end = start + n;
+            if n > 0 && (base + start) / INLINE_ALIGN != (base + end - 1) / INLINE_ALIGN {
+                return Err(WqeError::InlineCrosses { off, len: n });
+            }
+            w.segments.push(Segment::Inline { len: n as u32 });
+            w.payload += n as u64;
+            off = end.div_ceil(16) * 16;
+        } else {
+            sges += 1;
+            if sges > MAX_SG_SQ {
+                return Err(WqeError::TooManySges);
+            }
+            w.segments.push(Segment::Data {
+                len: bc,
+                lkey: be32(b, off + 4),
+                addr: be64(b, off + 8),
+            });
+            w.payload += u64::from(bc);
+            off += 16;
+        }
+    }
+    Ok(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytes::put_be32;
+
+    fn ctrl(op: u8, ds: u8) -> Vec<u8> {
+        let mut b = vec![0u8; usize::from(ds) * 16];
+        put_be32(&mut b, 0, u32::from(op));
+        b[7] = ds;
+        put_be32(&mut b, 8, CQ_UPDATE);
+        b
+    }
+
+    #[test]
+    fn inline_send() {
+        let mut b = ctrl(opcode::SEND, 2);
+        put_be32(&mut b, 16, (1 << 31) | 2);
+        let w = parse(&b, service::RC, 0).unwrap();
+        assert_eq!(w.segments, vec![Segment::Inline { len: 2 }]);
+        assert_eq!(w.payload, 2);
+        assert!(w.ctrl.signaled());
+    }
+
+    #[test]
+    fn inline_must_not_cross_64() {
+        // 16 + 4 + 48 = 68 > 64: crosses.
+        let mut b = ctrl(opcode::SEND, 5);
+        put_be32(&mut b, 16, (1 << 31) | 48);
+        assert!(matches!(
+            parse(&b, service::RC, 0),
+            Err(WqeError::InlineCrosses { .. })
+        ));
+        // Split as libmlx4 does: 44 bytes, then a new header at 64.
+        put_be32(&mut b, 16, (1 << 31) | 44);
+        put_be32(&mut b, 64, (1 << 31) | 4);
+        assert!(parse(&b, service::RC, 0).is_ok());
+        // The same WQE at a 32-byte offset in memory crosses.
+        assert!(parse(&b, service::RC, 32).is_err());
+    }
+
+    #[test]
+    fn rdma_write_needs_raddr_and_data_segments_count() {
+        let b = ctrl(opcode::RDMA_WRITE, 1);
+        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::Missing("raddr")));
+        let mut b = ctrl(opcode::RDMA_WRITE, 3);
+        put_be32(&mut b, 32, 100);
+        let w = parse(&b, service::UC, 0).unwrap();
+        assert_eq!(w.payload, 100);
+        assert_eq!(parse(&b, service::UD, 0), Err(WqeError::BadOpcode(8)));
+        let b = ctrl(opcode::SEND, 18);
+        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::TooManySges));
+    }
+
+    #[test]
+    fn inline_overrun_and_bad_opcode() {
+        let mut b = ctrl(opcode::SEND, 2);
+        put_be32(&mut b, 16, (1 << 31) | 13);
+        assert!(matches!(
+            parse(&b, service::RC, 0),
+            Err(WqeError::SegmentOverrun { .. })
+        ));
+        let b = ctrl(0x10, 1); // RDMA_READ
+        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::BadOpcode(0x10)));
+        let b = ctrl(opcode::SEND, 3);
+        assert!(matches!(
+            parse(&b, service::UD, 0),
+            Err(WqeError::Missing("datagram"))
+        ));
+    }
+}
