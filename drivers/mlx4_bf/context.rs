@@ -7,26 +7,39 @@
 //! are under its own mutex (the per-UAR lock of mlx4), held across the
 //! `copy_from_user` of the WQE, so posts on different contexts never share a
 //! lock. The hardware is reached through `Devres::try_access()`, an RCU read
-//! section, not a lock.
+//! section, not a lock; commands (real adapters only) take the command lock
+//! after the context's.
+//!
+//! On a real adapter a context also has a CQ while it has QPs, and each QP
+//! exists in the device (RTS). Posts stamp CQ_UPDATE and reap the CQ first
+//! (see `cq.rs`): a send-queue slot is reused only after its CQE arrived.
 
 use kernel::{
     debugfs::Scope,
     fs::File,
-    io::Io,
+    io::{poll::read_poll_timeout, Io},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
     new_mutex,
     prelude::*,
     str::CString,
     sync::{Arc, Mutex},
+    time::Delta,
 };
 
 use crate::{
     abi::{self, Reject},
-    layout,
+    cq::Cq,
+    hca::Hca,
+    layout, qp,
     stats::Stats,
     uverbs::Bundle,
-    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS, MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE,
+    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE,
 };
+
+/// Bytes of one send queue in `Hw::sq_pool`.
+const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
+/// How long a post waits for the device to free a slot of a full send queue.
+const SQ_FULL_WAIT_US: i64 = 5000;
 
 struct Qp {
     qpn: u32,
@@ -34,6 +47,10 @@ struct Qp {
     slot: usize,
     /// Send-queue producer index (not wrapped).
     head: u32,
+    /// Real adapter: index after the last WQE completed (not wrapped).
+    tail: u32,
+    /// Real adapter: an error CQE arrived, the QP is in ERR.
+    failed: bool,
 }
 
 /// The WQE being posted, padded to whole 64-byte chunks with zeroes. Aligned
@@ -43,6 +60,8 @@ struct WqeBuf([u8; SQ_STRIDE]);
 
 struct State {
     qps: [Option<Qp>; MAX_QPS_PER_CONTEXT],
+    /// Real adapter: the CQ of all its QPs, while it has any.
+    cq: Option<Cq>,
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
     wqe: WqeBuf,
@@ -119,6 +138,7 @@ impl MiscDevice for Context {
             uar_index,
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
+                cq: None,
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
             }),
@@ -157,11 +177,15 @@ impl MiscDevice for Context {
 #[pinned_drop]
 impl PinnedDrop for Context {
     fn drop(self: Pin<&mut Self>) {
-        let mut slots = 0u64;
-        for qp in self.state.lock().qps.iter().flatten() {
-            slots |= 1 << qp.slot;
+        let mut state = self.state.lock();
+        for i in 0..MAX_QPS_PER_CONTEXT {
+            if let Some(qp) = state.qps[i].take() {
+                self.destroy_hw_qp(qp.slot);
+                self.adapter.qps.lock().free(qp.slot);
+            }
         }
-        self.adapter.qps.lock().used_slots &= !slots;
+        self.release_cq_if_idle(&mut state);
+        drop(state);
         self.adapter.uars.lock().free(self.uar_index);
     }
 }
@@ -224,32 +248,99 @@ impl Context {
         b.write(out, &info)
     }
 
+    fn hca(&self) -> Option<&Hca> {
+        self.adapter.hca.as_deref()
+    }
+
     fn create_qp(&self, b: &mut Bundle) -> Result {
         let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
         let free = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
-        let (slot, qpn) = {
-            let mut table = self.adapter.qps.lock();
-            let slot = (!table.used_slots).trailing_zeros() as usize;
-            if slot >= MAX_QPS {
-                return Err(ENOSPC);
-            }
-            let qpn = wqe::next_bf_safe_qpn(table.next_qpn);
-            table.next_qpn = wqe::next_bf_safe_qpn(qpn + 1);
-            table.used_slots |= 1 << slot;
-            (slot, qpn)
-        };
+        let (slot, qpn) = self.adapter.qps.lock().alloc().ok_or(ENOSPC)?;
+        if let Err(e) = self.create_hw_qp(&mut state, slot, qpn) {
+            self.adapter.qps.lock().free(slot);
+            return Err(e);
+        }
         let info = abi::QpInfo {
             qp_handle: qpn,
             qpn,
         };
         if let Err(e) = b.write(out, &info) {
-            self.adapter.qps.lock().used_slots &= !(1 << slot);
+            self.destroy_hw_qp(slot);
+            self.adapter.qps.lock().free(slot);
+            self.release_cq_if_idle(&mut state);
             return Err(e);
         }
-        state.qps[free] = Some(Qp { qpn, slot, head: 0 });
+        state.qps[free] = Some(Qp {
+            qpn,
+            slot,
+            head: 0,
+            tail: 0,
+            failed: false,
+        });
         Ok(())
+    }
+
+    /// Real adapter: the context's CQ (with its first QP), the send queue's
+    /// ownership, and the QP taken to RTS.
+    fn create_hw_qp(&self, state: &mut State, slot: usize, qpn: u32) -> Result {
+        let Some(hca) = self.hca() else {
+            return Ok(());
+        };
+        let cqn = match &state.cq {
+            Some(cq) => cq.cqn,
+            None => {
+                let cq = hca.open_cq(&self.adapter.hw, self.uar_index)?;
+                let cqn = cq.cqn;
+                state.cq = Some(cq);
+                cqn
+            }
+        };
+        let sq_dma = {
+            let hw = self.hw()?;
+            let base = slot * SQ_BYTES;
+            if base + SQ_BYTES > hw.sq_pool.size() {
+                return Err(EINVAL);
+            }
+            // SAFETY: The range is inside the pool (checked above) and is the
+            // send queue of `slot`, just allocated to this QP, which is not
+            // in the device yet: nobody else reads or writes it.
+            let sq = unsafe {
+                core::slice::from_raw_parts_mut(
+                    hw.sq_pool.as_mut_ptr().cast::<u8>().add(base),
+                    SQ_BYTES,
+                )
+            };
+            qp::init_sq_ownership(sq);
+            hw.sq_pool.dma_handle() + base as u64
+        };
+        let params = qp::QpParams {
+            qpn,
+            uar: self.uar_index,
+            cqn,
+            sq_dma,
+        };
+        hca.create_qp(&params, slot).inspect_err(|_| {
+            self.release_cq_if_idle(state);
+        })
+    }
+
+    /// Real adapter: 2RST_QP (nothing if unbind did it already).
+    fn destroy_hw_qp(&self, slot: usize) {
+        if let Some(hca) = self.hca() {
+            hca.destroy_qp(slot);
+        }
+    }
+
+    /// Real adapter: HW2SW_CQ once the context has no QP left.
+    fn release_cq_if_idle(&self, state: &mut State) {
+        if state.qps.iter().any(Option::is_some) {
+            return;
+        }
+        if let (Some(hca), Some(cq)) = (self.hca(), state.cq.take()) {
+            hca.close_cq(&cq);
+        }
     }
 
     fn destroy_qp(&self, b: &mut Bundle) -> Result {
@@ -262,9 +353,72 @@ impl Context {
             .find(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
             .ok_or(ENOENT)?;
         if let Some(q) = qp.take() {
-            self.adapter.qps.lock().used_slots &= !(1 << q.slot);
+            self.destroy_hw_qp(q.slot);
+            self.adapter.qps.lock().free(q.slot);
+            self.release_cq_if_idle(&mut state);
         }
         Ok(())
+    }
+
+    /// Real adapter: consumes the context's CQEs (DMA memory only) and moves
+    /// each QP's tail past the WQEs they complete.
+    fn reap(&self, hca: &Hca, state: &mut State) -> Result {
+        let State { qps, cq, .. } = state;
+        let Some(cq) = cq.as_mut() else {
+            return Ok(());
+        };
+        let hw = self.hw()?;
+        let mem = hw.hca.as_ref().ok_or(ENODEV)?;
+        cq.poll(mem, |c| {
+            hca.stats.cqe(c.error.is_some());
+            let Some(qp) = qps.iter_mut().flatten().find(|q| q.qpn == c.qpn) else {
+                return;
+            };
+            // libmlx4: tail += (u16)(wqe_index - (u16)tail), then past it.
+            // An index beyond what was posted is ignored.
+            let done = u32::from(c.wqe_index.wrapping_sub(qp.tail as u16)) + 1;
+            if done <= qp.head.wrapping_sub(qp.tail) {
+                qp.tail = qp.tail.wrapping_add(done);
+            }
+            if c.error.is_some() {
+                qp.failed = true;
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Real adapter: reaps the CQ and makes sure QP `index` has a free
+    /// send-queue slot, waiting briefly for the device if it has none.
+    fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
+        let full = |s: &State| {
+            s.qps[index]
+                .as_ref()
+                .is_some_and(|q| q.head.wrapping_sub(q.tail) >= SQ_ENTRIES)
+        };
+        self.reap(hca, state)?;
+        if full(state) {
+            // Polls DMA memory, sleeping in between (outside the RCU section).
+            let waited = read_poll_timeout(
+                || {
+                    self.reap(hca, state)?;
+                    Ok(full(state))
+                },
+                |full| !*full,
+                Delta::from_micros(20),
+                Delta::from_micros(SQ_FULL_WAIT_US),
+            );
+            hca.stats.sq_full(waited.is_err());
+            match waited {
+                Err(e) if e == ETIMEDOUT => return Err(EAGAIN),
+                Err(e) => return Err(e),
+                Ok(_) => (),
+            }
+        }
+        match &state.qps[index] {
+            Some(qp) if qp.failed => Err(EIO),
+            Some(_) => Ok(()),
+            None => Err(ENOENT),
+        }
     }
 
     fn reject(&self, why: Reject, err: Error) -> Error {
@@ -304,59 +458,93 @@ impl Context {
         let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
             .map_err(|r| self.reject(r, EINVAL))?;
 
-        let hw = self.hw()?;
-        let Some(qp) = state.qps[qp_index].as_mut() else {
+        let hca = self.hca();
+        if let Some(hca) = hca {
+            self.make_room(hca, state, qp_index)?;
+        }
+        let State {
+            qps, bf_half, wqe, ..
+        } = state;
+        let buf = &mut wqe.0;
+        let Some(qp) = qps[qp_index].as_mut() else {
             return Err(ENOENT);
         };
         let head = qp.head;
-        let mut result = abi::PostResult {
-            wqe_index: head & (SQ_ENTRIES - 1),
-            ..Default::default()
-        };
+        if hca.is_some() {
+            qp::stamp_cq_update(&mut buf[..len])?;
+        }
         match path {
             wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
             wqe::Path::Doorbell => wqe::stamp_doorbell(&mut buf[..len], head, SQ_ENTRIES),
         }
-        write_sq_slot(&hw, qp, &buf[..len]);
 
+        // Where the WQE goes and what the post reports, all decided and
+        // checked before the device sees anything.
+        let mut result = abi::PostResult {
+            wqe_index: head & (SQ_ENTRIES - 1),
+            ..Default::default()
+        };
+        let (offset, burst) = {
+            let hw = self.hw()?;
+            match path {
+                wqe::Path::BlueFlame => {
+                    let burst = wqe::bf_burst_len(len);
+                    buf[len..burst].fill(0);
+                    let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
+                        + *bf_half as usize;
+                    result.path = abi::PATH_BLUEFLAME;
+                    result.bf_offset = caps.bf_area().0 + offset as u64;
+                    result.bytes_written = burst as u32;
+                    result.store_blocks =
+                        self.adapter
+                            .writer
+                            .plan(hw.bar2.bf(), offset, &buf[..burst])?;
+                    (offset, burst)
+                }
+                wqe::Path::Doorbell => {
+                    let doorbell = caps.doorbell_offset(self.uar_index) as usize;
+                    hw.bar2.uar().io_addr::<u32>(doorbell)?;
+                    result.path = abi::PATH_DOORBELL;
+                    result.bf_offset = doorbell as u64;
+                    result.bytes_written = 4;
+                    (doorbell, 4)
+                }
+            }
+        };
+        // Copying the result out is the one step that could fail after the
+        // device saw the WQE: it goes first, so a failed call posted nothing.
+        if let Some(i) = out {
+            b.write(i, &result)?;
+        }
+
+        let hw = self.hw()?;
+        let _posting = match hca {
+            Some(hca) => Some(hca.posting.try_access().ok_or(ENODEV)?),
+            None => None,
+        };
+        // From here on nothing fails: the offsets were checked above.
+        write_sq_slot(&hw, qp, &buf[..len]);
         match path {
             wqe::Path::BlueFlame => {
-                let burst = wqe::bf_burst_len(len);
-                buf[len..burst].fill(0);
-                let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
-                    + state.bf_half as usize;
                 let blocks = self
                     .adapter
                     .writer
                     .write(hw.bar2.bf(), offset, &buf[..burst])?;
-                state.bf_half = layout::next_bf_half(state.bf_half, caps.bf_buf_size());
+                *bf_half = layout::next_bf_half(*bf_half, caps.bf_buf_size());
                 self.stats.blueflame(burst, blocks);
                 self.adapter.stats.blueflame(burst, blocks);
-                result.path = abi::PATH_BLUEFLAME;
-                result.bf_offset = caps.bf_area().0 + offset as u64;
-                result.bytes_written = burst as u32;
-                result.store_blocks = blocks;
             }
             wqe::Path::Doorbell => {
                 // writel() orders the send-queue stores above before the doorbell.
-                let doorbell = caps.doorbell_offset(self.uar_index) as usize;
                 hw.bar2
                     .uar()
-                    .try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), doorbell)?;
+                    .try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), offset)?;
                 self.stats.doorbell(len);
                 self.adapter.stats.doorbell(len);
-                result.path = abi::PATH_DOORBELL;
-                result.bf_offset = doorbell as u64;
-                result.bytes_written = 4;
             }
         }
         qp.head = head.wrapping_add(1);
-        drop(hw);
-        drop(guard);
-        match out {
-            Some(i) => b.write(i, &result),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 

@@ -8,12 +8,20 @@
 //! and writes them to the BlueFlame page with store-block (zPCI) or
 //! write-combining (x86) semantics, or rings the doorbell. See
 //! Documentation/mlx4_bf.rst.
+//!
+//! Two kinds of function are served. A Mellanox one is driven as an adapter
+//! through mlx4's command interface (`hca.rs`): its capabilities come from
+//! QUERY_DEV_CAP, and each context gets a CQ and real QPs. Any other function
+//! bound to the driver (ivshmem in the test bed, through `driver_override`)
+//! is a passive stand-in for BAR2: no commands, no queues in hardware, the
+//! geometry from the module parameters.
 
 use kernel::{
     debugfs::{Dir, Scope},
     device::{Bound, Core},
     devres::Devres,
     dma::Coherent,
+    irq,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
     new_mutex, pci,
     prelude::*,
@@ -41,12 +49,22 @@ mod uar_alloc;
 mod wqe;
 
 mod bar2;
+mod be;
+mod cmd;
 mod context;
+mod cq;
+mod eq;
+mod fw;
+mod hca;
+mod qp;
 mod stats;
 mod uverbs;
 mod writer;
 
 use bar2::Bar2;
+use eq::EqHandler;
+use fw::DevCap;
+use hca::{Hca, HcaMem};
 use layout::Caps;
 use stats::Stats;
 use uar_alloc::UarAllocator;
@@ -62,6 +80,8 @@ pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
 const MAX_ADAPTERS: usize = 4;
 /// QPNs start above the range mlx4 reserves for special QPs.
 const FIRST_QPN: u32 = 0x200;
+/// QPNs are 24 bits.
+const QPN_LIMIT: u32 = 1 << 24;
 
 static DEVICE_NAMES: [&CStr; MAX_ADAPTERS] = [c"mlx4_bf0", c"mlx4_bf1", c"mlx4_bf2", c"mlx4_bf3"];
 static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
@@ -71,12 +91,60 @@ pub(crate) struct Hw {
     pub(crate) bar2: Bar2,
     /// `MAX_QPS` send queues of `SQ_ENTRIES * SQ_STRIDE` bytes.
     pub(crate) sq_pool: Coherent<[u8]>,
+    /// The EQ and CQ memory of a real adapter.
+    pub(crate) hca: Option<HcaMem>,
 }
 
 /// Send-queue slots and QP numbers of one adapter.
 pub(crate) struct QpTable {
-    pub(crate) used_slots: u64,
-    pub(crate) next_qpn: u32,
+    used_slots: u64,
+    next_qpn: u32,
+    /// QPNs handed out lie in `FIRST_QPN..qpn_limit`.
+    qpn_limit: u32,
+    /// The QPN of each slot in use (0: free).
+    qpns: [u32; MAX_QPS],
+}
+
+impl QpTable {
+    fn new(qpn_limit: u32) -> Self {
+        QpTable {
+            used_slots: 0,
+            next_qpn: FIRST_QPN,
+            qpn_limit,
+            qpns: [0; MAX_QPS],
+        }
+    }
+
+    /// A free send-queue slot and a BlueFlame-safe QPN no QP uses; QPNs
+    /// wrap back to `FIRST_QPN` at the limit.
+    pub(crate) fn alloc(&mut self) -> Option<(usize, u32)> {
+        let slot = (!self.used_slots).trailing_zeros() as usize;
+        if slot >= MAX_QPS {
+            return None;
+        }
+        let mut qpn = wqe::next_bf_safe_qpn(self.next_qpn);
+        // At most MAX_QPS - 1 others are in use: this ends on a free QPN.
+        for _ in 0..=MAX_QPS {
+            if !(FIRST_QPN..self.qpn_limit).contains(&qpn) {
+                qpn = wqe::next_bf_safe_qpn(FIRST_QPN);
+            }
+            if !self.qpns.contains(&qpn) {
+                break;
+            }
+            qpn = wqe::next_bf_safe_qpn(qpn + 1);
+        }
+        self.next_qpn = wqe::next_bf_safe_qpn(qpn + 1);
+        self.used_slots |= 1 << slot;
+        self.qpns[slot] = qpn;
+        Some((slot, qpn))
+    }
+
+    pub(crate) fn free(&mut self, slot: usize) {
+        if slot < MAX_QPS {
+            self.used_slots &= !(1 << slot);
+            self.qpns[slot] = 0;
+        }
+    }
 }
 
 /// One bound adapter, shared by its open contexts.
@@ -92,6 +160,40 @@ pub(crate) struct Adapter {
     pub(crate) stats: Stats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
     pub(crate) debugfs: Dir,
+    /// The command interface and EQ of a real adapter; `None` when passive.
+    pub(crate) hca: Option<Pin<KBox<Hca>>>,
+}
+
+/// A real adapter that is up: its interrupt registration, and the teardown
+/// (`Hca::shutdown`) when unbound or when probe fails after bring-up.
+struct HcaUp {
+    adapter: Arc<Adapter>,
+    irq: Option<Pin<KBox<irq::Registration<EqHandler>>>>,
+}
+
+impl HcaUp {
+    /// At unbind: the handler is waited for through the bound device (not
+    /// `try_synchronize()`, which would wait inside an RCU section).
+    fn shutdown(&self, dev: &kernel::device::Device<Bound>) {
+        if let Some(hca) = self.adapter.hca.as_deref() {
+            hca.shutdown(|| {
+                if let Some(irq) = self.irq.as_ref() {
+                    let _ = irq.synchronize(dev);
+                }
+            });
+        }
+    }
+}
+
+impl Drop for HcaUp {
+    fn drop(&mut self) {
+        // A no-op after unbind(). When probe fails after bring-up, the
+        // handler is waited for by freeing the interrupt (free_irq()).
+        let irq = &mut self.irq;
+        if let Some(hca) = self.adapter.hca.as_deref() {
+            hca.shutdown(|| drop(irq.take()));
+        }
+    }
 }
 
 /// An adapter number (`/dev/mlx4_bf<N>`), held while the adapter is bound.
@@ -138,6 +240,8 @@ impl Drop for DeviceNumber {
 pub(crate) struct Mlx4BfDevice {
     #[pin]
     pub(crate) misc: MiscDeviceRegistration<context::Context>,
+    /// A real adapter's interrupt and teardown.
+    hca_up: Option<HcaUp>,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
     #[pin]
     debugfs: Scope<Arc<Adapter>>,
@@ -148,7 +252,11 @@ pub(crate) struct Mlx4BfDevice {
 /// The device counters as debugfs shows them.
 fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     writeln!(f, "contexts {}", adapter.uars.lock().in_use())?;
-    stats::show(&adapter.stats, f)
+    stats::show(&adapter.stats, f)?;
+    match adapter.hca.as_deref() {
+        Some(hca) => hca.stats.show(f),
+        None => Ok(()),
+    }
 }
 
 struct Mlx4BfDriver;
@@ -188,23 +296,55 @@ kernel::pci_device_table!(
     ]
 );
 
-fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
+/// The BAR2 geometry: from QUERY_DEV_CAP on a real adapter (the module
+/// parameters, if set, must match it), else from the parameters.
+fn probe_caps(pdev: &pci::Device<Bound>, dev_cap: Option<&DevCap>) -> Result<(Caps, Writer)> {
     #[allow(
         clippy::useless_conversion,
         reason = "resource_size_t is u32 on some 32-bit configs"
     )]
     let bar2_len = u64::from(pdev.resource_len(Bar2::BAR)?);
-    let caps = Caps::new(
-        bar2_len,
-        *module_parameters::num_uars.value(),
-        *module_parameters::bf_reg_size.value(),
-    )
-    .map_err(|e| {
+    let param_uars = *module_parameters::num_uars.value();
+    let param_bf = *module_parameters::bf_reg_size.value();
+    let (num_uars, bf_reg_size) = match dev_cap {
+        None if param_bf == 0 => (param_uars, layout::DEFAULT_BF_REG_SIZE),
+        None => (param_uars, param_bf),
+        Some(cap) => {
+            // mlx4_dev_cap(): the UAR area must fit BAR2.
+            if cap.uar_size > bar2_len {
+                dev_err!(
+                    pdev.as_ref(),
+                    "UAR area of {:#x} bytes does not fit BAR2 of {:#x}\n",
+                    cap.uar_size,
+                    bar2_len
+                );
+                return Err(ENODEV);
+            }
+            let dev_uars = (cap.uar_size / layout::PAGE_SIZE) as u32;
+            for (name, param, device) in [
+                ("num_uars", param_uars, dev_uars),
+                ("bf_reg_size", param_bf, cap.bf_reg_size),
+            ] {
+                if param != 0 && param != device {
+                    dev_err!(
+                        pdev.as_ref(),
+                        "{}={} but the device has {}\n",
+                        name,
+                        param,
+                        device
+                    );
+                    return Err(EINVAL);
+                }
+            }
+            (dev_uars, cap.bf_reg_size)
+        }
+    };
+    let caps = Caps::new(bar2_len, num_uars, bf_reg_size).map_err(|e| {
         dev_err!(
             pdev.as_ref(),
             "num_uars={} bf_reg_size={} do not fit BAR2 of {:#x} bytes: {:?}\n",
-            *module_parameters::num_uars.value(),
-            *module_parameters::bf_reg_size.value(),
+            num_uars,
+            bf_reg_size,
             bar2_len,
             e
         );
@@ -232,16 +372,43 @@ fn probe_caps(pdev: &pci::Device<Bound>) -> Result<(Caps, Writer)> {
 }
 
 impl Mlx4BfDriver {
-    fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> Result<Arc<Adapter>> {
-        let (caps, writer) = probe_caps(pdev)?;
-        pdev.enable_device_mem()?;
-        pdev.set_master();
+    /// The adapter, and for a real one its interrupt and teardown.
+    fn new_adapter(
+        pdev: &pci::Device<Core<'_>>,
+        name: &'static CStr,
+    ) -> Result<(Arc<Adapter>, Option<HcaUp>)> {
+        let real = pdev.vendor_id() == pci::Vendor::MELLANOX;
+        let (hca, mem) = if real {
+            pdev.enable_device_mem()?;
+            pdev.set_master();
+            let (hca, mem) = hca::probe(pdev)?;
+            (Some(hca), Some(mem))
+        } else {
+            (None, None)
+        };
+        let (caps, writer) = probe_caps(pdev, hca.as_deref().map(|h| &h.dev_cap))?;
+        if !real {
+            pdev.enable_device_mem()?;
+            pdev.set_master();
+        }
 
         let sq_pool_len = MAX_QPS * SQ_ENTRIES as usize * SQ_STRIDE;
         let hw = Hw {
             bar2: Bar2::new(pdev, &caps, writer.mapping())?,
             sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
+            hca: mem,
         };
+        if let Some(h) = hca.as_deref() {
+            dev_info!(
+                pdev.as_ref(),
+                "firmware {}.{}.{} (cmd_if_rev {}), {} BlueFlame registers per page\n",
+                h.fw.major,
+                h.fw.minor,
+                h.fw.subminor,
+                h.fw.cmd_if_rev,
+                h.dev_cap.bf_regs_per_page
+            );
+        }
         dev_info!(
             pdev.as_ref(),
             "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
@@ -251,18 +418,48 @@ impl Mlx4BfDriver {
             writer.name(),
             name.to_str().unwrap_or("?")
         );
-        Arc::pin_init(
+        let qpn_limit = hca.as_deref().map_or(QPN_LIMIT, |h| h.qpn_limit);
+        let adapter = Arc::pin_init(
             try_pin_init!(Adapter {
                 caps,
                 writer,
                 hw: Devres::new(pdev.as_ref(), hw)?,
                 uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
-                qps <- new_mutex!(QpTable { used_slots: 0, next_qpn: FIRST_QPN }),
+                qps <- new_mutex!(QpTable::new(qpn_limit)),
                 stats: Stats::new(),
                 debugfs: Dir::new(name),
+                hca,
             }),
             GFP_KERNEL,
-        )
+        )?;
+        if !real {
+            return Ok((adapter, None));
+        }
+
+        // One MSI-X vector, for the EQ.
+        let vectors =
+            pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::MsiX))?;
+        let irq = KBox::pin_init(
+            pdev.request_irq(
+                *vectors.start(),
+                irq::Flags::TRIGGER_NONE,
+                c"mlx4_bf",
+                Ok::<_, Error>(EqHandler {
+                    adapter: adapter.clone(),
+                }),
+            ),
+            GFP_KERNEL,
+        )?;
+        // From here on a failure takes the device down again (HcaUp's drop).
+        let up = HcaUp {
+            adapter: adapter.clone(),
+            irq: Some(irq),
+        };
+        if let Some(h) = adapter.hca.as_deref() {
+            let hw = adapter.hw.access(pdev.as_ref())?;
+            h.start(pdev.as_ref(), hw.bar2.uar())?;
+        }
+        Ok((adapter, Some(up)))
     }
 }
 
@@ -278,11 +475,14 @@ impl pci::Driver for Mlx4BfDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let number = DeviceNumber::take();
         let name = number.as_ref().map_or(DEVICE_NAMES[0], DeviceNumber::name);
-        let adapter = match number {
-            Some(_) => Self::new_adapter(pdev, name),
+        let (adapter, hca_up) = match number {
+            Some(_) => match Self::new_adapter(pdev, name) {
+                Ok((adapter, up)) => (Ok(adapter), up),
+                Err(e) => (Err(e), None),
+            },
             None => {
                 dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
-                Err(EBUSY)
+                (Err(EBUSY), None)
             }
         };
         try_pin_init!(Mlx4BfDevice {
@@ -292,8 +492,17 @@ impl pci::Driver for Mlx4BfDriver {
             debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {
                 dir.read_callback_file(c"stats", a, &show_stats)
             }),
+            hca_up,
             misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
         })
+    }
+
+    /// A real adapter is taken down here, while the device is still bound:
+    /// open contexts then get -ENODEV (see `hca.rs`).
+    fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        if let Some(up) = this.hca_up.as_ref() {
+            up.shutdown(pdev.as_ref());
+        }
     }
 }
 
@@ -306,11 +515,11 @@ kernel::module_pci_driver! {
     params: {
         num_uars: u32 {
             default: 0,
-            description: "UAR pages in BAR2 (0: the first half of BAR2)",
+            description: "UAR pages in BAR2 (0: the device's, or the first half of BAR2 on a passive function; a real adapter must agree)",
         },
         bf_reg_size: u32 {
-            default: 512,
-            description: "BlueFlame register size in bytes (two buffers)",
+            default: 0,
+            description: "BlueFlame register size in bytes, two buffers (0: the device's, or 512 on a passive function; a real adapter must agree)",
         },
         writer: u32 {
             default: 1,

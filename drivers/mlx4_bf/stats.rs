@@ -76,3 +76,78 @@ pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
     Ok(())
 }
+
+/// Counters of a real adapter: events, interrupts, completions and the
+/// send-queue flow control. Shown in the device's debugfs file.
+pub(crate) struct HcaStats {
+    interrupts: Atomic<u64>,
+    eqes: Atomic<u64>,
+    eqes_cmd: Atomic<u64>,
+    eqes_comp: Atomic<u64>,
+    eqes_async: Atomic<u64>,
+    cqes: Atomic<u64>,
+    cqe_errors: Atomic<u64>,
+    sq_full_waits: Atomic<u64>,
+    sq_full_fails: Atomic<u64>,
+}
+
+impl HcaStats {
+    pub(crate) fn new() -> Self {
+        HcaStats {
+            interrupts: Atomic::new(0),
+            eqes: Atomic::new(0),
+            eqes_cmd: Atomic::new(0),
+            eqes_comp: Atomic::new(0),
+            eqes_async: Atomic::new(0),
+            cqes: Atomic::new(0),
+            cqe_errors: Atomic::new(0),
+            sq_full_waits: Atomic::new(0),
+            sq_full_fails: Atomic::new(0),
+        }
+    }
+
+    pub(crate) fn interrupt(&self) {
+        self.interrupts.add(1u64, Relaxed);
+    }
+
+    /// One EQE of `kind` (`enum mlx4_event`) consumed.
+    pub(crate) fn eqe(&self, kind: u8) {
+        self.eqes.add(1u64, Relaxed);
+        match kind {
+            crate::eq::EVENT_CMD => self.eqes_cmd.add(1u64, Relaxed),
+            crate::eq::EVENT_COMP => self.eqes_comp.add(1u64, Relaxed),
+            _ => self.eqes_async.add(1u64, Relaxed),
+        }
+    }
+
+    pub(crate) fn cmd_events(&self) -> u64 {
+        self.eqes_cmd.load(Relaxed)
+    }
+
+    pub(crate) fn cqe(&self, error: bool) {
+        self.cqes.add(1u64, Relaxed);
+        if error {
+            self.cqe_errors.add(1u64, Relaxed);
+        }
+    }
+
+    /// A post found its send queue full and waited; `failed` if in vain.
+    pub(crate) fn sq_full(&self, failed: bool) {
+        self.sq_full_waits.add(1u64, Relaxed);
+        if failed {
+            self.sq_full_fails.add(1u64, Relaxed);
+        }
+    }
+
+    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "interrupts {}", self.interrupts.load(Relaxed))?;
+        writeln!(f, "eqes {}", self.eqes.load(Relaxed))?;
+        writeln!(f, "eqes_cmd {}", self.eqes_cmd.load(Relaxed))?;
+        writeln!(f, "eqes_comp {}", self.eqes_comp.load(Relaxed))?;
+        writeln!(f, "eqes_async {}", self.eqes_async.load(Relaxed))?;
+        writeln!(f, "cqes {}", self.cqes.load(Relaxed))?;
+        writeln!(f, "cqe_errors {}", self.cqe_errors.load(Relaxed))?;
+        writeln!(f, "sq_full_waits {}", self.sq_full_waits.load(Relaxed))?;
+        writeln!(f, "sq_full_fails {}", self.sq_full_fails.load(Relaxed))
+    }
+}

@@ -44,6 +44,20 @@ pub(crate) fn wmb() {
     };
 }
 
+/// `dma_rmb()`: a load from DMA memory (an owner bit) is ordered before the
+/// loads that follow it. x86 keeps loads in order (a compiler barrier is
+/// enough); s390 serializes as `dma_rmb()` does there.
+#[inline(always)]
+pub(crate) fn dma_rmb() {
+    #[cfg(not(target_arch = "s390x"))]
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `bcr 14,0` is s390's serialization (fast-BCR) used by `mb()`.
+    #[cfg(target_arch = "s390x")]
+    unsafe {
+        core::arch::asm!("bcr 14,0", options(nostack))
+    };
+}
+
 impl Writer {
     /// The writer named by its ABI value (`enum mlx4_bf_writer`).
     pub(crate) fn from_abi(value: u32) -> Option<Self> {
@@ -77,13 +91,28 @@ impl Writer {
         }
     }
 
-    /// Writes `burst` (a multiple of 64 bytes, 8-byte aligned) to `area` at
-    /// `offset`; returns the number of store blocks issued (0 for WC).
-    pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
+    /// Checks that [`Writer::write`] of `burst` to `area` at `offset` will
+    /// succeed, and returns the store blocks it will issue (0 for WC), so a
+    /// post can report its result before it touches the device.
+    pub(crate) fn plan(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
         let end = offset.checked_add(burst.len()).ok_or(EINVAL)?;
         if end > area.maxsize() || !offset.is_multiple_of(8) || !burst.len().is_multiple_of(8) {
             return Err(EINVAL);
         }
+        Ok(match self {
+            Writer::StoreBlock => {
+                store_block::plan(burst.as_ptr() as usize, area.addr() + offset, burst.len())
+                    .filter(|p| matches!(p, store_block::Piece::Block { .. }))
+                    .count() as u32
+            }
+            Writer::WriteCombining => 0,
+        })
+    }
+
+    /// Writes `burst` (a multiple of 64 bytes, 8-byte aligned) to `area` at
+    /// `offset`; returns the number of store blocks issued (0 for WC).
+    pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
+        self.plan(area, offset, burst)?;
         let dst = area.addr() + offset;
         match self {
             Writer::StoreBlock => {

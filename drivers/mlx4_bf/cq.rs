@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A context's completion queue (`mlx4/cq.c`, libmlx4's `cq.c`).
+//!
+//! The kernel owns the send queues, so it must learn when their slots are
+//! free: every WQE it posts on a real adapter asks for a CQE (CQ_UPDATE), and
+//! each post first reaps the context's CQ. Reaping reads DMA memory only (the
+//! CQE owner bit, `wqe_index`) and writes the consumer index into the CQ's
+//! doorbell record, also DMA memory: the hot path never reads MMIO. The CQ is
+//! never armed, so it raises no completion events.
+
+use kernel::prelude::*;
+
+use crate::{
+    be::{put32, put64, put8, put_mtt_addr},
+    cmd::{CmdIf, CmdState, Command, Input, Op},
+    hca::{HcaDma, HcaMem},
+    MAX_QPS,
+};
+
+pub(crate) const CQ_LOG_ENTRIES: u32 = 7;
+/// Twice the most WQEs a context can have outstanding
+/// (`MAX_QPS_PER_CONTEXT * SQ_ENTRIES`), so the CQ cannot overflow.
+pub(crate) const CQ_ENTRIES: u32 = 1 << CQ_LOG_ENTRIES;
+pub(crate) const CQE_SIZE: usize = 32;
+/// One CQ buffer: exactly one 4 KiB page.
+pub(crate) const CQ_BYTES: usize = CQ_ENTRIES as usize * CQE_SIZE;
+/// CQs per adapter: only a context with a QP has one.
+pub(crate) const MAX_CQS: usize = MAX_QPS;
+/// Doorbell record per CQ, in `u32`s: set_ci, arm.
+pub(crate) const DB_REC_WORDS: usize = 2;
+
+// struct mlx4_cq_context (0x40 bytes).
+const CQC_FLAGS: usize = 0x00;
+const CQC_LOGSIZE_USRPAGE: usize = 0x0c;
+const CQC_COMP_EQN: usize = 0x17;
+const CQC_LOG_PAGE_SIZE: usize = 0x18;
+const CQC_MTT_BASE: usize = 0x1b;
+const CQC_DB_REC_ADDR: usize = 0x38;
+const CQC_SIZE: usize = 0x40;
+
+// struct mlx4_cqe / mlx4_err_cqe.
+const CQE_MY_QPN: usize = 0x00;
+const CQE_WQE_INDEX: usize = 0x18;
+const CQE_SYNDROME: usize = 0x1b;
+const CQE_OWNER_SR_OPCODE: usize = 0x1f;
+const CQE_OWNER: u8 = 0x80;
+const CQE_OPCODE_MASK: u8 = 0x1f;
+const CQE_OPCODE_ERROR: u8 = 0x1e;
+
+/// One send completion.
+pub(crate) struct Completion {
+    pub(crate) qpn: u32,
+    /// Index of the completed WQE in send-queue strides (mod 2^16).
+    pub(crate) wqe_index: u16,
+    /// The syndrome of an error CQE (the QP is then in ERR).
+    pub(crate) error: Option<u8>,
+}
+
+pub(crate) struct Cq {
+    pub(crate) slot: usize,
+    pub(crate) cqn: u32,
+    /// Consumer index, not wrapped.
+    ci: u32,
+}
+
+/// Clears CQ slot `slot` and its doorbell record before it goes to the
+/// device; `st` (the command lock) proves no CQ in hardware uses it.
+pub(crate) fn clear(mem: &HcaMem, slot: usize, st: &CmdState) -> Result {
+    let base = slot.checked_mul(CQ_BYTES).ok_or(EINVAL)?;
+    if slot >= MAX_CQS || st.live.cqs & (1 << slot) != 0 || base + CQ_BYTES > mem.cqs.size() {
+        return Err(EINVAL);
+    }
+    // SAFETY: The range is inside the pool (checked above) and belongs to no
+    // CQ in hardware (its live bit is clear under the command lock), so
+    // neither the device nor another context touches it.
+    unsafe { core::ptr::write_bytes(mem.cqs.as_mut_ptr().cast::<u8>().add(base), 0, CQ_BYTES) };
+    kernel::dma_write!(mem.cq_db, [try: slot * DB_REC_WORDS], 0u32);
+    kernel::dma_write!(mem.cq_db, [try: slot * DB_REC_WORDS + 1], 0u32);
+    Ok(())
+}
+
+/// HW2SW_CQ of CQ slot `slot`, unless it is not in hardware (any more).
+pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
+    if slot >= MAX_CQS || st.live.cqs & (1 << slot) == 0 {
+        return;
+    }
+    let mut out = [0u8; CQC_SIZE];
+    // A failure is logged by the command path. The device may still use the
+    // slot then, so it stays marked and is never handed out again.
+    if cmd
+        .exec(st, Command::new(Op::Hw2SwCq, cqn).output(&mut out))
+        .is_ok()
+    {
+        st.live.cqs &= !(1 << slot);
+    }
+}
+
+impl Cq {
+    /// SW2HW_CQ of CQ slot `slot` (cleared by [`clear`]) as `cqn`, with
+    /// completions of UAR `uar` and its events to EQ `eqn`.
+    pub(crate) fn create(
+        cmd: &CmdIf,
+        st: &mut CmdState,
+        dma: &HcaDma,
+        slot: usize,
+        cqn: u32,
+        uar: u32,
+        eqn: u32,
+    ) -> Result<Cq> {
+        if slot >= MAX_CQS || st.live.cqs & (1 << slot) != 0 {
+            return Err(EINVAL);
+        }
+        let buf = dma.cqs + (slot * CQ_BYTES) as u64;
+        let db_rec = dma.cq_db + (slot * DB_REC_WORDS * 4) as u64;
+        let mut ctx = [0u8; CQC_SIZE];
+        put32(&mut ctx, CQC_FLAGS, 0)?;
+        put32(&mut ctx, CQC_LOGSIZE_USRPAGE, (CQ_LOG_ENTRIES << 24) | uar)?;
+        put8(&mut ctx, CQC_COMP_EQN, eqn as u8)?;
+        put8(&mut ctx, CQC_LOG_PAGE_SIZE, 0)?;
+        put_mtt_addr(&mut ctx, CQC_MTT_BASE, buf)?;
+        put64(&mut ctx, CQC_DB_REC_ADDR, db_rec)?;
+        // op_mod 0: the device sets every CQE's owner bit (no SW_CQ_INIT).
+        cmd.exec(
+            st,
+            Command::new(Op::Sw2HwCq, cqn).input(Input::Mailbox(&ctx)),
+        )?;
+        st.live.cqs |= 1 << slot;
+        Ok(Cq { slot, cqn, ci: 0 })
+    }
+
+    /// Hands every CQE the device has written to `f`, then publishes the
+    /// consumer index in the doorbell record. Returns the number reaped.
+    pub(crate) fn poll(&mut self, mem: &HcaMem, mut f: impl FnMut(Completion)) -> Result<u32> {
+        let base = self.slot * CQ_BYTES;
+        let start = self.ci;
+        loop {
+            let at = base + (self.ci % CQ_ENTRIES) as usize * CQE_SIZE;
+            let op_own: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_OWNER_SR_OPCODE]);
+            // get_sw_cqe(): software's if the owner bit matches the pass.
+            if (op_own & CQE_OWNER != 0) != (self.ci & CQ_ENTRIES != 0) {
+                break;
+            }
+            // The owner byte before the rest of the CQE.
+            crate::writer::dma_rmb();
+            let mut qpn = 0u32;
+            for i in 1..4 {
+                let b: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_MY_QPN + i]);
+                qpn = (qpn << 8) | u32::from(b);
+            }
+            let hi: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_WQE_INDEX]);
+            let lo: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_WQE_INDEX + 1]);
+            let error = if op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR {
+                Some(kernel::dma_read!(mem.cqs, [try: at + CQE_SYNDROME]))
+            } else {
+                None
+            };
+            f(Completion {
+                qpn,
+                wqe_index: u16::from_be_bytes([hi, lo]),
+                error,
+            });
+            self.ci = self.ci.wrapping_add(1);
+        }
+        let n = self.ci.wrapping_sub(start);
+        if n != 0 {
+            // mlx4_cq_set_ci(): the CQEs are read (all loads above are done
+            // before this store on x86 and s390), so the device may reuse them.
+            kernel::dma_write!(
+                mem.cq_db,
+                [try: self.slot * DB_REC_WORDS],
+                (self.ci & 0xff_ffff).to_be()
+            );
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The adapter's one event queue: async and command events (MAP_EQ) and the
+//! completion events of any armed CQ, on MSI-X vector 0 (`mlx4/eq.c`).
+//!
+//! The EQ buffer is DMA memory the device writes; an EQE belongs to software
+//! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
+//! interrupt handler consumes what is there, counts it and re-arms the EQ
+//! through its doorbell in UAR page 0, the kernel's.
+
+use kernel::{
+    device::{Bound, Device},
+    io::Io,
+    irq::{self, IrqReturn},
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Relaxed, Release},
+        Arc,
+    },
+};
+
+use crate::{
+    be::{put32, put8, put_mtt_addr},
+    cmd::{CmdIf, CmdState, Command, Input, Op},
+    hca::HcaMem,
+    stats::HcaStats,
+    Adapter,
+};
+
+pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
+pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
+pub(crate) const EQE_SIZE: usize = 32;
+
+// struct mlx4_eq_context (0x40 bytes).
+const EQC_FLAGS: usize = 0x00;
+const EQC_LOG_EQ_SIZE: usize = 0x0c;
+const EQC_INTR: usize = 0x17;
+const EQC_LOG_PAGE_SIZE: usize = 0x18;
+const EQC_MTT_BASE: usize = 0x1b;
+const EQC_CONSUMER_INDEX: usize = 0x28;
+const EQC_SIZE: usize = 0x40;
+/// `MLX4_EQ_STATUS_OK | MLX4_EQ_STATE_ARMED`.
+const EQ_STATE_ARMED: u32 = 9 << 8;
+
+// struct mlx4_eqe.
+const EQE_TYPE: usize = 0x01;
+const EQE_OWNER: usize = 0x1f;
+const EQE_OWNER_BIT: u8 = 0x80;
+
+// enum mlx4_event.
+pub(crate) const EVENT_COMP: u8 = 0x00;
+pub(crate) const EVENT_CMD: u8 = 0x0a;
+/// `MLX4_ASYNC_EVENT_MASK` without the SR-IOV and Ethernet-only events:
+/// PATH_MIG, COMM_EST, SQ_DRAINED, CQ_ERROR, WQ_CATAS_ERROR, EEC_CATAS_ERROR,
+/// PATH_MIG_FAILED, PORT_CHANGE, CMD, ECC_DETECT, WQ_INVAL_REQ_ERROR,
+/// WQ_ACCESS_ERROR, SRQ_CATAS_ERROR, SRQ_QP_LAST_WQE, SRQ_LIMIT.
+const ASYNC_EVENT_MASK: u64 = (1 << 0x01)
+    | (1 << 0x02)
+    | (1 << 0x03)
+    | (1 << 0x04)
+    | (1 << 0x05)
+    | (1 << 0x06)
+    | (1 << 0x07)
+    | (1 << 0x09)
+    | (1 << 0x0a)
+    | (1 << 0x0e)
+    | (1 << 0x10)
+    | (1 << 0x11)
+    | (1 << 0x12)
+    | (1 << 0x13)
+    | (1 << 0x14);
+
+/// The MSI-X vector of the EQ (mlx4's async EQ uses entry 0).
+pub(crate) const EQ_VECTOR: u32 = 0;
+
+/// Offset in the UAR area of the doorbell of EQ `eqn` (`mlx4_get_eq_uar()`).
+pub(crate) fn doorbell_offset(eqn: u32) -> usize {
+    (eqn / 4) as usize * 4096 + 0x800 + 8 * (eqn % 4) as usize
+}
+
+/// The software side of the EQ.
+pub(crate) struct Eq {
+    pub(crate) eqn: u32,
+    /// Consumer index, not wrapped; only the interrupt handler advances it.
+    ci: Atomic<u32>,
+    /// Cleared before HW2SW_EQ: the handler then no longer rings the doorbell.
+    live: Atomic<bool>,
+}
+
+impl Eq {
+    pub(crate) fn new(eqn: u32) -> Self {
+        Eq {
+            eqn,
+            ci: Atomic::new(0),
+            live: Atomic::new(false),
+        }
+    }
+
+    /// SW2HW_EQ with the buffer at DMA address `buf` (zeroed), then MAP_EQ
+    /// of the async events.
+    pub(crate) fn create(&self, cmd: &CmdIf, st: &mut CmdState, buf: u64) -> Result {
+        let mut ctx = [0u8; EQC_SIZE];
+        put32(&mut ctx, EQC_FLAGS, EQ_STATE_ARMED)?;
+        put8(&mut ctx, EQC_LOG_EQ_SIZE, EQ_LOG_ENTRIES as u8)?;
+        put8(&mut ctx, EQC_INTR, EQ_VECTOR as u8)?;
+        // 4 KiB pages: log_page_size 0, as the contract requires.
+        put8(&mut ctx, EQC_LOG_PAGE_SIZE, 0)?;
+        put_mtt_addr(&mut ctx, EQC_MTT_BASE, buf)?;
+        put32(&mut ctx, EQC_CONSUMER_INDEX, 0)?;
+        cmd.exec(
+            st,
+            Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(&ctx)),
+        )?;
+        st.live.eq = true;
+        if let Err(e) = cmd.exec(
+            st,
+            Command::new(Op::MapEq, self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
+        ) {
+            self.destroy(cmd, st);
+            return Err(e);
+        }
+        self.live.store(true, Release);
+        Ok(())
+    }
+
+    /// Stops the handler from ringing the doorbell; call, then wait for the
+    /// interrupt handler, then [`Eq::destroy`].
+    pub(crate) fn quiesce(&self) {
+        self.live.store(false, Release);
+    }
+
+    /// MAP_EQ (unmap) and HW2SW_EQ; errors are logged by the command path.
+    pub(crate) fn destroy(&self, cmd: &CmdIf, st: &mut CmdState) {
+        if !st.live.eq {
+            return;
+        }
+        self.live.store(false, Release);
+        let _ = cmd.exec(
+            st,
+            Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
+        );
+        let mut out = [0u8; EQC_SIZE];
+        let _ = cmd.exec(st, Command::new(Op::Hw2SwEq, self.eqn).output(&mut out));
+        st.live.eq = false;
+    }
+
+    /// `eq_set_ci()` with `req_not`: consumer index and arm.
+    pub(crate) fn arm(&self, uar: &kernel::io::Mmio) -> Result {
+        let v = (self.ci.load(Relaxed) & 0xff_ffff) | (1 << 31);
+        uar.try_write32(
+            u32::from_le_bytes(v.to_be_bytes()),
+            doorbell_offset(self.eqn),
+        )
+    }
+
+    /// Consumes the EQEs the device has written; returns how many.
+    fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<u32> {
+        let mut ci = self.ci.load(Relaxed);
+        let start = ci;
+        loop {
+            let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
+            let owner: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_OWNER]);
+            if (owner & EQE_OWNER_BIT != 0) != (ci & EQ_ENTRIES != 0) {
+                break;
+            }
+            // The owner byte before the rest of the EQE.
+            crate::writer::dma_rmb();
+            let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
+            stats.eqe(kind);
+            ci = ci.wrapping_add(1);
+        }
+        self.ci.store(ci, Relaxed);
+        Ok(ci.wrapping_sub(start))
+    }
+}
+
+/// The MSI-X handler of the EQ.
+pub(crate) struct EqHandler {
+    pub(crate) adapter: Arc<Adapter>,
+}
+
+impl irq::Handler for EqHandler {
+    fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
+        let Some(hca) = self.adapter.hca.as_deref() else {
+            return IrqReturn::None;
+        };
+        hca.stats.interrupt();
+        if !hca.eq.live.load(Acquire) {
+            return IrqReturn::Handled;
+        }
+        // The registration is dropped before the device's resources are
+        // released, so the hardware is still there while this runs.
+        let Ok(hw) = self.adapter.hw.access(dev) else {
+            return IrqReturn::None;
+        };
+        let Some(mem) = hw.hca.as_ref() else {
+            return IrqReturn::None;
+        };
+        // An EQE the driver cannot read is a driver bug; still re-arm.
+        let _ = hca.eq.poll(mem, &hca.stats);
+        let _ = hca.eq.arm(hw.bar2.uar());
+        IrqReturn::Handled
+    }
+}

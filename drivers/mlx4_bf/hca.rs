@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A real adapter (a Mellanox function, today the vfio-user device model of
+//! Documentation/mlx4-model.rst): bring-up through the command interface,
+//! the EQ and its interrupt, the CQ and QP commands contexts need, and the
+//! teardown at unbind.
+//!
+//! Probe: 64-bit DMA mask; BAR0 mapped; ownership word read (nonzero: owned
+//! by someone else, -EBUSY); the HCR toggle taken from the device (no reset,
+//! see `CmdIf::sync_toggle`); QUERY_FW (cmd_if_rev 2..3); QUERY_DEV_CAP
+//! (UARs, BlueFlame, queue limits); then, once the adapter exists, one MSI-X
+//! vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, and a NOP with
+//! the E bit, which must come back as an interrupt. No MAP_FA/RUN_FW/
+//! INIT_HCA/ICM: the model is ready after reset and takes queue buffers by
+//! DMA address (real firmware asking for ICM is refused in QUERY_FW).
+//!
+//! Unbind: posts are stopped (`posting` revoked, which waits for those in
+//! flight), every QP still in hardware is reset and every CQ returned
+//! (2RST_QP, HW2SW_CQ), the EQ unmapped and returned after its interrupt
+//! handler has finished, the command interface marked dead and the
+//! ownership word cleared. Contexts still open then get -ENODEV.
+
+use kernel::{
+    device::{Bound, Core, Device},
+    devres::Devres,
+    dma::{Coherent, Device as _, DmaMask},
+    io::{poll::read_poll_timeout, Mmio},
+    pci,
+    prelude::*,
+    revocable::Revocable,
+    time::Delta,
+};
+
+use crate::{
+    cmd::{CmdIf, Command, Op, BAR0_SIZE, OWNER},
+    cq::{self, Cq, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    eq::{Eq, EQE_SIZE, EQ_ENTRIES},
+    fw::{self, DevCap, FwInfo},
+    qp::{self, QpParams},
+    stats::HcaStats,
+    wqe, Hw, FIRST_QPN, MAX_QPS, SQ_ENTRIES,
+};
+
+/// `NOP`'s in_modifier: "finish as soon as possible".
+const NOP_IN_MOD: u32 = 0x1f;
+/// How long the NOP's event may take to arrive as an interrupt.
+const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
+
+/// DMA memory of the queues the device writes; released at unbind.
+pub(crate) struct HcaMem {
+    /// `EQ_ENTRIES` EQEs.
+    pub(crate) eq: Coherent<[u8]>,
+    /// `MAX_CQS` CQ buffers of one page each.
+    pub(crate) cqs: Coherent<[u8]>,
+    /// `MAX_CQS` doorbell records (set_ci, arm), big-endian.
+    pub(crate) cq_db: Coherent<[u32]>,
+}
+
+/// The DMA addresses of [`HcaMem`], for contexts written outside the RCU
+/// section that guards the memory itself.
+#[derive(Clone, Copy)]
+pub(crate) struct HcaDma {
+    pub(crate) eq: u64,
+    pub(crate) cqs: u64,
+    pub(crate) cq_db: u64,
+}
+
+impl HcaMem {
+    fn new(dev: &Device<Bound>) -> Result<Self> {
+        Ok(HcaMem {
+            eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
+            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES, GFP_KERNEL)?,
+            cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
+        })
+    }
+
+    fn dma(&self) -> HcaDma {
+        HcaDma {
+            eq: self.eq.dma_handle(),
+            cqs: self.cqs.dma_handle(),
+            cq_db: self.cq_db.dma_handle(),
+        }
+    }
+}
+
+#[pin_data]
+pub(crate) struct Hca {
+    pub(crate) cmd: Pin<KBox<CmdIf>>,
+    pub(crate) fw: FwInfo,
+    pub(crate) dev_cap: DevCap,
+    pub(crate) eq: Eq,
+    dma: HcaDma,
+    /// CQ slot `i` is CQ number `first_cqn + i`.
+    first_cqn: u32,
+    /// QPNs handed out lie below this.
+    pub(crate) qpn_limit: u32,
+    /// Posts to the device run inside this; unbind revokes it first.
+    #[pin]
+    pub(crate) posting: Revocable<()>,
+    pub(crate) stats: HcaStats,
+}
+
+/// Maps BAR0, takes ownership, queries the device and allocates the queue
+/// memory. If anything fails after the ownership was taken, `CmdIf`'s drop
+/// gives it back.
+pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, HcaMem)> {
+    let dev = pdev.as_ref();
+    // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
+    unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
+    let bar0 = pdev
+        .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
+        .into_devres()?;
+    let cmd = CmdIf::new(pdev, bar0)?;
+    // mlx4_get_ownership(): reading 0 takes the device.
+    let owner = cmd.read_owner()?;
+    if owner != 0 {
+        dev_err!(
+            dev,
+            "owned by another driver: ownership word BAR0+{:#x} reads {:#x}\n",
+            OWNER,
+            owner
+        );
+        return Err(EBUSY);
+    }
+    cmd.sync_toggle()?;
+    let fw = fw::query_fw(&cmd)?;
+    let dev_cap = fw::query_dev_cap(&cmd)?;
+    dev_cap.check(
+        dev,
+        SQ_ENTRIES.ilog2() as u8,
+        CQ_LOG_ENTRIES as u8,
+        wqe::MAX_WQE_LEN,
+    )?;
+    let (eqn, first_cqn) = numbers(dev, &dev_cap)?;
+    let mem = HcaMem::new(dev)?;
+    let dma = mem.dma();
+    let hca = KBox::pin_init(
+        try_pin_init!(Hca {
+            cmd,
+            fw,
+            qpn_limit: dev_cap.max_qps,
+            dev_cap,
+            eq: Eq::new(eqn),
+            dma,
+            first_cqn,
+            posting <- Revocable::new(()),
+            stats: HcaStats::new(),
+        }),
+        GFP_KERNEL,
+    )?;
+    Ok((hca, mem))
+}
+
+/// The EQ and the first CQ number, inside the device's limits. The EQ's
+/// doorbell must be in UAR page 0, the only one no context owns.
+fn numbers(dev: &kernel::device::Device, cap: &DevCap) -> Result<(u32, u32)> {
+    let eqn = cap.reserved_eqs;
+    if eqn >= cap.max_eqs || eqn >= 4 {
+        dev_err!(dev, "no usable EQ ({} reserved of {})\n", eqn, cap.max_eqs);
+        return Err(ENODEV);
+    }
+    let first_cqn = cap.reserved_cqs;
+    if first_cqn as usize + MAX_CQS > cap.max_cqs as usize {
+        dev_err!(
+            dev,
+            "too few CQs ({} reserved of {})\n",
+            first_cqn,
+            cap.max_cqs
+        );
+        return Err(ENODEV);
+    }
+    // QPNs skip 64 of every 256 (BlueFlame-safe); leave room to wrap.
+    if FIRST_QPN < cap.reserved_qps || FIRST_QPN as usize + 4 * MAX_QPS > cap.max_qps as usize {
+        dev_err!(
+            dev,
+            "too few QPs ({} reserved of {})\n",
+            cap.reserved_qps,
+            cap.max_qps
+        );
+        return Err(ENODEV);
+    }
+    Ok((eqn, first_cqn))
+}
+
+impl Hca {
+    /// The bring-up that needs the adapter and its interrupt handler:
+    /// SW2HW_EQ, MAP_EQ, arm, NOP with an event. `uar` is the adapter's UAR
+    /// area (the EQ doorbell is in page 0).
+    pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
+        self.eq
+            .create(&self.cmd, &mut self.cmd.lock(), self.dma.eq)?;
+        self.eq.arm(uar)?;
+        let before = self.stats.cmd_events();
+        let nop = self.cmd.exec(
+            &mut self.cmd.lock(),
+            Command::new(Op::Nop, NOP_IN_MOD).event(),
+        );
+        // mlx4_setup_hca(): the NOP must raise an interrupt. Commands are
+        // polled, so a lost interrupt costs only the async events: warn.
+        let seen = nop.and_then(|()| {
+            read_poll_timeout(
+                || Ok(self.stats.cmd_events()),
+                |n| *n != before,
+                Delta::from_millis(1),
+                Delta::from_millis(NOP_IRQ_TIMEOUT_MS),
+            )
+        });
+        match seen {
+            Err(e) if e == ETIMEDOUT => {
+                dev_warn!(dev, "NOP command failed to generate an MSI-X interrupt\n");
+                Ok(())
+            }
+            r => r.map(|_| ()),
+        }
+    }
+
+    /// Takes the device down (see the module documentation); idempotent.
+    /// `sync_irq` waits for a running interrupt handler.
+    pub(crate) fn shutdown(&self, sync_irq: impl FnOnce()) {
+        // No post starts after this, and those running have finished.
+        self.posting.revoke();
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return;
+        }
+        for slot in 0..MAX_QPS {
+            qp::destroy(&self.cmd, &mut st, slot);
+        }
+        for slot in 0..MAX_CQS {
+            cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
+        }
+        self.eq.quiesce();
+        sync_irq();
+        self.eq.destroy(&self.cmd, &mut st);
+        st.dead = true;
+        drop(st);
+        self.cmd.free_ownership();
+    }
+
+    fn cqn(&self, slot: usize) -> u32 {
+        self.first_cqn + slot as u32
+    }
+
+    /// A CQ for the context owning UAR `uar`. The buffer is cleared in a
+    /// short RCU section of `hw`; the command runs outside it.
+    pub(crate) fn open_cq(&self, hw: &Devres<Hw>, uar: u32) -> Result<Cq> {
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        let slot = (!st.live.cqs).trailing_zeros() as usize;
+        if slot >= MAX_CQS {
+            return Err(ENOSPC);
+        }
+        {
+            let hw = hw.try_access().ok_or(ENODEV)?;
+            let mem = hw.hca.as_ref().ok_or(ENODEV)?;
+            cq::clear(mem, slot, &st)?;
+        }
+        Cq::create(
+            &self.cmd,
+            &mut st,
+            &self.dma,
+            slot,
+            self.cqn(slot),
+            uar,
+            self.eq.eqn,
+        )
+    }
+
+    pub(crate) fn close_cq(&self, cq: &Cq) {
+        cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
+    }
+
+    pub(crate) fn create_qp(&self, p: &QpParams, slot: usize) -> Result {
+        qp::create(&self.cmd, &mut self.cmd.lock(), p, slot)
+    }
+
+    pub(crate) fn destroy_qp(&self, slot: usize) {
+        qp::destroy(&self.cmd, &mut self.cmd.lock(), slot);
+    }
+}

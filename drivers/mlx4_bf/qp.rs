@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! QPs of a real adapter: the send queue's initial ownership, the QP context
+//! and the RST -> INIT -> RTR -> RTS transitions (`mlx4/qp.c`,
+//! `mlx4_ib/qp.c`), and the reset that destroys a QP.
+
+use kernel::prelude::*;
+
+use crate::{
+    be::{put32, put8, put_mtt_addr},
+    cmd::{CmdIf, CmdState, Command, Input, Op},
+    SQ_ENTRIES, SQ_STRIDE,
+};
+
+// struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.
+const QPC_FLAGS: usize = 0x00;
+const QPC_MTU_MSGMAX: usize = 0x08;
+const QPC_RQ_SIZE_STRIDE: usize = 0x09;
+const QPC_SQ_SIZE_STRIDE: usize = 0x0a;
+const QPC_USR_PAGE: usize = 0x0c;
+const QPC_LOCAL_QPN: usize = 0x10;
+const QPC_REMOTE_QPN: usize = 0x14;
+const QPC_PRI_PATH_SCHED_QUEUE: usize = 0x18 + 0x20;
+const QPC_CQN_SEND: usize = 0x7c;
+const QPC_CQN_RECV: usize = 0x9c;
+const QPC_DB_REC_ADDR: usize = 0xa0;
+const QPC_LOG_PAGE_SIZE: usize = 0xc8;
+const QPC_MTT_BASE: usize = 0xcb;
+const QPC_SIZE: usize = 0xf8;
+const MBOX_OPTPAR: usize = 0x00;
+const MBOX_QPC: usize = 0x08;
+
+// enum mlx4_qp_state and the service type of the flags word.
+const STATE_INIT: u32 = 1;
+const STATE_RTR: u32 = 2;
+const STATE_RTS: u32 = 3;
+const ST_RC: u32 = 0;
+/// `MLX4_QP_PM_MIGRATED`: no alternate path.
+const PM_MIGRATED: u32 = 3;
+/// IB MTU 4096, messages up to 2^31 bytes (`mlx4_ib`'s RC setting).
+const MTU_MSGMAX: u8 = (5 << 5) | 31;
+/// Port 1 (`0x83 | (port - 1) << 6`).
+const SCHED_QUEUE_PORT1: u8 = 0x83;
+/// `2RST_QP` takes op_mod 2 and no mailbox.
+const TO_RST_OP_MOD: u32 = 2;
+
+/// `sq_size_stride`: `log2(SQ_ENTRIES) << 3 | (log2(SQ_STRIDE) - 4)`.
+const SQ_SIZE_STRIDE: u8 = ((SQ_ENTRIES.ilog2() << 3) | (SQ_STRIDE.ilog2() - 4)) as u8;
+
+/// `srcrb_flags` (ctrl + 8): `MLX4_WQE_CTRL_CQ_UPDATE`, a CQE for this WQE.
+const CTRL_SRCRB_FLAGS: usize = 8;
+pub(crate) const CTRL_CQ_UPDATE: u32 = 3 << 2;
+/// Owner bit of `owner_opcode`.
+const CTRL_OWNER: u32 = 1 << 31;
+
+/// Asks for a completion of this WQE. The kernel owns the send queue and
+/// needs the CQE to know when the slot is free again, so every WQE posted to
+/// a real adapter carries it, whatever user space set.
+pub(crate) fn stamp_cq_update(wqe: &mut [u8]) -> Result {
+    let at = CTRL_SRCRB_FLAGS;
+    let b = wqe.get_mut(at..at + 4).ok_or(EINVAL)?;
+    let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) | CTRL_CQ_UPDATE;
+    b.copy_from_slice(&v.to_be_bytes());
+    Ok(())
+}
+
+/// `mlx4_qp_init_sq_ownership()`: every WQE of a new send queue starts with
+/// the owner bit set, so the device sees none of them as valid in the first
+/// pass (`owner == !!(index & SQ_ENTRIES)`); the rest is cleared.
+pub(crate) fn init_sq_ownership(sq: &mut [u8]) {
+    sq.fill(0);
+    for wqe in sq.chunks_exact_mut(SQ_STRIDE) {
+        wqe[..4].copy_from_slice(&CTRL_OWNER.to_be_bytes());
+    }
+}
+
+/// What the QP context says about one QP.
+pub(crate) struct QpParams {
+    pub(crate) qpn: u32,
+    pub(crate) uar: u32,
+    pub(crate) cqn: u32,
+    /// DMA address of its send queue (SQ at offset 0: there is no RQ).
+    pub(crate) sq_dma: u64,
+}
+
+fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
+    let mut mbox = [0u8; MBOX_QPC + QPC_SIZE];
+    put32(&mut mbox, MBOX_OPTPAR, 0)?;
+    let ctx = &mut mbox[MBOX_QPC..];
+    put32(
+        ctx,
+        QPC_FLAGS,
+        (state << 28) | (ST_RC << 16) | (PM_MIGRATED << 11),
+    )?;
+    put8(ctx, QPC_MTU_MSGMAX, MTU_MSGMAX)?;
+    // No receive queue: size and stride 0.
+    put8(ctx, QPC_RQ_SIZE_STRIDE, 0)?;
+    put8(ctx, QPC_SQ_SIZE_STRIDE, SQ_SIZE_STRIDE)?;
+    put32(ctx, QPC_USR_PAGE, p.uar)?;
+    put32(ctx, QPC_LOCAL_QPN, p.qpn)?;
+    // Connected to itself until QPs can be connected to each other.
+    put32(ctx, QPC_REMOTE_QPN, p.qpn)?;
+    put8(ctx, QPC_PRI_PATH_SCHED_QUEUE, SCHED_QUEUE_PORT1)?;
+    put32(ctx, QPC_CQN_SEND, p.cqn)?;
+    put32(ctx, QPC_CQN_RECV, p.cqn)?;
+    put32(ctx, QPC_DB_REC_ADDR, 0)?;
+    put8(ctx, QPC_LOG_PAGE_SIZE, 0)?;
+    put_mtt_addr(ctx, QPC_MTT_BASE, p.sq_dma)?;
+    Ok(mbox)
+}
+
+/// RST2INIT, INIT2RTR, RTR2RTS; on failure the QP is reset again. `slot` is
+/// the QP's send-queue slot, under which the command lock records it.
+pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &QpParams, slot: usize) -> Result {
+    if st.live.qps.get(slot).is_none_or(|&q| q != 0) {
+        return Err(EINVAL);
+    }
+    let init = context(p, STATE_INIT)?;
+    cmd.exec(
+        st,
+        Command::new(Op::Rst2InitQp, p.qpn).input(Input::Mailbox(&init)),
+    )?;
+    st.live.qps[slot] = p.qpn;
+    let rest = context(p, STATE_RTR).and_then(|rtr| {
+        cmd.exec(
+            st,
+            Command::new(Op::Init2RtrQp, p.qpn).input(Input::Mailbox(&rtr)),
+        )
+    });
+    let rest = rest.and_then(|()| {
+        let rts = context(p, STATE_RTS)?;
+        cmd.exec(
+            st,
+            Command::new(Op::Rtr2RtsQp, p.qpn).input(Input::Mailbox(&rts)),
+        )
+    });
+    if let Err(e) = rest {
+        destroy(cmd, st, slot);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// 2RST_QP of the QP recorded under `slot`, unless unbind already did it.
+pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize) {
+    let Some(&qpn) = st.live.qps.get(slot) else {
+        return;
+    };
+    if qpn == 0 {
+        return;
+    }
+    // Failures are logged by the command path; the QP is forgotten either
+    // way, as mlx4 does, since nothing else can be done with it.
+    let _ = cmd.exec(st, Command::new(Op::ToRstQp, qpn).op_mod(TO_RST_OP_MOD));
+    st.live.qps[slot] = 0;
+}
