@@ -5,7 +5,7 @@
 #
 #   mlx4-bf.sh setup                 make the toolchain root, fetch the kernel source
 #   mlx4-bf.sh versions              print the root's toolchain versions
-#   mlx4-bf.sh test                  versions, host-test, selftests
+#   mlx4-bf.sh test                  versions, host-test, suites
 #   mlx4-bf.sh host-test             cargo test (pure rules, ABI, tools)
 #   mlx4-bf.sh kernel                build (or reuse) the test kernel
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
@@ -14,12 +14,15 @@
 #   mlx4-bf.sh run                   the demo: boot, load, post, show
 #   mlx4-bf.sh bench                 the benchmark; results land in results/
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
-#   mlx4-bf.sh selftests             run the kselftests in the guest (KTAP)
+#   mlx4-bf.sh selftests             one boot: the kselftests on $ADAPTER (KTAP)
+#   mlx4-bf.sh suites                every boot of make test (ivshmem, model,
+#                                    model with non-posted writes), and a total
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
-# BAR2_SIZE=8M.
+# BAR2_SIZE=8M, ADAPTER=ivshmem|model, NO_POSTED_WRITES=1 (model: QEMU waits
+# for the model on every write).
 #
 # Every command runs inside the toolchain root (scripts/setup-root.sh): this
 # script makes the root if needed and runs itself again in it.
@@ -36,6 +39,8 @@ fi
 CARGO_TARGET=$CACHE/cargo-target-$(toolchain_id | sha256sum | cut -c1-16)
 
 KCONFIG=${KCONFIG:-base}
+# ivshmem (a passive BAR2) or model (the ConnectX-3 device model).
+ADAPTER=${ADAPTER:-ivshmem}
 OUT=$TOP/build/$KCONFIG
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
@@ -85,6 +90,14 @@ build_helper() {
 	cp "$CARGO_TARGET/x86_64-unknown-linux-gnu/release/mlx4-bf" "$OUT/guest/"
 }
 
+# The device model (tools/mlx4-model), for the root's QEMU.
+build_model() {
+	log "model: building tools/mlx4-model"
+	CARGO_TARGET_DIR=$CARGO_TARGET cargo build --quiet --release -p mlx4-model \
+		--manifest-path "$TOP/Cargo.toml" >&2
+	MODEL_BIN=$CARGO_TARGET/release/mlx4-model
+}
+
 # vm_boot MODE CMD VMARGS -- DIRS...
 vm_boot() {
 	local mode=$1 cmd=$2 vmargs=() dirs=()
@@ -96,7 +109,15 @@ vm_boot() {
 	build_module "$KDIR"
 	"$TOP/tools/vm/mkinitramfs.sh" "$OUT/initramfs.cpio.gz" "$OUT/mlx4_bf.ko" \
 		"$mode" "$cmd" "${MODPARAMS:-}" "${dirs[@]}"
-	log "vm: booting $KCONFIG kernel under ${ACCEL:-tcg} (timeout ${VM_TIMEOUT}s)"
+	if [ "$ADAPTER" = model ]; then
+		build_model
+		# Every run keeps its analyzer trace.
+		mkdir -p "$OUT/traces"
+		vmargs+=(--adapter model --model "$MODEL_BIN"
+			 --trace "$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl")
+		[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
+	fi
+	log "vm: booting $KCONFIG kernel under ${ACCEL:-tcg} with the $ADAPTER adapter (timeout ${VM_TIMEOUT}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/arch/x86/boot/bzImage" \
 		--initrd "$OUT/initramfs.cpio.gz" --timeout "$VM_TIMEOUT" \
 		--accel "${ACCEL:-tcg}" --bar2-size "${BAR2_SIZE:-8M}" "${vmargs[@]}"
@@ -115,6 +136,55 @@ host_test() {
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
 }
 
+# One boot running the selftests (MLX4_BF_TESTS: which programs; all by
+# default) once per writer, on $ADAPTER, as KTAP.
+selftests() {
+	local cmd
+	cmd="MLX4_BF_WRITES=${NO_POSTED_WRITES:+nonposted} MLX4_BF_TESTS='${MLX4_BF_TESTS:-}'"
+	cmd="$cmd MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
+	if [ "$KCONFIG" = debug ]; then
+		# Objects must be unreferenced for a while before kmemleak reports
+		# them; its report lines fail the run (vm.py).
+		cmd="$cmd; rc=\$?; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;
+		     echo scan >/sys/kernel/debug/kmemleak; cat /sys/kernel/debug/kmemleak; exit \$rc"
+	fi
+	vm_boot test "$cmd" --ktap -- "$OUT/guest"
+}
+
+# The selftests that run against the device model. The others read BAR2
+# back through resource2 (the ivshmem oracle); the model's BAR2 is trapped,
+# so they run on ivshmem until they are moved to the analyzer.
+MODEL_TESTS="mlx4_bf_analyzer_test mlx4_bf_unbind_test mlx4_bf_module_test.sh mlx4_bf_helper_test.sh"
+
+# Every suite of make test, one boot each, and their total as the last line:
+# all programs on ivshmem; on the model with posted writes; the analyzer
+# tests again with non-posted writes (they then see the send queue as it was
+# at each MMIO write).
+suites() {
+	local out passed=0 failed=0 skipped=0 rc=0 line p f k
+	out=$(mktemp)
+	for suite in "ivshmem" "model" "model nonposted"; do
+		set -- $suite
+		log "suite: $suite"
+		(
+			ADAPTER=$1
+			if [ "$1" = model ]; then
+				MLX4_BF_TESTS=$MODEL_TESTS
+				[ "${2:-}" = nonposted ] && { NO_POSTED_WRITES=1; MLX4_BF_TESTS=mlx4_bf_analyzer_test; }
+			fi
+			selftests
+		) | tee "$out" || rc=1
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
+		[ -n "$line" ] || { rc=1; continue; }
+		read -r p _ f _ k _ <<<"${line//,/}"
+		passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ${k:-0}))
+	done
+	rm -f "$out"
+	[ "$failed" = 0 ] || rc=1
+	echo "selftests: $passed passed, $failed failed, $skipped skipped"
+	return $rc
+}
+
 cmd=${1:-}
 shift || true
 case $cmd in
@@ -122,7 +192,9 @@ setup)     "$TOP/scripts/kernel-source.sh" ;;
 versions)  versions ;;
 test)      versions
 	   host_test
-	   "$0" selftests ;;
+	   need_kdir; build_selftests "$KDIR"
+	   build_helper
+	   suites ;;
 host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 module)    need_kdir; build_module "$KDIR" ;;
@@ -159,13 +231,9 @@ lint)      need_kdir
 	   log "lint: clean" ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
-	   cmd="MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
-	   if [ "$KCONFIG" = debug ]; then
-		# Objects must be unreferenced for a while before kmemleak reports
-		# them; its report lines fail the run (vm.py).
-		cmd="$cmd; rc=\$?; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;
-		     echo scan >/sys/kernel/debug/kmemleak; cat /sys/kernel/debug/kmemleak; exit \$rc"
-	   fi
-	   vm_boot test "$cmd" --ktap -- "$OUT/guest" ;;
+	   selftests ;;
+suites)    need_kdir; build_selftests "$KDIR"
+	   build_helper
+	   suites ;;
 *)         die "unknown command '$cmd' (see the header of $0)" ;;
 esac

@@ -9,10 +9,15 @@
 #
 # MLX4_BF_PARAM_SETS="writer=1;writer=2" runs everything once per set of
 # module parameters, reloading mlx4_bf from $MLX4_BF_KO in between.
+# MLX4_BF_TESTS="prog1 prog2" runs only those programs.
 
 cd "$(dirname "$0")" || exit 1
 limit=$(sed -n 's/^timeout=//p' settings)
-progs=$(ls ./*_test ./*_test.sh 2>/dev/null)
+if [ -n "${MLX4_BF_TESTS:-}" ]; then
+	progs=$(for p in $MLX4_BF_TESTS; do echo "./$p"; done)
+else
+	progs=$(ls ./*_test ./*_test.sh 2>/dev/null)
+fi
 sets=${MLX4_BF_PARAM_SETS:-}
 nsets=1
 [ -n "$sets" ] && nsets=$(echo "$sets" | tr ';' '\n' | wc -l)

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The analyzer: counters of the ConnectX-3 device model (tools/mlx4-model)
+ * read through its diagnostic block in BAR0 (Documentation/mlx4-model.rst).
+ * The block is the model's own, never the driver's; on an adapter without it
+ * (real hardware, the ivshmem stand-in) model_open() fails and tests SKIP.
+ * Every access is a trapped MMIO round trip (tens of microseconds): read
+ * sparingly. A read also waits for every posted write before it, so what a
+ * counter shows includes all posts made before.
+ */
+#ifndef MLX4_BF_MODEL_H
+#define MLX4_BF_MODEL_H
+
+#include "mlx4_bf_lib.h"
+
+#define MODEL_DIAG		0xe0000
+#define MODEL_MAGIC		0x4d4c584d	/* "MXLM" */
+
+/* Registers, offsets in the diagnostic block. */
+#define MODEL_QP_SELECT		0x08
+#define MODEL_MARK		0x0c
+#define MODEL_EXPECT		0x10
+#define MODEL_FALLBACK_EVERY	0x14
+#define MODEL_ERRORS		0x20
+#define MODEL_UNEXPECTED	0x28
+#define MODEL_WQE_BF		0x30
+#define MODEL_WQE_DMA		0x38
+#define MODEL_BF_FALLBACKS	0x40
+#define MODEL_DOORBELLS		0x48
+#define MODEL_CQES		0x50
+#define MODEL_EQES		0x58
+#define MODEL_IRQS		0x60
+#define MODEL_COMMANDS		0x68
+#define MODEL_SQ_DMA_READS	0x70
+/* Per QP, for the QP written to MODEL_QP_SELECT. */
+#define MODEL_QP_WQE_BF		0x80
+#define MODEL_QP_WQE_DMA	0x88
+#define MODEL_QP_FB_PAGE	0x90
+#define MODEL_QP_FB_STAMP	0x98
+#define MODEL_QP_FB_ORDER	0xa0
+#define MODEL_QP_FB_FORCED	0xa8
+#define MODEL_QP_DOORBELLS	0xb0
+#define MODEL_QP_CQES		0xb8
+
+struct model {
+	uint8_t *diag;
+	void *map;
+	size_t map_len;
+};
+
+/*
+ * Maps the model's diagnostic block; 0 on success, -1 if there is none.
+ * Registers are accessed with relaxed atomics: exactly one load or store of
+ * the register's width each, which the compiler may neither merge nor drop.
+ */
+static inline int model_open(struct model *m)
+{
+	char bdf[64], path[160];
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		return -1;
+	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource0", bdf);
+	fd = open(path, O_RDWR | O_SYNC);
+	if (fd < 0)
+		return -1;
+	m->map_len = 4096;
+	m->map = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, MODEL_DIAG);
+	close(fd);
+	if (m->map == MAP_FAILED)
+		return -1;
+	m->diag = m->map;
+	if (__atomic_load_n((uint32_t *)m->diag, __ATOMIC_RELAXED) != MODEL_MAGIC) {
+		munmap(m->map, m->map_len);
+		return -1;
+	}
+	return 0;
+}
+
+static inline void model_close(struct model *m)
+{
+	munmap(m->map, m->map_len);
+}
+
+static inline uint64_t model_read(struct model *m, unsigned int reg)
+{
+	return __atomic_load_n((uint64_t *)(m->diag + reg), __ATOMIC_RELAXED);
+}
+
+static inline void model_write(struct model *m, unsigned int reg, uint32_t value)
+{
+	__atomic_store_n((uint32_t *)(m->diag + reg), value, __ATOMIC_RELAXED);
+}
+
+/* The per-QP counters of @qpn, and the global ones a test looks at. */
+struct model_counts {
+	uint64_t wqe_bf, wqe_dma, fb_page, fb_stamp, fb_order, fb_forced, doorbells, cqes;
+	uint64_t sq_dma_reads, errors, unexpected;
+};
+
+static inline void model_counts(struct model *m, uint32_t qpn, struct model_counts *c)
+{
+	model_write(m, MODEL_QP_SELECT, qpn);
+	c->wqe_bf = model_read(m, MODEL_QP_WQE_BF);
+	c->wqe_dma = model_read(m, MODEL_QP_WQE_DMA);
+	c->fb_page = model_read(m, MODEL_QP_FB_PAGE);
+	c->fb_stamp = model_read(m, MODEL_QP_FB_STAMP);
+	c->fb_order = model_read(m, MODEL_QP_FB_ORDER);
+	c->fb_forced = model_read(m, MODEL_QP_FB_FORCED);
+	c->doorbells = model_read(m, MODEL_QP_DOORBELLS);
+	c->cqes = model_read(m, MODEL_QP_CQES);
+	c->sq_dma_reads = model_read(m, MODEL_SQ_DMA_READS);
+	c->errors = model_read(m, MODEL_ERRORS);
+	c->unexpected = model_read(m, MODEL_UNEXPECTED);
+}
+
+/* What changed between two snapshots, as one line for a failure message. */
+static inline const char *model_delta_str(const struct model_counts *a,
+					  const struct model_counts *b)
+{
+	static char s[320];
+
+	snprintf(s, sizeof(s),
+		 "analyzer saw: %llu WQE(s) from BlueFlame, %llu fetched by DMA, %llu SQ DMA read(s), BF fallbacks %llu foreign page / %llu counter-owner / %llu order / %llu forced, %llu doorbell(s), %llu CQE(s), %llu protocol error(s)",
+		 (unsigned long long)(b->wqe_bf - a->wqe_bf),
+		 (unsigned long long)(b->wqe_dma - a->wqe_dma),
+		 (unsigned long long)(b->sq_dma_reads - a->sq_dma_reads),
+		 (unsigned long long)(b->fb_page - a->fb_page),
+		 (unsigned long long)(b->fb_stamp - a->fb_stamp),
+		 (unsigned long long)(b->fb_order - a->fb_order),
+		 (unsigned long long)(b->fb_forced - a->fb_forced),
+		 (unsigned long long)(b->doorbells - a->doorbells),
+		 (unsigned long long)(b->cqes - a->cqes),
+		 (unsigned long long)(b->errors - a->errors));
+	return s;
+}
+
+#endif /* MLX4_BF_MODEL_H */
