@@ -113,8 +113,8 @@ vm_boot() {
 		build_model
 		# Every run keeps its analyzer trace.
 		mkdir -p "$OUT/traces"
-		vmargs+=(--adapter model --model "$MODEL_BIN"
-			 --trace "$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl")
+		TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
+		vmargs+=(--adapter model --model "$MODEL_BIN" --trace "$TRACE")
 		[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
 	fi
 	log "vm: booting $KCONFIG kernel under ${ACCEL:-tcg} with the $ADAPTER adapter (timeout ${VM_TIMEOUT}s)"
@@ -204,7 +204,12 @@ vm-shell)  vm_boot shell "" --shell -- "$@" ;;
 run)       need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
-	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest" ;;
+	   ADAPTER=${MLX4_BF_RUN_ADAPTER:-model}
+	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest"
+	   if [ "$ADAPTER" = model ]; then
+		echo "== the adapter's view of the first BlueFlame and doorbell post (analyzer trace $TRACE)"
+		python3 "$TOP/tools/vm/trace_view.py" "$TRACE"
+	   fi ;;
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
