@@ -9,7 +9,7 @@ use crate::irq::Irq;
 use crate::layout::{BF_HALF, BF_REG_SIZE};
 use crate::protocol::{Code, FallbackReason};
 use crate::qp::QpState;
-use crate::send::Source;
+use crate::send::Origin;
 use crate::wqe::{Ctrl, CTRL_SIZE};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -110,7 +110,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
-        self.bf_complete(page, half, &b.bytes[..c.wqe_bytes()]);
+        self.bf_complete(page, half, &b.bytes[..need], c.wqe_bytes());
     }
 
     /// A burst that cannot be used: a protocol error, then the fallback if
@@ -160,8 +160,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// The contract's rule: execute from the BF bytes only if the page is
     /// the QP's, the counter and owner match the consumer index, and the
-    /// forced fallback does not apply.
-    fn bf_complete(&mut self, page: u32, half: u8, wqe: &[u8]) {
+    /// forced fallback does not apply. `burst` is what was written (the WQE
+    /// padded to 64 bytes), the WQE its first `wqe_len` bytes.
+    fn bf_complete(&mut self, page: u32, half: u8, burst: &[u8], wqe_len: usize) {
+        let wqe = &burst[..wqe_len];
         let c = Ctrl::decode(wqe);
         let qpn = c.bf_qpn;
         if !self.bf_qp_ready(qpn, page) {
@@ -191,7 +193,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             None
         };
         match reason {
-            None => self.execute_wqe(qpn, ci, wqe, Source::Bf),
+            None => self.execute_wqe(qpn, ci, wqe, Origin::Bf { page, half, burst }),
             Some(r) => self.fallback(qpn, page, half, r),
         }
     }
@@ -203,7 +205,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             "bf_fallback",
             json!({"qpn": qpn, "page": page, "half": half, "reason": reason.as_str()}),
         );
-        let taken = self.run_sq(qpn);
+        let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "bf_fallback") {
             self.protocol_error(
                 Code::FallbackNothingToFetch,

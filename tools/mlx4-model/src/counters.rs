@@ -18,6 +18,8 @@ pub struct Global {
     pub msix_irqs: u64,
     pub commands: u64,
     pub sq_dma_reads: u64,
+    /// MMIO writes to BAR2, whatever they hit.
+    pub bar2_writes: u64,
     /// Doorbells and BF bursts whose WQE a send-queue scan had already run
     /// (see `Qp::sq_ahead`): neither an error nor a second execution.
     pub already_executed: u64,
@@ -88,6 +90,7 @@ impl Counters {
             0x60 => g.msix_irqs,
             0x68 => g.commands,
             0x70 => g.sq_dma_reads,
+            0x78 => g.bar2_writes,
             0x80 => q.wqes_bf,
             0x88 => q.wqes_dma,
             0x90 => q.fallback_foreign_page,

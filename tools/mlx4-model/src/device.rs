@@ -269,6 +269,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 }
             }
             2 => {
+                self.counters.global.bar2_writes += 1;
                 let region = self.bar2_decode(off, len);
                 let rec = self.bar2_record(off, data, region);
                 self.trace.record("mmio_write", rec);

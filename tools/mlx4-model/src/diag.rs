@@ -1,6 +1,7 @@
 //! The model's diagnostic block at BAR0 + 0xe0000 (not mlx4's): magic,
-//! version, little-endian counters, QP_SELECT, MARK, EXPECT, FALLBACK_EVERY
-//! and the counter reset.
+//! version, little-endian counters, QP_SELECT, MARK, EXPECT, FALLBACK_EVERY,
+//! the counter reset, and the records of the last executed WQE and the last
+//! send doorbell.
 
 use crate::counters::Counters;
 use crate::device::Device;
@@ -10,13 +11,84 @@ use crate::protocol::Code;
 use serde_json::json;
 
 pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
-pub const VERSION: u32 = 1;
+/// 2: the BAR2 write counter (0x78) and the records (0xc0..0x4ff).
+pub const VERSION: u32 = 2;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
 pub const EXPECT: u64 = 0x10;
 pub const FALLBACK_EVERY: u64 = 0x14;
 pub const RESET_COUNTERS: u64 = 0x18;
+
+/// The last executed WQE: 4-byte registers from `LAST_WQE`, then its bytes.
+pub const LAST_WQE: u64 = 0xc0;
+/// The last send doorbell: its UAR page, then its 4 bytes as on the bus.
+pub const LAST_DOORBELL: u64 = 0xd8;
+/// The bytes of the last executed WQE, `LAST_WQE_BYTES_SIZE` of them.
+pub const LAST_WQE_BYTES: u64 = 0x100;
+/// Room for the largest WQE (DS 63: 1008 bytes).
+pub const LAST_WQE_BYTES_SIZE: usize = 0x400;
+
+/// Where the last executed WQE came from (register 0xc4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WqeSource {
+    /// Nothing executed yet.
+    #[default]
+    None = 0,
+    /// The BlueFlame bytes.
+    BlueFlame = 1,
+    /// Fetched from the send queue by DMA (doorbell or BF fallback).
+    Dma = 2,
+}
+
+/// The record of the last executed WQE, as the diag block shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LastWqe {
+    pub qpn: u32,
+    pub source: WqeSource,
+    /// BF: the page the burst was written to; DMA: the UAR page of the
+    /// doorbell or fallback that caused the fetch.
+    pub page: u32,
+    /// BF: the half (0/1); DMA: 0.
+    pub half: u32,
+    /// The WQE's send-queue index (the consumer index it ran at).
+    pub index: u32,
+    /// BF: the whole burst as written (DS*16 rounded up to 64, padding
+    /// included); DMA: the DS*16 bytes fetched. At most
+    /// `LAST_WQE_BYTES_SIZE`.
+    pub bytes: Vec<u8>,
+}
+
+/// The record of the last send doorbell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LastDoorbell {
+    pub page: u32,
+    /// As on the bus (the first 4 bytes of the write, zero-padded).
+    pub bytes: [u8; 4],
+}
+
+impl LastWqe {
+    /// The 8 little-endian bytes at record offset `base` (8-aligned, in
+    /// 0xc0..0xd8 or the byte window); None outside the record.
+    fn value(&self, base: u64) -> Option<u64> {
+        let pair = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+        match base {
+            0xc0 => Some(pair(self.qpn, self.source as u32)),
+            0xc8 => Some(pair(self.page, self.half)),
+            0xd0 => Some(pair(self.bytes.len() as u32, self.index)),
+            b if (LAST_WQE_BYTES..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&b) => {
+                let start = (b - LAST_WQE_BYTES) as usize;
+                let mut v = [0u8; 8];
+                if let Some(src) = self.bytes.get(start..) {
+                    let n = src.len().min(8);
+                    v[..n].copy_from_slice(&src[..n]);
+                }
+                Some(u64::from_le_bytes(v))
+            }
+            _ => None,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct DiagState {
@@ -26,6 +98,10 @@ pub struct DiagState {
     pub fallback_every: u32,
     /// Valid BF posts since FALLBACK_EVERY was last set.
     valid_posts: u64,
+    /// Kept across counter and device resets: they describe the last event,
+    /// whenever it was.
+    pub last_wqe: LastWqe,
+    pub last_doorbell: LastDoorbell,
 }
 
 impl DiagState {
@@ -35,6 +111,8 @@ impl DiagState {
             expect: 0,
             fallback_every,
             valid_posts: 0,
+            last_wqe: LastWqe::default(),
+            last_doorbell: LastDoorbell::default(),
         }
     }
 
@@ -65,6 +143,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             0x08 => Some(u64::from(self.diag.qp_select)),
             0x10 => Some(u64::from(self.diag.expect) | (u64::from(self.diag.fallback_every) << 32)),
             0x18 => Some(0),
+            LAST_DOORBELL => Some(
+                u64::from(self.diag.last_doorbell.page)
+                    | (u64::from(u32::from_le_bytes(self.diag.last_doorbell.bytes)) << 32),
+            ),
+            o if o >= LAST_WQE => self.diag.last_wqe.value(o),
             o => self.counters.diag_value(o, self.diag.qp_select),
         };
         let Some(v) = value else {

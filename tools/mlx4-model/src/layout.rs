@@ -11,7 +11,8 @@ pub const RESET_SIZE: u64 = 0x400;
 pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
 pub const DIAG_BASE: u64 = 0xe0000;
-pub const DIAG_SIZE: u64 = 0x100;
+/// Registers up to 0xff, then the last WQE's bytes (0x100..0x4ff).
+pub const DIAG_SIZE: u64 = 0x500;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates

@@ -3,6 +3,7 @@
 
 use crate::bytes::{be32, hex, put_be16, put_be32};
 use crate::device::Device;
+use crate::diag::{LastDoorbell, LastWqe, WqeSource, LAST_WQE_BYTES_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::protocol::Code;
@@ -30,10 +31,27 @@ impl Source {
     }
 }
 
+/// Where a WQE about to run came from, for the diag block's record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Origin<'a> {
+    /// A BlueFlame burst on BF page `page`, half `half`, as written (the
+    /// WQE padded to 64 bytes).
+    Bf {
+        page: u32,
+        half: u8,
+        burst: &'a [u8],
+    },
+    /// Fetched from the send queue after a doorbell or fallback on UAR `page`.
+    Dma { page: u32 },
+}
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// UAR +0x14: `BE32(qpn << 8)`.
     pub(crate) fn send_doorbell(&mut self, page: u32, data: &[u8]) {
         self.counters.global.send_doorbells += 1;
+        let mut bytes = [0u8; 4];
+        let n = data.len().min(4);
+        bytes[..n].copy_from_slice(&data[..n]);
+        self.diag.last_doorbell = LastDoorbell { page, bytes };
         if data.len() != 4 {
             self.protocol_error(
                 Code::DoorbellBadSize,
@@ -73,7 +91,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             );
             return;
         }
-        let taken = self.run_sq(qpn);
+        let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "doorbell") {
             self.protocol_error(
                 Code::DoorbellNothingToFetch,
@@ -126,8 +144,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Fetches and executes WQEs from the consumer index while they are
-    /// valid. Returns how many were taken.
-    pub(crate) fn run_sq(&mut self, qpn: u32) -> u32 {
+    /// valid, for a doorbell or fallback on UAR `page`. Returns how many
+    /// were taken.
+    pub(crate) fn run_sq(&mut self, qpn: u32, page: u32) -> u32 {
         let mut taken = 0;
         while let Some(qp) = self.qps.get(&qpn) {
             if qp.state != QpState::Rts || taken >= qp.sq_entries() {
@@ -147,6 +166,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             if c.wqe_bytes() as u64 > ring {
                 self.counters.global.wqes_dma += 1;
                 self.counters.qp(qpn).wqes_dma += 1;
+                // Recorded with the bytes fetched: the rest is not in the ring.
+                self.record_wqe(qpn, idx, &bytes, Origin::Dma { page });
                 self.wqe_failed(qpn, idx, &c, WqeError::DsTooLarge { ds: c.ds, ring });
                 break;
             }
@@ -157,19 +178,41 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 }
             }
             bytes.truncate(c.wqe_bytes());
-            self.execute_wqe(qpn, idx, &bytes, Source::Dma);
+            self.execute_wqe(qpn, idx, &bytes, Origin::Dma { page });
         }
         taken
     }
 
+    /// The diag block's "last executed WQE": the BF burst as written, or
+    /// the bytes fetched.
+    fn record_wqe(&mut self, qpn: u32, idx: u32, fetched: &[u8], origin: Origin) {
+        let (source, page, half, bytes) = match origin {
+            Origin::Bf { page, half, burst } => (WqeSource::BlueFlame, page, half, burst),
+            Origin::Dma { page } => (WqeSource::Dma, page, 0, fetched),
+        };
+        self.diag.last_wqe = LastWqe {
+            qpn,
+            source,
+            page,
+            half: u32::from(half),
+            index: idx,
+            bytes: bytes[..bytes.len().min(LAST_WQE_BYTES_SIZE)].to_vec(),
+        };
+    }
+
     /// Executes one WQE (`bytes` = DS*16) that starts at SQ index `idx`.
-    pub(crate) fn execute_wqe(&mut self, qpn: u32, idx: u32, bytes: &[u8], source: Source) {
+    pub(crate) fn execute_wqe(&mut self, qpn: u32, idx: u32, bytes: &[u8], origin: Origin) {
         let Some(qp) = self.qps.get(&qpn) else {
             return;
+        };
+        let source = match origin {
+            Origin::Bf { .. } => Source::Bf,
+            Origin::Dma { .. } => Source::Dma,
         };
         let (service, base) = (qp.service, qp.sq_off + qp.sq_entry_off(idx));
         let result = wqe::parse(bytes, service, base);
         let c = Ctrl::decode(bytes);
+        self.record_wqe(qpn, idx, bytes, origin);
         match source {
             Source::Bf => {
                 self.counters.global.wqes_bf += 1;

@@ -616,10 +616,10 @@ fn eq_overflow_and_unset_vector() {
 #[test]
 fn diag_block_counters_expect_mark_reset() {
     let mut h = Harness::setup();
-    assert_eq!(h.diag_read(0x00), 0x1_4d4c_584d);
+    assert_eq!(h.diag_read(0x00), 0x2_4d4c_584d);
     let mut b = [0u8; 4];
     h.dev.mmio_read(0, DIAG_BASE + 4, &mut b);
-    assert_eq!(u32::from_le_bytes(b), 1);
+    assert_eq!(u32::from_le_bytes(b), 2);
     assert_eq!(h.diag_read(0x68), 6, "commands so far");
     // Outside a window: unexpected.
     h.doorbell(UAR, 0x99);
@@ -641,7 +641,7 @@ fn diag_block_counters_expect_mark_reset() {
     assert_eq!((h.diag_read(0x20), h.diag_read(0x68)), (0, 0));
     // Bad accesses.
     h.dev.mmio_read(0, DIAG_BASE + 0x22, &mut [0u8; 2]);
-    h.diag_read(0xc0);
+    h.diag_read(0xe0);
     h.dev.mmio_write(0, DIAG_BASE + 0x08, &[0; 8]);
     h.diag_write(0x20, 5);
     assert_eq!(h.diag_read(0x20), 4);

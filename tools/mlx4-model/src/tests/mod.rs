@@ -4,3 +4,4 @@
 mod device;
 mod fuzz;
 pub(crate) mod harness;
+mod record;

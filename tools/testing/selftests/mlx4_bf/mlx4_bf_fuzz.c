@@ -4,7 +4,9 @@
  * WQEs with flipped bits, random headers and attributes, random pointers,
  * QP and context churn. The kernel must survive (the runner checks its log
  * for oops/BUG/WARN/lockdep/KFENCE reports) and the device must still post
- * correctly afterwards.
+ * correctly afterwards: on the device model the analyzer must have executed
+ * exactly the expected WQE from the BlueFlame bytes of the context's page;
+ * elsewhere BAR2 (resource2) must show exactly its bytes.
  *
  * Usage: mlx4_bf_fuzz [-n total_calls] [-p processes] [-s seed]
  * The seed is printed; the same seed replays the same calls.
@@ -14,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "mlx4_bf_lib.h"
+#include "mlx4_bf_model.h"
 
 static uint64_t rng_state;
 
@@ -139,6 +141,26 @@ static long fuzz(int seed_index, uint64_t seed, long calls, void *unmapped)
 	return ok;
 }
 
+/* The analyzer executed one WQE, @want, from the BF bytes of page @page, half 0. */
+static int analyzer_saw(struct model *m, const struct model_posts *before, uint32_t qpn,
+			uint32_t page, uint8_t *want, int burst)
+{
+	static struct model_wqe got;
+	struct model_posts after;
+
+	stamp_cq_update(want);
+	model_posts(m, &after);
+	model_last_wqe(m, &got);
+	printf("# analyzer saw %llu WQE(s) from BlueFlame, %llu by DMA; the last: qp %#x, index %u, from %s, page %u half %u, %u bytes\n",
+	       (unsigned long long)(after.wqe_bf - before->wqe_bf),
+	       (unsigned long long)(after.wqe_dma - before->wqe_dma), got.qpn, got.index,
+	       model_source_str(got.source), got.page, got.half, got.len);
+	return after.wqe_bf - before->wqe_bf == 1 && after.wqe_dma == before->wqe_dma &&
+	       got.source == MODEL_SOURCE_BF && got.qpn == qpn && got.index == 0 &&
+	       got.page == page && got.half == 0 && got.len == (uint32_t)burst &&
+	       first_difference(got.bytes, want, burst) == -1;
+}
+
 /* After the campaign: a fresh context still posts exactly. */
 static int device_still_works(void)
 {
@@ -146,17 +168,28 @@ static int device_still_works(void)
 	struct mlx4_bf_context_info info;
 	struct mlx4_bf_qp_info qp;
 	uint8_t wqe[MAX_WQE + 64], want[MAX_WQE + 64];
+	struct model_posts before;
+	struct model model;
 	struct bar2 bar2;
-	int fd = open(DEV_PATH, O_RDWR), len, burst, ret;
+	int fd = open(DEV_PATH, O_RDWR), len, burst, ret, analyzer;
 
-	if (fd < 0 || query_device(fd, &dev) || query_context(fd, &info) || create_qp(fd, &qp) ||
-	    bar2_open(&bar2))
+	if (fd < 0 || query_device(fd, &dev) || query_context(fd, &info) || create_qp(fd, &qp))
+		return 0;
+	analyzer = !model_open(&model);
+	if (analyzer)
+		model_posts(&model, &before);
+	else if (bar2_open(&bar2))
 		return 0;
 	len = build_rdma_write(wqe, 77, 5);
 	burst = expected_bf(want, wqe, len, qp.qpn, 0, dev.sq_entries);
-	ret = !post_send(fd, qp.qp_handle, wqe, len, 0, NULL) &&
-	      bar2_expect(&bar2, bf_page(&dev, info.uar_index), want, burst) == -1;
-	bar2_close(&bar2);
+	ret = !post_send(fd, qp.qp_handle, wqe, len, 0, NULL);
+	if (analyzer) {
+		ret = ret && analyzer_saw(&model, &before, qp.qpn, info.uar_index, want, burst);
+		model_close(&model);
+	} else {
+		ret = ret && bar2_expect(&bar2, bf_page(&dev, info.uar_index), want, burst) == -1;
+		bar2_close(&bar2);
+	}
 	close(fd);
 	return ret;
 }

@@ -191,6 +191,32 @@ static inline int expected_bf(uint8_t *out, const uint8_t *wqe, int len, uint32_
 	return burst;
 }
 
+/*
+ * CQ_UPDATE in srcrb_flags (bytes 8..11). On an adapter with a command
+ * interface (a ConnectX-3, or the device model) the driver creates its QPs
+ * in the device and reuses a send-queue slot only after the slot's CQE came
+ * back, so it asks for a CQE on every WQE: post_send() in
+ * drivers/mlx4_bf/context.rs ORs CQ_UPDATE in on both paths before the other
+ * stamps. The ivshmem stand-in has no CQs; it gets the WQE without it.
+ */
+#define CQ_UPDATE	(3u << 2)
+
+static inline void stamp_cq_update(uint8_t *wqe)
+{
+	put_be32(wqe + 8, get_be32(wqe + 8) | CQ_UPDATE);
+}
+
+/*
+ * What the send queue holds after a doorbell post: the kernel stamps only
+ * the owner bit (no WQE counter, no QPN: the doorbell names the QP).
+ */
+static inline void expected_doorbell_wqe(uint8_t *out, const uint8_t *wqe, int len,
+					 uint32_t head, uint32_t entries)
+{
+	memcpy(out, wqe, len);
+	put_be32(out, get_be32(out) | ((head & entries) ? 1u << 31 : 0));
+}
+
 /* Offset in BAR2 of the BlueFlame page of UAR @uar: after num_uars UAR pages. */
 static inline size_t bf_page(const struct mlx4_bf_device_info *dev, __u32 uar)
 {
@@ -214,6 +240,18 @@ static inline int bound_device(char *bdf, size_t len)
 		}
 	closedir(dir);
 	return ret;
+}
+
+/* The size of BAR2 as sysfs reports it (resource2), or 0. */
+static inline size_t bar2_resource_len(void)
+{
+	char bdf[64], path[128];
+	struct stat st;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		return 0;
+	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
+	return stat(path, &st) ? 0 : st.st_size;
 }
 
 /* The BAR2 oracle: the adapter's memory as the device would see it. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The analyzer: counters of the ConnectX-3 device model (tools/mlx4-model)
- * read through its diagnostic block in BAR0 (Documentation/mlx4-model.rst).
+ * and its records of the last executed WQE and the last send doorbell, read
+ * through its diagnostic block in BAR0 (Documentation/mlx4-model.rst).
  * The block is the model's own, never the driver's; on an adapter without it
  * (real hardware, the ivshmem stand-in) model_open() fails and tests SKIP.
  * Every access is a trapped MMIO round trip (tens of microseconds): read
@@ -10,6 +11,8 @@
  */
 #ifndef MLX4_BF_MODEL_H
 #define MLX4_BF_MODEL_H
+
+#include <endian.h>
 
 #include "mlx4_bf_lib.h"
 
@@ -32,6 +35,7 @@
 #define MODEL_IRQS		0x60
 #define MODEL_COMMANDS		0x68
 #define MODEL_SQ_DMA_READS	0x70
+#define MODEL_BAR2_WRITES	0x78
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88
@@ -41,6 +45,16 @@
 #define MODEL_QP_FB_FORCED	0xa8
 #define MODEL_QP_DOORBELLS	0xb0
 #define MODEL_QP_CQES		0xb8
+/* The last executed WQE: 4-byte registers, read two at a time. */
+#define MODEL_LAST_QPN		0xc0	/* qpn, then source at 0xc4 */
+#define MODEL_LAST_PAGE		0xc8	/* BF or UAR page, then BF half at 0xcc */
+#define MODEL_LAST_LEN		0xd0	/* length, then SQ index at 0xd4 */
+#define MODEL_LAST_DOORBELL	0xd8	/* UAR page, then the 4 bytes at 0xdc */
+#define MODEL_LAST_BYTES	0x100	/* the WQE's bytes, up to 0x4ff */
+#define MODEL_LAST_BYTES_MAX	0x400
+
+#define MODEL_SOURCE_BF		1	/* executed from the BlueFlame bytes */
+#define MODEL_SOURCE_DMA	2	/* fetched from the send queue by DMA */
 
 struct model {
 	uint8_t *diag;
@@ -133,6 +147,83 @@ static inline const char *model_delta_str(const struct model_counts *a,
 		 (unsigned long long)(b->cqes - a->cqes),
 		 (unsigned long long)(b->errors - a->errors));
 	return s;
+}
+
+/*
+ * The last executed WQE as the model recorded it: for BlueFlame the burst
+ * as written (padded to 64 bytes), for DMA the DS * 16 bytes fetched. Three
+ * 8-byte loads for the six registers, then one per 8 bytes of the WQE.
+ */
+struct model_wqe {
+	uint32_t qpn, source, page, half, len, index;
+	uint8_t bytes[MODEL_LAST_BYTES_MAX];
+};
+
+static inline void model_last_wqe(struct model *m, struct model_wqe *w)
+{
+	uint64_t v = model_read(m, MODEL_LAST_QPN);
+
+	w->qpn = v;
+	w->source = v >> 32;
+	v = model_read(m, MODEL_LAST_PAGE);
+	w->page = v;
+	w->half = v >> 32;
+	v = model_read(m, MODEL_LAST_LEN);
+	w->len = v;
+	w->index = v >> 32;
+	memset(w->bytes, 0, sizeof(w->bytes));
+	for (uint32_t i = 0; i < w->len && i < sizeof(w->bytes); i += 8) {
+		/* the load's bytes are the bus's, in order */
+		v = model_read(m, MODEL_LAST_BYTES + i);
+		memcpy(w->bytes + i, &v, 8);
+	}
+}
+
+/* The last send doorbell: its UAR page and its bytes in bus order. */
+struct model_doorbell {
+	uint32_t page;
+	uint8_t bytes[4];
+};
+
+static inline void model_last_doorbell(struct model *m, struct model_doorbell *d)
+{
+	uint64_t v = model_read(m, MODEL_LAST_DOORBELL);
+	uint8_t raw[8];
+	uint32_t page;
+
+	/* one load: the page (little-endian), then the bytes in bus order */
+	memcpy(raw, &v, 8);
+	memcpy(&page, raw, 4);
+	d->page = le32toh(page);
+	memcpy(d->bytes, raw + 4, 4);
+}
+
+/* The global counters a post moves, read in four loads. */
+struct model_posts {
+	uint64_t wqe_bf, wqe_dma, doorbells, bar2_writes;
+};
+
+static inline void model_posts(struct model *m, struct model_posts *p)
+{
+	p->wqe_bf = model_read(m, MODEL_WQE_BF);
+	p->wqe_dma = model_read(m, MODEL_WQE_DMA);
+	p->doorbells = model_read(m, MODEL_DOORBELLS);
+	p->bar2_writes = model_read(m, MODEL_BAR2_WRITES);
+}
+
+static inline const char *model_source_str(uint32_t source)
+{
+	return source == MODEL_SOURCE_BF ? "BlueFlame bytes" :
+	       source == MODEL_SOURCE_DMA ? "a DMA fetch" : "nothing";
+}
+
+/* The first byte where @len bytes of @got and @want differ, or -1. */
+static inline long first_difference(const uint8_t *got, const uint8_t *want, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != want[i])
+			return (long)i;
+	return -1;
 }
 
 #endif /* MLX4_BF_MODEL_H */

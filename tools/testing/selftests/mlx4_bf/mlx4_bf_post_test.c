@@ -1,59 +1,183 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * POST_SEND through the BlueFlame and doorbell paths, checked against BAR2
- * itself (sysfs resource2): the exact bytes at the exact page and half, the
- * stamps only the kernel may set, and no other byte of BAR2 changed.
+ * POST_SEND through the BlueFlame and doorbell paths, checked against what
+ * the adapter got: the exact bytes at the exact page and half, the stamps
+ * only the kernel may set, the doorbell value at its UAR.
+ *
+ * Two oracles, one set of tests. On the device model (tools/mlx4-model) the
+ * analyzer says which WQE it executed last, from where and from which bytes
+ * (mlx4_bf_model.h), and how many WQEs and doorbells it saw. On ivshmem,
+ * BAR2 itself (sysfs resource2): the expected bytes and nothing else changed.
  */
 #include "kselftest_harness.h"
-#include "mlx4_bf_lib.h"
+#include "mlx4_bf_model.h"
+
+/* Where the tests look: the analyzer if the model is there, else BAR2. */
+struct oracle {
+	int analyzer;
+	struct model model;
+	struct bar2 bar2;
+	struct model_posts before, after;
+	struct model_wqe got;
+	struct model_doorbell db;
+};
 
 /* A context with one QP, and what the kernel must have done so far. */
 struct poster {
 	int fd;
+	struct oracle *oracle;
 	struct mlx4_bf_device_info dev;
 	struct mlx4_bf_context_info info;
 	struct mlx4_bf_qp_info qp;
-	struct bar2 bar2;
 	uint32_t head;		/* the QP's send-queue index, as the kernel counts */
 	uint32_t half;		/* the next BlueFlame buffer of this context */
 	uint8_t wqe[MAX_WQE + 64];
 	uint8_t want[MAX_WQE + 64];
 };
 
+static int oracle_open(struct oracle *o)
+{
+	o->analyzer = !model_open(&o->model);
+	return o->analyzer ? 0 : bar2_open(&o->bar2);
+}
+
+static void oracle_close(struct oracle *o)
+{
+	if (o->analyzer)
+		model_close(&o->model);
+	else
+		bar2_close(&o->bar2);
+}
+
+/* Opens a context and creates its QP; 0 on success. */
+static int poster_open(struct poster *p, struct oracle *o)
+{
+	p->oracle = o;
+	p->head = 0;
+	p->half = 0;
+	p->fd = open(DEV_PATH, O_RDWR);
+	if (p->fd < 0)
+		return -1;
+	if (query_device(p->fd, &p->dev) || query_context(p->fd, &p->info) ||
+	    create_qp(p->fd, &p->qp)) {
+		close(p->fd);
+		p->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
 FIXTURE(ctx)
 {
+	struct oracle oracle;
 	struct poster p;
 };
 
 FIXTURE_SETUP(ctx)
 {
-	self->p.fd = open(DEV_PATH, O_RDWR);
-	if (self->p.fd < 0)
+	if (access(DEV_PATH, F_OK)) {
+		self->p.fd = -1;
 		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
-	ASSERT_EQ(0, query_device(self->p.fd, &self->p.dev));
-	ASSERT_EQ(0, query_context(self->p.fd, &self->p.info));
-	ASSERT_EQ(0, create_qp(self->p.fd, &self->p.qp));
-	ASSERT_EQ(0, bar2_open(&self->p.bar2));
-	self->p.head = 0;
-	self->p.half = 0;
+	}
+	ASSERT_EQ(0, poster_open(&self->p, &self->oracle));
+	ASSERT_EQ(0, oracle_open(&self->oracle));
 }
 
 FIXTURE_TEARDOWN(ctx)
 {
 	if (self->p.fd >= 0) {
-		bar2_close(&self->p.bar2);
+		oracle_close(&self->oracle);
 		close(self->p.fd);
 	}
 }
 
-/* Posts an RDMA write of @payload bytes and checks what landed in BAR2. */
+/* What the analyzer saw of one post, as one line for a failure message. */
+static const char *seen(const struct oracle *o)
+{
+	static char s[256];
+
+	snprintf(s, sizeof(s),
+		 "analyzer saw %llu WQE(s) from BlueFlame, %llu by DMA, %llu doorbell(s); the last WQE: qp %#x, SQ index %u, from %s, page %u half %u, %u bytes",
+		 (unsigned long long)(o->after.wqe_bf - o->before.wqe_bf),
+		 (unsigned long long)(o->after.wqe_dma - o->before.wqe_dma),
+		 (unsigned long long)(o->after.doorbells - o->before.doorbells),
+		 o->got.qpn, o->got.index, model_source_str(o->got.source), o->got.page,
+		 o->got.half, o->got.len);
+	return s;
+}
+
+/* The analyzer executed exactly @want (@len bytes) from the BF bytes. */
+static void check_bf_executed(struct __test_metadata *_metadata, struct poster *self,
+			      int payload, int len)
+{
+	struct oracle *o = self->oracle;
+	long diff;
+
+	stamp_cq_update(self->want);
+	model_posts(&o->model, &o->after);
+	model_last_wqe(&o->model, &o->got);
+	EXPECT_EQ(1, o->after.wqe_bf - o->before.wqe_bf) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(0, o->after.wqe_dma - o->before.wqe_dma) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(MODEL_SOURCE_BF, o->got.source) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->qp.qpn, o->got.qpn) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->head, o->got.index) TH_LOG("payload %d: %s", payload, seen(o));
+	/* computed here, not taken from the driver: the BF page of the UAR */
+	EXPECT_EQ(self->info.uar_index, o->got.page) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->half / self->dev.bf_buf_size, o->got.half)
+		TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(len, o->got.len) TH_LOG("payload %d: %s", payload, seen(o));
+	diff = first_difference(o->got.bytes, self->want, len);
+	EXPECT_EQ(-1, diff) TH_LOG("payload %d: burst byte %ld is %#04x, expected %#04x",
+				   payload, diff, o->got.bytes[diff], self->want[diff]);
+}
+
+/* The analyzer fetched exactly @want (@len bytes) after one doorbell. */
+static void check_doorbell_executed(struct __test_metadata *_metadata, struct poster *self,
+				    int payload, int len)
+{
+	struct oracle *o = self->oracle;
+	uint8_t db[4];
+	long diff;
+
+	put_be32(db, self->qp.qpn << 8);
+	stamp_cq_update(self->want);
+	model_posts(&o->model, &o->after);
+	model_last_wqe(&o->model, &o->got);
+	model_last_doorbell(&o->model, &o->db);
+	EXPECT_EQ(1, o->after.doorbells - o->before.doorbells) TH_LOG("payload %d: %s", payload, seen(o));
+	/* the doorbell is the post's only write to BAR2 */
+	EXPECT_EQ(1, o->after.bar2_writes - o->before.bar2_writes)
+		TH_LOG("payload %d: %llu BAR2 writes", payload,
+		       (unsigned long long)(o->after.bar2_writes - o->before.bar2_writes));
+	EXPECT_EQ(self->info.uar_index, o->db.page) TH_LOG("payload %d: doorbell on UAR %u",
+							    payload, o->db.page);
+	EXPECT_EQ(0, memcmp(o->db.bytes, db, 4))
+		TH_LOG("payload %d: doorbell bytes %02x %02x %02x %02x, expected %02x %02x %02x %02x",
+		       payload, o->db.bytes[0], o->db.bytes[1], o->db.bytes[2], o->db.bytes[3],
+		       db[0], db[1], db[2], db[3]);
+	EXPECT_EQ(1, o->after.wqe_dma - o->before.wqe_dma) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(0, o->after.wqe_bf - o->before.wqe_bf) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(MODEL_SOURCE_DMA, o->got.source) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->qp.qpn, o->got.qpn) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->head, o->got.index) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->info.uar_index, o->got.page) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(len, o->got.len) TH_LOG("payload %d: %s", payload, seen(o));
+	diff = first_difference(o->got.bytes, self->want, len);
+	EXPECT_EQ(-1, diff) TH_LOG("payload %d: fetched WQE byte %ld is %#04x, expected %#04x",
+				   payload, diff, o->got.bytes[diff], self->want[diff]);
+}
+
+/* Posts an RDMA write of @payload bytes and checks what the adapter got. */
 static void post_and_check(struct __test_metadata *_metadata, struct poster *self,
 			   int payload, uint32_t flags)
 {
 	struct mlx4_bf_post_result res = {};
+	struct oracle *o = self->oracle;
 	int len = build_rdma_write(self->wqe, payload, payload);
 	int bf = len <= (int)self->dev.bf_buf_size && !(flags & MLX4_BF_POST_F_FORCE_DOORBELL);
 
+	if (o->analyzer)
+		model_posts(&o->model, &o->before);
 	ASSERT_EQ(0, post_send(self->fd, self->qp.qp_handle, self->wqe, len, flags, &res))
 		TH_LOG("payload %d", payload);
 	if (bf) {
@@ -65,18 +189,28 @@ static void post_and_check(struct __test_metadata *_metadata, struct poster *sel
 		EXPECT_EQ(MLX4_BF_PATH_BLUEFLAME, res.path) TH_LOG("payload %d", payload);
 		EXPECT_EQ(at, res.bf_offset);
 		EXPECT_EQ((__u32)burst, res.bytes_written);
-		EXPECT_EQ(-1, bar2_expect(&self->bar2, at, self->want, burst))
-			TH_LOG("payload %d: BAR2 differs from the expected WQE at page %zu half %u",
-			       payload, (size_t)self->info.bf_offset / 4096, self->half);
+		if (o->analyzer)
+			check_bf_executed(_metadata, self, payload, burst);
+		else
+			EXPECT_EQ(-1, bar2_expect(&o->bar2, at, self->want, burst))
+				TH_LOG("payload %d: BAR2 differs from the expected WQE at page %zu half %u",
+				       payload, (size_t)self->info.bf_offset / 4096, self->half);
 		self->half ^= self->dev.bf_buf_size;
 	} else {
+		size_t db_at = self->info.uar_index * 4096 + 0x14;
 		uint8_t db[4];
 
 		put_be32(db, self->qp.qpn << 8);
 		EXPECT_EQ(MLX4_BF_PATH_DOORBELL, res.path) TH_LOG("payload %d", payload);
-		EXPECT_EQ(self->info.uar_index * 4096 + 0x14, res.bf_offset);
-		EXPECT_EQ(-1, bar2_expect(&self->bar2, self->info.uar_index * 4096 + 0x14, db, 4))
-			TH_LOG("payload %d: doorbell register", payload);
+		EXPECT_EQ(db_at, res.bf_offset);
+		if (o->analyzer) {
+			expected_doorbell_wqe(self->want, self->wqe, len, self->head,
+					      self->dev.sq_entries);
+			check_doorbell_executed(_metadata, self, payload, len);
+		} else {
+			EXPECT_EQ(-1, bar2_expect(&o->bar2, db_at, db, 4))
+				TH_LOG("payload %d: doorbell register", payload);
+		}
 	}
 	self->head++;
 }
@@ -84,7 +218,7 @@ static void post_and_check(struct __test_metadata *_metadata, struct poster *sel
 TEST_F(ctx, device_reports_the_default_layout)
 {
 	EXPECT_EQ(MLX4_BF_ABI_VERSION, self->p.dev.abi_version);
-	EXPECT_EQ(self->p.bar2.len, self->p.dev.bar2_len);
+	EXPECT_EQ(bar2_resource_len(), self->p.dev.bar2_len);
 	EXPECT_EQ(self->p.dev.bar2_len / 2 / 4096, self->p.dev.num_uars);
 	EXPECT_EQ(512, self->p.dev.bf_reg_size);
 	EXPECT_EQ(256, self->p.dev.bf_buf_size);
@@ -250,38 +384,22 @@ TEST(context_debugfs_goes_away_on_close)
 
 TEST(two_contexts_write_their_own_bf_pages)
 {
-	struct mlx4_bf_context_info info[2];
-	struct mlx4_bf_device_info dev;
-	struct mlx4_bf_qp_info qp[2];
-	uint8_t wqe[MAX_WQE + 64], want[MAX_WQE + 64];
-	struct bar2 bar2;
-	int fd[2];
+	struct oracle oracle;
+	struct poster p[2];
 
-	fd[0] = open(DEV_PATH, O_RDWR);
-	if (fd[0] < 0)
+	if (access(DEV_PATH, F_OK))
 		SKIP(return, DEV_PATH " is missing");
-	fd[1] = open(DEV_PATH, O_RDWR);
-	ASSERT_LE(0, fd[1]);
-	ASSERT_EQ(0, query_device(fd[0], &dev));
-	ASSERT_EQ(0, bar2_open(&bar2));
-	for (int i = 0; i < 2; i++) {
-		ASSERT_EQ(0, query_context(fd[i], &info[i]));
-		ASSERT_EQ(0, create_qp(fd[i], &qp[i]));
-	}
-	ASSERT_NE(info[0].uar_index, info[1].uar_index);
-	ASSERT_NE(info[0].bf_offset, info[1].bf_offset);
-	for (int i = 0; i < 2; i++) {
-		int len = build_rdma_write(wqe, 20 + i, 0x40 * i);
-		int burst = expected_bf(want, wqe, len, qp[i].qpn, 0, dev.sq_entries);
-
-		ASSERT_EQ(0, post_send(fd[i], qp[i].qp_handle, wqe, len, 0, NULL));
-		/* each context's WQE, at its own page, first half; nothing else */
-		EXPECT_EQ(-1, bar2_expect(&bar2, bf_page(&dev, info[i].uar_index), want, burst))
-			TH_LOG("context %d (UAR %u)", i, info[i].uar_index);
-	}
-	bar2_close(&bar2);
-	close(fd[1]);
-	close(fd[0]);
+	ASSERT_EQ(0, poster_open(&p[0], &oracle));
+	ASSERT_EQ(0, poster_open(&p[1], &oracle));
+	ASSERT_EQ(0, oracle_open(&oracle));
+	ASSERT_NE(p[0].info.uar_index, p[1].info.uar_index);
+	ASSERT_NE(p[0].info.bf_offset, p[1].info.bf_offset);
+	/* interleaved: each context's WQE at its own page, halves 0, 0, 1, 1, ... */
+	for (int i = 0; i < 6; i++)
+		post_and_check(_metadata, &p[i % 2], 20 + i, 0);
+	oracle_close(&oracle);
+	close(p[1].fd);
+	close(p[0].fd);
 }
 
 TEST_HARNESS_MAIN
