@@ -611,27 +611,34 @@ fn stress(path: &Path, threads: &[usize], seconds: f64, size: u32) -> Result<(),
     if !(seconds > 0.0 && seconds <= 3600.0) {
         return Err(format!("--seconds {seconds} is outside 0..3600"));
     }
-    println!("#threads  total posts/s  per-thread posts/s");
+    println!("#threads  total posts/s  per-thread posts/s  (send queue full: retries)");
     for &n in threads {
         if n == 0 || n > 256 {
             return Err(format!("--threads {n} is outside 1..256"));
         }
-        let results: Vec<Result<u64, String>> = thread::scope(|s| {
+        let results: Vec<Result<(u64, u64), String>> = thread::scope(|s| {
             let handles: Vec<_> = (0..n)
                 .map(|_| {
-                    s.spawn(move || -> Result<u64, String> {
+                    s.spawn(move || -> Result<(u64, u64), String> {
                         let dev = open(path)?;
                         let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
                         let mut buf = [0u8; wqe::MAX_WQE_LEN];
                         let len = build_wqe(&mut buf, size as usize, false);
                         let end = Instant::now() + Duration::from_secs_f64(seconds);
-                        let mut posts = 0;
+                        let (mut posts, mut full) = (0, 0);
                         while Instant::now() < end {
-                            dev.post_send(&qp, &buf[..len], 0)
-                                .map_err(ioerr("POST_SEND"))?;
-                            posts += 1;
+                            match dev.post_send(&qp, &buf[..len], 0) {
+                                Ok(_) => posts += 1,
+                                // The adapter has not caught up with the send
+                                // queue yet: back pressure, try again.
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                    full += 1;
+                                    thread::yield_now();
+                                }
+                                Err(e) => return Err(ioerr("POST_SEND")(e)),
+                            }
                         }
-                        Ok(posts)
+                        Ok((posts, full))
                     })
                 })
                 .collect();
@@ -640,15 +647,18 @@ fn stress(path: &Path, threads: &[usize], seconds: f64, size: u32) -> Result<(),
                 .map(|h| h.join().unwrap_or_else(|_| Err("thread panicked".into())))
                 .collect()
         });
-        let counts = results.into_iter().collect::<Result<Vec<u64>, String>>()?;
+        let counts = results
+            .into_iter()
+            .collect::<Result<Vec<(u64, u64)>, String>>()?;
         let rates: Vec<String> = counts
             .iter()
-            .map(|c| format!("{:.0}", *c as f64 / seconds))
+            .map(|(c, _)| format!("{:.0}", *c as f64 / seconds))
             .collect();
         println!(
-            "{n:<9} {:<14.0} {}",
-            counts.iter().sum::<u64>() as f64 / seconds,
-            rates.join(" ")
+            "{n:<9} {:<14.0} {}  ({})",
+            counts.iter().map(|(c, _)| c).sum::<u64>() as f64 / seconds,
+            rates.join(" "),
+            counts.iter().map(|(_, f)| f).sum::<u64>()
         );
     }
     Ok(())
