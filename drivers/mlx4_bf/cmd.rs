@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The command interface of a real adapter: the HCR in BAR0, posted in
+//! The adapter's command interface: the HCR in BAR0, posted in
 //! polling mode as mlx4's `mlx4_cmd_post()` / `mlx4_cmd_poll()` do, and the
 //! two 4 KiB DMA mailboxes.
 //!

@@ -7,12 +7,11 @@
 //! are under its own mutex (the per-UAR lock of mlx4), held across the
 //! `copy_from_user` of the WQE, so posts on different contexts never share a
 //! lock. The hardware is reached through `Devres::try_access()`, an RCU read
-//! section, not a lock; commands (real adapters only) take the command lock
-//! after the context's.
+//! section, not a lock; commands take the command lock after the context's.
 //!
-//! On a real adapter a context also has a CQ while it has QPs, and each QP
-//! exists in the device (RTS). Posts stamp CQ_UPDATE and reap the CQ first
-//! (see `cq.rs`): a send-queue slot is reused only after its CQE arrived.
+//! A context also has a CQ while it has QPs, and each QP exists in the
+//! device (RTS). Posts stamp CQ_UPDATE and reap the CQ first (see `cq.rs`):
+//! a send-queue slot is reused only after its CQE arrived.
 
 use kernel::{
     debugfs::Scope,
@@ -47,9 +46,9 @@ struct Qp {
     slot: usize,
     /// Send-queue producer index (not wrapped).
     head: u32,
-    /// Real adapter: index after the last WQE completed (not wrapped).
+    /// Index after the last WQE completed (not wrapped).
     tail: u32,
-    /// Real adapter: an error CQE arrived, the QP is in ERR.
+    /// An error CQE arrived, the QP is in ERR.
     failed: bool,
 }
 
@@ -60,7 +59,7 @@ struct WqeBuf([u8; SQ_STRIDE]);
 
 struct State {
     qps: [Option<Qp>; MAX_QPS_PER_CONTEXT],
-    /// Real adapter: the CQ of all its QPs, while it has any.
+    /// The CQ of all its QPs, while it has any.
     cq: Option<Cq>,
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
@@ -248,8 +247,8 @@ impl Context {
         b.write(out, &info)
     }
 
-    fn hca(&self) -> Option<&Hca> {
-        self.adapter.hca.as_deref()
+    fn hca(&self) -> &Hca {
+        &self.adapter.hca
     }
 
     fn create_qp(&self, b: &mut Bundle) -> Result {
@@ -282,12 +281,10 @@ impl Context {
         Ok(())
     }
 
-    /// Real adapter: the context's CQ (with its first QP), the send queue's
-    /// ownership, and the QP taken to RTS.
+    /// The context's CQ (with its first QP), the send queue's ownership, and
+    /// the QP taken to RTS.
     fn create_hw_qp(&self, state: &mut State, slot: usize, qpn: u32) -> Result {
-        let Some(hca) = self.hca() else {
-            return Ok(());
-        };
+        let hca = self.hca();
         let cqn = match &state.cq {
             Some(cq) => cq.cqn,
             None => {
@@ -326,20 +323,18 @@ impl Context {
         })
     }
 
-    /// Real adapter: 2RST_QP (nothing if unbind did it already).
+    /// 2RST_QP (nothing if unbind did it already).
     fn destroy_hw_qp(&self, slot: usize) {
-        if let Some(hca) = self.hca() {
-            hca.destroy_qp(slot);
-        }
+        self.hca().destroy_qp(slot);
     }
 
-    /// Real adapter: HW2SW_CQ once the context has no QP left.
+    /// HW2SW_CQ once the context has no QP left.
     fn release_cq_if_idle(&self, state: &mut State) {
         if state.qps.iter().any(Option::is_some) {
             return;
         }
-        if let (Some(hca), Some(cq)) = (self.hca(), state.cq.take()) {
-            hca.close_cq(&cq);
+        if let Some(cq) = state.cq.take() {
+            self.hca().close_cq(&cq);
         }
     }
 
@@ -360,7 +355,7 @@ impl Context {
         Ok(())
     }
 
-    /// Real adapter: consumes the context's CQEs (DMA memory only) and moves
+    /// Consumes the context's CQEs (DMA memory only) and moves
     /// each QP's tail past the WQEs they complete.
     fn reap(&self, hca: &Hca, state: &mut State) -> Result {
         let State { qps, cq, .. } = state;
@@ -368,8 +363,7 @@ impl Context {
             return Ok(());
         };
         let hw = self.hw()?;
-        let mem = hw.hca.as_ref().ok_or(ENODEV)?;
-        cq.poll(mem, |c| {
+        cq.poll(&hw.hca, |c| {
             hca.stats.cqe(c.error.is_some());
             let Some(qp) = qps.iter_mut().flatten().find(|q| q.qpn == c.qpn) else {
                 return;
@@ -387,7 +381,7 @@ impl Context {
         Ok(())
     }
 
-    /// Real adapter: reaps the CQ and makes sure QP `index` has a free
+    /// Reaps the CQ and makes sure QP `index` has a free
     /// send-queue slot, waiting briefly for the device if it has none.
     fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
         let full = |s: &State| {
@@ -459,9 +453,7 @@ impl Context {
             .map_err(|r| self.reject(r, EINVAL))?;
 
         let hca = self.hca();
-        if let Some(hca) = hca {
-            self.make_room(hca, state, qp_index)?;
-        }
+        self.make_room(hca, state, qp_index)?;
         let State {
             qps, bf_half, wqe, ..
         } = state;
@@ -470,9 +462,7 @@ impl Context {
             return Err(ENOENT);
         };
         let head = qp.head;
-        if hca.is_some() {
-            qp::stamp_cq_update(&mut buf[..len])?;
-        }
+        qp::stamp_cq_update(&mut buf[..len])?;
         match path {
             wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
             wqe::Path::Doorbell => wqe::stamp_doorbell(&mut buf[..len], head, SQ_ENTRIES),
@@ -518,10 +508,7 @@ impl Context {
         }
 
         let hw = self.hw()?;
-        let _posting = match hca {
-            Some(hca) => Some(hca.posting.try_access().ok_or(ENODEV)?),
-            None => None,
-        };
+        let _posting = hca.posting.try_access().ok_or(ENODEV)?;
         // From here on nothing fails: the offsets were checked above.
         write_sq_slot(&hw, qp, &buf[..len]);
         match path {

@@ -3,7 +3,7 @@
 //! A context's completion queue (`mlx4/cq.c`, libmlx4's `cq.c`).
 //!
 //! The kernel owns the send queues, so it must learn when their slots are
-//! free: every WQE it posts on a real adapter asks for a CQE (CQ_UPDATE), and
+//! free: every WQE it posts asks for a CQE (CQ_UPDATE), and
 //! each post first reaps the context's CQ. Reaping reads DMA memory only (the
 //! CQE owner bit, `wqe_index`) and writes the consumer index into the CQ's
 //! doorbell record, also DMA memory: the hot path never reads MMIO. The CQ is

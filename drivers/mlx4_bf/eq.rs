@@ -181,9 +181,7 @@ pub(crate) struct EqHandler {
 
 impl irq::Handler for EqHandler {
     fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
-        let Some(hca) = self.adapter.hca.as_deref() else {
-            return IrqReturn::None;
-        };
+        let hca = &self.adapter.hca;
         hca.stats.interrupt();
         if !hca.eq.live.load(Acquire) {
             return IrqReturn::Handled;
@@ -193,11 +191,8 @@ impl irq::Handler for EqHandler {
         let Ok(hw) = self.adapter.hw.access(dev) else {
             return IrqReturn::None;
         };
-        let Some(mem) = hw.hca.as_ref() else {
-            return IrqReturn::None;
-        };
         // An EQE the driver cannot read is a driver bug; still re-arm.
-        let _ = hca.eq.poll(mem, &hca.stats);
+        let _ = hca.eq.poll(&hw.hca, &hca.stats);
         let _ = hca.eq.arm(hw.bar2.uar());
         IrqReturn::Handled
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A real adapter (a Mellanox function, today the vfio-user device model of
-//! Documentation/mlx4-model.rst): bring-up through the command interface,
-//! the EQ and its interrupt, the CQ and QP commands contexts need, and the
-//! teardown at unbind.
+//! The adapter (a Mellanox function; in the test bed the vfio-user device
+//! model of Documentation/mlx4-model.rst): bring-up through the command
+//! interface, the EQ and its interrupt, the CQ and QP commands contexts
+//! need, and the teardown at unbind.
 //!
 //! Probe: 64-bit DMA mask; BAR0 mapped; ownership word read (nonzero: owned
 //! by someone else, -EBUSY); the HCR toggle taken from the device (no reset,
@@ -254,8 +254,7 @@ impl Hca {
         }
         {
             let hw = hw.try_access().ok_or(ENODEV)?;
-            let mem = hw.hca.as_ref().ok_or(ENODEV)?;
-            cq::clear(mem, slot, &st)?;
+            cq::clear(&hw.hca, slot, &st)?;
         }
         Cq::create(
             &self.cmd,

@@ -9,12 +9,9 @@
 //! write-combining (x86) semantics, or rings the doorbell. See
 //! Documentation/mlx4_bf.rst.
 //!
-//! Two kinds of function are served. A Mellanox one is driven as an adapter
-//! through mlx4's command interface (`hca.rs`): its capabilities come from
-//! QUERY_DEV_CAP, and each context gets a CQ and real QPs. Any other function
-//! bound to the driver (ivshmem in the test bed, through `driver_override`)
-//! is a passive stand-in for BAR2: no commands, no queues in hardware, the
-//! geometry from the module parameters.
+//! The adapter, a Mellanox mlx4 function, is driven through mlx4's command
+//! interface (`hca.rs`): its capabilities come from QUERY_DEV_CAP, and each
+//! context gets a CQ and QPs in the device.
 
 use kernel::{
     debugfs::{Dir, Scope},
@@ -91,8 +88,8 @@ pub(crate) struct Hw {
     pub(crate) bar2: Bar2,
     /// `MAX_QPS` send queues of `SQ_ENTRIES * SQ_STRIDE` bytes.
     pub(crate) sq_pool: Coherent<[u8]>,
-    /// The EQ and CQ memory of a real adapter.
-    pub(crate) hca: Option<HcaMem>,
+    /// The EQ and CQ memory.
+    pub(crate) hca: HcaMem,
 }
 
 /// Send-queue slots and QP numbers of one adapter.
@@ -160,11 +157,11 @@ pub(crate) struct Adapter {
     pub(crate) stats: Stats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
     pub(crate) debugfs: Dir,
-    /// The command interface and EQ of a real adapter; `None` when passive.
-    pub(crate) hca: Option<Pin<KBox<Hca>>>,
+    /// The command interface and EQ.
+    pub(crate) hca: Pin<KBox<Hca>>,
 }
 
-/// A real adapter that is up: its interrupt registration, and the teardown
+/// An adapter that is up: its interrupt registration, and the teardown
 /// (`Hca::shutdown`) when unbound or when probe fails after bring-up.
 struct HcaUp {
     adapter: Arc<Adapter>,
@@ -175,13 +172,11 @@ impl HcaUp {
     /// At unbind: the handler is waited for through the bound device (not
     /// `try_synchronize()`, which would wait inside an RCU section).
     fn shutdown(&self, dev: &kernel::device::Device<Bound>) {
-        if let Some(hca) = self.adapter.hca.as_deref() {
-            hca.shutdown(|| {
-                if let Some(irq) = self.irq.as_ref() {
-                    let _ = irq.synchronize(dev);
-                }
-            });
-        }
+        self.adapter.hca.shutdown(|| {
+            if let Some(irq) = self.irq.as_ref() {
+                let _ = irq.synchronize(dev);
+            }
+        });
     }
 }
 
@@ -190,9 +185,7 @@ impl Drop for HcaUp {
         // A no-op after unbind(). When probe fails after bring-up, the
         // handler is waited for by freeing the interrupt (free_irq()).
         let irq = &mut self.irq;
-        if let Some(hca) = self.adapter.hca.as_deref() {
-            hca.shutdown(|| drop(irq.take()));
-        }
+        self.adapter.hca.shutdown(|| drop(irq.take()));
     }
 }
 
@@ -240,8 +233,8 @@ impl Drop for DeviceNumber {
 pub(crate) struct Mlx4BfDevice {
     #[pin]
     pub(crate) misc: MiscDeviceRegistration<context::Context>,
-    /// A real adapter's interrupt and teardown.
-    hca_up: Option<HcaUp>,
+    /// The adapter's interrupt and teardown.
+    hca_up: HcaUp,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
     #[pin]
     debugfs: Scope<Arc<Adapter>>,
@@ -253,10 +246,7 @@ pub(crate) struct Mlx4BfDevice {
 fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     writeln!(f, "contexts {}", adapter.uars.lock().in_use())?;
     stats::show(&adapter.stats, f)?;
-    match adapter.hca.as_deref() {
-        Some(hca) => hca.stats.show(f),
-        None => Ok(()),
-    }
+    adapter.hca.stats.show(f)
 }
 
 struct Mlx4BfDriver;
@@ -296,59 +286,53 @@ kernel::pci_device_table!(
     ]
 );
 
-/// The BAR2 geometry: from QUERY_DEV_CAP on a real adapter (the module
-/// parameters, if set, must match it), else from the parameters.
-fn probe_caps(pdev: &pci::Device<Bound>, dev_cap: Option<&DevCap>) -> Result<(Caps, Writer)> {
+/// The BAR2 geometry from QUERY_DEV_CAP; the module parameters, if set, must
+/// match it.
+fn probe_caps(pdev: &pci::Device<Bound>, cap: &DevCap) -> Result<(Caps, Writer)> {
     #[allow(
         clippy::useless_conversion,
         reason = "resource_size_t is u32 on some 32-bit configs"
     )]
     let bar2_len = u64::from(pdev.resource_len(Bar2::BAR)?);
+    // mlx4_dev_cap(): the UAR area must fit BAR2.
+    if cap.uar_size > bar2_len {
+        dev_err!(
+            pdev.as_ref(),
+            "UAR area of {:#x} bytes does not fit BAR2 of {:#x}\n",
+            cap.uar_size,
+            bar2_len
+        );
+        return Err(ENODEV);
+    }
+    let num_uars = u32::try_from(cap.uar_size / layout::PAGE_SIZE).map_err(|_| ENODEV)?;
+    let bf_reg_size = cap.bf_reg_size;
     let param_uars = *module_parameters::num_uars.value();
     let param_bf = *module_parameters::bf_reg_size.value();
-    let (num_uars, bf_reg_size) = match dev_cap {
-        None if param_bf == 0 => (param_uars, layout::DEFAULT_BF_REG_SIZE),
-        None => (param_uars, param_bf),
-        Some(cap) => {
-            // mlx4_dev_cap(): the UAR area must fit BAR2.
-            if cap.uar_size > bar2_len {
-                dev_err!(
-                    pdev.as_ref(),
-                    "UAR area of {:#x} bytes does not fit BAR2 of {:#x}\n",
-                    cap.uar_size,
-                    bar2_len
-                );
-                return Err(ENODEV);
-            }
-            let dev_uars = (cap.uar_size / layout::PAGE_SIZE) as u32;
-            for (name, param, device) in [
-                ("num_uars", param_uars, dev_uars),
-                ("bf_reg_size", param_bf, cap.bf_reg_size),
-            ] {
-                if param != 0 && param != device {
-                    dev_err!(
-                        pdev.as_ref(),
-                        "{}={} but the device has {}\n",
-                        name,
-                        param,
-                        device
-                    );
-                    return Err(EINVAL);
-                }
-            }
-            (dev_uars, cap.bf_reg_size)
+    for (name, param, device) in [
+        ("num_uars", param_uars, num_uars),
+        ("bf_reg_size", param_bf, bf_reg_size),
+    ] {
+        if param != 0 && param != device {
+            dev_err!(
+                pdev.as_ref(),
+                "{}={} but the device has {}\n",
+                name,
+                param,
+                device
+            );
+            return Err(EINVAL);
         }
-    };
+    }
     let caps = Caps::new(bar2_len, num_uars, bf_reg_size).map_err(|e| {
         dev_err!(
             pdev.as_ref(),
-            "num_uars={} bf_reg_size={} do not fit BAR2 of {:#x} bytes: {:?}\n",
+            "{} UARs, BlueFlame register {} B: do not fit BAR2 of {:#x} bytes: {:?}\n",
             num_uars,
             bf_reg_size,
             bar2_len,
             e
         );
-        EINVAL
+        ENODEV
     })?;
     if caps.num_uars as usize > uar_alloc::MAX_UARS {
         dev_err!(
@@ -372,25 +356,19 @@ fn probe_caps(pdev: &pci::Device<Bound>, dev_cap: Option<&DevCap>) -> Result<(Ca
 }
 
 impl Mlx4BfDriver {
-    /// The adapter, and for a real one its interrupt and teardown.
-    fn new_adapter(
-        pdev: &pci::Device<Core<'_>>,
-        name: &'static CStr,
-    ) -> Result<(Arc<Adapter>, Option<HcaUp>)> {
-        let real = pdev.vendor_id() == pci::Vendor::MELLANOX;
-        let (hca, mem) = if real {
-            pdev.enable_device_mem()?;
-            pdev.set_master();
-            let (hca, mem) = hca::probe(pdev)?;
-            (Some(hca), Some(mem))
-        } else {
-            (None, None)
-        };
-        let (caps, writer) = probe_caps(pdev, hca.as_deref().map(|h| &h.dev_cap))?;
-        if !real {
-            pdev.enable_device_mem()?;
-            pdev.set_master();
+    /// The adapter brought up, with its interrupt and teardown.
+    fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> Result<HcaUp> {
+        // The ID table names mlx4 functions only; a function bound to the
+        // driver by hand is not talked to.
+        let vendor = pdev.vendor_id();
+        if vendor != pci::Vendor::MELLANOX {
+            dev_err!(pdev.as_ref(), "vendor {} is not Mellanox\n", vendor);
+            return Err(ENODEV);
         }
+        pdev.enable_device_mem()?;
+        pdev.set_master();
+        let (hca, mem) = hca::probe(pdev)?;
+        let (caps, writer) = probe_caps(pdev, &hca.dev_cap)?;
 
         let sq_pool_len = MAX_QPS * SQ_ENTRIES as usize * SQ_STRIDE;
         let hw = Hw {
@@ -398,17 +376,15 @@ impl Mlx4BfDriver {
             sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
             hca: mem,
         };
-        if let Some(h) = hca.as_deref() {
-            dev_info!(
-                pdev.as_ref(),
-                "firmware {}.{}.{} (cmd_if_rev {}), {} BlueFlame registers per page\n",
-                h.fw.major,
-                h.fw.minor,
-                h.fw.subminor,
-                h.fw.cmd_if_rev,
-                h.dev_cap.bf_regs_per_page
-            );
-        }
+        dev_info!(
+            pdev.as_ref(),
+            "firmware {}.{}.{} (cmd_if_rev {}), {} BlueFlame registers per page\n",
+            hca.fw.major,
+            hca.fw.minor,
+            hca.fw.subminor,
+            hca.fw.cmd_if_rev,
+            hca.dev_cap.bf_regs_per_page
+        );
         dev_info!(
             pdev.as_ref(),
             "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
@@ -418,7 +394,7 @@ impl Mlx4BfDriver {
             writer.name(),
             name.to_str().unwrap_or("?")
         );
-        let qpn_limit = hca.as_deref().map_or(QPN_LIMIT, |h| h.qpn_limit);
+        let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
         let adapter = Arc::pin_init(
             try_pin_init!(Adapter {
                 caps,
@@ -432,9 +408,6 @@ impl Mlx4BfDriver {
             }),
             GFP_KERNEL,
         )?;
-        if !real {
-            return Ok((adapter, None));
-        }
 
         // One MSI-X vector, for the EQ.
         let vectors =
@@ -452,14 +425,14 @@ impl Mlx4BfDriver {
         )?;
         // From here on a failure takes the device down again (HcaUp's drop).
         let up = HcaUp {
-            adapter: adapter.clone(),
+            adapter,
             irq: Some(irq),
         };
-        if let Some(h) = adapter.hca.as_deref() {
-            let hw = adapter.hw.access(pdev.as_ref())?;
-            h.start(pdev.as_ref(), hw.bar2.uar())?;
+        {
+            let hw = up.adapter.hw.access(pdev.as_ref())?;
+            up.adapter.hca.start(pdev.as_ref(), hw.bar2.uar())?;
         }
-        Ok((adapter, Some(up)))
+        Ok(up)
     }
 }
 
@@ -475,16 +448,14 @@ impl pci::Driver for Mlx4BfDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let number = DeviceNumber::take();
         let name = number.as_ref().map_or(DEVICE_NAMES[0], DeviceNumber::name);
-        let (adapter, hca_up) = match number {
-            Some(_) => match Self::new_adapter(pdev, name) {
-                Ok((adapter, up)) => (Ok(adapter), up),
-                Err(e) => (Err(e), None),
-            },
+        let up = match number {
+            Some(_) => Self::new_adapter(pdev, name),
             None => {
                 dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
-                (Err(EBUSY), None)
+                Err(EBUSY)
             }
         };
+        let adapter = up.as_ref().map(|up| up.adapter.clone()).map_err(|e| *e);
         try_pin_init!(Mlx4BfDevice {
             number: number.ok_or(EBUSY)?,
             adapter: adapter?,
@@ -492,17 +463,15 @@ impl pci::Driver for Mlx4BfDriver {
             debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {
                 dir.read_callback_file(c"stats", a, &show_stats)
             }),
-            hca_up,
+            hca_up: up?,
             misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
         })
     }
 
-    /// A real adapter is taken down here, while the device is still bound:
+    /// The adapter is taken down here, while the device is still bound:
     /// open contexts then get -ENODEV (see `hca.rs`).
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        if let Some(up) = this.hca_up.as_ref() {
-            up.shutdown(pdev.as_ref());
-        }
+        this.hca_up.shutdown(pdev.as_ref());
     }
 }
 
@@ -515,11 +484,11 @@ kernel::module_pci_driver! {
     params: {
         num_uars: u32 {
             default: 0,
-            description: "UAR pages in BAR2 (0: the device's, or the first half of BAR2 on a passive function; a real adapter must agree)",
+            description: "UAR pages in BAR2 (0: the device's; anything else must equal it)",
         },
         bf_reg_size: u32 {
             default: 0,
-            description: "BlueFlame register size in bytes, two buffers (0: the device's, or 512 on a passive function; a real adapter must agree)",
+            description: "BlueFlame register size in bytes, two buffers (0: the device's; anything else must equal it)",
         },
         writer: u32 {
             default: 1,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! QPs of a real adapter: the send queue's initial ownership, the QP context
+//! QPs in the adapter: the send queue's initial ownership, the QP context
 //! and the RST -> INIT -> RTR -> RTS transitions (`mlx4/qp.c`,
 //! `mlx4_ib/qp.c`), and the reset that destroys a QP.
 
@@ -55,7 +55,7 @@ const CTRL_OWNER: u32 = 1 << 31;
 
 /// Asks for a completion of this WQE. The kernel owns the send queue and
 /// needs the CQE to know when the slot is free again, so every WQE posted to
-/// a real adapter carries it, whatever user space set.
+/// the adapter carries it, whatever user space set.
 pub(crate) fn stamp_cq_update(wqe: &mut [u8]) -> Result {
     let at = CTRL_SRCRB_FLAGS;
     let b = wqe.get_mut(at..at + 4).ok_or(EINVAL)?;

@@ -77,7 +77,7 @@ pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     Ok(())
 }
 
-/// Counters of a real adapter: events, interrupts, completions and the
+/// Counters of the adapter's queues: events, interrupts, completions and the
 /// send-queue flow control. Shown in the device's debugfs file.
 pub(crate) struct HcaStats {
     interrupts: Atomic<u64>,

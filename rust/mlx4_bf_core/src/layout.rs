@@ -14,9 +14,6 @@
 pub const PAGE_SIZE: u64 = 4096;
 /// Offset of the send doorbell register in a UAR page (`MLX4_SEND_DOORBELL`).
 pub const SEND_DOORBELL: u64 = 0x14;
-/// Default BlueFlame register size: two 256-byte buffers.
-pub const DEFAULT_BF_REG_SIZE: u32 = 512;
-
 /// The validated capabilities of one adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caps {
@@ -39,17 +36,12 @@ pub enum CapsError {
 }
 
 impl Caps {
-    /// Capabilities for a BAR2 of `bar2_len` bytes; `num_uars == 0` selects the
-    /// default, the UAR area being the first half of BAR2.
+    /// Capabilities for a BAR2 of `bar2_len` bytes with the device's
+    /// `num_uars` UAR pages and `bf_reg_size`-byte BlueFlame registers.
     pub fn new(bar2_len: u64, num_uars: u32, bf_reg_size: u32) -> Result<Self, CapsError> {
         if bar2_len < 2 * PAGE_SIZE || !bar2_len.is_multiple_of(PAGE_SIZE) {
             return Err(CapsError::Bar2Len);
         }
-        let num_uars = if num_uars == 0 {
-            u32::try_from(bar2_len / 2 / PAGE_SIZE).map_err(|_| CapsError::NumUars)?
-        } else {
-            num_uars
-        };
         if num_uars < 2 || !num_uars.is_power_of_two() {
             return Err(CapsError::NumUars);
         }
@@ -108,16 +100,18 @@ mod tests {
     const MIB: u64 = 1 << 20;
 
     #[test]
-    fn default_uar_area_is_the_first_half_of_bar2() {
-        let caps = Caps::new(8 * MIB, 0, DEFAULT_BF_REG_SIZE).unwrap();
-        assert_eq!(caps.num_uars, 1024);
+    fn bf_area_follows_the_uar_area() {
+        let caps = Caps::new(8 * MIB, 1024, 512).unwrap();
         assert_eq!(caps.bf_buf_size(), 256);
         assert_eq!(caps.bf_area(), (4 * MIB, 4 * MIB));
+        let caps = Caps::new(8 * MIB, 16, 1024).unwrap();
+        assert_eq!(caps.bf_buf_size(), 512);
+        assert_eq!(caps.bf_area(), (64 * 1024, 64 * 1024));
     }
 
     #[test]
     fn bf_page_includes_the_uar_index() {
-        let caps = Caps::new(8 * MIB, 0, DEFAULT_BF_REG_SIZE).unwrap();
+        let caps = Caps::new(8 * MIB, 1024, 512).unwrap();
         assert_eq!(caps.bf_page_offset(0), 4 * MIB);
         assert_eq!(caps.bf_page_offset(1), 4 * MIB + 4096);
         assert_eq!(caps.bf_page_offset(7), 4 * MIB + 7 * 4096);
@@ -129,12 +123,13 @@ mod tests {
     #[test]
     fn capabilities_must_fit_bar2() {
         assert_eq!(Caps::new(8 * MIB, 2048, 512), Err(CapsError::DoesNotFit));
+        assert_eq!(Caps::new(8 * MIB, 0, 512), Err(CapsError::NumUars));
         assert_eq!(Caps::new(8 * MIB, 1, 512), Err(CapsError::NumUars));
         assert_eq!(Caps::new(8 * MIB, 24, 512), Err(CapsError::NumUars));
         assert_eq!(Caps::new(8 * MIB, 16, 384), Err(CapsError::BfRegSize));
         assert_eq!(Caps::new(8 * MIB, 16, 8192), Err(CapsError::BfRegSize));
-        assert_eq!(Caps::new(4096, 0, 512), Err(CapsError::Bar2Len));
-        assert_eq!(Caps::new(8 * MIB + 1, 0, 512), Err(CapsError::Bar2Len));
+        assert_eq!(Caps::new(4096, 2, 512), Err(CapsError::Bar2Len));
+        assert_eq!(Caps::new(8 * MIB + 1, 2, 512), Err(CapsError::Bar2Len));
         assert!(Caps::new(8 * MIB, 16, 1024).is_ok());
     }
 
