@@ -2,19 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """Boot the mlx4-bf test kernel in QEMU and report what happened.
 
-The guest gets the adapter in one of two forms (--adapter):
+The guest's adapter is the ConnectX-3 device model (tools/mlx4-model), a
+vfio-user server started before QEMU and stopped after it, attached with
+vfio-user-pci; guest RAM is a shared memfd so the model can DMA. The model's
+analyzer trace is kept (--trace), and a protocol error it logged outside a
+window a test declared (its summary's unexpected_protocol_errors) fails the
+run.
 
-- ivshmem: an ivshmem-plain function whose BAR2 is a file in /dev/shm, a
-  passive stand-in for the adapter's BAR2 (bound through driver_override);
-- model: the ConnectX-3 device model (tools/mlx4-model), a vfio-user server
-  started before QEMU and stopped after it, attached with vfio-user-pci; guest
-  RAM is a shared memfd so the model can DMA. The model's analyzer trace is
-  kept (--trace), and a protocol error it logged outside a window a test
-  declared (its summary's unexpected_protocol_errors) fails the run.
-
-Like the
-kernel's kunit.py, QEMU runs with -nodefaults -no-reboot -nographic -serial
-stdio and the result is read from the console:
+Like the kernel's kunit.py, QEMU runs with -nodefaults -no-reboot -nographic
+-serial stdio and the result is read from the console:
 
 - the guest prints "mlx4-bf-guest-exit: N" with its command's exit status;
 - in --ktap mode the console must also carry a complete KTAP document, whose
@@ -55,14 +51,8 @@ def set_pdeathsig():
     os.setsid()
 
 
-def adapter_args(args, bar2_path, sock):
-    """The QEMU options that give the guest its adapter."""
-    if args.adapter == "ivshmem":
-        return [
-            "-object", f"memory-backend-file,id=bar2mem,size={args.bar2_size},"
-                       f"mem-path={bar2_path},share=on",
-            "-device", "ivshmem-plain,memdev=bar2mem",
-        ]
+def adapter_args(args, sock):
+    """The QEMU options that give the guest its adapter, the model on `sock`."""
     device = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock}}
     if args.no_posted_writes:
         # Every write waits for the model: it sees guest memory as it was at
@@ -75,7 +65,7 @@ def adapter_args(args, bar2_path, sock):
     ]
 
 
-def qemu_command(args, bar2_path, sock=None):
+def qemu_command(args, sock):
     accel = "kvm" if args.accel == "kvm" else "tcg"
     cmdline = "console=ttyS0 loglevel=5 panic=-1 oops=panic " + args.append
     return [
@@ -85,7 +75,7 @@ def qemu_command(args, bar2_path, sock=None):
         "-serial", "stdio", "-accel", accel, "-cpu", "max,la57=off" if accel == "tcg" else "host",
         "-smp", str(args.smp), "-m", args.memory,
         "-kernel", args.kernel, "-initrd", args.initrd, "-append", cmdline,
-    ] + adapter_args(args, bar2_path, sock)
+    ] + adapter_args(args, sock)
 
 
 class Model:
@@ -244,15 +234,12 @@ def main():
     p.add_argument("--shell", action="store_true", help="interactive console, no checks")
     p.add_argument("--ktap", action="store_true", help="parse and summarise KTAP results")
     p.add_argument("--timeout", type=int, default=600, help="seconds (default 600)")
-    p.add_argument("--adapter", choices=("ivshmem", "model"), default="ivshmem")
     p.add_argument("--model", default="mlx4-model", help="the device model binary")
     p.add_argument("--model-arg", action="append", default=[],
                    help="an argument for the model (repeatable)")
     p.add_argument("--trace", help="the model's analyzer trace (default: temporary)")
     p.add_argument("--no-posted-writes", action="store_true",
                    help="QEMU waits for the model on every write (ordering tests)")
-    p.add_argument("--bar2-size", default="8M")
-    p.add_argument("--bar2-file", help="keep BAR2 in this file (default: temporary)")
     p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
     p.add_argument("--smp", type=int, default=2)
     p.add_argument("--memory", default="512M")
@@ -262,23 +249,17 @@ def main():
                    help="save files the guest sends as 'mlx4-bf-file: NAME', base64, 'mlx4-bf-file-end'")
     args = p.parse_args()
 
-    bar2_path = args.bar2_file or f"/dev/shm/mlx4-bf-bar2-{os.getpid()}"
-    if os.path.exists(bar2_path):
-        os.unlink(bar2_path)
-    model = Model(args) if args.adapter == "model" else None
-    cmd = qemu_command(args, bar2_path, model.sock if model else None)
+    model = Model(args)
+    cmd = qemu_command(args, model.sock)
     try:
         if args.shell:
             return subprocess.call(cmd)
         return run(cmd, args, model)
     finally:
-        if model:
-            model.stop()
-        if not args.bar2_file and os.path.exists(bar2_path):
-            os.unlink(bar2_path)
+        model.stop()
 
 
-def run(cmd, args, model=None):
+def run(cmd, args, model):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
@@ -319,9 +300,7 @@ def run(cmd, args, model=None):
             proc.wait()
 
     elapsed = time.monotonic() - start
-    errors = []
-    if model:
-        errors += model_errors(model, model.stop())
+    errors = model_errors(model, model.stop())
     if timed_out:
         errors.append(f"timed out after {args.timeout} s")
     if exit_status is None:

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Invalid WQEs and ABI misuse: each gets its documented errno and leaves the
- * device untouched. On the device model the analyzer must have seen no BAR2
- * write and executed no WQE; elsewhere BAR2 (resource2) must be unchanged,
- * byte for byte. (Reading BAR2 back on the model would be some 8 MiB of
- * trapped reads per test.)
+ * device untouched: the device model's analyzer must have seen no BAR2
+ * write and executed no WQE. Without the model the fixture's tests SKIP.
  */
 #include <sys/resource.h>
 
@@ -15,10 +13,8 @@ FIXTURE(bad)
 {
 	int fd;
 	struct mlx4_bf_qp_info qp;
-	int analyzer;
 	struct model model;
 	struct model_posts before;
-	struct bar2 bar2;
 	uint8_t wqe[MAX_WQE + 64];
 	int len;
 };
@@ -28,12 +24,13 @@ FIXTURE_SETUP(bad)
 	self->fd = open(DEV_PATH, O_RDWR);
 	if (self->fd < 0)
 		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
+	if (model_open(&self->model)) {
+		close(self->fd);
+		self->fd = -1;
+		SKIP(return, "no device model behind mlx4_bf (no analyzer)");
+	}
 	ASSERT_EQ(0, create_qp(self->fd, &self->qp));
-	self->analyzer = !model_open(&self->model);
-	if (self->analyzer)
-		model_posts(&self->model, &self->before);
-	else
-		ASSERT_EQ(0, bar2_open(&self->bar2));
+	model_posts(&self->model, &self->before);
 	self->len = build_rdma_write(self->wqe, 40, 7);
 }
 
@@ -44,20 +41,15 @@ FIXTURE_TEARDOWN(bad)
 	if (self->fd < 0)
 		return;
 	/* whatever the test did, the device must not have seen any of it */
-	if (self->analyzer) {
-		model_posts(&self->model, &after);
-		EXPECT_EQ(self->before.bar2_writes, after.bar2_writes)
-			TH_LOG("analyzer saw %llu BAR2 write(s)",
-			       (unsigned long long)(after.bar2_writes - self->before.bar2_writes));
-		EXPECT_EQ(self->before.wqe_bf + self->before.wqe_dma, after.wqe_bf + after.wqe_dma)
-			TH_LOG("analyzer executed %llu WQE(s) from BlueFlame, %llu by DMA",
-			       (unsigned long long)(after.wqe_bf - self->before.wqe_bf),
-			       (unsigned long long)(after.wqe_dma - self->before.wqe_dma));
-		model_close(&self->model);
-	} else {
-		EXPECT_EQ(-1, bar2_expect(&self->bar2, 0, NULL, 0));
-		bar2_close(&self->bar2);
-	}
+	model_posts(&self->model, &after);
+	EXPECT_EQ(self->before.bar2_writes, after.bar2_writes)
+		TH_LOG("analyzer saw %llu BAR2 write(s)",
+		       (unsigned long long)(after.bar2_writes - self->before.bar2_writes));
+	EXPECT_EQ(self->before.wqe_bf + self->before.wqe_dma, after.wqe_bf + after.wqe_dma)
+		TH_LOG("analyzer executed %llu WQE(s) from BlueFlame, %llu by DMA",
+		       (unsigned long long)(after.wqe_bf - self->before.wqe_bf),
+		       (unsigned long long)(after.wqe_dma - self->before.wqe_dma));
+	model_close(&self->model);
 	close(self->fd);
 }
 
@@ -281,7 +273,12 @@ TEST(uars_run_out_cleanly_and_come_back)
 	free(fds);
 }
 
-TEST(open_close_cycles_return_every_uar)
+/* A fixture only for its timeout: a cycle takes ~10 ms on the KASAN kernel. */
+FIXTURE(cycles) {};
+FIXTURE_SETUP(cycles) {}
+FIXTURE_TEARDOWN(cycles) {}
+
+TEST_F_TIMEOUT(cycles, open_close_cycles_return_every_uar, 180)
 {
 	struct mlx4_bf_device_info dev;
 	struct mlx4_bf_context_info info;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers of the mlx4_bf selftests: the ioctl calls, a libmlx4-style WQE
- * builder written independently of the driver's Rust one, and the BAR2
- * oracle, a read-only mapping of sysfs resource2.
+ * builder written independently of the driver's Rust one, and what the
+ * adapter must see of a post. The oracle, the device model's analyzer, is
+ * in mlx4_bf_model.h.
  */
 #ifndef MLX4_BF_LIB_H
 #define MLX4_BF_LIB_H
@@ -192,12 +193,11 @@ static inline int expected_bf(uint8_t *out, const uint8_t *wqe, int len, uint32_
 }
 
 /*
- * CQ_UPDATE in srcrb_flags (bytes 8..11). On an adapter with a command
- * interface (a ConnectX-3, or the device model) the driver creates its QPs
- * in the device and reuses a send-queue slot only after the slot's CQE came
- * back, so it asks for a CQE on every WQE: post_send() in
+ * CQ_UPDATE in srcrb_flags (bytes 8..11). The driver creates its QPs in the
+ * device and reuses a send-queue slot only after the slot's CQE came back,
+ * so it asks for a CQE on every WQE: post_send() in
  * drivers/mlx4_bf/context.rs ORs CQ_UPDATE in on both paths before the other
- * stamps. The ivshmem stand-in has no CQs; it gets the WQE without it.
+ * stamps.
  */
 #define CQ_UPDATE	(3u << 2)
 
@@ -252,105 +252,6 @@ static inline size_t bar2_resource_len(void)
 		return 0;
 	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
 	return stat(path, &st) ? 0 : st.st_size;
-}
-
-/* The BAR2 oracle: the adapter's memory as the device would see it. */
-struct bar2 {
-	const uint8_t *map;
-	size_t len;
-	uint8_t *shadow;
-};
-
-/*
- * Maps @len bytes of BAR2 from @offset of sysfs resource2 (or resource2_wc
- * with @wc) at @at, fixed. Returns 0 on success.
- */
-static inline int bar2_map_part(const char *bdf, void *at, size_t offset, size_t len, int wc)
-{
-	char path[128];
-	void *p;
-	int fd;
-
-	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2%s", bdf, wc ? "_wc" : "");
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	p = mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, offset);
-	close(fd);
-	return p == at ? 0 : -1;
-}
-
-/*
- * Maps all of BAR2 read-only. With PAT, a mapping must have the memory type
- * the driver gave the range: uncached for the UAR half, and write-combining
- * for the BlueFlame half when the driver uses the write-combining writer, so
- * BAR2 is mapped in two parts (resource2 and resource2_wc) into one range.
- */
-static inline int bar2_open(struct bar2 *b)
-{
-	struct mlx4_bf_device_info dev;
-	char bdf[64], path[128];
-	struct stat st;
-	size_t half;
-	int fd;
-
-	if (bound_device(bdf, sizeof(bdf)))
-		return -1;
-	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
-	if (stat(path, &st))
-		return -1;
-	fd = open(DEV_PATH, O_RDWR);
-	if (fd < 0 || query_device(fd, &dev))
-		return -1;
-	close(fd);
-	b->len = st.st_size;
-	half = (size_t)dev.num_uars * 4096;
-	b->map = mmap(NULL, b->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b->map == MAP_FAILED)
-		return -1;
-	if (bar2_map_part(bdf, (void *)b->map, 0, half, 0) ||
-	    bar2_map_part(bdf, (void *)(b->map + half), half, b->len - half,
-			  dev.writer == MLX4_BF_WRITER_WRITE_COMBINING)) {
-		munmap((void *)b->map, b->len);
-		return -1;
-	}
-	b->shadow = malloc(b->len);
-	memcpy(b->shadow, b->map, b->len);
-	return 0;
-}
-
-static inline void bar2_close(struct bar2 *b)
-{
-	munmap((void *)b->map, b->len);
-	free(b->shadow);
-}
-
-/* Re-reads the shadow copy from BAR2. */
-static inline void bar2_resync(struct bar2 *b)
-{
-	memcpy(b->shadow, b->map, b->len);
-}
-
-/*
- * Expects BAR2 to differ from the shadow exactly by @len bytes @data at
- * @offset, then takes the change into the shadow. Returns the offset of the
- * first unexpected byte, or -1 when BAR2 is as expected.
- */
-static inline long bar2_expect(struct bar2 *b, size_t offset, const void *data, size_t len)
-{
-	size_t i;
-
-	if (len)
-		memcpy(b->shadow + offset, data, len);
-	for (i = 0; i < b->len; i += 4096)
-		if (memcmp(b->map + i, b->shadow + i, 4096))
-			break;
-	if (i >= b->len)
-		return -1;
-	for (; i < b->len; i++)
-		if (b->map[i] != b->shadow[i])
-			return (long)i;
-	return -1;
 }
 
 #endif /* MLX4_BF_LIB_H */

@@ -4,7 +4,7 @@
  * and its records of the last executed WQE and the last send doorbell, read
  * through its diagnostic block in BAR0 (Documentation/mlx4-model.rst).
  * The block is the model's own, never the driver's; on an adapter without it
- * (real hardware, the ivshmem stand-in) model_open() fails and tests SKIP.
+ * (real hardware) model_open() fails and tests SKIP.
  * Every access is a trapped MMIO round trip (tens of microseconds): read
  * sparingly. A read also waits for every posted write before it, so what a
  * counter shows includes all posts made before.
