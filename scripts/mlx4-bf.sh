@@ -22,6 +22,7 @@
 # Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
 # NO_POSTED_WRITES=1 (QEMU waits for the device model on every write),
+# BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
 # MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer).
 #
 # The guest's adapter is always the ConnectX-3 device model (tools/mlx4-model);
@@ -211,10 +212,18 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
 	   # The guest sends its result files back over the console (vm.py --save-files).
-	   vm_boot run "/work/mlx4-bf bench --out-dir /tmp/results ${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
+	   send_back='for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done'
+	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
+	   # instructions, deterministic; or in wall-clock time (wall).
+	   icount=()
+	   [ "${BENCH_CLOCK:-icount}" = icount ] && icount=(--icount)
+	   vm_boot run "/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
+		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} && $send_back" \
+		"${icount[@]}" --save-files "$TOP/results" -- "$OUT/guest"
+	   # Scaling needs vCPUs running side by side: never under -icount.
+	   vm_boot run "mkdir -p /tmp/results &&
 		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
-		cat /tmp/results/stress.txt &&
-		for f in /tmp/results/*; do echo \"mlx4-bf-file: \${f##*/}\"; base64 \"\$f\"; echo mlx4-bf-file-end; done" \
+		cat /tmp/results/stress.txt && $send_back" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}

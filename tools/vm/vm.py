@@ -74,6 +74,11 @@ def qemu_command(args, sock):
         # wild-memory-access in identify_cpu() on about one boot in three.
         "-serial", "stdio", "-accel", accel, "-cpu", "max,la57=off" if accel == "tcg" else "host",
         "-smp", str(args.smp), "-m", args.memory,
+    ] + (
+        # One guest ns per instruction, no sleeping: guest timings are
+        # instruction counts and repeat exactly (vCPUs then take turns).
+        ["-icount", "shift=0,sleep=off"] if args.icount else []
+    ) + [
         "-kernel", args.kernel, "-initrd", args.initrd, "-append", cmdline,
     ] + adapter_args(args, sock)
 
@@ -242,6 +247,8 @@ def main():
                    help="QEMU waits for the model on every write (ordering tests)")
     p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
     p.add_argument("--smp", type=int, default=2)
+    p.add_argument("--icount", action="store_true",
+                   help="-icount shift=0,sleep=off: the guest clock counts instructions")
     p.add_argument("--memory", default="512M")
     p.add_argument("--append", default="", help="extra kernel command line")
     p.add_argument("--quiet", action="store_true", help="print only problems and the summary")

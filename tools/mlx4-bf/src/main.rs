@@ -96,6 +96,10 @@ enum Command {
         /// Where bench.txt, bench.dat, the plots and summary.md go.
         #[arg(long, default_value = "results")]
         out_dir: PathBuf,
+        /// The guest runs under QEMU's `-icount shift=0`: its clock advances
+        /// one nanosecond per instruction, so report instructions.
+        #[arg(long)]
+        icount: bool,
     },
     /// Several contexts (threads with their own fd) posting for a while.
     Stress {
@@ -458,6 +462,33 @@ fn suffixed(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// What the benchmark's times are, and how they are printed.
+#[derive(Clone, Copy)]
+struct Unit {
+    /// Multiplies a wall-clock time in microseconds.
+    per_us: f64,
+    name: &'static str,
+    short: &'static str,
+    decimals: usize,
+}
+
+impl Unit {
+    const MICROSECONDS: Unit = Unit {
+        per_us: 1.0,
+        name: "microseconds (wall clock)",
+        short: "us",
+        decimals: 2,
+    };
+    /// Under `-icount shift=0` one guest nanosecond is one instruction:
+    /// deterministic, whatever the host does.
+    const INSTRUCTIONS: Unit = Unit {
+        per_us: 1000.0,
+        name: "guest instructions (QEMU -icount shift=0: 1 guest ns per instruction)",
+        short: "insns",
+        decimals: 0,
+    };
+}
+
 /// One size of the benchmark.
 struct BenchRow {
     size: usize,
@@ -478,7 +509,7 @@ fn ratio_spread(num: &[f64], den: &[f64]) -> [f64; 3] {
     ]
 }
 
-fn bench(dev: &Device, sweep: &Sweep, out_dir: &Path) -> Result<(), String> {
+fn bench(dev: &Device, sweep: &Sweep, out_dir: &Path, unit: Unit) -> Result<(), String> {
     let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
     let cutoff = bf_cutoff(&info);
@@ -503,7 +534,7 @@ fn bench(dev: &Device, sweep: &Sweep, out_dir: &Path) -> Result<(), String> {
         let timed = |f: &mut dyn FnMut() -> io::Result<()>| -> io::Result<f64> {
             let t = Instant::now();
             f()?;
-            Ok(t.elapsed().as_secs_f64() * 1e6)
+            Ok(t.elapsed().as_secs_f64() * 1e6 * unit.per_us)
         };
         for round in 0..(sweep.iters + WARMUP) {
             let mut t = [0.0; 3];
@@ -533,7 +564,7 @@ fn bench(dev: &Device, sweep: &Sweep, out_dir: &Path) -> Result<(), String> {
         });
         progress.step(i + 1, "bench");
     }
-    write_bench(out_dir, &info, sweep, &rows, cutoff)
+    write_bench(out_dir, &info, sweep, &rows, cutoff, unit)
 }
 
 fn write_bench(
@@ -542,6 +573,7 @@ fn write_bench(
     sweep: &Sweep,
     rows: &[BenchRow],
     cutoff: usize,
+    unit: Unit,
 ) -> Result<(), String> {
     let write = |name: &str, text: &str| {
         let p = out_dir.join(name);
@@ -549,17 +581,22 @@ fn write_bench(
     };
     let mut txt = format!(
         "# mlx4-bf bench: {} writer, {} interleaved rounds per size (no-op, BlueFlame, doorbell)\n\
-         # medians in us; ratios are per-round medians [p10..p90]\n\
+         # medians in {}; ratios are per-round medians [p10..p90]\n\
          #bytes   noop     bf       db       bf/noop                db/noop                bf/db\n",
         writer_name(info.writer),
-        sweep.iters
+        sweep.iters,
+        unit.name
     );
-    let mut dat = String::from("# bytes noop_us bf_us db_us bf_noop bf_noop_p10 bf_noop_p90 db_noop db_noop_p10 db_noop_p90\n");
+    let u = unit.short;
+    let mut dat = format!(
+        "# bytes noop_{u} bf_{u} db_{u} bf_noop bf_noop_p10 bf_noop_p90 db_noop db_noop_p10 db_noop_p90\n"
+    );
+    let p = unit.decimals;
     for r in rows {
         let (n, b, d) = (r.noop.typical, r.bf.typical, r.db.typical);
         let ([bm, bl, bh], [dm, dl, dh]) = (r.bf_ratio, r.db_ratio);
         txt += &format!(
-            "{:<8} {n:<8.2} {b:<8.2} {d:<8.2} {bm:.2} [{bl:.2}..{bh:.2}]   {dm:.2} [{dl:.2}..{dh:.2}]   {:.2}\n",
+            "{:<8} {n:<8.p$} {b:<8.p$} {d:<8.p$} {bm:.2} [{bl:.2}..{bh:.2}]   {dm:.2} [{dl:.2}..{dh:.2}]   {:.2}\n",
             r.size,
             b / d
         );
@@ -588,7 +625,7 @@ fn write_bench(
     report::plot_svg(
         &out_dir.join("bench-latency.svg"),
         "POST_SEND round trip (median)",
-        "latency [us]",
+        &format!("cost [{}]", unit.short),
         &[
             series(|r| r.noop.typical, "no-op"),
             series(|r| r.bf.typical, "BlueFlame"),
@@ -710,7 +747,18 @@ fn run(cli: Cli) -> Result<(), String> {
             out.as_deref(),
             plot.as_deref(),
         ),
-        Command::Bench { sweep, out_dir } => bench(&open(&cli.device)?, &sweep, &out_dir),
+        Command::Bench {
+            sweep,
+            out_dir,
+            icount,
+        } => {
+            let unit = if icount {
+                Unit::INSTRUCTIONS
+            } else {
+                Unit::MICROSECONDS
+            };
+            bench(&open(&cli.device)?, &sweep, &out_dir, unit)
+        }
         Command::Stress {
             threads,
             seconds,
