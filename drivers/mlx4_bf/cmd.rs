@@ -310,6 +310,19 @@ impl CmdIf {
             return Err(ENODEV);
         }
         let op = cmd.op;
+        // mlx4_cmd_post(): in polling mode a busy HCR is an error, not a wait.
+        // Checked before the mailboxes are touched: a command that timed out
+        // may still be running and using them.
+        let ctrl = self.read_ctrl()?;
+        if Self::pending(ctrl, st.toggle) {
+            dev_err!(
+                self.dev,
+                "{}: HCR busy ({:#010x})\n",
+                op.name(),
+                ctrl.into_raw()
+            );
+            return Err(EIO);
+        }
         // Stage the in mailbox and name both mailboxes (nothing is in
         // flight: the lock is held and the HCR is idle).
         let (in_param, out_param) = {
@@ -323,7 +336,7 @@ impl CmdIf {
                     }
                     // SAFETY: `bytes` fits the mailbox (checked above); the
                     // device reads the mailbox only during a command, and
-                    // none is in flight while the lock is held.
+                    // none is in flight: the lock is held and the HCR idle.
                     unsafe {
                         core::ptr::copy_nonoverlapping(
                             bytes.as_ptr(),
@@ -334,25 +347,26 @@ impl CmdIf {
                     mbox.inbox.dma_handle()
                 }
             };
-            let out_param = if cmd.output.is_some() {
-                mbox.outbox.dma_handle()
-            } else {
-                0
+            let out_param = match cmd.output.as_deref() {
+                Some(out) => {
+                    // What the device leaves unwritten reads as 0, not as
+                    // the previous command's output.
+                    // SAFETY: The length fits the mailbox; the device writes
+                    // it only during a command, as above.
+                    unsafe {
+                        core::ptr::write_bytes(
+                            mbox.outbox.as_mut_ptr().cast::<u8>(),
+                            0,
+                            out.len().min(MAILBOX_SIZE),
+                        )
+                    };
+                    mbox.outbox.dma_handle()
+                }
+                None => 0,
             };
             (in_param, out_param)
         };
 
-        // mlx4_cmd_post(): in polling mode a busy HCR is an error, not a wait.
-        let ctrl = self.read_ctrl()?;
-        if Self::pending(ctrl, st.toggle) {
-            dev_err!(
-                self.dev,
-                "{}: HCR busy ({:#010x})\n",
-                op.name(),
-                ctrl.into_raw()
-            );
-            return Err(EIO);
-        }
         let go = HcrCtrl::from_raw(0)
             .with_go(true)
             .with_event(cmd.event)

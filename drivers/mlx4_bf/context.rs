@@ -121,6 +121,8 @@ impl MiscDevice for Context {
         // for open() under misc_mtx).
         let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
         let adapter = dev.adapter.clone();
+        let module = ModuleRef::get()?;
+        let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(
                 "all {} UARs in use: open() fails with -EBUSY\n",
@@ -128,9 +130,12 @@ impl MiscDevice for Context {
             );
             EBUSY
         })?;
-        let module = ModuleRef::get()?;
-        let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
-        let dir_name = CString::try_from_fmt(fmt!("ctx-{uar_index}"))?;
+        // Every failure from here on gives the UAR back.
+        let free_uar = |e: Error| {
+            adapter.uars.lock().free(uar_index);
+            e
+        };
+        let dir_name = CString::try_from_fmt(fmt!("ctx-{uar_index}")).map_err(free_uar)?;
         let owner = adapter.clone();
         let init = try_pin_init!(Context {
             adapter: owner,
@@ -148,9 +153,7 @@ impl MiscDevice for Context {
             }),
             _module: module,
         });
-        KBox::try_pin_init(init, GFP_KERNEL).inspect_err(|_| {
-            adapter.uars.lock().free(uar_index);
-        })
+        KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -180,7 +183,7 @@ impl PinnedDrop for Context {
         for i in 0..MAX_QPS_PER_CONTEXT {
             if let Some(qp) = state.qps[i].take() {
                 self.destroy_hw_qp(qp.slot);
-                self.adapter.qps.lock().free(qp.slot);
+                self.free_slot(qp.slot);
             }
         }
         self.release_cq_if_idle(&mut state);
@@ -258,7 +261,7 @@ impl Context {
         let free = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let (slot, qpn) = self.adapter.qps.lock().alloc().ok_or(ENOSPC)?;
         if let Err(e) = self.create_hw_qp(&mut state, slot, qpn) {
-            self.adapter.qps.lock().free(slot);
+            self.free_slot(slot);
             return Err(e);
         }
         let info = abi::QpInfo {
@@ -267,7 +270,7 @@ impl Context {
         };
         if let Err(e) = b.write(out, &info) {
             self.destroy_hw_qp(slot);
-            self.adapter.qps.lock().free(slot);
+            self.free_slot(slot);
             self.release_cq_if_idle(&mut state);
             return Err(e);
         }
@@ -302,7 +305,9 @@ impl Context {
             }
             // SAFETY: The range is inside the pool (checked above) and is the
             // send queue of `slot`, just allocated to this QP, which is not
-            // in the device yet: nobody else reads or writes it.
+            // in the device yet; a slot whose previous QP the device could
+            // not reset is never handed out again (`free_slot`): nobody else
+            // reads or writes it.
             let sq = unsafe {
                 core::slice::from_raw_parts_mut(
                     hw.sq_pool.as_mut_ptr().cast::<u8>().add(base),
@@ -328,6 +333,15 @@ impl Context {
         self.hca().destroy_qp(slot);
     }
 
+    /// Gives send-queue slot `slot` back, unless a QP the device could not
+    /// reset still uses it: the device may then read that send queue, so it
+    /// is never handed out (nor cleared) again.
+    fn free_slot(&self, slot: usize) {
+        if !self.hca().qp_in_hw(slot) {
+            self.adapter.qps.lock().free(slot);
+        }
+    }
+
     /// HW2SW_CQ once the context has no QP left.
     fn release_cq_if_idle(&self, state: &mut State) {
         if state.qps.iter().any(Option::is_some) {
@@ -349,7 +363,7 @@ impl Context {
             .ok_or(ENOENT)?;
         if let Some(q) = qp.take() {
             self.destroy_hw_qp(q.slot);
-            self.adapter.qps.lock().free(q.slot);
+            self.free_slot(q.slot);
             self.release_cq_if_idle(&mut state);
         }
         Ok(())
@@ -384,10 +398,12 @@ impl Context {
     /// Reaps the CQ and makes sure QP `index` has a free
     /// send-queue slot, waiting briefly for the device if it has none.
     fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
+        // A QP in error never frees a slot again: -EIO at once, not -EAGAIN
+        // after the wait.
         let full = |s: &State| {
             s.qps[index]
                 .as_ref()
-                .is_some_and(|q| q.head.wrapping_sub(q.tail) >= SQ_ENTRIES)
+                .is_some_and(|q| !q.failed && q.head.wrapping_sub(q.tail) >= SQ_ENTRIES)
         };
         self.reap(hca, state)?;
         if full(state) {
@@ -542,8 +558,11 @@ fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
         + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let dst = hw.sq_pool.as_mut_ptr().cast::<u8>();
     // SAFETY: `base + SQ_STRIDE` lies inside the pool (slot < MAX_QPS,
-    // index < SQ_ENTRIES) and `wqe_bytes.len() <= SQ_STRIDE`; the slot belongs
-    // to this QP, whose context lock the caller holds.
+    // index < SQ_ENTRIES) and `4 <= wqe_bytes.len() <= SQ_STRIDE` (a validated
+    // WQE, at least its control segment); the slot belongs to this QP, whose
+    // context lock the caller holds, and is free (its last WQE completed):
+    // the device ignores it until the first word gives it the pass's owner
+    // bit.
     unsafe {
         core::ptr::copy_nonoverlapping(
             wqe_bytes.as_ptr().add(4),

@@ -134,7 +134,8 @@ impl Cq {
     pub(crate) fn poll(&mut self, mem: &HcaMem, mut f: impl FnMut(Completion)) -> Result<u32> {
         let base = self.slot * CQ_BYTES;
         let start = self.ci;
-        loop {
+        // At most one pass per call, whatever the device wrote.
+        for _ in 0..CQ_ENTRIES {
             let at = base + (self.ci % CQ_ENTRIES) as usize * CQE_SIZE;
             let op_own: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_OWNER_SR_OPCODE]);
             // get_sw_cqe(): software's if the owner bit matches the pass.

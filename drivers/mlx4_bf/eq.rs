@@ -157,7 +157,8 @@ impl Eq {
     fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<u32> {
         let mut ci = self.ci.load(Relaxed);
         let start = ci;
-        loop {
+        // At most one pass per interrupt, whatever the device wrote.
+        for _ in 0..EQ_ENTRIES {
             let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
             let owner: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_OWNER]);
             if (owner & EQE_OWNER_BIT != 0) != (ci & EQ_ENTRIES != 0) {

@@ -5,10 +5,11 @@
 //! interface, the EQ and its interrupt, the CQ and QP commands contexts
 //! need, and the teardown at unbind.
 //!
-//! Probe: 64-bit DMA mask; BAR0 mapped; ownership word read (nonzero: owned
-//! by someone else, -EBUSY); the HCR toggle taken from the device (no reset,
-//! see `CmdIf::sync_toggle`); QUERY_FW (cmd_if_rev 2..3); QUERY_DEV_CAP
-//! (UARs, BlueFlame, queue limits); then, once the adapter exists, one MSI-X
+//! Probe: 64-bit DMA mask (40 bits for the coherent queue memory); BAR0
+//! mapped; ownership word read (nonzero: owned by someone else, -EBUSY); the
+//! HCR toggle taken from the device (no reset, see `CmdIf::sync_toggle`);
+//! QUERY_FW (cmd_if_rev 2..3); QUERY_DEV_CAP (UARs, BlueFlame, queue
+//! limits); then, once the adapter exists, one MSI-X
 //! vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, and a NOP with
 //! the E bit, which must come back as an interrupt. No MAP_FA/RUN_FW/
 //! INIT_HCA/ICM: the model is ready after reset and takes queue buffers by
@@ -106,7 +107,11 @@ pub(crate) struct Hca {
 pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, HcaMem)> {
     let dev = pdev.as_ref();
     // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
-    unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
+    unsafe { pdev.dma_set_mask(DmaMask::new::<64>())? };
+    // Queue buffers (all coherent memory) are named by a 40-bit address
+    // where mlx4 puts the MTT address (`be::put_mtt_addr`).
+    // SAFETY: As above.
+    unsafe { pdev.dma_set_coherent_mask(DmaMask::new::<40>())? };
     let bar0 = pdev
         .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
         .into_devres()?;
@@ -277,5 +282,10 @@ impl Hca {
 
     pub(crate) fn destroy_qp(&self, slot: usize) {
         qp::destroy(&self.cmd, &mut self.cmd.lock(), slot);
+    }
+
+    /// Whether a QP is (still) in the device under send-queue slot `slot`.
+    pub(crate) fn qp_in_hw(&self, slot: usize) -> bool {
+        self.cmd.lock().live.qps.get(slot).is_some_and(|&q| q != 0)
     }
 }

@@ -410,8 +410,9 @@ impl Mlx4BfDriver {
         )?;
 
         // One MSI-X vector, for the EQ.
-        let vectors =
-            pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::MsiX))?;
+        let vectors = pdev
+            .alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::MsiX))
+            .inspect_err(|e| dev_err!(pdev.as_ref(), "no MSI-X vector: {:?}\n", e))?;
         let irq = KBox::pin_init(
             pdev.request_irq(
                 *vectors.start(),

@@ -149,8 +149,13 @@ pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize) {
     if qpn == 0 {
         return;
     }
-    // Failures are logged by the command path; the QP is forgotten either
-    // way, as mlx4 does, since nothing else can be done with it.
-    let _ = cmd.exec(st, Command::new(Op::ToRstQp, qpn).op_mod(TO_RST_OP_MOD));
-    st.live.qps[slot] = 0;
+    // A failure is logged by the command path. The device may then still
+    // read the send queue, so the QP stays recorded and its slot is never
+    // reused (as a CQ whose HW2SW_CQ failed).
+    if cmd
+        .exec(st, Command::new(Op::ToRstQp, qpn).op_mod(TO_RST_OP_MOD))
+        .is_ok()
+    {
+        st.live.qps[slot] = 0;
+    }
 }

@@ -116,6 +116,10 @@ impl Writer {
         let dst = area.addr() + offset;
         match self {
             Writer::StoreBlock => {
+                // The WQE's stores to the send queue before the burst: the
+                // adapter may fall back to reading it there (`writel()`'s
+                // barrier, mlx4_en's wmb() before `mlx4_bf_copy()`).
+                wmb();
                 let mut blocks = 0;
                 for piece in store_block::plan(burst.as_ptr() as usize, dst, burst.len()) {
                     let src = &burst[piece.offset()..piece.offset() + piece.len()];
