@@ -128,13 +128,22 @@ static inline void post_call(struct call *c, __u32 handle, const void *wqe, __u1
 		call_attr(c, MLX4_BF_ATTR_POST_RESULT, sizeof(*res), (uintptr_t)res);
 }
 
+/*
+ * POST_SEND. -EAGAIN is back pressure, as ibv_post_send()'s ENOMEM: the send
+ * queue was still full when the kernel stopped waiting for completions (the
+ * device model, behind QEMU's posted writes on a loaded host, can lag that
+ * far). Like any verbs user, retry: for up to a second.
+ */
 static inline int post_send(int fd, __u32 handle, const void *wqe, __u16 len, __u32 flags,
 			    struct mlx4_bf_post_result *res)
 {
 	struct call c;
+	int ret, tries = 0;
 
 	post_call(&c, handle, wqe, len, flags, res);
-	return call_do(fd, &c);
+	while ((ret = call_do(fd, &c)) == -EAGAIN && tries++ < 1000)
+		usleep(1000);
+	return ret;
 }
 
 static inline void put_be32(uint8_t *p, uint32_t v)
