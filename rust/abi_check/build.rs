@@ -18,7 +18,7 @@ fn main() {
         .clang_macro_fallback()
         .layout_tests(false)
         .generate()
-        .expect("bindgen could not read uapi/mlx4_bf.h (is LIBCLANG_PATH set?)")
+        .expect("bindgen could not read uapi/mlx4_bf.h (libclang missing? make test runs in the toolchain root)")
         .write_to_file(PathBuf::from(env::var("OUT_DIR").unwrap()).join("uapi.rs"))
         .unwrap();
 }
