@@ -21,14 +21,11 @@ FIXTURE(bad)
 
 FIXTURE_SETUP(bad)
 {
-	self->fd = open(DEV_PATH, O_RDWR);
+	const char *why;
+
+	self->fd = open_on_model(&self->model, &why);
 	if (self->fd < 0)
-		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
-	if (model_open(&self->model)) {
-		close(self->fd);
-		self->fd = -1;
-		SKIP(return, "no device model behind mlx4_bf (no analyzer)");
-	}
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, create_qp(self->fd, &self->qp));
 	model_posts(&self->model, &self->before);
 	self->len = build_rdma_write(self->wqe, 40, 7);

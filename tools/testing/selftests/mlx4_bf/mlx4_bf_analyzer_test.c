@@ -22,14 +22,11 @@ FIXTURE(adapter)
 
 FIXTURE_SETUP(adapter)
 {
-	self->fd = open(DEV_PATH, O_RDWR);
+	const char *why;
+
+	self->fd = open_on_model(&self->model, &why);
 	if (self->fd < 0)
-		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
-	if (model_open(&self->model)) {
-		close(self->fd);
-		self->fd = -1;
-		SKIP(return, "no device model behind mlx4_bf (no analyzer)");
-	}
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, query_device(self->fd, &self->dev));
 	ASSERT_EQ(0, query_context(self->fd, &self->info));
 	ASSERT_EQ(0, create_qp(self->fd, &self->qp));

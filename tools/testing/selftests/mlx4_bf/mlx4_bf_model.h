@@ -56,6 +56,9 @@
 #define MODEL_SOURCE_BF		1	/* executed from the BlueFlame bytes */
 #define MODEL_SOURCE_DMA	2	/* fetched from the send queue by DMA */
 
+#define NO_DEVICE	DEV_PATH " is missing: mlx4_bf not loaded or not bound"
+#define NO_ANALYZER	"no device model behind mlx4_bf (no analyzer)"
+
 struct model {
 	uint8_t *diag;
 	void *map;
@@ -89,6 +92,26 @@ static inline int model_open(struct model *m)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Opens a context on the adapter and maps the model's diagnostic block.
+ * Returns the file descriptor, or -1 with @why set to the reason to SKIP.
+ */
+static inline int open_on_model(struct model *m, const char **why)
+{
+	int fd = open(DEV_PATH, O_RDWR);
+
+	if (fd < 0) {
+		*why = NO_DEVICE;
+		return -1;
+	}
+	if (model_open(m)) {
+		close(fd);
+		*why = NO_ANALYZER;
+		return -1;
+	}
+	return fd;
 }
 
 static inline void model_close(struct model *m)

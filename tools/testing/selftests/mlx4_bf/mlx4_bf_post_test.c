@@ -12,8 +12,6 @@
 #include "kselftest_harness.h"
 #include "mlx4_bf_model.h"
 
-#define NO_ANALYZER "no device model behind mlx4_bf (no analyzer)"
-
 /* The analyzer and what it saw around one post. */
 struct oracle {
 	struct model model;
@@ -63,7 +61,7 @@ FIXTURE_SETUP(ctx)
 {
 	self->p.fd = -1;
 	if (access(DEV_PATH, F_OK))
-		SKIP(return, DEV_PATH " is missing: mlx4_bf not loaded or not bound");
+		SKIP(return, NO_DEVICE);
 	if (model_open(&self->oracle.model))
 		SKIP(return, NO_ANALYZER);
 	ASSERT_EQ(0, poster_open(&self->p, &self->oracle));
