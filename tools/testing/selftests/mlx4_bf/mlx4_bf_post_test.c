@@ -90,29 +90,41 @@ static const char *seen(const struct oracle *o)
 	return s;
 }
 
+/*
+ * The analyzer's record of the last executed WQE: this QP's next index,
+ * from @source, on the context's UAR page (computed here, not taken from the
+ * driver), exactly @want (@len bytes, @what in a failure message).
+ */
+static void expect_last_wqe(struct __test_metadata *_metadata, struct poster *self,
+			    int payload, __u32 source, int len, const char *what)
+{
+	struct oracle *o = self->oracle;
+	long diff;
+
+	EXPECT_EQ(source, o->got.source) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->qp.qpn, o->got.qpn) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->head, o->got.index) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(self->info.uar_index, o->got.page) TH_LOG("payload %d: %s", payload, seen(o));
+	EXPECT_EQ(len, o->got.len) TH_LOG("payload %d: %s", payload, seen(o));
+	diff = first_difference(o->got.bytes, self->want, len);
+	EXPECT_EQ(-1, diff) TH_LOG("payload %d: %s byte %ld is %#04x, expected %#04x",
+				   payload, what, diff, o->got.bytes[diff], self->want[diff]);
+}
+
 /* The analyzer executed exactly @want (@len bytes) from the BF bytes. */
 static void check_bf_executed(struct __test_metadata *_metadata, struct poster *self,
 			      int payload, int len)
 {
 	struct oracle *o = self->oracle;
-	long diff;
 
 	stamp_cq_update(self->want);
 	model_posts(&o->model, &o->after);
 	model_last_wqe(&o->model, &o->got);
 	EXPECT_EQ(1, o->after.wqe_bf - o->before.wqe_bf) TH_LOG("payload %d: %s", payload, seen(o));
 	EXPECT_EQ(0, o->after.wqe_dma - o->before.wqe_dma) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(MODEL_SOURCE_BF, o->got.source) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(self->qp.qpn, o->got.qpn) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(self->head, o->got.index) TH_LOG("payload %d: %s", payload, seen(o));
-	/* computed here, not taken from the driver: the BF page of the UAR */
-	EXPECT_EQ(self->info.uar_index, o->got.page) TH_LOG("payload %d: %s", payload, seen(o));
 	EXPECT_EQ(self->half / self->dev.bf_buf_size, o->got.half)
 		TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(len, o->got.len) TH_LOG("payload %d: %s", payload, seen(o));
-	diff = first_difference(o->got.bytes, self->want, len);
-	EXPECT_EQ(-1, diff) TH_LOG("payload %d: burst byte %ld is %#04x, expected %#04x",
-				   payload, diff, o->got.bytes[diff], self->want[diff]);
+	expect_last_wqe(_metadata, self, payload, MODEL_SOURCE_BF, len, "burst");
 }
 
 /* The analyzer fetched exactly @want (@len bytes) after one doorbell. */
@@ -121,7 +133,6 @@ static void check_doorbell_executed(struct __test_metadata *_metadata, struct po
 {
 	struct oracle *o = self->oracle;
 	uint8_t db[4];
-	long diff;
 
 	put_be32(db, self->qp.qpn << 8);
 	stamp_cq_update(self->want);
@@ -141,14 +152,7 @@ static void check_doorbell_executed(struct __test_metadata *_metadata, struct po
 		       db[0], db[1], db[2], db[3]);
 	EXPECT_EQ(1, o->after.wqe_dma - o->before.wqe_dma) TH_LOG("payload %d: %s", payload, seen(o));
 	EXPECT_EQ(0, o->after.wqe_bf - o->before.wqe_bf) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(MODEL_SOURCE_DMA, o->got.source) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(self->qp.qpn, o->got.qpn) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(self->head, o->got.index) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(self->info.uar_index, o->got.page) TH_LOG("payload %d: %s", payload, seen(o));
-	EXPECT_EQ(len, o->got.len) TH_LOG("payload %d: %s", payload, seen(o));
-	diff = first_difference(o->got.bytes, self->want, len);
-	EXPECT_EQ(-1, diff) TH_LOG("payload %d: fetched WQE byte %ld is %#04x, expected %#04x",
-				   payload, diff, o->got.bytes[diff], self->want[diff]);
+	expect_last_wqe(_metadata, self, payload, MODEL_SOURCE_DMA, len, "fetched WQE");
 }
 
 /* Posts an RDMA write of @payload bytes and checks what the adapter got. */
