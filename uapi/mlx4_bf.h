@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define MLX4_BF_ABI_VERSION	1
+#define MLX4_BF_ABI_VERSION	2
 
 #define MLX4_BF_IOCTL_MAGIC	0xBF
 #define MLX4_BF_IOCTL		_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)
@@ -99,6 +99,21 @@ enum mlx4_bf_qp_method {
 	 * (optional); out MLX4_BF_ATTR_POST_RESULT (optional)
 	 */
 	MLX4_BF_METHOD_POST_SEND,
+	/*
+	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_RECV_COUNT (optional, 1 if
+	 * absent): hands the next receive buffers to the adapter
+	 */
+	MLX4_BF_METHOD_POST_RECV,
+	/*
+	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_REMOTE_QPN: connects the QP to
+	 * another (RC: through RESET, INIT -> RTR with that remote QPN -> RTS)
+	 */
+	MLX4_BF_METHOD_CONNECT_QP,
+	/*
+	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_ARM_FLAGS (optional): asks
+	 * for one completion event of the QP's receive CQ
+	 */
+	MLX4_BF_METHOD_ARM_CQ,
 };
 
 enum mlx4_bf_attr_id {
@@ -111,6 +126,9 @@ enum mlx4_bf_attr_id {
 	MLX4_BF_ATTR_WQE,		/* the WQE bytes, big-endian segments */
 	MLX4_BF_ATTR_POST_FLAGS,	/* __u32 enum mlx4_bf_post_flags, inline */
 	MLX4_BF_ATTR_POST_RESULT,	/* struct mlx4_bf_post_result */
+	MLX4_BF_ATTR_RECV_COUNT,	/* __u32, inline */
+	MLX4_BF_ATTR_REMOTE_QPN,	/* __u32, inline */
+	MLX4_BF_ATTR_ARM_FLAGS,		/* __u32 enum mlx4_bf_arm_flags, inline */
 };
 
 enum mlx4_bf_writer {
@@ -164,12 +182,44 @@ struct mlx4_bf_context_info {
 
 /**
  * struct mlx4_bf_qp_info - a new QP
- * @qp_handle: handle for DESTROY_QP and POST_SEND (the QPN)
+ * @qp_handle: handle for the QP methods (the QPN)
  * @qpn: QP number stamped into each WQE; bits 6 and 7 are always clear
+ * @rq_entries: receive WQEs, and receive buffers, of its receive queue
+ * @recv_buf_size: bytes of one receive buffer: the largest message it takes
+ * @cq_entries: CQEs in the ring of its receive CQ
+ * @cqe_size: bytes of one CQE (struct mlx4_cqe of include/linux/mlx4/cq.h)
+ * @cq_offset: mmap() offset of the receive CQ ring, @cq_entries * @cqe_size
+ *             bytes, read-only
+ * @cq_db_offset: mmap() offset of one page whose first 4 bytes are the CQ's
+ *                consumer index as the adapter reads it (set_ci: big-endian,
+ *                24 bits), read-write
+ * @recv_offset: mmap() offset of the receive buffers, @rq_entries *
+ *               @recv_buf_size bytes, read-only; receive WQE i names buffer
+ *               i % @rq_entries
+ *
+ * A new QP is in RTS, connected to itself; MLX4_BF_METHOD_CONNECT_QP connects
+ * it to another. Receive completions go to the QP's own CQ, which user space
+ * polls in the mapping: CQE n is valid when its owner bit (byte 31, bit 7)
+ * equals !!(n & @cq_entries); after reading it, user space stores n + 1 into
+ * set_ci. poll() on the device file reports POLLIN while a receive CQ has a
+ * CQE at its set_ci; an armed CQ (MLX4_BF_METHOD_ARM_CQ) wakes it with the
+ * next completion. Send completions are the kernel's.
  */
 struct mlx4_bf_qp_info {
 	__u32 qp_handle;
 	__u32 qpn;
+	__u32 rq_entries;
+	__u32 recv_buf_size;
+	__u32 cq_entries;
+	__u32 cqe_size;
+	__aligned_u64 cq_offset;
+	__aligned_u64 cq_db_offset;
+	__aligned_u64 recv_offset;
+};
+
+enum mlx4_bf_arm_flags {
+	/* Only a solicited completion (or an error) raises the event. */
+	MLX4_BF_ARM_F_SOLICITED	= 1 << 0,
 };
 
 enum mlx4_bf_post_flags {
@@ -211,6 +261,7 @@ enum mlx4_bf_reject {
 	MLX4_BF_REJECT_GATHER,		/* gather segment where BlueFlame is required */
 	MLX4_BF_REJECT_FAULT,		/* the WQE could not be copied from user space */
 	MLX4_BF_REJECT_QP,		/* unknown QP handle */
+	MLX4_BF_REJECT_LKEY,		/* gather segment with the adapter's reserved lkey */
 	MLX4_BF_REJECT_MAX,
 };
 

@@ -29,6 +29,10 @@ pub(crate) fn get16(b: &[u8], at: usize) -> Result<u16> {
     Ok(u16::from_be_bytes(field(b, at)?))
 }
 
+pub(crate) fn get32(b: &[u8], at: usize) -> Result<u32> {
+    Ok(u32::from_be_bytes(field(b, at)?))
+}
+
 pub(crate) fn put8(b: &mut [u8], at: usize, v: u8) -> Result {
     put(b, at, [v])
 }

@@ -9,41 +9,54 @@
 //! lock. The hardware is reached through `Devres::try_access()`, an RCU read
 //! section, not a lock; commands take the command lock after the context's.
 //!
-//! A context also has a CQ while it has QPs, and each QP exists in the
-//! device (RTS). Posts stamp CQ_UPDATE and reap the CQ first (see `cq.rs`):
-//! a send-queue slot is reused only after its CQE arrived.
+//! A context also has a send CQ while it has QPs, and each QP exists in the
+//! device (RTS) with a receive queue and its own receive CQ. Posts stamp
+//! CQ_UPDATE and reap the send CQ first (see `cq.rs`): a send-queue slot is
+//! reused only after its CQE arrived. Receive completions are the process's:
+//! it maps the receive CQ and buffers (`umem.rs`, `recv.rs`) and polls them
+//! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use kernel::{
     debugfs::Scope,
     fs::File,
     io::{poll::read_poll_timeout, Io},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
+    mm::virt::VmaNew,
     new_mutex,
     prelude::*,
     str::CString,
-    sync::{Arc, Mutex},
+    sync::{poll::PollTable, Arc, Mutex},
     time::Delta,
 };
 
 use crate::{
     abi::{self, Reject},
-    cq::Cq,
+    cq::{Cq, CQE_SIZE},
+    events,
     hca::Hca,
     layout, qp,
+    recv::Recv,
     stats::Stats,
+    umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
-    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE,
+    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
+    RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
 };
 
-/// Bytes of one send queue in `Hw::sq_pool`.
+/// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.
 const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
 
 struct Qp {
     qpn: u32,
-    /// Index of its send queue in `Hw::sq_pool`.
+    /// Index of its buffer in `Hw::qp_pool`.
     slot: usize,
+    /// The QP it is connected to.
+    remote_qpn: u32,
+    /// Its receive queue and receive CQ; its memory is at its index in
+    /// `State::qps` within the context's area.
+    recv: Recv,
     /// Send-queue producer index (not wrapped).
     head: u32,
     /// Index after the last WQE completed (not wrapped).
@@ -59,8 +72,10 @@ struct WqeBuf([u8; SQ_STRIDE]);
 
 struct State {
     qps: [Option<Qp>; MAX_QPS_PER_CONTEXT],
-    /// The CQ of all its QPs, while it has any.
+    /// The send CQ of all its QPs, while it has any.
     cq: Option<Cq>,
+    /// Its area of `Adapter::umem`, from its first QP until it is closed.
+    area: Option<usize>,
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
     wqe: WqeBuf,
@@ -115,7 +130,7 @@ fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel:
 impl MiscDevice for Context {
     type Ptr = Pin<KBox<Self>>;
 
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
         // SAFETY: Every registration of `Context` is the `misc` field of a
         // `Mlx4BfDevice`, which outlives this call (misc_deregister() waits
         // for open() under misc_mtx).
@@ -143,6 +158,7 @@ impl MiscDevice for Context {
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
                 cq: None,
+                area: None,
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
             }),
@@ -153,7 +169,17 @@ impl MiscDevice for Context {
             }),
             _module: module,
         });
-        KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)
+        let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
+        events::install_poll(file);
+        Ok(ctx)
+    }
+
+    fn mmap(me: Pin<&Context>, _file: &File, vma: &VmaNew) -> Result {
+        let state = me.state.lock();
+        let area = state.area.ok_or(EINVAL)?;
+        me.adapter.umem.mmap(area, vma, |index| {
+            state.qps.get(index).is_some_and(Option::is_some)
+        })
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -170,6 +196,9 @@ impl MiscDevice for Context {
             (abi::OBJECT_QP, abi::METHOD_CREATE_QP) => me.create_qp(&mut b),
             (abi::OBJECT_QP, abi::METHOD_DESTROY_QP) => me.destroy_qp(&mut b),
             (abi::OBJECT_QP, abi::METHOD_POST_SEND) => me.post_send(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_POST_RECV) => me.post_recv(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_CONNECT_QP) => me.connect_qp(&mut b),
+            (abi::OBJECT_QP, abi::METHOD_ARM_CQ) => me.arm_cq(&mut b),
             _ => Err(crate::uverbs::eprotonosupport()),
         }?;
         Ok(0)
@@ -182,11 +211,13 @@ impl PinnedDrop for Context {
         let mut state = self.state.lock();
         for i in 0..MAX_QPS_PER_CONTEXT {
             if let Some(qp) = state.qps[i].take() {
-                self.destroy_hw_qp(qp.slot);
-                self.free_slot(qp.slot);
+                self.destroy_hw_qp(&qp);
             }
         }
         self.release_cq_if_idle(&mut state);
+        if let Some(area) = state.area.take() {
+            *self.adapter.areas.lock() &= !(1 << area);
+        }
         drop(state);
         self.adapter.uars.lock().free(self.uar_index);
     }
@@ -258,84 +289,175 @@ impl Context {
         let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
-        let free = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
+        let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
+        let area = self.area(&mut state)?;
         let (slot, qpn) = self.adapter.qps.lock().alloc().ok_or(ENOSPC)?;
-        if let Err(e) = self.create_hw_qp(&mut state, slot, qpn) {
-            self.free_slot(slot);
-            return Err(e);
-        }
+        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn) {
+            Ok(qp) => qp,
+            Err(e) => {
+                self.free_slot(slot);
+                return Err(e);
+            }
+        };
+        let base = (index * QP_AREA_BYTES) as u64;
         let info = abi::QpInfo {
             qp_handle: qpn,
             qpn,
+            rq_entries: RQ_ENTRIES,
+            recv_buf_size: RECV_BUF_SIZE as u32,
+            cq_entries: umem::RCQ_ENTRIES,
+            cqe_size: CQE_SIZE as u32,
+            cq_offset: base + umem::CQ_OFFSET as u64,
+            cq_db_offset: base + umem::CQ_DB_OFFSET as u64,
+            recv_offset: base + umem::RECV_OFFSET as u64,
         };
         if let Err(e) = b.write(out, &info) {
-            self.destroy_hw_qp(slot);
-            self.free_slot(slot);
+            self.destroy_hw_qp(&qp);
             self.release_cq_if_idle(&mut state);
             return Err(e);
         }
-        state.qps[free] = Some(Qp {
-            qpn,
-            slot,
-            head: 0,
-            tail: 0,
-            failed: false,
-        });
+        state.qps[index] = Some(qp);
         Ok(())
     }
 
-    /// The context's CQ (with its first QP), the send queue's ownership, and
-    /// the QP taken to RTS.
-    fn create_hw_qp(&self, state: &mut State, slot: usize, qpn: u32) -> Result {
-        let hca = self.hca();
-        let cqn = match &state.cq {
-            Some(cq) => cq.cqn,
-            None => {
-                let cq = hca.open_cq(&self.adapter.hw, self.uar_index)?;
-                let cqn = cq.cqn;
-                state.cq = Some(cq);
-                cqn
-            }
-        };
-        let sq_dma = {
-            let hw = self.hw()?;
-            let base = slot * SQ_BYTES;
-            if base + SQ_BYTES > hw.sq_pool.size() {
-                return Err(EINVAL);
-            }
-            // SAFETY: The range is inside the pool (checked above) and is the
-            // send queue of `slot`, just allocated to this QP, which is not
-            // in the device yet; a slot whose previous QP the device could
-            // not reset is never handed out again (`free_slot`): nobody else
-            // reads or writes it.
-            let sq = unsafe {
-                core::slice::from_raw_parts_mut(
-                    hw.sq_pool.as_mut_ptr().cast::<u8>().add(base),
-                    SQ_BYTES,
-                )
-            };
-            qp::init_sq_ownership(sq);
-            hw.sq_pool.dma_handle() + base as u64
-        };
-        let params = qp::QpParams {
+    /// The context's area of shared memory, taken with its first QP.
+    fn area(&self, state: &mut State) -> Result<usize> {
+        if let Some(area) = state.area {
+            return Ok(area);
+        }
+        let mut used = self.adapter.areas.lock();
+        let area = (!*used).trailing_zeros() as usize;
+        if area >= umem::AREAS {
+            kernel::pr_warn_once!(
+                "more than {} contexts with QPs: CREATE_QP fails with -ENOSPC\n",
+                umem::AREAS
+            );
+            return Err(ENOSPC);
+        }
+        *used |= 1 << area;
+        state.area = Some(area);
+        Ok(area)
+    }
+
+    fn user_area(&self, state: &State) -> Result<Area<'_>> {
+        self.adapter.umem.area(state.area.ok_or(EINVAL)?)
+    }
+
+    /// The QP context of the QP in buffer `slot` as QP `qpn`.
+    fn qp_params(
+        &self,
+        state: &State,
+        slot: usize,
+        qpn: u32,
+        remote_qpn: u32,
+        cqn_recv: u32,
+    ) -> Result<qp::QpParams> {
+        let hw = self.hw()?;
+        let base = slot * QP_BUF_BYTES;
+        if base + QP_BUF_BYTES > hw.qp_pool.size() {
+            return Err(EINVAL);
+        }
+        let buf_dma = hw.qp_pool.dma_handle() + base as u64;
+        Ok(qp::QpParams {
             qpn,
+            remote_qpn,
             uar: self.uar_index,
-            cqn,
-            sq_dma,
-        };
-        hca.create_qp(&params, slot).inspect_err(|_| {
-            self.release_cq_if_idle(state);
+            cqn_send: state.cq.as_ref().ok_or(EINVAL)?.cqn,
+            cqn_recv,
+            buf_dma,
+            rq_db_dma: buf_dma + RQ_DB_OFFSET as u64,
         })
     }
 
-    /// 2RST_QP (nothing if unbind did it already).
-    fn destroy_hw_qp(&self, slot: usize) {
-        self.hca().destroy_qp(slot);
+    /// Sets the send queue of the QP buffer in `slot` to its initial
+    /// ownership and clears its RQ doorbell record.
+    fn init_qp_buffer(&self, slot: usize) -> Result {
+        let hw = self.hw()?;
+        let base = slot * QP_BUF_BYTES;
+        if base + QP_BUF_BYTES > hw.qp_pool.size() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The range is inside the pool (checked above) and is the
+        // buffer of `slot`, this context's QP, which is not in the device
+        // (new, or reset); a slot whose previous QP the device could not
+        // reset is never handed out again (`free_slot`): nobody else reads
+        // or writes it.
+        let buf = unsafe {
+            core::slice::from_raw_parts_mut(
+                hw.qp_pool.as_mut_ptr().cast::<u8>().add(base),
+                QP_BUF_BYTES,
+            )
+        };
+        qp::init_sq_ownership(&mut buf[..SQ_BYTES]);
+        buf[SQ_BYTES..].fill(0);
+        Ok(())
     }
 
-    /// Gives send-queue slot `slot` back, unless a QP the device could not
-    /// reset still uses it: the device may then read that send queue, so it
-    /// is never handed out (nor cleared) again.
+    /// The context's send CQ (with its first QP), the QP's receive CQ in
+    /// the context's area at `index`, and the QP taken to RTS, connected to
+    /// itself.
+    fn create_hw_qp(
+        &self,
+        state: &mut State,
+        area: usize,
+        index: usize,
+        slot: usize,
+        qpn: u32,
+    ) -> Result<Qp> {
+        let hca = self.hca();
+        if state.cq.is_none() {
+            state.cq = Some(hca.open_cq(&self.adapter.hw, self.uar_index)?);
+        }
+        let mem = self.adapter.umem.area(area)?;
+        let qp_off = index * QP_AREA_BYTES;
+        let opened = mem.clear_qp(index).and_then(|()| {
+            hca.open_recv_cq(
+                slot,
+                self.uar_index,
+                mem.dma(qp_off + umem::CQ_OFFSET),
+                mem.dma(qp_off + umem::CQ_DB_OFFSET),
+            )
+        });
+        let (cqn, live_bit) = match opened {
+            Ok(cq) => cq,
+            Err(e) => {
+                self.release_cq_if_idle(state);
+                return Err(e);
+            }
+        };
+        let qp = Qp {
+            qpn,
+            slot,
+            remote_qpn: qpn,
+            recv: Recv::new(cqn, live_bit, index),
+            head: 0,
+            tail: 0,
+            failed: false,
+        };
+        let created = self
+            .init_qp_buffer(slot)
+            .and_then(|()| self.qp_params(state, slot, qpn, qpn, cqn))
+            .and_then(|p| hca.create_qp(&p, slot));
+        if let Err(e) = created {
+            hca.close_recv_cq(cqn, live_bit);
+            self.release_cq_if_idle(state);
+            return Err(e);
+        }
+        Ok(qp)
+    }
+
+    /// 2RST_QP (nothing if unbind did it already), HW2SW_CQ of its receive
+    /// CQ, and its buffer given back.
+    fn destroy_hw_qp(&self, qp: &Qp) {
+        let hca = self.hca();
+        hca.destroy_qp(qp.slot);
+        hca.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
+        self.free_slot(qp.slot);
+    }
+
+    /// Gives QP buffer `slot` back, unless a QP the device could not reset
+    /// still uses it: the device may then read that buffer, so it is never
+    /// handed out (nor cleared) again.
     fn free_slot(&self, slot: usize) {
         if !self.hca().qp_in_hw(slot) {
             self.adapter.qps.lock().free(slot);
@@ -352,21 +474,163 @@ impl Context {
         }
     }
 
+    /// The index in `State::qps` of the QP with handle `handle`.
+    fn find_qp(&self, state: &State, handle: u32) -> Result<usize> {
+        state
+            .qps
+            .iter()
+            .position(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
+            .ok_or(ENOENT)
+    }
+
     fn destroy_qp(&self, b: &mut Bundle) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
-        let qp = state
-            .qps
-            .iter_mut()
-            .find(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
-            .ok_or(ENOENT)?;
-        if let Some(q) = qp.take() {
-            self.destroy_hw_qp(q.slot);
-            self.free_slot(q.slot);
+        let index = self.find_qp(&state, handle)?;
+        if let Some(q) = state.qps[index].take() {
+            self.destroy_hw_qp(&q);
             self.release_cq_if_idle(&mut state);
         }
         Ok(())
+    }
+
+    /// Looks at the receive CQ of QP `index`: an error CQE there means the
+    /// QP is in ERR, and sends must not reach it any more.
+    fn scan_recv(&self, state: &mut State, index: usize) -> Result {
+        let area = self.user_area(state)?;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        if qp.recv.scan(&area)? {
+            qp.failed = true;
+        }
+        Ok(())
+    }
+
+    fn post_recv(&self, b: &mut Bundle) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        let count = b.inline_u32(abi::ATTR_RECV_COUNT)?.unwrap_or(1);
+        b.check_unused()?;
+        if count == 0 || count > RQ_ENTRIES {
+            return Err(EINVAL);
+        }
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        self.scan_recv(state, index)?;
+        let area = self.user_area(state)?;
+        let lkey = self.hca().dev_cap.reserved_lkey;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        if qp.failed {
+            return Err(EIO);
+        }
+        if !qp.recv.has_room(&area, count)? {
+            // Like ibv_post_recv()'s ENOMEM: consume completions first.
+            return Err(ENOSPC);
+        }
+        let hw = self.hw()?;
+        let _posting = self.hca().posting.try_access().ok_or(ENODEV)?;
+        qp.recv
+            .post(&hw.qp_pool, qp.slot * QP_BUF_BYTES, &area, lkey, count)?;
+        self.hca().stats.receives(count);
+        Ok(())
+    }
+
+    fn connect_qp(&self, b: &mut Bundle) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        let remote = b.inline_u32(abi::ATTR_REMOTE_QPN)?.ok_or(EINVAL)?;
+        b.check_unused()?;
+        if remote >> 24 != 0 {
+            return Err(EINVAL);
+        }
+        let hca = self.hca();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        self.reap(hca, state)?;
+        self.scan_recv(state, index)?;
+        let (slot, qpn, cqn_recv, busy) = match &state.qps[index] {
+            Some(q) => (
+                q.slot,
+                q.qpn,
+                q.recv.cqn,
+                q.head != q.tail || !q.recv.idle(),
+            ),
+            None => return Err(ENOENT),
+        };
+        if busy {
+            // Sends or receives outstanding: RESET would drop them.
+            return Err(EBUSY);
+        }
+        let params = self.qp_params(state, slot, qpn, remote, cqn_recv)?;
+        self.init_qp_buffer(slot)?;
+        let reconnected = hca.reconnect_qp(&params, slot);
+        let hw = self.hw()?;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        // Whatever happened, the QP went through RESET: its queues start over.
+        qp.head = 0;
+        qp.tail = 0;
+        qp.recv.restart(&hw.qp_pool, slot * QP_BUF_BYTES)?;
+        match reconnected {
+            Ok(()) => {
+                qp.failed = false;
+                qp.remote_qpn = remote;
+                Ok(())
+            }
+            Err(e) => {
+                // Not in the device any more (or in ERR): posts fail with -EIO.
+                qp.failed = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn arm_cq(&self, b: &mut Bundle) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        let flags = b.inline_u32(abi::ATTR_ARM_FLAGS)?.unwrap_or(0);
+        b.check_unused()?;
+        if flags & !abi::ARM_F_SOLICITED != 0 {
+            return Err(EINVAL);
+        }
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        let area = self.user_area(state)?;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        let hw = self.hw()?;
+        let uar = self.adapter.caps.uar_offset(self.uar_index) as usize;
+        qp.recv
+            .arm(&area, hw.bar2.uar(), uar, flags & abi::ARM_F_SOLICITED != 0)
+    }
+
+    /// `poll()`: readable when a receive CQ has a CQE at the consumer index
+    /// its process published; an error once the adapter is gone.
+    pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> kernel::ffi::c_uint {
+        table.register_wait(file, &self.adapter.events);
+        if self.hw().is_err() {
+            return events::GONE;
+        }
+        let state = self.state.lock();
+        let Ok(area) = self.user_area(&state) else {
+            return 0;
+        };
+        let ready = state
+            .qps
+            .iter()
+            .flatten()
+            .any(|q| q.recv.readable(&area).unwrap_or(false));
+        if ready {
+            events::READABLE
+        } else {
+            0
+        }
     }
 
     /// Consumes the context's CQEs (DMA memory only) and moves
@@ -453,22 +717,28 @@ impl Context {
 
         let mut guard = self.state.lock();
         let state = &mut *guard;
-        let qp_index = state
-            .qps
-            .iter()
-            .position(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
-            .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
+        let qp_index = self
+            .find_qp(state, handle)
+            .map_err(|e| self.reject(Reject::Qp, e))?;
         let buf = &mut state.wqe.0;
         user_wqe
             .read_slice(&mut buf[..len])
             .map_err(|e| self.reject(Reject::Fault, e))?;
         let info =
             wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
+        // The reserved lkey makes an address a DMA address: the kernel's
+        // receive WQEs use it, a process may not.
+        let hca = self.hca();
+        if info.gather_segs != 0
+            && wqe::gathers_with_lkey(&buf[..len], &info, hca.dev_cap.reserved_lkey)
+        {
+            return Err(self.reject(Reject::Lkey, EINVAL));
+        }
         let caps = &self.adapter.caps;
         let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
             .map_err(|r| self.reject(r, EINVAL))?;
 
-        let hca = self.hca();
+        self.scan_recv(state, qp_index)?;
         self.make_room(hca, state, qp_index)?;
         let State {
             qps, bf_half, wqe, ..
@@ -554,11 +824,10 @@ impl Context {
 /// Copies a stamped WQE into its send-queue slot, the control segment's first
 /// word last, so the adapter never sees a valid owner bit on a partial WQE.
 fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
-    let base = qp.slot * SQ_ENTRIES as usize * SQ_STRIDE
-        + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
-    let dst = hw.sq_pool.as_mut_ptr().cast::<u8>();
+    let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
+    let dst = hw.qp_pool.as_mut_ptr().cast::<u8>();
     // SAFETY: `base + SQ_STRIDE` lies inside the pool (slot < MAX_QPS,
-    // index < SQ_ENTRIES) and `4 <= wqe_bytes.len() <= SQ_STRIDE` (a validated
+    // index < SQ_ENTRIES, the SQ at the start of the QP's buffer) and `4 <= wqe_bytes.len() <= SQ_STRIDE` (a validated
     // WQE, at least its control segment); the slot belongs to this QP, whose
     // context lock the caller holds, and is free (its last WQE completed):
     // the device ignores it until the first word gives it the pass's owner

@@ -40,13 +40,13 @@ const CQC_DB_REC_ADDR: usize = 0x38;
 const CQC_SIZE: usize = 0x40;
 
 // struct mlx4_cqe / mlx4_err_cqe.
-const CQE_MY_QPN: usize = 0x00;
+pub(crate) const CQE_MY_QPN: usize = 0x00;
 const CQE_WQE_INDEX: usize = 0x18;
 const CQE_SYNDROME: usize = 0x1b;
-const CQE_OWNER_SR_OPCODE: usize = 0x1f;
-const CQE_OWNER: u8 = 0x80;
-const CQE_OPCODE_MASK: u8 = 0x1f;
-const CQE_OPCODE_ERROR: u8 = 0x1e;
+pub(crate) const CQE_OWNER_SR_OPCODE: usize = 0x1f;
+pub(crate) const CQE_OWNER: u8 = 0x80;
+pub(crate) const CQE_OPCODE_MASK: u8 = 0x1f;
+pub(crate) const CQE_OPCODE_ERROR: u8 = 0x1e;
 
 /// One send completion.
 pub(crate) struct Completion {
@@ -80,9 +80,10 @@ pub(crate) fn clear(mem: &HcaMem, slot: usize, st: &CmdState) -> Result {
     Ok(())
 }
 
-/// HW2SW_CQ of CQ slot `slot`, unless it is not in hardware (any more).
+/// HW2SW_CQ of the CQ recorded under `slot` (a `Live::cqs` bit), unless it
+/// is not in hardware (any more).
 pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
-    if slot >= MAX_CQS || st.live.cqs & (1 << slot) == 0 {
+    if slot >= 64 || st.live.cqs & (1 << slot) == 0 {
         return;
     }
     let mut out = [0u8; CQC_SIZE];
@@ -94,6 +95,41 @@ pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
     {
         st.live.cqs &= !(1 << slot);
     }
+}
+
+/// Where a CQ lives and what it is attached to.
+pub(crate) struct CqParams {
+    /// Bit in `Live::cqs` that records it.
+    pub(crate) live_bit: usize,
+    pub(crate) cqn: u32,
+    pub(crate) log_entries: u32,
+    /// The UAR it is armed through.
+    pub(crate) uar: u32,
+    pub(crate) eqn: u32,
+    /// DMA addresses of its ring (one page) and doorbell record.
+    pub(crate) buf: u64,
+    pub(crate) db_rec: u64,
+}
+
+/// SW2HW_CQ (op_mod 0: the device sets every CQE's owner bit, as there is
+/// no SW_CQ_INIT); the command lock records it under `p.live_bit`.
+pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
+    if p.live_bit >= 64 || st.live.cqs & (1 << p.live_bit) != 0 {
+        return Err(EINVAL);
+    }
+    let mut ctx = [0u8; CQC_SIZE];
+    put32(&mut ctx, CQC_FLAGS, 0)?;
+    put32(&mut ctx, CQC_LOGSIZE_USRPAGE, (p.log_entries << 24) | p.uar)?;
+    put8(&mut ctx, CQC_COMP_EQN, p.eqn as u8)?;
+    put8(&mut ctx, CQC_LOG_PAGE_SIZE, 0)?;
+    put_mtt_addr(&mut ctx, CQC_MTT_BASE, p.buf)?;
+    put64(&mut ctx, CQC_DB_REC_ADDR, p.db_rec)?;
+    cmd.exec(
+        st,
+        Command::new(Op::Sw2HwCq, p.cqn).input(Input::Mailbox(&ctx)),
+    )?;
+    st.live.cqs |= 1 << p.live_bit;
+    Ok(())
 }
 
 impl Cq {
@@ -108,24 +144,22 @@ impl Cq {
         uar: u32,
         eqn: u32,
     ) -> Result<Cq> {
-        if slot >= MAX_CQS || st.live.cqs & (1 << slot) != 0 {
+        if slot >= MAX_CQS {
             return Err(EINVAL);
         }
-        let buf = dma.cqs + (slot * CQ_BYTES) as u64;
-        let db_rec = dma.cq_db + (slot * DB_REC_WORDS * 4) as u64;
-        let mut ctx = [0u8; CQC_SIZE];
-        put32(&mut ctx, CQC_FLAGS, 0)?;
-        put32(&mut ctx, CQC_LOGSIZE_USRPAGE, (CQ_LOG_ENTRIES << 24) | uar)?;
-        put8(&mut ctx, CQC_COMP_EQN, eqn as u8)?;
-        put8(&mut ctx, CQC_LOG_PAGE_SIZE, 0)?;
-        put_mtt_addr(&mut ctx, CQC_MTT_BASE, buf)?;
-        put64(&mut ctx, CQC_DB_REC_ADDR, db_rec)?;
-        // op_mod 0: the device sets every CQE's owner bit (no SW_CQ_INIT).
-        cmd.exec(
+        create(
+            cmd,
             st,
-            Command::new(Op::Sw2HwCq, cqn).input(Input::Mailbox(&ctx)),
+            &CqParams {
+                live_bit: slot,
+                cqn,
+                log_entries: CQ_LOG_ENTRIES,
+                uar,
+                eqn,
+                buf: dma.cqs + (slot * CQ_BYTES) as u64,
+                db_rec: dma.cq_db + (slot * DB_REC_WORDS * 4) as u64,
+            },
         )?;
-        st.live.cqs |= 1 << slot;
         Ok(Cq { slot, cqn, ci: 0 })
     }
 

@@ -5,8 +5,9 @@
 //!
 //! The EQ buffer is DMA memory the device writes; an EQE belongs to software
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
-//! interrupt handler consumes what is there, counts it and re-arms the EQ
-//! through its doorbell in UAR page 0, the kernel's.
+//! interrupt handler consumes what is there, counts it, re-arms the EQ
+//! through its doorbell in UAR page 0, the kernel's, and on a completion
+//! event wakes the pollers of the device file.
 
 use kernel::{
     device::{Bound, Device},
@@ -153,10 +154,11 @@ impl Eq {
         )
     }
 
-    /// Consumes the EQEs the device has written; returns how many.
-    fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<u32> {
+    /// Consumes the EQEs the device has written; returns whether one of
+    /// them was a completion event.
+    fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<bool> {
         let mut ci = self.ci.load(Relaxed);
-        let start = ci;
+        let mut completion = false;
         // At most one pass per interrupt, whatever the device wrote.
         for _ in 0..EQ_ENTRIES {
             let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
@@ -168,10 +170,11 @@ impl Eq {
             crate::writer::dma_rmb();
             let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
             stats.eqe(kind);
+            completion |= kind == EVENT_COMP;
             ci = ci.wrapping_add(1);
         }
         self.ci.store(ci, Relaxed);
-        Ok(ci.wrapping_sub(start))
+        Ok(completion)
     }
 }
 
@@ -193,8 +196,12 @@ impl irq::Handler for EqHandler {
             return IrqReturn::None;
         };
         // An EQE the driver cannot read is a driver bug; still re-arm.
-        let _ = hca.eq.poll(&hw.hca, &hca.stats);
+        let completion = hca.eq.poll(&hw.hca, &hca.stats).unwrap_or(false);
         let _ = hca.eq.arm(hw.bar2.uar());
+        if completion {
+            // Pollers look at their receive CQs; the CQ that fired is one of them.
+            self.adapter.events.notify_all();
+        }
         IrqReturn::Handled
     }
 }

@@ -7,7 +7,7 @@
 use kernel::{device, prelude::*};
 
 use crate::{
-    be::{get16, get8},
+    be::{get16, get32, get8},
     cmd::{CmdIf, Command, Op},
 };
 
@@ -36,6 +36,7 @@ const DEV_CAP_BF: usize = 0x4c;
 const DEV_CAP_LOG_BF_REG_SZ: usize = 0x4d;
 const DEV_CAP_LOG_MAX_BF_REGS_PER_PAGE: usize = 0x4e;
 const DEV_CAP_MAX_DESC_SZ_SQ: usize = 0x52;
+const DEV_CAP_RSVD_LKEY: usize = 0x98;
 
 const MAILBOX_USED: usize = 0x100;
 
@@ -64,6 +65,8 @@ pub(crate) struct DevCap {
     pub(crate) bf_reg_size: u32,
     pub(crate) bf_regs_per_page: u32,
     pub(crate) max_desc_sz_sq: u16,
+    /// The lkey that makes a data segment's address a DMA address.
+    pub(crate) reserved_lkey: u32,
 }
 
 /// QUERY_FW. Refuses a command interface revision mlx4 would refuse, and
@@ -136,6 +139,7 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         // Firmware once reported a count here, not a log: mlx4 then takes 8.
         bf_regs_per_page: log_at(&out, DEV_CAP_LOG_MAX_BF_REGS_PER_PAGE, 0x3f).unwrap_or(8),
         max_desc_sz_sq: get16(&out, DEV_CAP_MAX_DESC_SZ_SQ)?,
+        reserved_lkey: get32(&out, DEV_CAP_RSVD_LKEY)?,
     })
 }
 

@@ -34,11 +34,12 @@ use kernel::{
 
 use crate::{
     cmd::{CmdIf, Command, Op, BAR0_SIZE, OWNER},
-    cq::{self, Cq, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    cq::{self, Cq, CqParams, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     eq::{Eq, EQE_SIZE, EQ_ENTRIES},
     fw::{self, DevCap, FwInfo},
     qp::{self, QpParams},
     stats::HcaStats,
+    umem::RCQ_LOG_ENTRIES,
     wqe, Hw, FIRST_QPN, MAX_QPS, SQ_ENTRIES,
 };
 
@@ -165,7 +166,8 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap) -> Result<(u32, u32)> {
         return Err(ENODEV);
     }
     let first_cqn = cap.reserved_cqs;
-    if first_cqn as usize + MAX_CQS > cap.max_cqs as usize {
+    // Send CQs (one per context) and receive CQs (one per QP).
+    if first_cqn as usize + MAX_CQS + MAX_QPS > cap.max_cqs as usize {
         dev_err!(
             dev,
             "too few CQs ({} reserved of {})\n",
@@ -231,7 +233,7 @@ impl Hca {
         for slot in 0..MAX_QPS {
             qp::destroy(&self.cmd, &mut st, slot);
         }
-        for slot in 0..MAX_CQS {
+        for slot in 0..MAX_CQS + MAX_QPS {
             cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
         }
         self.eq.quiesce();
@@ -276,8 +278,55 @@ impl Hca {
         cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
     }
 
+    /// SW2HW_CQ of the receive CQ of the QP in `qp_slot`, with its ring and
+    /// doorbell record at `buf` and `db_rec`; returns its CQN and the
+    /// `Live::cqs` bit that records it.
+    pub(crate) fn open_recv_cq(
+        &self,
+        qp_slot: usize,
+        uar: u32,
+        buf: u64,
+        db_rec: u64,
+    ) -> Result<(u32, usize)> {
+        if qp_slot >= MAX_QPS {
+            return Err(EINVAL);
+        }
+        let live_bit = MAX_CQS + qp_slot;
+        let cqn = self.cqn(live_bit);
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        let p = CqParams {
+            live_bit,
+            cqn,
+            log_entries: RCQ_LOG_ENTRIES,
+            uar,
+            eqn: self.eq.eqn,
+            buf,
+            db_rec,
+        };
+        cq::create(&self.cmd, &mut st, &p)?;
+        Ok((cqn, live_bit))
+    }
+
+    pub(crate) fn close_recv_cq(&self, cqn: u32, live_bit: usize) {
+        cq::destroy(&self.cmd, &mut self.cmd.lock(), live_bit, cqn);
+    }
+
     pub(crate) fn create_qp(&self, p: &QpParams, slot: usize) -> Result {
         qp::create(&self.cmd, &mut self.cmd.lock(), p, slot)
+    }
+
+    /// Takes the QP in `slot` through RESET and up to RTS again with `p`
+    /// (a new remote QPN). If it fails the QP is left in RESET (or ERR).
+    pub(crate) fn reconnect_qp(&self, p: &QpParams, slot: usize) -> Result {
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        qp::destroy(&self.cmd, &mut st, slot);
+        qp::create(&self.cmd, &mut st, p, slot)
     }
 
     pub(crate) fn destroy_qp(&self, slot: usize) {

@@ -20,10 +20,11 @@ use kernel::{
     dma::Coherent,
     irq,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
-    new_mutex, pci,
+    new_mutex, new_poll_condvar, pci,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
+        poll::PollCondVar,
         Arc, Mutex,
     },
 };
@@ -51,10 +52,13 @@ mod cmd;
 mod context;
 mod cq;
 mod eq;
+mod events;
 mod fw;
 mod hca;
 mod qp;
+mod recv;
 mod stats;
+mod umem;
 mod uverbs;
 mod writer;
 
@@ -65,11 +69,22 @@ use hca::{Hca, HcaMem};
 use layout::Caps;
 use stats::Stats;
 use uar_alloc::UarAllocator;
+use umem::UserMem;
 use writer::Writer;
 
 /// Send-queue slots per QP, and bytes per slot (the largest WQE, rounded).
 pub(crate) const SQ_ENTRIES: u32 = 16;
 pub(crate) const SQ_STRIDE: usize = 1024;
+/// Receive WQEs per QP, each one data segment naming a kernel buffer.
+pub(crate) const RQ_ENTRIES: u32 = 16;
+pub(crate) const RQ_STRIDE: usize = 16;
+pub(crate) const RECV_BUF_SIZE: usize = 1024;
+/// One QP's buffer in `Hw::qp_pool`: the SQ, then the RQ (mlx4 puts the
+/// queue with the larger stride first), then the RQ doorbell record.
+pub(crate) const RQ_OFFSET: usize = SQ_ENTRIES as usize * SQ_STRIDE;
+pub(crate) const RQ_DB_OFFSET: usize = RQ_OFFSET + 2048;
+pub(crate) const QP_BUF_BYTES: usize = RQ_OFFSET + 4096;
+const _: () = assert!(RQ_ENTRIES as usize * RQ_STRIDE <= RQ_DB_OFFSET - RQ_OFFSET);
 /// QPs per adapter; their send queues come from one DMA pool set up at probe.
 pub(crate) const MAX_QPS: usize = 32;
 pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
@@ -86,8 +101,8 @@ static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
 /// The hardware resources that go away when the device is unbound.
 pub(crate) struct Hw {
     pub(crate) bar2: Bar2,
-    /// `MAX_QPS` send queues of `SQ_ENTRIES * SQ_STRIDE` bytes.
-    pub(crate) sq_pool: Coherent<[u8]>,
+    /// `MAX_QPS` QP buffers of `QP_BUF_BYTES`.
+    pub(crate) qp_pool: Coherent<[u8]>,
     /// The EQ and CQ memory.
     pub(crate) hca: HcaMem,
 }
@@ -154,6 +169,14 @@ pub(crate) struct Adapter {
     pub(crate) uars: Mutex<UarAllocator>,
     #[pin]
     pub(crate) qps: Mutex<QpTable>,
+    /// The memory contexts map (outside `hw`: mappings may outlive unbind).
+    pub(crate) umem: UserMem,
+    /// Areas of `umem` in use (bit = area).
+    #[pin]
+    pub(crate) areas: Mutex<u64>,
+    /// Woken by completion events and by unbind: pollers look at their CQs.
+    #[pin]
+    pub(crate) events: PollCondVar,
     pub(crate) stats: Stats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
     pub(crate) debugfs: Dir,
@@ -177,6 +200,8 @@ impl HcaUp {
                 let _ = irq.synchronize(dev);
             }
         });
+        // Pollers see the adapter gone (POLLHUP).
+        self.adapter.events.notify_all();
     }
 }
 
@@ -370,10 +395,10 @@ impl Mlx4BfDriver {
         let (hca, mem) = hca::probe(pdev)?;
         let (caps, writer) = probe_caps(pdev, &hca.dev_cap)?;
 
-        let sq_pool_len = MAX_QPS * SQ_ENTRIES as usize * SQ_STRIDE;
+        let qp_pool_len = MAX_QPS * QP_BUF_BYTES;
         let hw = Hw {
             bar2: Bar2::new(pdev, &caps, writer.mapping())?,
-            sq_pool: Coherent::zeroed_slice(pdev.as_ref(), sq_pool_len, GFP_KERNEL)?,
+            qp_pool: Coherent::zeroed_slice(pdev.as_ref(), qp_pool_len, GFP_KERNEL)?,
             hca: mem,
         };
         dev_info!(
@@ -395,6 +420,7 @@ impl Mlx4BfDriver {
             name.to_str().unwrap_or("?")
         );
         let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
+        let umem = UserMem::new(pdev.as_ref())?;
         let adapter = Arc::pin_init(
             try_pin_init!(Adapter {
                 caps,
@@ -402,6 +428,9 @@ impl Mlx4BfDriver {
                 hw: Devres::new(pdev.as_ref(), hw)?,
                 uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
                 qps <- new_mutex!(QpTable::new(qpn_limit)),
+                umem,
+                areas <- new_mutex!(0),
+                events <- new_poll_condvar!("mlx4_bf events"),
                 stats: Stats::new(),
                 debugfs: Dir::new(name),
                 hca,

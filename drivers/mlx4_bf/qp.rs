@@ -7,9 +7,9 @@
 use kernel::prelude::*;
 
 use crate::{
-    be::{put32, put8, put_mtt_addr},
+    be::{put32, put64, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
-    SQ_ENTRIES, SQ_STRIDE,
+    RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE,
 };
 
 // struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.
@@ -17,6 +17,7 @@ const QPC_FLAGS: usize = 0x00;
 const QPC_MTU_MSGMAX: usize = 0x08;
 const QPC_RQ_SIZE_STRIDE: usize = 0x09;
 const QPC_SQ_SIZE_STRIDE: usize = 0x0a;
+const QPC_RLKEY: usize = 0x0b;
 const QPC_USR_PAGE: usize = 0x0c;
 const QPC_LOCAL_QPN: usize = 0x10;
 const QPC_REMOTE_QPN: usize = 0x14;
@@ -46,6 +47,13 @@ const TO_RST_OP_MOD: u32 = 2;
 
 /// `sq_size_stride`: `log2(SQ_ENTRIES) << 3 | (log2(SQ_STRIDE) - 4)`.
 const SQ_SIZE_STRIDE: u8 = ((SQ_ENTRIES.ilog2() << 3) | (SQ_STRIDE.ilog2() - 4)) as u8;
+/// `rq_size_stride`, the same for the RQ (after the SQ: its stride is smaller).
+const RQ_SIZE_STRIDE: u8 = ((RQ_ENTRIES.ilog2() << 3) | (RQ_STRIDE.ilog2() - 4)) as u8;
+/// `rlkey`: the reserved lkey makes a data segment's address a DMA address
+/// (`mlx4_ib` sets it for kernel QPs). The receive WQEs need it; user space
+/// may not use that lkey (the kernel refuses such gather segments).
+const RLKEY: u8 = 1 << 4;
+const _: () = assert!(RQ_STRIDE < SQ_STRIDE && RQ_OFFSET == SQ_ENTRIES as usize * SQ_STRIDE);
 
 /// `srcrb_flags` (ctrl + 8): `MLX4_WQE_CTRL_CQ_UPDATE`, a CQE for this WQE.
 const CTRL_SRCRB_FLAGS: usize = 8;
@@ -77,10 +85,16 @@ pub(crate) fn init_sq_ownership(sq: &mut [u8]) {
 /// What the QP context says about one QP.
 pub(crate) struct QpParams {
     pub(crate) qpn: u32,
+    /// The QP it is connected to (itself until connected to another).
+    pub(crate) remote_qpn: u32,
     pub(crate) uar: u32,
-    pub(crate) cqn: u32,
-    /// DMA address of its send queue (SQ at offset 0: there is no RQ).
-    pub(crate) sq_dma: u64,
+    /// The context's send CQ, and the QP's own receive CQ.
+    pub(crate) cqn_send: u32,
+    pub(crate) cqn_recv: u32,
+    /// DMA address of its buffer: SQ at offset 0, RQ at `RQ_OFFSET`.
+    pub(crate) buf_dma: u64,
+    /// DMA address of its RQ doorbell record.
+    pub(crate) rq_db_dma: u64,
 }
 
 fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
@@ -93,23 +107,23 @@ fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
         (state << 28) | (ST_RC << 16) | (PM_MIGRATED << 11),
     )?;
     put8(ctx, QPC_MTU_MSGMAX, MTU_MSGMAX)?;
-    // No receive queue: size and stride 0.
-    put8(ctx, QPC_RQ_SIZE_STRIDE, 0)?;
+    put8(ctx, QPC_RQ_SIZE_STRIDE, RQ_SIZE_STRIDE)?;
     put8(ctx, QPC_SQ_SIZE_STRIDE, SQ_SIZE_STRIDE)?;
+    put8(ctx, QPC_RLKEY, RLKEY)?;
     put32(ctx, QPC_USR_PAGE, p.uar)?;
     put32(ctx, QPC_LOCAL_QPN, p.qpn)?;
-    // Connected to itself until QPs can be connected to each other.
-    put32(ctx, QPC_REMOTE_QPN, p.qpn)?;
+    put32(ctx, QPC_REMOTE_QPN, p.remote_qpn)?;
     put8(ctx, QPC_PRI_PATH_SCHED_QUEUE, SCHED_QUEUE_PORT1)?;
-    put32(ctx, QPC_CQN_SEND, p.cqn)?;
-    put32(ctx, QPC_CQN_RECV, p.cqn)?;
-    put32(ctx, QPC_DB_REC_ADDR, 0)?;
+    put32(ctx, QPC_CQN_SEND, p.cqn_send)?;
+    put32(ctx, QPC_CQN_RECV, p.cqn_recv)?;
+    put64(ctx, QPC_DB_REC_ADDR, p.rq_db_dma)?;
     put8(ctx, QPC_LOG_PAGE_SIZE, 0)?;
-    put_mtt_addr(ctx, QPC_MTT_BASE, p.sq_dma)?;
+    put_mtt_addr(ctx, QPC_MTT_BASE, p.buf_dma)?;
     Ok(mbox)
 }
 
-/// RST2INIT, INIT2RTR, RTR2RTS; on failure the QP is reset again. `slot` is
+/// RST2INIT, INIT2RTR (with the remote QPN), RTR2RTS; on failure the QP
+/// is reset again. `slot` is
 /// the QP's send-queue slot, under which the command lock records it.
 pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &QpParams, slot: usize) -> Result {
     if st.live.qps.get(slot).is_none_or(|&q| q != 0) {

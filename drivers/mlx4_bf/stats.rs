@@ -65,6 +65,7 @@ pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "gather",
         "fault",
         "qp",
+        "lkey",
     ];
     let s = stats.snapshot();
     writeln!(f, "bf_posts {}", s.bf_posts)?;
@@ -89,6 +90,7 @@ pub(crate) struct HcaStats {
     cqe_errors: Atomic<u64>,
     sq_full_waits: Atomic<u64>,
     sq_full_fails: Atomic<u64>,
+    receives_posted: Atomic<u64>,
 }
 
 impl HcaStats {
@@ -103,6 +105,7 @@ impl HcaStats {
             cqe_errors: Atomic::new(0),
             sq_full_waits: Atomic::new(0),
             sq_full_fails: Atomic::new(0),
+            receives_posted: Atomic::new(0),
         }
     }
 
@@ -139,6 +142,11 @@ impl HcaStats {
         }
     }
 
+    /// `n` receive WQEs handed to the device.
+    pub(crate) fn receives(&self, n: u32) {
+        self.receives_posted.add(u64::from(n), Relaxed);
+    }
+
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "interrupts {}", self.interrupts.load(Relaxed))?;
         writeln!(f, "eqes {}", self.eqes.load(Relaxed))?;
@@ -148,6 +156,7 @@ impl HcaStats {
         writeln!(f, "cqes {}", self.cqes.load(Relaxed))?;
         writeln!(f, "cqe_errors {}", self.cqe_errors.load(Relaxed))?;
         writeln!(f, "sq_full_waits {}", self.sq_full_waits.load(Relaxed))?;
-        writeln!(f, "sq_full_fails {}", self.sq_full_fails.load(Relaxed))
+        writeln!(f, "sq_full_fails {}", self.sq_full_fails.load(Relaxed))?;
+        writeln!(f, "receives_posted {}", self.receives_posted.load(Relaxed))
     }
 }

@@ -44,6 +44,13 @@ pub(crate) fn wmb() {
     };
 }
 
+/// `dma_wmb()`: stores to DMA memory are ordered before later ones. x86
+/// keeps stores in order (a compiler barrier is enough); s390 serializes.
+#[inline(always)]
+pub(crate) fn dma_wmb() {
+    dma_rmb();
+}
+
 /// `dma_rmb()`: a load from DMA memory (an owner bit) is ordered before the
 /// loads that follow it. x86 keeps loads in order (a compiler barrier is
 /// enough); s390 serializes as `dma_rmb()` does there.

@@ -68,7 +68,21 @@ mod tests {
             abi::ContextInfo,
             [uar_index, reserved, uar_offset, bf_offset]
         );
-        same_layout!(c::mlx4_bf_qp_info, abi::QpInfo, [qp_handle, qpn]);
+        same_layout!(
+            c::mlx4_bf_qp_info,
+            abi::QpInfo,
+            [
+                qp_handle,
+                qpn,
+                rq_entries,
+                recv_buf_size,
+                cq_entries,
+                cqe_size,
+                cq_offset,
+                cq_db_offset,
+                recv_offset
+            ]
+        );
         same_layout!(
             c::mlx4_bf_post_result,
             abi::PostResult,
@@ -113,6 +127,9 @@ mod tests {
             (c::MLX4_BF_METHOD_CREATE_QP, abi::METHOD_CREATE_QP),
             (c::MLX4_BF_METHOD_DESTROY_QP, abi::METHOD_DESTROY_QP),
             (c::MLX4_BF_METHOD_POST_SEND, abi::METHOD_POST_SEND),
+            (c::MLX4_BF_METHOD_POST_RECV, abi::METHOD_POST_RECV),
+            (c::MLX4_BF_METHOD_CONNECT_QP, abi::METHOD_CONNECT_QP),
+            (c::MLX4_BF_METHOD_ARM_CQ, abi::METHOD_ARM_CQ),
             (c::MLX4_BF_ATTR_DEVICE_INFO, abi::ATTR_DEVICE_INFO),
             (c::MLX4_BF_ATTR_DEVICE_STATS, abi::ATTR_DEVICE_STATS),
             (c::MLX4_BF_ATTR_CONTEXT_STATS, abi::ATTR_CONTEXT_STATS),
@@ -122,6 +139,9 @@ mod tests {
             (c::MLX4_BF_ATTR_WQE, abi::ATTR_WQE),
             (c::MLX4_BF_ATTR_POST_FLAGS, abi::ATTR_POST_FLAGS),
             (c::MLX4_BF_ATTR_POST_RESULT, abi::ATTR_POST_RESULT),
+            (c::MLX4_BF_ATTR_RECV_COUNT, abi::ATTR_RECV_COUNT),
+            (c::MLX4_BF_ATTR_REMOTE_QPN, abi::ATTR_REMOTE_QPN),
+            (c::MLX4_BF_ATTR_ARM_FLAGS, abi::ATTR_ARM_FLAGS),
         ] {
             assert_eq!(cv as u16, rv);
         }
@@ -135,6 +155,7 @@ mod tests {
             (c::MLX4_BF_POST_F_REQUIRE_BF, abi::POST_F_REQUIRE_BF),
             (c::MLX4_BF_PATH_BLUEFLAME, abi::PATH_BLUEFLAME),
             (c::MLX4_BF_PATH_DOORBELL, abi::PATH_DOORBELL),
+            (c::MLX4_BF_ARM_F_SOLICITED, abi::ARM_F_SOLICITED),
         ] {
             assert_eq!(cv as u32, rv);
         }
@@ -147,6 +168,7 @@ mod tests {
             (c::MLX4_BF_REJECT_GATHER, abi::Reject::Gather),
             (c::MLX4_BF_REJECT_FAULT, abi::Reject::Fault),
             (c::MLX4_BF_REJECT_QP, abi::Reject::Qp),
+            (c::MLX4_BF_REJECT_LKEY, abi::Reject::Lkey),
         ] {
             assert_eq!(cv as u32, rv as u32);
         }

@@ -5,7 +5,7 @@
 //! `rust/abi_check` compares every size, offset and constant here with what
 //! bindgen reads from the C header.
 
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 pub const IOCTL_MAGIC: u32 = 0xBF;
 /// `_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)` (asm-generic encoding).
 pub const IOCTL: u32 =
@@ -25,6 +25,9 @@ pub const METHOD_QUERY_CONTEXT: u16 = 1;
 pub const METHOD_CREATE_QP: u16 = 1;
 pub const METHOD_DESTROY_QP: u16 = 2;
 pub const METHOD_POST_SEND: u16 = 3;
+pub const METHOD_POST_RECV: u16 = 4;
+pub const METHOD_CONNECT_QP: u16 = 5;
+pub const METHOD_ARM_CQ: u16 = 6;
 
 pub const ATTR_DEVICE_INFO: u16 = 1;
 pub const ATTR_DEVICE_STATS: u16 = 2;
@@ -35,6 +38,11 @@ pub const ATTR_QP_HANDLE: u16 = 6;
 pub const ATTR_WQE: u16 = 7;
 pub const ATTR_POST_FLAGS: u16 = 8;
 pub const ATTR_POST_RESULT: u16 = 9;
+pub const ATTR_RECV_COUNT: u16 = 10;
+pub const ATTR_REMOTE_QPN: u16 = 11;
+pub const ATTR_ARM_FLAGS: u16 = 12;
+
+pub const ARM_F_SOLICITED: u32 = 1 << 0;
 
 pub const WRITER_STORE_BLOCK: u32 = 1;
 pub const WRITER_WRITE_COMBINING: u32 = 2;
@@ -58,8 +66,9 @@ pub enum Reject {
     Gather = 5,
     Fault = 6,
     Qp = 7,
+    Lkey = 8,
 }
-pub const REJECT_MAX: usize = 8;
+pub const REJECT_MAX: usize = 9;
 
 /// `struct mlx4_bf_attr`
 #[repr(C)]
@@ -118,6 +127,13 @@ pub struct ContextInfo {
 pub struct QpInfo {
     pub qp_handle: u32,
     pub qpn: u32,
+    pub rq_entries: u32,
+    pub recv_buf_size: u32,
+    pub cq_entries: u32,
+    pub cqe_size: u32,
+    pub cq_offset: u64,
+    pub cq_db_offset: u64,
+    pub recv_offset: u64,
 }
 
 /// `struct mlx4_bf_post_result`

@@ -136,6 +136,15 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
     Ok(info)
 }
 
+/// Does one of the gather segments of a validated WQE carry `lkey`? They
+/// are the last `info.gather_segs` 16-byte units; the lkey is at +4.
+pub fn gathers_with_lkey(wqe: &[u8], info: &WqeInfo, lkey: u32) -> bool {
+    let first = wqe.len() - info.gather_segs as usize * GATHER_LEN;
+    wqe[first..]
+        .chunks_exact(GATHER_LEN)
+        .any(|seg| be32(seg, 4) == lkey)
+}
+
 /// The way a WQE reaches the adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
@@ -297,6 +306,18 @@ mod tests {
     use super::*;
 
     const BF_BUF: u32 = 256;
+
+    #[test]
+    fn gather_lkeys_are_found_and_inline_wqes_have_none() {
+        let mut buf = [0u8; MAX_WQE_LEN];
+        let len = build_gather(&mut buf, OPCODE_SEND, None, (0x1000, 8, 64)).unwrap();
+        let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+        assert!(gathers_with_lkey(&buf[..len], &info, 8));
+        assert!(!gathers_with_lkey(&buf[..len], &info, 9));
+        let len = build_inline(&mut buf, OPCODE_SEND, None, &[8u8; 40]).unwrap();
+        let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
+        assert!(!gathers_with_lkey(&buf[..len], &info, 8));
+    }
 
     fn rdma_write(payload: usize) -> ([u8; MAX_WQE_LEN], usize) {
         let mut buf = [0u8; MAX_WQE_LEN];

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory a context shares with its process: for each of its QPs the
+//! receive CQ ring, the CQ doorbell record and the receive buffers, mapped
+//! with `mmap()` on the device file (RAM, so s390 may map it too).
+//!
+//! The areas are allocated at probe (a DMA allocation needs the bound
+//! device) and live in the `Adapter`, outside the revocable hardware: a
+//! process may keep its mapping after unbind, and the pages must not go back
+//! to the allocator under it. They are freed with the last reference to the
+//! adapter, after the last context, whose file every mapping pins.
+//!
+//! Layout of one area (offsets are also the mmap offsets):
+//!
+//! ```text
+//! QP index i at i * QP_AREA_BYTES:
+//!   +0      receive CQ ring, RCQ_ENTRIES * CQE_SIZE     read-only
+//!   +4 KiB  CQ doorbell record page (set_ci at +0)      read-write
+//!   +8 KiB  RQ_ENTRIES receive buffers of RECV_BUF_SIZE read-only
+//! ```
+
+use kernel::{
+    bindings,
+    device::{Bound, Device},
+    dma::Coherent,
+    mm::virt::VmaNew,
+    prelude::*,
+    sync::aref::ARef,
+};
+
+use crate::{cq::CQE_SIZE, MAX_QPS_PER_CONTEXT, RECV_BUF_SIZE, RQ_ENTRIES};
+
+const PAGE: usize = 4096;
+/// CQEs in a receive CQ: one page.
+pub(crate) const RCQ_LOG_ENTRIES: u32 = 7;
+pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
+pub(crate) const CQ_OFFSET: usize = 0;
+pub(crate) const CQ_DB_OFFSET: usize = PAGE;
+pub(crate) const RECV_OFFSET: usize = 2 * PAGE;
+const RECV_BYTES: usize = RQ_ENTRIES as usize * RECV_BUF_SIZE;
+pub(crate) const QP_AREA_BYTES: usize = RECV_OFFSET + RECV_BYTES;
+const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
+/// Contexts that may hold an area at once (each keeps it until closed).
+pub(crate) const AREAS: usize = 32;
+
+const _: () = assert!(RCQ_ENTRIES as usize * CQE_SIZE == PAGE);
+const _: () = assert!(RECV_BYTES.is_multiple_of(PAGE));
+
+/// The areas of one adapter.
+pub(crate) struct UserMem {
+    dev: ARef<Device>,
+    areas: KVec<Coherent<[u8]>>,
+}
+
+impl UserMem {
+    pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
+        let mut areas = KVec::with_capacity(AREAS, GFP_KERNEL)?;
+        for _ in 0..AREAS {
+            areas.push(
+                Coherent::zeroed_slice(dev, AREA_BYTES, GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(UserMem {
+            dev: dev.into(),
+            areas,
+        })
+    }
+
+    /// Area `area`, which the caller's context owns.
+    pub(crate) fn area(&self, area: usize) -> Result<Area<'_>> {
+        Ok(Area(self.areas.get(area).ok_or(EINVAL)?))
+    }
+
+    /// Maps the part of area `area` that `vma` asks for: one region of a
+    /// QP index for which `in_use` holds, read-only unless it is the
+    /// doorbell record page.
+    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, in_use: impl Fn(usize) -> bool) -> Result {
+        let mem = self.areas.get(area).ok_or(EINVAL)?;
+        let len = vma.end() - vma.start();
+        // SAFETY: `vma` is the VMA being set up by this mmap() call.
+        let start = unsafe { (*vma.as_ptr()).vm_pgoff } as usize * PAGE;
+        let within = start % QP_AREA_BYTES;
+        let (region, writable) = match within {
+            CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),
+            CQ_DB_OFFSET => (PAGE, true),
+            RECV_OFFSET => (RECV_BYTES, false),
+            _ => return Err(EINVAL),
+        };
+        if start >= AREA_BYTES || len == 0 || len > region || !in_use(start / QP_AREA_BYTES) {
+            return Err(EINVAL);
+        }
+        if !writable {
+            if vma.writable() {
+                return Err(EPERM);
+            }
+            vma.try_clear_maywrite()?;
+        }
+        vma.set_dontcopy();
+        // The kernel crate has no wrapper of dma_mmap_coherent().
+        // SAFETY: `dev` is the device `mem` was allocated for, `mem` is
+        // that allocation (CPU and DMA address, size), and `vma` is being
+        // set up by this mmap() call; dma_mmap_attrs() takes the offset into
+        // the allocation from `vm_pgoff`, checked above to lie inside it.
+        // The pages stay allocated while the mapping exists (module doc).
+        let ret = unsafe {
+            bindings::dma_mmap_attrs(
+                // `Device` is a transparent wrapper of `struct device`.
+                core::ptr::from_ref::<Device>(&self.dev).cast_mut().cast(),
+                vma.as_ptr(),
+                mem.as_mut_ptr().cast(),
+                mem.dma_handle(),
+                AREA_BYTES,
+                0,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+}
+
+/// One context's area, read and written by the kernel.
+pub(crate) struct Area<'a>(&'a Coherent<[u8]>);
+
+impl Area<'_> {
+    pub(crate) fn dma(&self, off: usize) -> u64 {
+        self.0.dma_handle() + off as u64
+    }
+
+    fn ptr(&self, off: usize, len: usize) -> Result<*mut u8> {
+        if off.checked_add(len).is_none_or(|end| end > self.0.size()) {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off + len` lies inside the allocation (checked above).
+        Ok(unsafe { self.0.as_mut_ptr().cast::<u8>().add(off) })
+    }
+
+    /// Clears QP index `qp`'s memory before its CQ goes to the device.
+    pub(crate) fn clear_qp(&self, qp: usize) -> Result {
+        let p = self.ptr(qp * QP_AREA_BYTES, QP_AREA_BYTES)?;
+        // SAFETY: In bounds (`ptr`); the device does not use this memory
+        // (no CQ and no receive WQE names it yet); a process that mapped it
+        // may read it (or write the doorbell page) meanwhile, which only
+        // affects itself.
+        unsafe { core::ptr::write_bytes(p, 0, QP_AREA_BYTES) };
+        Ok(())
+    }
+
+    /// A byte the device (or, on the doorbell page, user space) writes.
+    pub(crate) fn read8(&self, off: usize) -> Result<u8> {
+        let p = self.ptr(off, 1)?;
+        // SAFETY: In bounds (`ptr`); a volatile load of memory others write.
+        Ok(unsafe { core::ptr::read_volatile(p) })
+    }
+
+    /// A big-endian word the device (or user space) writes.
+    pub(crate) fn read_be32(&self, off: usize) -> Result<u32> {
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        let p = self.ptr(off, 4)?;
+        // SAFETY: In bounds and aligned; a volatile load of memory others write.
+        Ok(u32::from_be(unsafe {
+            core::ptr::read_volatile(p.cast::<u32>())
+        }))
+    }
+
+    pub(crate) fn write_be32(&self, off: usize, v: u32) -> Result {
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        let p = self.ptr(off, 4)?;
+        // SAFETY: In bounds and aligned; the device reads this word by DMA.
+        unsafe { core::ptr::write_volatile(p.cast::<u32>(), v.to_be()) };
+        Ok(())
+    }
+}
