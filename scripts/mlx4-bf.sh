@@ -188,6 +188,10 @@ suites() {
 
 cmd=${1:-}
 shift || true
+# The guest sends result files back over the console (vm.py --save-files).
+# shellcheck disable=SC2016
+send_back='for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done'
+
 case $cmd in
 setup)     "$TOP/scripts/kernel-source.sh" ;;
 versions)  versions ;;
@@ -211,8 +215,6 @@ run)       need_kdir; build_selftests "$KDIR"
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
-	   # The guest sends its result files back over the console (vm.py --save-files).
-	   send_back='for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done'
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
 	   icount=()
@@ -220,10 +222,26 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   vm_boot run "/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
 		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} && $send_back" \
 		"${icount[@]}" --save-files "$TOP/results" -- "$OUT/guest"
-	   # Scaling needs vCPUs running side by side: never under -icount.
+	   # Scaling needs vCPUs running side by side, and the ping-pong the
+	   # model's asynchronous answers: never under -icount. The stress
+	   # results come back even if the ping-pong fails; its status is the
+	   # boot's.
 	   vm_boot run "mkdir -p /tmp/results &&
 		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
-		cat /tmp/results/stress.txt && $send_back" \
+		cat /tmp/results/stress.txt &&
+		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
+			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300}; rc=\$?;
+		  $send_back; exit \$rc; }" \
+		--save-files "$TOP/results" -- "$OUT/guest" ;;
+pingpong)  need_kdir; build_selftests "$KDIR"
+	   build_helper
+	   mkdir -p "$TOP/results"
+	   # perftest ib_send_lat between two contexts, wall clock (the model
+	   # answers asynchronously: never under -icount).
+	   vm_boot run "mkdir -p /tmp/results &&
+		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
+			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300}; rc=\$?;
+		  $send_back; exit \$rc; }" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}

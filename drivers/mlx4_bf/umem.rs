@@ -79,7 +79,8 @@ impl UserMem {
         let mem = self.areas.get(area).ok_or(EINVAL)?;
         let len = vma.end() - vma.start();
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
-        let start = unsafe { (*vma.as_ptr()).vm_pgoff } as usize * PAGE;
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
+        let start = pgoff.checked_mul(PAGE).ok_or(EINVAL)?;
         let within = start % QP_AREA_BYTES;
         let (region, writable) = match within {
             CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),

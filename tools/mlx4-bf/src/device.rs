@@ -6,8 +6,9 @@
 use std::{
     fs::{File, OpenOptions},
     io,
-    os::fd::AsRawFd,
+    os::fd::{AsRawFd, RawFd},
     path::Path,
+    ptr::NonNull,
 };
 
 use mlx4_bf_core::abi::{self, Attr, IoctlHdr, MAX_ATTRS};
@@ -63,6 +64,11 @@ impl Device {
     pub fn open(path: &Path) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Device { file })
+    }
+
+    /// The file descriptor, for `mmap()` and `poll()`.
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
     }
 
     fn call(&self, mut call: Call) -> io::Result<()> {
@@ -133,5 +139,85 @@ impl Device {
         }
         self.call(call.output(abi::ATTR_POST_RESULT, &mut result))?;
         Ok(result)
+    }
+
+    /// Hands `count` more receive buffers to the adapter (POST_RECV).
+    pub fn post_recv(&self, qp: &abi::QpInfo, count: u32) -> io::Result<()> {
+        self.call(
+            Call::new(abi::OBJECT_QP, abi::METHOD_POST_RECV)
+                .inline_u32(abi::ATTR_QP_HANDLE, qp.qp_handle)
+                .inline_u32(abi::ATTR_RECV_COUNT, count),
+        )
+    }
+
+    /// Connects the QP to `remote_qpn` (CONNECT_QP).
+    pub fn connect_qp(&self, qp: &abi::QpInfo, remote_qpn: u32) -> io::Result<()> {
+        self.call(
+            Call::new(abi::OBJECT_QP, abi::METHOD_CONNECT_QP)
+                .inline_u32(abi::ATTR_QP_HANDLE, qp.qp_handle)
+                .inline_u32(abi::ATTR_REMOTE_QPN, remote_qpn),
+        )
+    }
+
+    /// Asks for one completion event of the QP's receive CQ (ARM_CQ).
+    pub fn arm_cq(&self, qp: &abi::QpInfo, flags: u32) -> io::Result<()> {
+        let mut call = Call::new(abi::OBJECT_QP, abi::METHOD_ARM_CQ)
+            .inline_u32(abi::ATTR_QP_HANDLE, qp.qp_handle);
+        if flags != 0 {
+            call = call.inline_u32(abi::ATTR_ARM_FLAGS, flags);
+        }
+        self.call(call)
+    }
+
+    /// Maps `len` bytes of the device file at `offset` (shared).
+    pub fn map(&self, offset: u64, len: usize, writable: bool) -> io::Result<Mapping> {
+        Mapping::new(self.fd(), offset, len, writable)
+    }
+}
+
+/// A shared mapping of a file, unmapped on drop.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access through it goes
+// through raw pointers with the ordering its user chooses.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    pub fn new(fd: RawFd, offset: u64, len: usize, writable: bool) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: a fresh mapping chosen by the kernel; nothing else is
+        // touched.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, off) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: NonNull::new(p.cast())
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?,
+            len,
+        })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new(), unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }

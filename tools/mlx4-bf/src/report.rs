@@ -4,6 +4,7 @@
 
 use std::{fmt::Write as _, path::Path};
 
+use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
 use crate::stats::Summary;
@@ -45,8 +46,8 @@ pub fn plot_svg(
     y_label: &str,
     series: &[Series<'_>],
     cutoff: Option<f64>,
-) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| anyhow!("cannot plot {}: {e}", path.display());
     let all = series.iter().flat_map(|s| s.points.iter());
     let (mut x_max, mut y_max) = (1.0f64, 0.0f64);
     for &(x, y) in all {
@@ -78,6 +79,9 @@ pub fn plot_svg(
             .map_err(|e| err(&e))?
             .label(s.label)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| err(&e))?;
     }
     if let Some(c) = cutoff {
         chart

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `info`: device and context facts (QUERY_DEVICE, QUERY_CONTEXT, QUERY_STATS).
+
+use anyhow::Result;
+use mlx4_bf_core::abi;
+
+use crate::{
+    common::{ioerr, writer_name},
+    device::Device,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(dev: &Device, args: &Args) -> Result<()> {
+    let d = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
+    let c = dev.query_context().map_err(ioerr("QUERY_CONTEXT"))?;
+    let (ds, cs) = dev.query_stats().map_err(ioerr("QUERY_STATS"))?;
+    if args.json {
+        let v = serde_json::json!({
+            "device": {
+                "abi_version": d.abi_version, "num_uars": d.num_uars, "bf_reg_size": d.bf_reg_size,
+                "bf_buf_size": d.bf_buf_size, "max_bf_wqe_size": d.max_bf_wqe_size,
+                "max_db_wqe_size": d.max_db_wqe_size, "writer": writer_name(d.writer),
+                "store_block_max": d.store_block_max, "max_qps_per_context": d.max_qps_per_context,
+                "sq_entries": d.sq_entries, "bar2_len": d.bar2_len,
+            },
+            "context": { "uar_index": c.uar_index, "uar_offset": c.uar_offset, "bf_offset": c.bf_offset },
+            "device_stats": stats_json(&ds),
+            "context_stats": stats_json(&cs),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("ABI version        {}", d.abi_version);
+    println!("BAR2               {} KiB", d.bar2_len / 1024);
+    println!("UARs               {}", d.num_uars);
+    println!(
+        "BlueFlame register {} B ({} B buffers)",
+        d.bf_reg_size, d.bf_buf_size
+    );
+    println!(
+        "largest WQE        {} B BlueFlame, {} B doorbell",
+        d.max_bf_wqe_size, d.max_db_wqe_size
+    );
+    println!(
+        "writer             {} (blocks <= {} B)",
+        writer_name(d.writer),
+        d.store_block_max
+    );
+    println!(
+        "this context       UAR {} at {:#x}, BlueFlame page at {:#x}",
+        c.uar_index, c.uar_offset, c.bf_offset
+    );
+    println!(
+        "device counters    {} BlueFlame, {} doorbell, {} bytes, {} store blocks, {} rejected",
+        ds.bf_posts,
+        ds.db_posts,
+        ds.bytes,
+        ds.store_blocks,
+        ds.rejects.iter().sum::<u64>()
+    );
+    Ok(())
+}
+
+fn stats_json(s: &abi::Stats) -> serde_json::Value {
+    serde_json::json!({
+        "bf_posts": s.bf_posts, "db_posts": s.db_posts, "bytes": s.bytes,
+        "store_blocks": s.store_blocks, "rejects": s.rejects,
+    })
+}

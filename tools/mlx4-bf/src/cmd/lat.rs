@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `lat`: the classic latency sweep, one POST_SEND round trip per
+//! iteration, per payload size.
+
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use anyhow::{anyhow, Context, Result};
+use clap::ValueEnum;
+use mlx4_bf_core::{abi, wqe};
+
+use crate::{
+    common::{
+        bf_cutoff, build_wqe, ioerr, post_timed, suffixed, writer_name, Progress, Sweep, WARMUP,
+    },
+    device::Device,
+    report,
+    stats::summarize,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PathChoice {
+    /// BlueFlame only (sizes that do not fit are skipped)
+    Bf,
+    /// Doorbell only (forced)
+    Db,
+    /// Whatever the driver picks
+    Auto,
+    /// BlueFlame and doorbell, side by side
+    Both,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    sweep: Sweep,
+    #[arg(long, value_enum, default_value_t = PathChoice::Both)]
+    path: PathChoice,
+    /// Separator of the data file columns.
+    #[arg(long, default_value = ", ")]
+    sep: String,
+    /// Write the data file (`# PacketSize, LatTypical, LatBest, LatWorst`);
+    /// with two paths, `-bf`/`-db` is added before the extension.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write an SVG plot of typical latency against payload size.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+/// Times `iters` calls of `f` after a warm-up, in microseconds.
+fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<Vec<f64>> {
+    for _ in 0..WARMUP {
+        f()?;
+    }
+    let mut out = Vec::with_capacity(iters as usize);
+    for _ in 0..iters {
+        let t = Instant::now();
+        f()?;
+        out.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(out)
+}
+
+pub fn run(dev: &Device, args: &Args) -> Result<()> {
+    let (sweep, out, plot) = (&args.sweep, args.out.as_deref(), args.plot.as_deref());
+    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
+    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let sizes = sweep.sizes()?;
+    let paths: &[(&str, u32)] = match args.path {
+        PathChoice::Bf => &[("bf", abi::POST_F_REQUIRE_BF)],
+        PathChoice::Db => &[("db", abi::POST_F_FORCE_DOORBELL)],
+        PathChoice::Auto => &[("auto", 0)],
+        PathChoice::Both => &[
+            ("bf", abi::POST_F_REQUIRE_BF),
+            ("db", abi::POST_F_FORCE_DOORBELL),
+        ],
+    };
+    let mut buf = [0u8; wqe::MAX_WQE_LEN];
+    let mut series = Vec::new();
+    let mut progress = Progress::new(sizes.len() * paths.len(), "lat");
+    let say = progress.printer();
+    for (n, &(name, flags)) in paths.iter().enumerate() {
+        say.line(&format!(
+            "---- path: {name} ({} iterations per size, {} writer)",
+            sweep.iters,
+            writer_name(info.writer)
+        ));
+        say.line(report::PERFTEST_HEADER);
+        let mut rows = Vec::new();
+        for (i, &size) in sizes.iter().enumerate() {
+            let len = build_wqe(&mut buf, size, false);
+            let fits = len != 0 && wqe::inline_size16(size, true) * 16 <= info.bf_buf_size as usize;
+            if len == 0 || (flags == abi::POST_F_REQUIRE_BF && !fits) {
+                continue;
+            }
+            let samples = time_calls(sweep.iters, || post_timed(dev, &qp, &buf[..len], flags))
+                .map_err(ioerr("POST_SEND"))?;
+            let s = summarize(&samples).ok_or_else(|| anyhow!("no samples"))?;
+            say.line(&report::perftest_row(size, &s));
+            rows.push((size, s));
+            progress.step(n * sizes.len() + i + 1, name);
+        }
+        if let Some(out) = out {
+            let file = if paths.len() > 1 {
+                suffixed(out, name)
+            } else {
+                out.to_path_buf()
+            };
+            fs::write(&file, report::data_file(&rows, &args.sep))
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            say.line(&format!("wrote {}", file.display()));
+        }
+        series.push((name, rows));
+    }
+    if let Some(plot) = plot {
+        plot_series(plot, &series, bf_cutoff(&info))?;
+        say.line(&format!("wrote {}", plot.display()));
+    }
+    Ok(())
+}
+
+fn plot_series(
+    plot: &Path,
+    series: &[(&str, Vec<(usize, crate::stats::Summary)>)],
+    cutoff: usize,
+) -> Result<()> {
+    let lines: Vec<report::Series<'_>> = series
+        .iter()
+        .map(|(name, rows)| report::Series {
+            label: name,
+            points: rows.iter().map(|(x, s)| (*x as f64, s.typical)).collect(),
+        })
+        .collect();
+    report::plot_svg(
+        plot,
+        "POST_SEND latency (typical)",
+        "latency [us]",
+        &lines,
+        Some(cutoff as f64),
+    )
+}

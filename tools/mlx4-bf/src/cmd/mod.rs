@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One file per subcommand.
+
+pub mod bench;
+pub mod info;
+pub mod lat;
+pub mod pingpong;
+pub mod post;
+pub mod stress;

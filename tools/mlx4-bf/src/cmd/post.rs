@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `post`: build one WQE the way libmlx4 does and post it.
+
+use anyhow::{bail, Result};
+use mlx4_bf_core::{abi, wqe};
+
+use crate::{
+    common::{build_wqe, ioerr, path_name},
+    device::Device,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Payload in bytes (inline when the WQE allows, else DMA-gathered).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(0..=65536))]
+    size: u32,
+    /// Gather the payload by DMA instead of inlining it (doorbell path).
+    #[arg(long)]
+    gather: bool,
+    /// Take the doorbell path even when BlueFlame fits.
+    #[arg(long)]
+    force_doorbell: bool,
+    /// Show the WQE bytes.
+    #[arg(long)]
+    hexdump: bool,
+}
+
+pub fn run(dev: &Device, args: &Args) -> Result<()> {
+    let size = args.size as usize;
+    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let mut buf = [0u8; wqe::MAX_WQE_LEN];
+    let len = build_wqe(&mut buf, size, args.gather);
+    if len == 0 {
+        bail!("a {size}-byte payload does not fit a WQE");
+    }
+    if args.hexdump {
+        println!(
+            "WQE, {len} bytes ({} units), as posted (before the kernel's stamps):",
+            len / 16
+        );
+        for (i, row) in buf[..len].chunks(16).enumerate() {
+            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+            println!("  {:04x}: {}", i * 16, hex.join(" "));
+        }
+    }
+    let flags = if args.force_doorbell {
+        abi::POST_F_FORCE_DOORBELL
+    } else {
+        0
+    };
+    let r = dev
+        .post_send(&qp, &buf[..len], flags)
+        .map_err(ioerr("POST_SEND"))?;
+    println!(
+        "QPN {:#x}: {} path, {} bytes at BAR2 {:#x}, {} store blocks, send-queue slot {}",
+        qp.qpn,
+        path_name(r.path),
+        r.bytes_written,
+        r.bf_offset,
+        r.store_blocks,
+        r.wqe_index
+    );
+    Ok(())
+}

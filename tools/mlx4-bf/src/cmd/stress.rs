@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `stress`: several contexts (threads with their own fd) posting at once.
+
+use std::{
+    path::Path,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Result};
+use hdrhistogram::Histogram;
+use mlx4_bf_core::wqe;
+
+use crate::common::{build_wqe, ioerr, is_back_pressure, open};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Threads, each with its own context; several values run one after another.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Payload of each post.
+    #[arg(long, default_value_t = 64)]
+    size: u32,
+}
+
+/// What one thread did: posts, back-pressure retries, and the time of each
+/// successful post (ns; three significant digits).
+struct Tally {
+    posts: u64,
+    full: u64,
+    hist: Histogram<u64>,
+}
+
+/// 1 ns to an hour, three significant digits; longer posts saturate.
+fn new_hist() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).map_err(|e| anyhow!("histogram: {e}"))
+}
+
+fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
+    let dev = open(path)?;
+    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let mut buf = [0u8; wqe::MAX_WQE_LEN];
+    let len = build_wqe(&mut buf, size as usize, false);
+    let end = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut t = Tally {
+        posts: 0,
+        full: 0,
+        hist: new_hist()?,
+    };
+    loop {
+        let start = Instant::now();
+        if start >= end {
+            break;
+        }
+        match dev.post_send(&qp, &buf[..len], 0) {
+            Ok(_) => {
+                t.posts += 1;
+                t.hist.saturating_record(start.elapsed().as_nanos() as u64);
+            }
+            // The adapter has not caught up with the send queue yet: back
+            // pressure, try again.
+            Err(e) if is_back_pressure(&e) => {
+                t.full += 1;
+                thread::yield_now();
+            }
+            Err(e) => return Err(ioerr("POST_SEND")(e)),
+        }
+    }
+    Ok(t)
+}
+
+pub fn run(path: &Path, args: &Args) -> Result<()> {
+    let (threads, seconds, size) = (&args.threads, args.seconds, args.size);
+    if !(seconds > 0.0 && seconds <= 3600.0) {
+        bail!("--seconds {seconds} is outside 0..3600");
+    }
+    if let Some(n) = threads.iter().find(|&&n| n == 0 || n > 256) {
+        bail!("--threads {n} is outside 1..256");
+    }
+    println!(
+        "#threads  total posts/s  per-thread posts/s  (send queue full: retries)  \
+         post p50/p99/p99.9 [us] (all threads)"
+    );
+    for &n in threads {
+        let results: Vec<Result<Tally>> = thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|_| s.spawn(move || one_thread(path, seconds, size)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("thread panicked"))))
+                .collect()
+        });
+        let counts = results.into_iter().collect::<Result<Vec<Tally>>>()?;
+        let rates: Vec<String> = counts
+            .iter()
+            .map(|t| format!("{:.0}", t.posts as f64 / seconds))
+            .collect();
+        // The threads' histograms merged: percentiles over every post.
+        let mut all = new_hist()?;
+        for t in &counts {
+            all.add(&t.hist).map_err(|e| anyhow!("histogram: {e}"))?;
+        }
+        let us = |q: f64| all.value_at_quantile(q) as f64 / 1000.0;
+        println!(
+            "{n:<9} {:<14.0} {}  ({})  {:.1}/{:.1}/{:.1}",
+            counts.iter().map(|t| t.posts).sum::<u64>() as f64 / seconds,
+            rates.join(" "),
+            counts.iter().map(|t| t.full).sum::<u64>(),
+            us(0.5),
+            us(0.99),
+            us(0.999)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_histograms_give_percentiles_over_every_post() {
+        let (mut a, mut b) = (new_hist().unwrap(), new_hist().unwrap());
+        for ns in 1..=900u64 {
+            a.saturating_record(ns * 1000);
+        }
+        for _ in 0..100 {
+            b.saturating_record(50_000_000);
+        }
+        a.add(&b).unwrap();
+        assert_eq!(a.len(), 1000);
+        let us = |q| a.value_at_quantile(q) as f64 / 1000.0;
+        assert!((us(0.5) - 500.0).abs() < 1.0, "{}", us(0.5));
+        assert!((us(0.99) - 50_000.0).abs() < 50.0, "{}", us(0.99));
+    }
+}
