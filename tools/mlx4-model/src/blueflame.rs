@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 pub struct Burst {
     pub bytes: Vec<u8>,
     pub write_size: usize,
+    /// The modelled clock at its first write: the post's start.
+    pub t0: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -81,6 +83,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let b = Burst {
             bytes: data.to_vec(),
             write_size: data.len(),
+            t0: self.mmio_start_ns,
         };
         self.bf_progress(page, half, b);
     }
@@ -110,6 +113,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
+        self.post_start_ns = b.t0;
         self.bf_complete(page, half, &b.bytes[..need], c.wqe_bytes());
     }
 
@@ -134,6 +138,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let qpn = be32(&b.bytes, 4) >> 8;
         if self.bf_qp_ready(qpn, page) {
+            self.post_start_ns = b.t0;
             self.fallback(qpn, page, half, reason);
         }
     }
@@ -145,6 +150,12 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     Code::BfUnknownQp,
                     format!("BF page {page}: qp {qpn:#x} does not exist"),
                 );
+                false
+            }
+            Some(QpState::Err) if self.qps.get(&qpn).is_some_and(|qp| qp.usr_page == page) => {
+                // As a doorbell: the WQE is in the send queue too, and is
+                // flushed with whatever else the driver posted meanwhile.
+                self.flush_sq(qpn);
                 false
             }
             Some(s) if s != QpState::Rts => {

@@ -8,8 +8,10 @@ use crate::device::Device;
 use crate::eq::{Eq, EQ_CTX_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::keys::RESERVED_LKEY;
 use crate::layout::*;
 use crate::qp::{Qp, QpState, QP_CTX_SIZE};
+use crate::timing::Read;
 
 pub mod op {
     pub const QUERY_DEV_CAP: u16 = 0x03;
@@ -102,6 +104,9 @@ pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
     b[0x4e] = 3; // 8 BF registers per page (log)
     b[0x51] = MAX_SG_SQ as u8;
     put_be16(&mut b, 0x52, MAX_DESC_SZ_SQ);
+    b[0x55] = MAX_SG_RQ;
+    put_be16(&mut b, 0x56, MAX_DESC_SZ_RQ);
+    put_be32(&mut b, 0x98, RESERVED_LKEY);
     b
 }
 
@@ -160,7 +165,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn read_mailbox(&mut self, addr: u64, len: usize) -> Result<Vec<u8>, u8> {
         Self::check_mailbox(addr)?;
         let mut b = vec![0u8; len];
-        if !self.dma_read(addr, &mut b, "mailbox") {
+        if !self.dma_read(addr, &mut b, "mailbox", Read::Fresh) {
             return Err(status::INTERNAL_ERR);
         }
         Ok(b)

@@ -23,6 +23,50 @@ pub struct Global {
     /// Doorbells and BF bursts whose WQE a send-queue scan had already run
     /// (see `Qp::sq_ahead`): neither an error nor a second execution.
     pub already_executed: u64,
+    /// WQEs posted to a QP in ERR, completed with WR_FLUSH_ERR.
+    pub flushed: u64,
+    /// Receive WQEs consumed by a delivered SEND (0x500).
+    pub deliveries: u64,
+    /// Receive CQEs written, receive error CQEs included (0x508).
+    pub recv_cqes: u64,
+    /// SENDs that found the receiver's RQ empty (0x510).
+    pub rnr_errors: u64,
+    /// SENDs whose destination QP could not take them (0x518).
+    pub peer_errors: u64,
+    /// SENDs longer than the receive WQE's buffers (0x520).
+    pub recv_length_errors: u64,
+    /// DMA writes of received payload (0x528) and their bytes (0x530).
+    pub payload_dma_writes: u64,
+    pub payload_bytes: u64,
+    /// DMA writes of every kind (0x538).
+    pub dma_writes: u64,
+    /// Bytes of all MMIO writes to BAR2 (0x540).
+    pub bar2_bytes: u64,
+    /// Data segments with an lkey the model does not accept (0x548).
+    pub refused_segments: u64,
+    /// CQs that overran and went to the error state (0x550).
+    pub cq_overruns: u64,
+    /// Modelled post-to-wire latency: last WQE (0x558), sum (0x560), ns.
+    pub last_post_to_wire_ns: u64,
+    pub sum_post_to_wire_ns: u64,
+    /// Modelled one-way latency of delivered SENDs: last (0x568), sum
+    /// (0x570), ns.
+    pub last_one_way_ns: u64,
+    pub sum_one_way_ns: u64,
+    /// CQEs not written because their CQ is in the error state (the one
+    /// that overran it included). Summary only, as are the rest.
+    pub cqes_dropped: u64,
+    /// SENDs refused on the sender for a gather it may not read (lkey or
+    /// DMA): error CQE LOCAL_PROT_ERR.
+    pub gather_errors: u64,
+    /// SENDs refused on the receiver for a scatter it may not write (lkey
+    /// or DMA): error CQEs LOCAL_PROT_ERR / REMOTE_ACCESS_ERR.
+    pub scatter_errors: u64,
+    /// SENDs the receiver could not take because its doorbell record or
+    /// receive WQE could not be read: REMOTE_OP_ERR.
+    pub receive_failures: u64,
+    /// SENDs longer than the model's largest message: LOCAL_LENGTH_ERR.
+    pub messages_too_long: u64,
 }
 
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
@@ -34,7 +78,11 @@ pub struct PerQp {
     pub fallback_order: u64,
     pub fallback_forced: u64,
     pub send_doorbells: u64,
+    /// CQEs for this QP, send and receive.
     pub cqes: u64,
+    /// SENDs delivered to this QP (0x580) and their payload bytes (0x588).
+    pub receives: u64,
+    pub payload_bytes: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -72,8 +120,21 @@ impl Counters {
         }
     }
 
-    /// Diagnostic block counter at `off` (0x20..0xbf), `qp_select` for the
-    /// per-QP ones. None for offsets that hold no counter.
+    /// The post-to-wire latency of one executed WQE.
+    pub fn post_to_wire(&mut self, ns: u64) {
+        self.global.last_post_to_wire_ns = ns;
+        self.global.sum_post_to_wire_ns = self.global.sum_post_to_wire_ns.saturating_add(ns);
+    }
+
+    /// The one-way latency of one delivered SEND.
+    pub fn one_way(&mut self, ns: u64) {
+        self.global.last_one_way_ns = ns;
+        self.global.sum_one_way_ns = self.global.sum_one_way_ns.saturating_add(ns);
+    }
+
+    /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
+    /// clock), `qp_select` for the per-QP ones. None for offsets that hold
+    /// no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32) -> Option<u64> {
         let g = &self.global;
         let zero = PerQp::default();
@@ -99,6 +160,23 @@ impl Counters {
             0xa8 => q.fallback_forced,
             0xb0 => q.send_doorbells,
             0xb8 => q.cqes,
+            0x500 => g.deliveries,
+            0x508 => g.recv_cqes,
+            0x510 => g.rnr_errors,
+            0x518 => g.peer_errors,
+            0x520 => g.recv_length_errors,
+            0x528 => g.payload_dma_writes,
+            0x530 => g.payload_bytes,
+            0x538 => g.dma_writes,
+            0x540 => g.bar2_bytes,
+            0x548 => g.refused_segments,
+            0x550 => g.cq_overruns,
+            0x558 => g.last_post_to_wire_ns,
+            0x560 => g.sum_post_to_wire_ns,
+            0x568 => g.last_one_way_ns,
+            0x570 => g.sum_one_way_ns,
+            0x580 => q.receives,
+            0x588 => q.payload_bytes,
             _ => return None,
         })
     }
@@ -134,6 +212,11 @@ impl Counters {
             ),
             ("doorbells", sum(|q| q.send_doorbells) <= g.send_doorbells),
             ("dma reads", g.wqes_dma <= g.sq_dma_reads),
+            ("receives", sum(|q| q.receives) == g.deliveries),
+            ("payload bytes", sum(|q| q.payload_bytes) == g.payload_bytes),
+            ("payload writes", g.payload_dma_writes <= g.dma_writes),
+            ("receive cqes", g.recv_cqes <= g.cqes),
+            ("overruns", g.cq_overruns <= g.cqes_dropped),
         ];
         match checks.iter().find(|(_, ok)| !ok) {
             Some((name, _)) => Err(format!("counter invariant broken: {name}: {self:?}")),

@@ -1,7 +1,8 @@
 //! Completion queues (§5.1–5.3): 32-byte CQEs, the doorbell record that
-//! holds the consumer index, arming through the UAR CQ doorbell.
+//! holds the consumer index, arming through the UAR CQ doorbell, and the
+//! overrun: an async CQ_ERROR event, after which the CQ writes nothing.
 
-use crate::bytes::{addr40, be16, be32, be64, hex, put_be32};
+use crate::bytes::{addr40, be16, be32, be64, hex, put_be16, put_be32};
 use crate::commands::status;
 use crate::device::Device;
 use crate::eq::event;
@@ -9,6 +10,7 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, PAGE_SIZE, UAR_CQ_DB};
 use crate::protocol::Code;
+use crate::timing::Read;
 use serde_json::json;
 
 pub const CQ_CTX_SIZE: usize = 0x40;
@@ -33,8 +35,40 @@ pub struct Cq {
     /// Producer index (24 bits): the next CQE the model writes.
     pub pi: u32,
     pub arm: Option<Arm>,
+    /// Overrun: no CQE is written any more (until HW2SW_CQ).
+    pub error: bool,
     ctx: [u8; CQ_CTX_SIZE],
 }
+
+/// Error CQE syndromes (CQE + 0x1b, `MLX4_CQE_SYNDROME_*`).
+pub mod syndrome {
+    pub const LOCAL_LENGTH_ERR: u8 = 0x01;
+    pub const LOCAL_QP_OP_ERR: u8 = 0x02;
+    pub const LOCAL_PROT_ERR: u8 = 0x04;
+    pub const WR_FLUSH_ERR: u8 = 0x05;
+    pub const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
+    pub const REMOTE_ACCESS_ERR: u8 = 0x13;
+    pub const REMOTE_OP_ERR: u8 = 0x14;
+    pub const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
+    pub const RNR_RETRY_EXC_ERR: u8 = 0x16;
+}
+
+/// CQE byte 0x1f: IS_SEND.
+pub const CQE_IS_SEND: u8 = 0x40;
+
+/// An error CQE: my_qpn, wqe_index, syndrome, opcode 0x1e (IS_SEND on the
+/// send side).
+pub fn error_cqe(qpn: u32, wqe_index: u32, syndrome: u8, is_send: bool) -> [u8; 32] {
+    let mut cqe = [0u8; 32];
+    put_be32(&mut cqe, 0x00, qpn & 0xff_ffff);
+    put_be16(&mut cqe, 0x18, wqe_index as u16);
+    cqe[0x1b] = syndrome;
+    cqe[0x1f] = if is_send { CQE_IS_SEND } else { 0 } | crate::wqe::opcode::ERROR;
+    cqe
+}
+
+/// CQ_ERROR syndrome (EQE + 0x0f, `event.cq_err.syndrome`).
+pub const CQ_ERROR_OVERRUN: u8 = 0x01;
 
 impl Cq {
     /// 0x0c `log2(nent) << 24 | uar`, 0x17 comp_eqn, 0x1b/0x1c buffer, 0x38
@@ -68,6 +102,7 @@ impl Cq {
             db_rec,
             pi: 0,
             arm: None,
+            error: false,
             ctx: c,
         })
     }
@@ -85,26 +120,30 @@ impl Cq {
 
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// Writes `cqe` (owner bit added here) to CQ `cqn` for QP `qpn`, unless
-    /// the doorbell record says the CQ is full. Then the EQE if armed.
-    pub(crate) fn post_cqe(&mut self, cqn: u32, qpn: u32, mut cqe: [u8; 32], solicited: bool) {
-        let Some(cq) = self.cqs.get(&cqn) else {
-            return;
-        };
+    /// the CQ is in the error state or the doorbell record says it is full
+    /// (the overrun puts it there). Then the EQE if armed. Returns the
+    /// clock when the CQE's DMA write completed; None if none was written.
+    pub(crate) fn post_cqe(
+        &mut self,
+        cqn: u32,
+        qpn: u32,
+        mut cqe: [u8; 32],
+        solicited: bool,
+    ) -> Option<u64> {
+        let cq = self.cqs.get(&cqn)?;
         let (db_rec, nent, idx, buf) = (cq.db_rec, cq.nent(), cq.pi, cq.buf);
+        if cq.error {
+            self.drop_cqe(cqn, qpn, "cq_error");
+            return None;
+        }
         let mut rec = [0u8; 8];
-        if !self.dma_read(db_rec, &mut rec, "db_rec") {
-            return;
+        if !self.dma_read(db_rec, &mut rec, "db_rec", Read::Cached) {
+            return None;
         }
         let set_ci = be32(&rec, 0) & 0xff_ffff;
         if idx.wrapping_sub(set_ci) & 0xff_ffff >= nent {
-            self.protocol_error(
-                Code::CqOverflow,
-                format!(
-                    "CQ {cqn:#x} full: producer {idx:#x}, set_ci {set_ci:#x}, {nent} entries; \
-                     CQE for qp {qpn:#x} dropped"
-                ),
-            );
-            return;
+            self.cq_overrun(cqn, qpn, idx, set_ci);
+            return None;
         }
         if idx & nent != 0 {
             cqe[31] |= 0x80;
@@ -113,17 +152,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let addr = buf + u64::from(idx & (nent - 1)) * CQE_SIZE;
         if !self.dma_write(addr, &cqe, "cqe") {
-            return;
+            return None;
         }
+        let done = self.clock.now();
         self.counters.global.cqes += 1;
         self.counters.qp(qpn).cqes += 1;
         self.trace.record(
             "cqe",
             json!({"cqn": cqn, "index": idx, "qpn": qpn, "bytes": hex(&cqe)}),
         );
-        let Some(cq) = self.cqs.get_mut(&cqn) else {
-            return;
-        };
+        let cq = self.cqs.get_mut(&cqn)?;
         cq.pi = (idx + 1) & 0xff_ffff;
         let fire = match cq.arm {
             Some(Arm::Any) => true,
@@ -134,6 +172,38 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             cq.arm = None;
             let eqn = cq.comp_eqn;
             self.completion_event(eqn, cqn);
+        }
+        Some(done)
+    }
+
+    fn drop_cqe(&mut self, cqn: u32, qpn: u32, why: &str) {
+        self.counters.global.cqes_dropped += 1;
+        self.trace.record(
+            "cqe_dropped",
+            json!({"cqn": cqn, "qpn": qpn, "reason": why}),
+        );
+    }
+
+    /// The producer is `nent` ahead of set_ci. set_ci lives in memory the
+    /// application writes, so this is the application's overrun, not a
+    /// driver error: the CQ goes to the error state (every later CQE is
+    /// dropped) and a CQ_ERROR EQE goes to the EQ async events are mapped
+    /// to, if any.
+    fn cq_overrun(&mut self, cqn: u32, qpn: u32, idx: u32, set_ci: u32) {
+        if let Some(cq) = self.cqs.get_mut(&cqn) {
+            cq.error = true;
+        }
+        self.counters.global.cq_overruns += 1;
+        self.trace.record(
+            "cq_error",
+            json!({"cqn": cqn, "syndrome": CQ_ERROR_OVERRUN, "producer": idx, "set_ci": set_ci}),
+        );
+        self.drop_cqe(cqn, qpn, "overrun");
+        if let Some(eqn) = self.event_map[usize::from(event::CQ_ERROR)] {
+            let mut body = [0u8; 24];
+            put_be32(&mut body, 0, cqn & 0xff_ffff); // EQE+0x04
+            body[0x0b] = CQ_ERROR_OVERRUN; // EQE+0x0f
+            self.post_eqe(eqn, event::CQ_ERROR, &body);
         }
     }
 

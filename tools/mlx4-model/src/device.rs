@@ -16,6 +16,7 @@ use crate::layout::*;
 use crate::pci::ConfigSpace;
 use crate::protocol::Code;
 use crate::qp::Qp;
+use crate::timing::{Clock, Read, Tx};
 use crate::trace::Tracer;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -127,6 +128,13 @@ pub struct Device<M, I> {
     /// First half (dword0) of a CQ doorbell sent as two 32-bit writes, per UAR.
     pub(crate) cq_db_half: BTreeMap<u32, u32>,
     pub(crate) diag: DiagState,
+    /// The modelled PCIe clock (`timing`).
+    pub(crate) clock: Clock,
+    /// When the MMIO write being handled started (its record's t_ns).
+    pub(crate) mmio_start_ns: u64,
+    /// When the post whose WQEs run now started: its doorbell or the first
+    /// write of its BlueFlame burst.
+    pub(crate) post_start_ns: u64,
     finished: bool,
 }
 
@@ -149,8 +157,23 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             qps: BTreeMap::new(),
             bf: BfCollector::default(),
             cq_db_half: BTreeMap::new(),
+            clock: Clock::default(),
+            mmio_start_ns: 0,
+            post_start_ns: 0,
             finished: false,
         }
+    }
+
+    /// The modelled PCIe clock now (ns).
+    pub fn clock_ns(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Advances the clock by one transaction's cost; later records carry
+    /// the new time.
+    pub(crate) fn charge(&mut self, tx: Tx) {
+        self.clock.advance(tx);
+        self.trace.set_time(self.clock.now());
     }
 
     pub fn config(&self) -> &Config {
@@ -200,6 +223,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             "config_read",
             json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
+        self.charge(Tx::NonPosted);
     }
 
     pub fn config_write(&mut self, off: u64, data: &[u8]) {
@@ -207,6 +231,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             "config_write",
             json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
+        self.charge(Tx::NonPosted);
         self.pci.write(off, data);
     }
 
@@ -247,8 +272,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         rec
     }
 
+    /// An MMIO write: recorded at the clock's time, charged (a posted write;
+    /// a BlueFlame write at the store-block rate), then handled.
     pub fn mmio_write(&mut self, bar: u32, off: u64, data: &[u8]) {
         let len = data.len() as u64;
+        self.mmio_start_ns = self.clock.now();
         match bar {
             0 => {
                 let region = Bar0Region::decode(off, len);
@@ -257,6 +285,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()}),
                 );
+                self.charge(Tx::PostedWrite);
                 match region {
                     Bar0Region::Hcr => self.hcr_write(off - HCR_BASE, data),
                     Bar0Region::Owner => self.owner_write(data),
@@ -270,9 +299,17 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
             2 => {
                 self.counters.global.bar2_writes += 1;
+                self.counters.global.bar2_bytes += len;
                 let region = self.bar2_decode(off, len);
                 let rec = self.bar2_record(off, data, region);
                 self.trace.record("mmio_write", rec);
+                self.charge(match region {
+                    Bar2Region::Bf { in_page, .. } => Tx::StoreBlock {
+                        off: in_page % BF_HALF,
+                        len,
+                    },
+                    _ => Tx::PostedWrite,
+                });
                 match region {
                     Bar2Region::Uar { page, in_page } => self.uar_write(page, in_page, data),
                     Bar2Region::Bf { page, in_page } => self.bf_write(page, in_page, data),
@@ -287,6 +324,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     "mmio_write",
                     json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
+                self.charge(Tx::PostedWrite);
                 self.protocol_error(Code::UndefinedRegion, format!("write to region {bar}"));
             }
         }
@@ -316,6 +354,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()}),
                 );
+                self.charge(Tx::NonPosted);
                 if let Some((code, detail)) = err {
                     self.protocol_error(code, detail);
                 }
@@ -324,6 +363,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 let region = self.bar2_decode(off, len);
                 let rec = self.bar2_record(off, data, region);
                 self.trace.record("mmio_read", rec);
+                self.charge(Tx::NonPosted);
                 let hits_register = match region {
                     Bar2Region::Uar { in_page, .. } => {
                         matches!(in_page, UAR_SEND_DB | UAR_CQ_DB | UAR_CQ_DB_HI)
@@ -343,6 +383,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     "mmio_read",
                     json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
+                self.charge(Tx::NonPosted);
                 self.protocol_error(Code::UndefinedRegion, format!("read of region {bar}"));
             }
         }
@@ -437,17 +478,28 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.trace.flush();
     }
 
-    /// DMA read; a failure is recorded as `dma_unmapped` and returns false.
-    pub(crate) fn dma_read(&mut self, addr: u64, buf: &mut [u8], what: &'static str) -> bool {
+    /// DMA read, charged as `read` says; a failure is recorded as
+    /// `dma_unmapped` and returns false.
+    pub(crate) fn dma_read(
+        &mut self,
+        addr: u64,
+        buf: &mut [u8],
+        what: &'static str,
+        read: Read,
+    ) -> bool {
         let r = self.mem.read(addr, buf);
         let mut rec = json!({"addr": addr, "len": buf.len(), "what": what});
-        if r.is_ok() && matches!(what, "wqe" | "db_rec" | "mailbox") {
+        if r.is_ok() && matches!(what, "wqe" | "db_rec" | "mailbox" | "rwqe") {
             rec["data"] = hex(buf).into();
         }
         if r.is_err() {
             rec["ok"] = false.into();
         }
         self.trace.record("dma_read", rec);
+        self.charge(Tx::DmaRead {
+            len: buf.len() as u64,
+            read,
+        });
         match r {
             Ok(()) => true,
             Err(e) => {
@@ -457,6 +509,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
     }
 
+    /// DMA write (posted, charged); counted when it succeeds.
     pub(crate) fn dma_write(&mut self, addr: u64, data: &[u8], what: &'static str) -> bool {
         let r = self.mem.write(addr, data);
         let mut rec = json!({"addr": addr, "len": data.len(), "what": what});
@@ -467,8 +520,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             rec["ok"] = false.into();
         }
         self.trace.record("dma_write", rec);
+        self.charge(Tx::DmaWrite {
+            len: data.len() as u64,
+        });
         match r {
-            Ok(()) => true,
+            Ok(()) => {
+                self.counters.global.dma_writes += 1;
+                true
+            }
             Err(e) => {
                 self.protocol_error(Code::DmaUnmapped, format!("{what} write: {e}"));
                 false
@@ -497,6 +556,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     pub fn summary(&self) -> Value {
         let mut v = self.counters.summary();
+        v["clock_ns"] = self.clock.now().into();
         v["trace_records"] = self.trace.seq().into();
         v["num_uars"] = self.cfg.num_uars.into();
         v

@@ -1,7 +1,8 @@
 //! The model's diagnostic block at BAR0 + 0xe0000 (not mlx4's): magic,
 //! version, little-endian counters, QP_SELECT, MARK, EXPECT, FALLBACK_EVERY,
-//! the counter reset, and the records of the last executed WQE and the last
-//! send doorbell.
+//! the counter reset, the records of the last executed WQE and the last
+//! send doorbell, and (version 3) the receive, DMA and latency counters and
+//! the modelled PCIe clock.
 
 use crate::counters::Counters;
 use crate::device::Device;
@@ -12,7 +13,8 @@ use serde_json::json;
 
 pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 2: the BAR2 write counter (0x78) and the records (0xc0..0x4ff).
-pub const VERSION: u32 = 2;
+/// 3: receive, DMA and latency counters and the clock (0x500..0x58f).
+pub const VERSION: u32 = 3;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -28,6 +30,8 @@ pub const LAST_DOORBELL: u64 = 0xd8;
 pub const LAST_WQE_BYTES: u64 = 0x100;
 /// Room for the largest WQE (DS 63: 1008 bytes).
 pub const LAST_WQE_BYTES_SIZE: usize = 0x400;
+/// The modelled PCIe clock now (ns); not a counter, never reset.
+pub const CLOCK: u64 = 0x578;
 
 /// Where the last executed WQE came from (register 0xc4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -147,7 +151,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 u64::from(self.diag.last_doorbell.page)
                     | (u64::from(u32::from_le_bytes(self.diag.last_doorbell.bytes)) << 32),
             ),
-            o if o >= LAST_WQE => self.diag.last_wqe.value(o),
+            CLOCK => Some(self.clock.now()),
+            o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
+                self.diag.last_wqe.value(o)
+            }
             o => self.counters.diag_value(o, self.diag.qp_select),
         };
         let Some(v) = value else {

@@ -9,12 +9,14 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, PAGE_SIZE};
 use crate::protocol::Code;
+use crate::timing::Tx;
 use serde_json::json;
 
 pub const EQ_CTX_SIZE: usize = 0x40;
 
 pub mod event {
     pub const COMP: u8 = 0x00;
+    pub const CQ_ERROR: u8 = 0x04;
     pub const CMD: u8 = 0x0a;
 }
 
@@ -129,6 +131,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let delivered = self.irq.raise(vector);
         self.trace
             .record("irq", json!({"vector": vector, "delivered": delivered}));
+        self.charge(Tx::Msi);
         if !delivered {
             self.protocol_error(
                 Code::MsixNotEnabled,

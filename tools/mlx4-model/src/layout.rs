@@ -11,8 +11,9 @@ pub const RESET_SIZE: u64 = 0x400;
 pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
 pub const DIAG_BASE: u64 = 0xe0000;
-/// Registers up to 0xff, then the last WQE's bytes (0x100..0x4ff).
-pub const DIAG_SIZE: u64 = 0x500;
+/// Registers up to 0xff, the last WQE's bytes (0x100..0x4ff), then the
+/// version 3 counters (0x500..0x58f).
+pub const DIAG_SIZE: u64 = 0x590;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates
@@ -41,6 +42,12 @@ pub const LOG_MAX_EQ: u8 = 3;
 pub const LOG_MAX_EQ_SZ: u8 = 12;
 pub const MAX_SG_SQ: usize = 16;
 pub const MAX_DESC_SZ_SQ: u16 = 1008;
+/// Receive WQEs: at most 32 data segments, 512 bytes (the RQ stride).
+pub const MAX_SG_RQ: u8 = 32;
+pub const MAX_DESC_SZ_RQ: u16 = 512;
+/// The longest message the model carries (2^20 bytes); a real
+/// ConnectX-3 takes 2^31. A longer SEND completes with LOCAL_LENGTH_ERR.
+pub const MAX_MESSAGE: u64 = 1 << 20;
 pub const NUM_EQS: usize = 1 << LOG_MAX_EQ;
 pub const NUM_CQS: u32 = 1 << LOG_MAX_CQ;
 pub const FIRST_QPN: u32 = 1 << LOG_RSVD_QP;

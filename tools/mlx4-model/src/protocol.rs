@@ -43,7 +43,6 @@ codes! {
     CqDoorbellBadCmd => "cq_doorbell_bad_cmd",
     EqDoorbellBadSize => "eq_doorbell_bad_size",
     EqDoorbellUnknownEq => "eq_doorbell_unknown_eq",
-    CqOverflow => "cq_overflow",
     EqOverflow => "eq_overflow",
     MsixNotEnabled => "msix_not_enabled",
     QpContextChanged => "qp_context_changed",
@@ -62,6 +61,7 @@ codes! {
     BfBadRegister => "bf_bad_register",
     BfUnknownQp => "bf_unknown_qp",
     BfNotRts => "bf_not_rts",
+    RqHeadAhead => "rq_head_ahead",
 }
 
 /// Why a BlueFlame post was not executed from its bytes.

@@ -1,9 +1,9 @@
 //! Queue pairs (§5.6): the context fields the model uses, the state machine
-//! and the send-queue geometry (SQ and RQ share one buffer).
+//! and the queue geometry (SQ and RQ share one buffer).
 
-use crate::bytes::{addr40, be32, put_be16, put_be32};
+use crate::bytes::{addr40, be32, be64, put_be16, put_be32};
 use crate::commands::status;
-use crate::layout::{LOG_MAX_QP_SZ, PAGE_SIZE};
+use crate::layout::{LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, PAGE_SIZE};
 
 pub const QP_CTX_SIZE: usize = 0xf8;
 
@@ -49,6 +49,14 @@ pub struct Qp {
     pub sq_log_stride: u8,
     /// (log size, log stride) of the RQ, if any.
     pub rq: Option<(u8, u8)>,
+    /// Byte offset of the RQ in the buffer (0 without an RQ).
+    pub rq_off: u64,
+    /// The RQ doorbell record's DMA address (ctx 0xa0; 0 without an RQ).
+    pub rq_db: u64,
+    /// The RQ consumer index (free-running; the record's head is 16 bits).
+    pub rq_ci: u32,
+    /// ctx 0x0b bit 4: data segments may use the reserved lkey.
+    pub rlkey: bool,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -79,6 +87,13 @@ impl Qp {
         if sq_log_size > LOG_MAX_QP_SZ || rq.is_some_and(|(s, _)| s > LOG_MAX_QP_SZ) {
             return Err(status::BAD_SIZE);
         }
+        if rq.is_some_and(|(_, w)| 1u64 << w > u64::from(MAX_DESC_SZ_RQ)) {
+            return Err(status::BAD_SIZE);
+        }
+        let rq_db = if rq.is_some() { be64(ctx, 0xa0) } else { 0 };
+        if rq.is_some() && (rq_db == 0 || !rq_db.is_multiple_of(4)) {
+            return Err(status::BAD_PARAM);
+        }
         let usr_page = be32(ctx, 0x0c) & 0xff_ffff;
         if usr_page >= num_uars {
             return Err(status::BAD_PARAM);
@@ -88,9 +103,11 @@ impl Qp {
             return Err(status::BAD_PARAM);
         }
         // The queue with the larger stride comes first (§5.6).
-        let sq_off = match rq {
-            Some((rs, rw)) if rw > sq_log_stride => 1u64 << (rs + rw),
-            _ => 0,
+        let sq_bytes = 1u64 << (sq_log_size + sq_log_stride);
+        let (sq_off, rq_off) = match rq {
+            Some((rs, rw)) if rw > sq_log_stride => (1u64 << (rs + rw), 0),
+            Some(_) => (0, sq_bytes),
+            None => (0, 0),
         };
         let mut c = [0u8; QP_CTX_SIZE];
         c.copy_from_slice(&ctx[..QP_CTX_SIZE]);
@@ -107,6 +124,10 @@ impl Qp {
             sq_log_size,
             sq_log_stride,
             rq,
+            rq_off,
+            rq_db,
+            rq_ci: 0,
+            rlkey: ctx[0x0b] & 0x10 != 0,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
@@ -134,6 +155,21 @@ impl Qp {
         u64::from(index & (self.sq_entries() - 1)) * self.sq_stride()
     }
 
+    /// Entries of the RQ (0 without one).
+    pub fn rq_entries(&self) -> u32 {
+        self.rq.map_or(0, |(s, _)| 1 << s)
+    }
+
+    pub fn rq_stride(&self) -> u64 {
+        self.rq.map_or(0, |(_, w)| 1 << w)
+    }
+
+    /// DMA address of RQ entry `index`.
+    pub fn rq_entry_addr(&self, index: u32) -> u64 {
+        let slot = u64::from(index & self.rq_entries().saturating_sub(1));
+        self.buf + self.rq_off + slot * self.rq_stride()
+    }
+
     /// The owner bit a valid WQE at `index` carries.
     pub fn owner_for(&self, index: u32) -> bool {
         index & self.sq_entries() != 0
@@ -157,19 +193,24 @@ impl Qp {
             != (new.sq_log_size, new.sq_log_stride, new.rq)
         {
             Some("a queue size or stride")
+        } else if self.rq_db != new.rq_db {
+            Some("the RQ doorbell record")
+        } else if self.rlkey != new.rlkey {
+            Some("rlkey")
         } else {
             None
         }
     }
 
     /// QUERY_QP output: optpar 0, then the context with the current state
-    /// and the SQ counter.
+    /// and the RQ and SQ counters.
     pub fn query_mailbox(&self) -> [u8; 8 + QP_CTX_SIZE] {
         let mut mb = [0u8; 8 + QP_CTX_SIZE];
         mb[8..].copy_from_slice(&self.ctx);
         let flags = be32(&self.ctx, 0) & 0x0fff_ffff | (self.state.hw() << 28);
         put_be32(&mut mb, 8, flags);
         put_be32(&mut mb, 8 + 0x14, self.remote_qpn);
+        put_be16(&mut mb, 8 + 0xb4, self.rq_ci as u16);
         put_be16(&mut mb, 8 + 0xb6, self.sq_ci as u16);
         mb
     }

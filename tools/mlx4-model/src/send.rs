@@ -1,20 +1,22 @@
 //! The send path: UAR send doorbell, SQ fetch by DMA (owner-bit parity,
-//! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1).
+//! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1). A SEND on
+//! an RC or UC QP goes on to `deliver`.
 
 use crate::bytes::{be32, hex, put_be16, put_be32};
+use crate::cq::{error_cqe, syndrome, CQE_IS_SEND};
 use crate::device::Device;
 use crate::diag::{LastDoorbell, LastWqe, WqeSource, LAST_WQE_BYTES_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::keys;
 use crate::protocol::Code;
-use crate::qp::QpState;
-use crate::wqe::{self, opcode, Ctrl, WqeError};
+use crate::qp::{service, QpState};
+use crate::timing::Read;
+use crate::wqe::{self, opcode, Ctrl, Wqe, WqeError};
 use serde_json::json;
 
 /// The 64-byte unit a real HCA fetches in.
 const FETCH_CHUNK: u64 = 64;
-/// CQE syndrome LOCAL_QP_OP_ERR.
-const SYNDROME_LOCAL_QP_OP_ERR: u8 = 0x02;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -77,6 +79,12 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         };
         let (state, usr_page) = (qp.state, qp.usr_page);
         self.counters.qp(qpn).send_doorbells += 1;
+        if state == QpState::Err && usr_page == page {
+            // The driver learns of the error from its CQ, after the fact:
+            // what it posted meanwhile is flushed, as mlx4 does.
+            self.flush_sq(qpn);
+            return;
+        }
         if state != QpState::Rts {
             self.protocol_error(
                 Code::DoorbellNotRts,
@@ -91,6 +99,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             );
             return;
         }
+        self.post_start_ns = self.mmio_start_ns;
         let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "doorbell") {
             self.protocol_error(
@@ -122,7 +131,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Reads `len` bytes of the SQ from entry `index` + `skip`, wrapping at
-    /// the end of the ring (one or two DMA reads).
+    /// the end of the ring (one or two DMA reads). A WQE's first read pays
+    /// the round trip; the rest of it (`skip` > 0, the wrapped part) is
+    /// pipelined.
     fn sq_read(&mut self, qpn: u32, index: u32, skip: u64, out: &mut [u8]) -> bool {
         let Some(qp) = self.qps.get(&qpn) else {
             return false;
@@ -132,15 +143,20 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let start = (qp.sq_entry_off(index) + skip) % ring;
         let first = (out.len() as u64).min(ring - start) as usize;
         let (a, b) = out.split_at_mut(first);
+        let read = if skip == 0 {
+            Read::Fresh
+        } else {
+            Read::Continued
+        };
         self.counters.global.sq_dma_reads += 1;
-        if !self.dma_read(base + start, a, "wqe") {
+        if !self.dma_read(base + start, a, "wqe", read) {
             return false;
         }
         if b.is_empty() {
             return true;
         }
         self.counters.global.sq_dma_reads += 1;
-        self.dma_read(base, b, "wqe")
+        self.dma_read(base, b, "wqe", Read::Continued)
     }
 
     /// Fetches and executes WQEs from the consumer index while they are
@@ -168,6 +184,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.counters.qp(qpn).wqes_dma += 1;
                 // Recorded with the bytes fetched: the rest is not in the ring.
                 self.record_wqe(qpn, idx, &bytes, Origin::Dma { page });
+                self.wqe_ready();
                 self.wqe_failed(qpn, idx, &c, WqeError::DsTooLarge { ds: c.ds, ring });
                 break;
             }
@@ -181,6 +198,30 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             self.execute_wqe(qpn, idx, &bytes, Origin::Dma { page });
         }
         taken
+    }
+
+    /// A QP in ERR executes nothing: every valid WQE from the consumer index
+    /// completes with WR_FLUSH_ERR (mlx4 flushes; every WQE gets a CQE).
+    pub(crate) fn flush_sq(&mut self, qpn: u32) {
+        let mut taken = 0;
+        while let Some(qp) = self.qps.get(&qpn) {
+            if qp.state != QpState::Err || taken >= qp.sq_entries() {
+                break;
+            }
+            let (idx, want_owner) = (qp.sq_ci, qp.owner_for(qp.sq_ci));
+            let mut bytes = vec![0u8; FETCH_CHUNK.min(qp.sq_bytes()) as usize];
+            if !self.sq_read(qpn, idx, 0, &mut bytes) {
+                break;
+            }
+            let c = Ctrl::decode(&bytes);
+            if c.owner != want_owner || c.ds == 0 {
+                break;
+            }
+            taken += 1;
+            self.counters.global.flushed += 1;
+            self.trace.record("flush", json!({"qpn": qpn, "index": idx}));
+            self.send_error(qpn, idx, &c, syndrome::WR_FLUSH_ERR);
+        }
     }
 
     /// The diag block's "last executed WQE": the BF burst as written, or
@@ -226,43 +267,81 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.trace.record(
             "wqe",
             json!({"qpn": qpn, "index": idx, "opcode": c.opcode, "ds": c.ds,
-                   "source": source.as_str(), "bytes": hex(bytes)}),
+                   "source": source.as_str(), "bytes": hex(bytes),
+                   "post_t_ns": self.post_start_ns}),
         );
-        match result {
-            Ok(w) => {
-                self.advance(qpn, &c);
-                if c.signaled() {
-                    let cqe = send_cqe(qpn, idx, c.opcode, w.payload);
-                    self.complete(qpn, cqe, false);
-                }
+        let w = match result {
+            Ok(w) => w,
+            Err(e) => {
+                self.wqe_ready();
+                self.wqe_failed(qpn, idx, &c, e);
+                return;
             }
-            Err(e) => self.wqe_failed(qpn, idx, &c, e),
+        };
+        if matches!(c.opcode, opcode::SEND | opcode::SEND_IMM) && service != service::UD {
+            self.send_message(qpn, idx, &w, bytes);
+            return;
+        }
+        // NOP, RDMA_WRITE(_IMM), UD SEND: consumed and completed; nothing
+        // is read or written (RDMA_WRITE's memory needs registered memory,
+        // which the model does not have yet), so no lkey is checked either.
+        self.wqe_ready();
+        self.advance(qpn, &c);
+        if c.signaled() {
+            let cqe = send_cqe(qpn, idx, c.opcode, w.payload);
+            self.complete(qpn, cqe, false);
         }
     }
 
-    fn advance(&mut self, qpn: u32, c: &Ctrl) {
+    /// The WQE's message is ready to transmit (or, for one that transmits
+    /// nothing, the WQE is in the adapter): its post-to-wire latency is
+    /// now - the post's start. Returns the post's start.
+    pub(crate) fn wqe_ready(&mut self) -> u64 {
+        let start = self.post_start_ns;
+        let ns = self.clock.now().saturating_sub(start);
+        self.counters.post_to_wire(ns);
+        start
+    }
+
+    /// Refuses a WQE whose data segments name an lkey the model does not
+    /// accept (`keys`): error CQE LOCAL_PROT_ERR, QP to ERR, nothing read.
+    pub(crate) fn refuse_gather(&mut self, qpn: u32, idx: u32, w: &Wqe) -> bool {
+        let rlkey = self.qps.get(&qpn).is_some_and(|qp| qp.rlkey);
+        let refused = w.lkeys().filter(|&k| !keys::accepted(rlkey, k)).count() as u64;
+        if refused == 0 {
+            return false;
+        }
+        self.counters.global.refused_segments += refused;
+        self.counters.global.gather_errors += 1;
+        self.send_error(qpn, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
+        true
+    }
+
+    pub(crate) fn advance(&mut self, qpn: u32, c: &Ctrl) {
         if let Some(qp) = self.qps.get_mut(&qpn) {
             let n = (c.wqe_bytes() as u64).div_ceil(qp.sq_stride()) as u32;
             qp.sq_ci = qp.sq_ci.wrapping_add(n);
         }
     }
 
-    /// A WQE the model cannot parse: error CQE (always), QP to ERR.
+    /// A WQE the model cannot parse: a protocol error, then the error CQE.
     fn wqe_failed(&mut self, qpn: u32, idx: u32, c: &Ctrl, e: WqeError) {
         self.protocol_error(e.code(), format!("qp {qpn:#x} WQE {idx}: {e}"));
+        self.send_error(qpn, idx, c, syndrome::LOCAL_QP_OP_ERR);
+    }
+
+    /// A WQE that completes in error: consumed, QP to ERR, an error CQE
+    /// (always, signalled or not) with `syndrome`.
+    pub(crate) fn send_error(&mut self, qpn: u32, idx: u32, c: &Ctrl, syndrome: u8) {
         self.advance(qpn, c);
         if let Some(qp) = self.qps.get_mut(&qpn) {
             qp.state = QpState::Err;
         }
-        let mut cqe = [0u8; 32];
-        put_be32(&mut cqe, 0x00, qpn & 0xff_ffff);
-        put_be16(&mut cqe, 0x18, idx as u16);
-        cqe[0x1b] = SYNDROME_LOCAL_QP_OP_ERR;
-        cqe[0x1f] = 0x40 | opcode::ERROR;
-        self.complete(qpn, cqe, true);
+        self.complete(qpn, error_cqe(qpn, idx, syndrome, true), true);
     }
 
-    fn complete(&mut self, qpn: u32, cqe: [u8; 32], solicited: bool) {
+    /// A CQE on the QP's send CQ.
+    pub(crate) fn complete(&mut self, qpn: u32, cqe: [u8; 32], solicited: bool) {
         if let Some(cqn) = self.qps.get(&qpn).map(|qp| qp.cqn_send) {
             self.post_cqe(cqn, qpn, cqe, solicited);
         }
@@ -270,11 +349,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 }
 
 /// A send CQE: my_qpn, byte_cnt (payload), wqe_index, IS_SEND | opcode.
-fn send_cqe(qpn: u32, idx: u32, op: u8, payload: u64) -> [u8; 32] {
+pub(crate) fn send_cqe(qpn: u32, idx: u32, op: u8, payload: u64) -> [u8; 32] {
     let mut cqe = [0u8; 32];
     put_be32(&mut cqe, 0x00, qpn & 0xff_ffff);
     put_be32(&mut cqe, 0x14, payload.min(u64::from(u32::MAX)) as u32);
     put_be16(&mut cqe, 0x18, idx as u16);
-    cqe[0x1f] = 0x40 | (op & 0x1f);
+    cqe[0x1f] = CQE_IS_SEND | (op & 0x1f);
     cqe
 }

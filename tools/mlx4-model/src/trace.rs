@@ -1,5 +1,6 @@
-//! The analyzer trace: one JSON object per line, `seq` from 1 and `kind`
-//! first, then the record's fields.
+//! The analyzer trace: one JSON object per line, `seq` from 1, `kind` and
+//! `t_ns` (the modelled PCIe clock when the transaction started) first,
+//! then the record's fields.
 
 use serde_json::{Map, Value};
 use std::io::{BufWriter, Write};
@@ -16,6 +17,8 @@ enum Sink {
 
 pub struct Tracer {
     seq: u64,
+    /// The modelled clock, set by the device before it records.
+    t_ns: u64,
     sink: Sink,
     unflushed: u32,
     failed: bool,
@@ -39,6 +42,7 @@ impl Tracer {
     fn with(sink: Sink) -> Self {
         Tracer {
             seq: 0,
+            t_ns: 0,
             sink,
             unflushed: 0,
             failed: false,
@@ -50,11 +54,17 @@ impl Tracer {
         self.seq
     }
 
+    /// The time stamped on the next records (the device's clock).
+    pub fn set_time(&mut self, t_ns: u64) {
+        self.t_ns = t_ns;
+    }
+
     pub fn record(&mut self, kind: &str, fields: Value) {
         self.seq += 1;
         let mut obj = Map::new();
         obj.insert("seq".into(), Value::from(self.seq));
         obj.insert("kind".into(), Value::from(kind));
+        obj.insert("t_ns".into(), Value::from(self.t_ns));
         if let Value::Object(m) = fields {
             obj.extend(m);
         }
@@ -110,8 +120,16 @@ mod tests {
     fn seq_and_kind_come_first() {
         let mut t = Tracer::memory();
         t.record("mark", json!({"value": 7}));
+        t.set_time(1500);
         t.record("irq", json!({"vector": 1}));
-        assert_eq!(t.lines()[0], r#"{"seq":1,"kind":"mark","value":7}"#);
+        assert_eq!(
+            t.lines()[0],
+            r#"{"seq":1,"kind":"mark","t_ns":0,"value":7}"#
+        );
+        assert_eq!(
+            t.lines()[1],
+            r#"{"seq":2,"kind":"irq","t_ns":1500,"vector":1}"#
+        );
         assert_eq!(t.seq(), 2);
     }
 }

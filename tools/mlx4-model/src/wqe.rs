@@ -1,6 +1,6 @@
 //! Send WQE decoding (§4.1–4.4): control segment, then raddr / datagram,
-//! inline and data segments, all checked against DS. Data segments are
-//! decoded but never dereferenced.
+//! inline and data segments, all checked against DS. Pure: whether a data
+//! segment may be read is `keys`' question, reading it the send path's.
 
 use crate::bytes::{be32, be64};
 use crate::layout::MAX_SG_SQ;
@@ -23,6 +23,8 @@ const DATAGRAM_SIZE: usize = 48;
 const INLINE_ALIGN: usize = 64;
 /// srcrb_flags: CQ_UPDATE (`3 << 2`).
 pub const CQ_UPDATE: u32 = 0xc;
+/// srcrb_flags: SOLICITED (`1 << 1`), the receive CQE's solicited event.
+pub const SOLICITED: u32 = 0x2;
 
 /// The control segment's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,14 +60,34 @@ impl Ctrl {
     pub fn signaled(&self) -> bool {
         self.srcrb & CQ_UPDATE == CQ_UPDATE
     }
+
+    pub fn solicited(&self) -> bool {
+        self.srcrb & SOLICITED != 0
+    }
+}
+
+/// The immediate (ctrl + 0x0c) as its 4 bytes appear in the WQE.
+pub fn imm(b: &[u8]) -> [u8; 4] {
+    [b[12], b[13], b[14], b[15]]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
-    Raddr { addr: u64, rkey: u32 },
+    Raddr {
+        addr: u64,
+        rkey: u32,
+    },
     Datagram,
-    Inline { len: u32 },
-    Data { len: u32, lkey: u32, addr: u64 },
+    /// `off`: where the bytes start in the WQE.
+    Inline {
+        len: u32,
+        off: usize,
+    },
+    Data {
+        len: u32,
+        lkey: u32,
+        addr: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +96,16 @@ pub struct Wqe {
     pub segments: Vec<Segment>,
     /// Inline bytes plus data-segment byte counts.
     pub payload: u64,
+}
+
+impl Wqe {
+    /// The data segments' lkeys.
+    pub fn lkeys(&self) -> impl Iterator<Item = u32> + '_ {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Data { lkey, .. } => Some(*lkey),
+            _ => None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,7 +188,10 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
             if n > 0 && (base + start) / INLINE_ALIGN != (base + end - 1) / INLINE_ALIGN {
                 return Err(WqeError::InlineCrosses { off, len: n });
             }
-            w.segments.push(Segment::Inline { len: n as u32 });
+            w.segments.push(Segment::Inline {
+                len: n as u32,
+                off: start,
+            });
             w.payload += n as u64;
             off = end.div_ceil(16) * 16;
         } else {
@@ -194,7 +229,7 @@ mod tests {
         let mut b = ctrl(opcode::SEND, 2);
         put_be32(&mut b, 16, (1 << 31) | 2);
         let w = parse(&b, service::RC, 0).unwrap();
-        assert_eq!(w.segments, vec![Segment::Inline { len: 2 }]);
+        assert_eq!(w.segments, vec![Segment::Inline { len: 2, off: 20 }]);
         assert_eq!(w.payload, 2);
         assert!(w.ctrl.signaled());
     }
@@ -211,7 +246,9 @@ mod tests {
         // Split as libmlx4 does: 44 bytes, then a new header at 64.
         put_be32(&mut b, 16, (1 << 31) | 44);
         put_be32(&mut b, 64, (1 << 31) | 4);
-        assert!(parse(&b, service::RC, 0).is_ok());
+        let w = parse(&b, service::RC, 0).unwrap();
+        assert_eq!(w.segments[1], Segment::Inline { len: 4, off: 68 });
+        assert_eq!(w.payload, 48);
         // The same WQE at a 32-byte offset in memory crosses.
         assert!(parse(&b, service::RC, 32).is_err());
     }

@@ -203,7 +203,7 @@ fn doorbell_post_is_fetched_by_dma_and_completed() {
     assert_eq!(h.error_codes(), ["doorbell_nothing_to_fetch"]);
     h.select(QPN);
     assert_eq!(h.diag_read(0xb0), 2);
-    assert_eq!(h.diag_read(0xb8), 1);
+    assert_eq!(h.diag_read(0xb8), 2, "its send CQE and its receive CQE");
     h.check_invariants(false);
 }
 
@@ -227,13 +227,15 @@ fn doorbell_checks_qp_state_and_uar() {
         ]
     );
     assert_eq!(h.dev.counters().global.wqes_dma, 0);
-    // Unsignaled: executed, no CQE.
+    // Unsignaled: executed, no send CQE (the receive CQE only).
     h.doorbell(UAR, QPN);
     assert_eq!(h.dev.counters().global.wqes_dma, 1);
-    assert_eq!(h.dev.counters().global.cqes, 0);
+    assert_eq!(h.dev.counters().global.cqes, 1);
+    assert_eq!(h.dev.counters().global.recv_cqes, 1);
+    // A QP in ERR flushes (here: nothing valid is left), no protocol error.
     h.cmd(op::TO_ERR_QP, 0, QPN);
     h.doorbell(UAR, QPN);
-    assert_eq!(h.error_codes().last().unwrap(), "doorbell_not_rts");
+    assert_eq!(h.error_codes().last().unwrap(), "doorbell_bad_value");
     h.check_invariants(false);
 }
 
@@ -251,7 +253,8 @@ fn doorbell_fetches_every_valid_wqe_and_wraps() {
         h.doorbell(UAR, QPN);
         assert_eq!(h.sq_ci(QPN), first + 10);
     }
-    assert_eq!(h.dev.counters().global.cqes, 20);
+    assert_eq!(h.dev.counters().global.cqes, 40, "20 send + 20 receive");
+    assert_eq!(h.rq_ci(QPN), 20);
     // CQE 16 (second lap of the 16-entry CQ) carries owner 1.
     assert_eq!(h.cqe(16)[0x1f], 0xca);
     assert_eq!(be16(&h.cqe(17), 0x18), 17);
@@ -271,9 +274,10 @@ fn announcements_of_wqes_a_scan_already_ran() {
     h.doorbell(UAR, QPN);
     h.bf_copy(UAR, 0, &wqes[2], 8);
     let g = h.dev.counters().global.clone();
+    // Three send CQEs, three receive CQEs (the QP sends to itself).
     assert_eq!(
         (g.wqes_dma, g.wqes_bf, g.already_executed, g.cqes),
-        (3, 0, 2, 3)
+        (3, 0, 2, 6)
     );
     assert!(h.error_codes().is_empty());
     h.doorbell(UAR, QPN);
@@ -359,7 +363,7 @@ fn bf_fallback_counter_and_owner() {
     assert_eq!(h.sq_ci(QPN), 3);
     h.select(QPN);
     assert_eq!(h.diag_read(0x98), 2);
-    assert_eq!(h.dev.counters().global.cqes, 3);
+    assert_eq!(h.dev.counters().global.cqes, 6, "3 send + 3 receive");
     assert!(h.error_codes().is_empty());
 }
 
@@ -400,16 +404,10 @@ fn bf_fallback_out_of_order_and_incomplete() {
 
 #[test]
 fn bf_forced_fallback_every_nth() {
-    let mut h = Harness::with_config(Config {
+    let mut h = Harness::ready(Config {
         num_uars: 1024,
         fallback_every: 3,
     });
-    // Rebuild the standard setup on this device.
-    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
-    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), 0);
-    h.init_sq(QP_BUF, SQ_LOG);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
-    h.create_qp_with(QPN, &mb);
     for i in 0..6 {
         let wqe = prepare(&mut h, i);
         h.bf_copy(UAR, i % 2, &wqe, 8);
@@ -456,10 +454,13 @@ fn bf_unknown_qp_not_rts_and_malformed() {
     );
     // DS 0 still names the QP: falls back and finds WQE 0.
     assert_eq!(fallback_reasons(&h), ["malformed"]);
+    // A QP in ERR flushes what is posted to it: no protocol error.
     h.cmd(op::TO_ERR_QP, 0, QPN);
+    let errors = h.error_codes().len();
     let wqe = prepare(&mut h, 1);
     h.bf_copy(UAR, 0, &wqe, 8);
-    assert_eq!(h.error_codes().last().unwrap(), "bf_not_rts");
+    assert_eq!(h.error_codes().len(), errors);
+    assert_eq!(h.dev.counters().global.flushed, 1);
     h.check_invariants(false);
 }
 
@@ -480,26 +481,50 @@ fn bad_wqe_gives_error_cqe_and_err_state() {
     h.check_invariants(false);
 }
 
+/// A CQ whose producer is nent ahead of set_ci overran. set_ci lives in
+/// memory the application writes, so this is a device event, not a
+/// protocol error: a CQ_ERROR EQE (cqn, syndrome 1 "overrun") on the EQ
+/// async events are mapped to, and the CQ writes no more CQEs.
 #[test]
-fn cq_overflow_drops_the_cqe() {
+fn cq_overrun_is_an_async_event() {
     let mut h = Harness::setup();
-    for i in 0..17 {
+    let mask = (1u64 << 0x04) | (1 << 0x0a);
+    assert_eq!(h.cmd_full(op::MAP_EQ, 0, mask, 0, 0, None), 0);
+    h.eq_doorbell(0, 0, true);
+    let send = |h: &mut Harness, i: u32| {
         let wqe = Harness::inline_send(QPN, i, b"o", true);
         h.write_wqe(QP_BUF, i, &wqe);
         h.doorbell(UAR, QPN);
+    };
+    for i in 0..17 {
+        send(&mut h, i);
     }
-    assert_eq!(h.dev.counters().global.cqes, 16);
-    assert_eq!(h.error_codes(), ["cq_overflow"]);
-    // The driver polls and updates set_ci: room again.
+    let g = h.dev.counters().global.clone();
+    assert_eq!((g.cqes, g.recv_cqes), (16 + 17, 17));
+    assert_eq!((g.cq_overruns, g.cqes_dropped), (1, 1));
+    assert!(h.error_codes().is_empty());
+    let eqe = h.eqe(EQ0_BUF, 0);
+    assert_eq!((eqe[1], be32(&eqe, 4), eqe[0x0f]), (0x04, CQN, 0x01));
+    assert_eq!(h.dev.irq().raised, [0]);
+    assert_eq!(h.records_of("cq_error")[0]["cqn"], CQN);
+    // The QP goes on; the CQ stays in error even with room again.
     h.set_ci(16);
-    let wqe = Harness::inline_send(QPN, 17, b"o", true);
-    h.write_wqe(QP_BUF, 17, &wqe);
-    h.doorbell(UAR, QPN);
-    assert_eq!(h.dev.counters().global.cqes, 17);
-    assert!(h
-        .records_of("dma_read")
-        .iter()
-        .any(|r| r["what"] == "db_rec"));
+    send(&mut h, 17);
+    let g = h.dev.counters().global.clone();
+    assert_eq!((g.cqes, g.cq_overruns, g.cqes_dropped), (16 + 18, 1, 2));
+    assert_eq!(h.diag_read(0x550), 1);
+    assert_eq!(h.records_of("cqe_dropped").len(), 2);
+    assert_eq!(h.qp_state_from_query(QPN).0, 3);
+    assert!(h.error_codes().is_empty());
+    // Without an EQ for async events: the same, without the EQE.
+    let mut h = Harness::setup();
+    for i in 0..17 {
+        send(&mut h, i);
+    }
+    assert_eq!(h.dev.counters().global.cq_overruns, 1);
+    assert_eq!(h.dev.counters().global.eqes, 0);
+    assert!(h.error_codes().is_empty());
+    h.check_invariants(false);
 }
 
 #[test]
@@ -529,7 +554,8 @@ fn armed_cq_gives_eqe_and_armed_eq_gives_msix() {
     h.write_wqe(QP_BUF, 2, &wqe);
     h.doorbell(UAR, QPN);
     let g = h.dev.counters().global.clone();
-    assert_eq!((g.cqes, g.eqes, g.msix_irqs), (3, 2, 2));
+    // Three send CQEs on CQ 1 and three receive CQEs on CQ 2 (not armed).
+    assert_eq!((g.cqes, g.eqes, g.msix_irqs), (6, 2, 2));
     // Arming with an unpolled CQE (ci 2 < pi 3) reports it at once.
     h.arm_cq(UAR, CQN, 2, 2);
     assert_eq!(h.dev.counters().global.eqes, 3);
@@ -616,11 +642,11 @@ fn eq_overflow_and_unset_vector() {
 #[test]
 fn diag_block_counters_expect_mark_reset() {
     let mut h = Harness::setup();
-    assert_eq!(h.diag_read(0x00), 0x2_4d4c_584d);
+    assert_eq!(h.diag_read(0x00), 0x3_4d4c_584d);
     let mut b = [0u8; 4];
     h.dev.mmio_read(0, DIAG_BASE + 4, &mut b);
-    assert_eq!(u32::from_le_bytes(b), 2);
-    assert_eq!(h.diag_read(0x68), 6, "commands so far");
+    assert_eq!(u32::from_le_bytes(b), 3);
+    assert_eq!(h.diag_read(0x68), 7, "commands so far");
     // Outside a window: unexpected.
     h.doorbell(UAR, 0x99);
     h.diag_write(diag::EXPECT, 1);

@@ -40,6 +40,16 @@ enum Op {
         page: u32,
         qpn: u32,
     },
+    /// The RQ doorbell record's head (RNR, a head too far ahead).
+    RqHead {
+        head: u16,
+    },
+    /// A receive WQE of the ready device's QP.
+    Recv {
+        index: u32,
+        len: u32,
+        lkey: u32,
+    },
 }
 
 const NUM_UARS: u32 = 256;
@@ -121,6 +131,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
               proptest::option::of((prop_oneof![Just(UAR), 0u32..4], 0u32..2, prop_oneof![Just(8usize), Just(8), Just(4), Just(64), Just(16), Just(12)])))
             .prop_map(|(index, payload, bf)| Op::Post { index, payload, bf }),
         2 => (0u32..4, prop_oneof![Just(QPN), Just(QPN2), 0u32..0x80]).prop_map(|(page, qpn)| Op::Doorbell { page, qpn }),
+        1 => prop_oneof![Just(0u16), 0u16..4, 30u16..40, any::<u16>()].prop_map(|head| Op::RqHead { head }),
+        1 => (0u32..64, prop_oneof![Just(RECV_LEN), 0u32..64], prop_oneof![Just(RESERVED_LKEY), Just(0x100), any::<u32>()])
+            .prop_map(|(index, len, lkey)| Op::Recv { index, len, lkey }),
     ]
 }
 
@@ -164,6 +177,11 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             }
         }
         Op::Doorbell { page, qpn } => h.doorbell(*page, *qpn),
+        Op::RqHead { head } => h.set_rq_head(RQ_DB, u32::from(*head)),
+        Op::Recv { index, len, lkey } => {
+            let addr = RECV_BUF + u64::from(index % 32) * u64::from(RECV_LEN);
+            h.post_recv(QP_BUF, *index, *len, *lkey, addr);
+        }
     }
 }
 
@@ -174,14 +192,10 @@ proptest! {
     fn mmio_fuzz(ops in proptest::collection::vec(op_strategy(), 1..60), start_ready in any::<bool>()) {
         let mut h = if start_ready {
             // Start from a working device so deep paths get exercised.
-            let mut h = Harness::with_config(Config { num_uars: NUM_UARS, fallback_every: 3 });
-            h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF);
-            h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF);
-            h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB);
-            h.init_sq(QP_BUF, SQ_LOG);
-            let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
-            h.create_qp_with(QPN, &mb);
+            let mut h = Harness::ready(Config { num_uars: NUM_UARS, fallback_every: 3 });
+            h.cmd_full(op::MAP_EQ, 0, 1 << 0x04, 0, 0, None);
             h.arm_cq(UAR, CQN, 2, 0);
+            h.arm_cq(UAR, RCQN, 1, 0);
             h.eq_doorbell(1, 0, true);
             h
         } else {
@@ -192,7 +206,7 @@ proptest! {
             apply(&mut h, op, &mut touched_reset);
             h.check_invariants(touched_reset);
         }
-        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors); }
+        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns); }
         h.dev.finish();
         h.check_invariants(touched_reset);
         // Every line is one JSON object with consecutive seq.

@@ -19,6 +19,22 @@ pub const CQ_BUF: u64 = 0x10_4000;
 pub const CQ_DB: u64 = 0x10_5000;
 pub const QP_BUF: u64 = 0x10_6000;
 pub const QP2_BUF: u64 = 0x10_7000;
+/// The receive CQ and the doorbell records share CQ_DB's page.
+pub const RCQ_BUF: u64 = 0x10_8000;
+pub const RCQ_DB: u64 = CQ_DB + 0x40;
+pub const RQ_DB: u64 = CQ_DB + 0x80;
+pub const RQ2_DB: u64 = CQ_DB + 0xc0;
+pub const RCQ2_DB: u64 = CQ_DB + 0x100;
+/// Receive buffers: RECV_LEN bytes per receive WQE index.
+pub const RECV_BUF: u64 = 0x10_9000;
+pub const RECV_LEN: u32 = 256;
+/// Where tests put gathered payload.
+pub const GATHER_BUF: u64 = 0x10_b000;
+pub const RCQ2_BUF: u64 = 0x10_c000;
+/// Receive buffers of the second QP of `pair()`.
+pub const RECV2_BUF: u64 = 0x10_d000;
+/// The receive CQ of the second QP of `pair()`.
+pub const RCQN2: u32 = 3;
 
 pub const QPN: u32 = 0x40;
 pub const QPN2: u32 = 0x41;
@@ -28,6 +44,15 @@ pub const EQ_LOG: u8 = 3;
 pub const CQ_LOG: u8 = 4;
 pub const SQ_LOG: u8 = 4;
 pub const SQ_STRIDE_LOG: u8 = 6;
+/// The receive CQ of `setup()`'s QP.
+pub const RCQN: u32 = 2;
+pub const RCQ_LOG: u8 = 5;
+/// RQ: 32 entries of 16 bytes (one data segment), after the SQ.
+pub const RQ_LOG: u8 = 5;
+pub const RQ_STRIDE_LOG: u8 = 4;
+/// The RQ's offset in the QP buffer: after the 16 x 64 B SQ.
+pub const RQ_OFF: u64 = (1 << SQ_LOG) * 64;
+pub const RESERVED_LKEY: u32 = crate::keys::RESERVED_LKEY;
 
 pub type TestDevice = Device<FakeMemory, RecordingIrq>;
 
@@ -167,6 +192,7 @@ impl Harness {
         self.cmd(op::SW2HW_CQ, 0, cqn)
     }
 
+    /// An RC QP without an RQ, connected to itself.
     pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, buf: u64, sq_log: u8) -> Vec<u8> {
         let mut mb = vec![0u8; 0x100];
         let c = &mut mb[8..];
@@ -174,12 +200,54 @@ impl Harness {
         c[0x0a] = (sq_log << 3) | (SQ_STRIDE_LOG - 4);
         put_be32(c, 0x0c, usr_page);
         put_be32(c, 0x10, qpn);
-        put_be32(c, 0x14, qpn + 1);
+        put_be32(c, 0x14, qpn);
         put_be32(c, 0x7c, cqn);
         put_be32(c, 0x9c, cqn);
         c[0xcb] = (buf >> 32) as u8;
         put_be32(c, 0xcc, buf as u32);
         mb
+    }
+
+    /// Adds an RQ (RQ_LOG x 16 B) with receive CQ `rcqn`, its doorbell
+    /// record at `rq_db`, and rlkey.
+    pub fn with_rq(mut mb: Vec<u8>, rcqn: u32, rq_db: u64) -> Vec<u8> {
+        let c = &mut mb[8..];
+        c[0x09] = (RQ_LOG << 3) | (RQ_STRIDE_LOG - 4);
+        c[0x0b] |= 0x10;
+        put_be32(c, 0x9c, rcqn);
+        put_be64(c, 0xa0, rq_db);
+        mb
+    }
+
+    /// Sets the remote QPN in a QP mailbox.
+    pub fn connect_to(mut mb: Vec<u8>, remote: u32) -> Vec<u8> {
+        put_be32(&mut mb[8..], 0x14, remote);
+        mb
+    }
+
+    /// Writes receive WQE `index` of the RQ in `buf`: one data segment.
+    pub fn post_recv(&mut self, buf: u64, index: u32, len: u32, lkey: u32, addr: u64) {
+        let mut seg = [0u8; 16];
+        put_be32(&mut seg, 0, len);
+        put_be32(&mut seg, 4, lkey);
+        put_be64(&mut seg, 8, addr);
+        let slot = u64::from(index % (1 << RQ_LOG)) * 16;
+        self.poke(buf + RQ_OFF + slot, &seg);
+    }
+
+    /// The RQ doorbell record: head in the low 16 bits.
+    pub fn set_rq_head(&mut self, db: u64, head: u32) {
+        self.poke(db, &(head & 0xffff).to_be_bytes());
+    }
+
+    /// Fills the whole RQ of the QP in `buf` (RECV_LEN bytes each from
+    /// `data`) and rings its record.
+    pub fn fill_rq(&mut self, buf: u64, db: u64, data: u64) {
+        for i in 0..1u32 << RQ_LOG {
+            let addr = data + u64::from(i * RECV_LEN);
+            self.post_recv(buf, i, RECV_LEN, RESERVED_LKEY, addr);
+        }
+        self.set_rq_head(db, 1 << RQ_LOG);
     }
 
     /// RST2INIT with the given mailbox, then INIT2RTR and RTR2RTS.
@@ -197,23 +265,73 @@ impl Harness {
         }
     }
 
-    /// EQ 0 (async, vector 0) and EQ 1 (completions, vector 1), CQ, RC QP
-    /// with a 16 x 64 B SQ on UAR 2, everything armed off.
+    /// EQ 0 (async, vector 0) and EQ 1 (completions, vector 1), send CQ 1,
+    /// receive CQ 2 (32 entries), and RC QP 0x40 connected to itself, with
+    /// a 16 x 64 B SQ on UAR 2, rlkey, and a 32 x 16 B RQ filled with
+    /// 256-byte buffers; everything armed off.
     pub fn setup() -> Self {
+        Self::ready(Config::default())
+    }
+
+    pub fn ready(cfg: Config) -> Self {
+        let mut h = Self::with_config(cfg);
+        assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
+        assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
+        assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
+        assert_eq!(h.sw2hw_cq(RCQN, RCQ_LOG, UAR, 1, RCQ_BUF, RCQ_DB), 0);
+        h.init_sq(QP_BUF, SQ_LOG);
+        let mb = Self::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+        let mb = Self::with_rq(mb, RCQN, RQ_DB);
+        h.create_qp_with(QPN, &mb);
+        h.fill_rq(QP_BUF, RQ_DB, RECV_BUF);
+        h
+    }
+
+    /// `setup()`'s devices with two RC QPs connected to each other: QP 0x40
+    /// (receive CQ 2, RQ filled from RECV_BUF) and QP 0x41 (buffer QP2_BUF,
+    /// receive CQ 3, RQ filled from RECV2_BUF), both on UAR 2 with send CQ
+    /// 1 and rlkey.
+    pub fn pair() -> Self {
         let mut h = Self::new();
         assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
         assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
         assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
-        h.init_sq(QP_BUF, SQ_LOG);
-        let mb = Self::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
-        h.create_qp_with(QPN, &mb);
+        assert_eq!(h.sw2hw_cq(RCQN, RCQ_LOG, UAR, 1, RCQ_BUF, RCQ_DB), 0);
+        assert_eq!(h.sw2hw_cq(RCQN2, RCQ_LOG, UAR, 1, RCQ2_BUF, RCQ2_DB), 0);
+        for (qpn, peer, buf, rcqn, db, data) in [
+            (QPN, QPN2, QP_BUF, RCQN, RQ_DB, RECV_BUF),
+            (QPN2, QPN, QP2_BUF, RCQN2, RQ2_DB, RECV2_BUF),
+        ] {
+            h.init_sq(buf, SQ_LOG);
+            let mb = Self::qp_mailbox(qpn, UAR, CQN, buf, SQ_LOG);
+            let mb = Self::connect_to(Self::with_rq(mb, rcqn, db), peer);
+            h.create_qp_with(qpn, &mb);
+            h.fill_rq(buf, db, data);
+        }
         h
     }
 
-    /// An RC inline SEND (payload <= 44 bytes: one 64-byte chunk).
+    /// An RC inline SEND: the payload in inline segments that never cross
+    /// a 64-byte boundary (44 bytes after the control segment, then 60 per
+    /// 64-byte chunk), as libmlx4 writes them.
     pub fn inline_send(qpn: u32, index: u32, payload: &[u8], signaled: bool) -> Vec<u8> {
-        let ds = 1 + (4 + payload.len()).div_ceil(16);
-        let mut b = vec![0u8; ds * 16];
+        let mut b = vec![0u8; 16];
+        let mut rest = payload;
+        loop {
+            let room = 64 - (b.len() % 64) - 4;
+            let n = rest.len().min(room);
+            let mut hdr = [0u8; 4];
+            put_be32(&mut hdr, 0, (1 << 31) | n as u32);
+            b.extend_from_slice(&hdr);
+            b.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if rest.is_empty() {
+                break;
+            }
+            b.resize(b.len().div_ceil(64) * 64, 0);
+        }
+        b.resize(b.len().div_ceil(16) * 16, 0);
+        let ds = b.len() / 16;
         let owner = if index & (1 << SQ_LOG) != 0 {
             1u32 << 31
         } else {
@@ -222,8 +340,6 @@ impl Harness {
         put_be32(&mut b, 0, owner | ((index & 0xffff) << 8) | 0x0a);
         put_be32(&mut b, 4, (qpn << 8) | ds as u32);
         put_be32(&mut b, 8, if signaled { 0xc } else { 0 });
-        put_be32(&mut b, 16, (1 << 31) | payload.len() as u32);
-        b[20..20 + payload.len()].copy_from_slice(payload);
         b
     }
 
@@ -275,6 +391,14 @@ impl Harness {
         self.mem(CQ_BUF + u64::from(index % (1 << CQ_LOG)) * 32, 32)
     }
 
+    pub fn recv_cqe(&self, index: u32) -> Vec<u8> {
+        self.mem(RCQ_BUF + u64::from(index % (1 << RCQ_LOG)) * 32, 32)
+    }
+
+    pub fn rq_ci(&self, qpn: u32) -> u32 {
+        self.dev.qps[&qpn].rq_ci
+    }
+
     pub fn eqe(&self, buf: u64, index: u32) -> Vec<u8> {
         self.mem(buf + u64::from(index % (1 << EQ_LOG)) * 32, 32)
     }
@@ -304,6 +428,13 @@ impl Harness {
             be32(&mb, 8) >> 28,
             u16::from_be_bytes([mb[8 + 0xb6], mb[8 + 0xb7]]),
         )
+    }
+
+    /// QUERY_QP's rq_wqe_counter (ctx 0xb4).
+    pub fn rq_counter_from_query(&mut self, qpn: u32) -> u16 {
+        assert_eq!(self.cmd(op::QUERY_QP, 0, qpn), 0);
+        let mb = self.mem(OUT_MB, 0x100);
+        u16::from_be_bytes([mb[8 + 0xb4], mb[8 + 0xb5]])
     }
 
     /// Counter consistency, and every access the fake memory refused is a

@@ -4,4 +4,6 @@
 mod device;
 mod fuzz;
 pub(crate) mod harness;
+mod latency;
+mod receive;
 mod record;

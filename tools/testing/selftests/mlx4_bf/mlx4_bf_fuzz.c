@@ -75,7 +75,7 @@ static long fuzz(int seed_index, uint64_t seed, long calls, void *unmapped)
 				return -1;
 			create_qp(fd, &qp);
 		}
-		switch (below(8)) {
+		switch (below(9)) {
 		case 0:
 		case 1:
 		case 2: {			/* a valid WQE, mutated */
@@ -122,6 +122,13 @@ static long fuzz(int seed_index, uint64_t seed, long calls, void *unmapped)
 			}
 			call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CREATE_QP);
 			call_attr(&c, MLX4_BF_ATTR_QP_INFO, 8, random_pointer(out, unmapped));
+			break;
+		case 6:				/* the receive side: counts, peers, arm flags */
+			call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_POST_RECV + below(3));
+			call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, below(16) ? qp.qp_handle : rnd());
+			if (below(2))
+				call_inline_u32(&c, MLX4_BF_ATTR_RECV_COUNT + below(3),
+						below(2) ? below(20) : (below(2) ? qp.qpn : rnd()));
 			break;
 		default:			/* queries, some with odd outputs */
 			call_init(&c, 1 + below(2), 1 + below(2));

@@ -36,6 +36,15 @@
 #define MODEL_COMMANDS		0x68
 #define MODEL_SQ_DMA_READS	0x70
 #define MODEL_BAR2_WRITES	0x78
+/* Version 3: receive queues and delivery. */
+#define MODEL_VERSION		0x04
+#define MODEL_RECV_WQES		0x500
+#define MODEL_RECV_CQES		0x508
+#define MODEL_RNR_ERRORS	0x510
+#define MODEL_PEER_ERRORS	0x518
+#define MODEL_PAYLOAD_BYTES	0x530
+#define MODEL_REFUSED_SEGS	0x548
+#define MODEL_CQ_OVERRUNS	0x550
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88

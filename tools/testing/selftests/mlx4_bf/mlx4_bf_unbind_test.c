@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
-#include "mlx4_bf_lib.h"
+#include "mlx4_bf_queue.h"
 
 #define POSTERS 3
 
@@ -96,6 +96,89 @@ TEST(unbind_while_posting_then_rebind)
 	ASSERT_EQ(0, create_qp(fd, &qp));
 	EXPECT_EQ(0, post_send(fd, qp.qp_handle, wqe, len, 0, NULL));
 	close(fd);
+}
+
+/*
+ * A ping-pong pair in one process until an error: exits 0 if that error was
+ * -ENODEV, after at least one round trip, and the mappings stay readable.
+ */
+static int pinger(int ready)
+{
+	struct endpoint a, b;
+	uint8_t wqe[MAX_WQE + 64];
+	int len = build_send(wqe, 32, 5, 0, 0), err = 0;
+	long trips = 0;
+
+	if (ep_open(&a) || ep_open(&b) || ep_pair(&a, &b, a.qp.rq_entries))
+		return 1;
+	for (;;) {
+		struct endpoint *from = trips & 1 ? &b : &a, *to = trips & 1 ? &a : &b;
+
+		err = post_send(from->fd, from->qp.qp_handle, wqe, len, 0, NULL);
+		if (err)
+			break;
+		if (!ep_wait(to, 5000))
+			return 1;
+		ep_consume(to);
+		err = post_recv(to->fd, to->qp.qp_handle, 1);
+		if (err)
+			break;
+		if (++trips == 1 && write(ready, "x", 1) != 1)
+			return 1;
+	}
+	if (err != -ENODEV) {
+		printf("# ping-pong ended with %s after %ld trips\n", strerror(-err), trips);
+		return 1;
+	}
+	/* the receive side stays mapped after unbind: a fault would kill us */
+	(void)*(volatile const uint8_t *)a.cq;
+	(void)*(volatile const uint8_t *)b.bufs;
+	ep_close(&a);
+	ep_close(&b);
+	return 0;
+}
+
+/* A context sleeping in poll() on an armed CQ: woken by unbind with POLLHUP. */
+static int sleeper(int ready)
+{
+	struct endpoint a, b;
+	struct pollfd p;
+
+	if (ep_open(&a) || ep_open(&b) || ep_pair(&a, &b, 1) || arm_cq(b.fd, b.qp.qp_handle, 0))
+		return 1;
+	p = (struct pollfd){ .fd = b.fd, .events = POLLIN };
+	if (write(ready, "x", 1) != 1 || poll(&p, 1, 20000) != 1)
+		return 1;
+	return (p.revents & (POLLERR | POLLHUP)) == (POLLERR | POLLHUP) ? 0 : 1;
+}
+
+TEST(unbind_during_ping_pong_and_poll)
+{
+	int ready[2], status;
+	pid_t pids[2];
+	char bdf[64], c;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	ASSERT_EQ(0, pipe(ready));
+	pids[0] = fork();
+	ASSERT_LE(0, pids[0]);
+	if (!pids[0])
+		_exit(pinger(ready[1]));
+	pids[1] = fork();
+	ASSERT_LE(0, pids[1]);
+	if (!pids[1])
+		_exit(sleeper(ready[1]));
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	usleep(50000);
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("%s did not end cleanly", i ? "the poller" : "the ping-pong");
+	}
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
 }
 
 /* Opens, creates a QP, posts and closes in a loop until killed. */

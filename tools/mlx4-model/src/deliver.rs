@@ -1,0 +1,279 @@
+//! Delivery of a SEND / SEND_IMM on an RC or UC QP to the receive queue of
+//! the QP it names (§6), by the contract's rules, in order:
+//!
+//! a. the destination `d = s.remote_qpn` exists, is in RTR or RTS, has an
+//!    RQ, has the same service type and names `s` back; else the sender's
+//!    error CQE TRANSPORT_RETRY_EXC_ERR;
+//! b. the payload: inline bytes, and data segments read by DMA only with
+//!    the reserved lkey on an rlkey QP; else LOCAL_PROT_ERR, nothing read;
+//! c. `d`'s RQ holds a receive WQE; else RNR_RETRY_EXC_ERR, `d` untouched;
+//! d. its scatter list accepts the payload (lkeys, length); else error CQEs
+//!    on both sides;
+//! e. scatter, consume the receive WQE, the receive CQE, then the sender's
+//!    send CQE if signalled.
+
+use crate::bytes::put_be32;
+use crate::cq::{error_cqe, syndrome};
+use crate::device::Device;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::keys;
+use crate::layout::MAX_MESSAGE;
+use crate::protocol::Code;
+use crate::qp::QpState;
+use crate::rq::{self, RQ_DB_LEN};
+use crate::send::send_cqe;
+use crate::timing::{Read, Tx};
+use crate::wqe::{self, opcode, Ctrl, Segment, Wqe};
+use serde_json::json;
+
+/// Receive CQE opcodes (IS_SEND clear).
+pub mod recv_opcode {
+    pub const SEND: u8 = 0x01;
+    pub const SEND_IMM: u8 = 0x02;
+}
+
+/// Why a delivery failed, for the sender's error CQE.
+type SenderSyndrome = u8;
+
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// Executes a parsed SEND of QP `s` at SQ index `idx` (`bytes` = the
+    /// WQE): delivers it or completes it in error.
+    pub(crate) fn send_message(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) {
+        let c = w.ctrl;
+        let d = match self.peer(s) {
+            Ok(d) => d,
+            Err((d, why)) => {
+                self.wqe_ready();
+                self.counters.global.peer_errors += 1;
+                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                return;
+            }
+        };
+        let Some(payload) = self.gather(s, idx, w, bytes) else {
+            return;
+        };
+        let start = self.wqe_ready();
+        self.charge(Tx::Wire);
+        if let Err(syn) = self.receive(s, d, &c, bytes, &payload, start) {
+            self.send_error(s, idx, &c, syn);
+            return;
+        }
+        self.advance(s, &c);
+        if c.signaled() {
+            let cqe = send_cqe(s, idx, c.opcode, payload.len() as u64);
+            self.complete(s, cqe, false);
+        }
+    }
+
+    /// Rule a: the destination QP, or (its number, why not).
+    fn peer(&self, s: u32) -> Result<u32, (u32, &'static str)> {
+        let Some(sq) = self.qps.get(&s) else {
+            return Err((0, "the sender is gone"));
+        };
+        let d = sq.remote_qpn;
+        let Some(dq) = self.qps.get(&d) else {
+            return Err((d, "no such QP"));
+        };
+        if !matches!(dq.state, QpState::Rtr | QpState::Rts) {
+            Err((d, "not in RTR or RTS"))
+        } else if dq.rq.is_none() {
+            Err((d, "no receive queue"))
+        } else if dq.service != sq.service {
+            Err((d, "another service type"))
+        } else if dq.remote_qpn != s {
+            Err((d, "its remote_qpn names another QP"))
+        } else {
+            Ok(d)
+        }
+    }
+
+    /// Rule b: the message's bytes, or None after completing the WQE in
+    /// error (too long, a refused lkey, a gather the model cannot read).
+    fn gather(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) -> Option<Vec<u8>> {
+        if w.payload > MAX_MESSAGE {
+            self.wqe_ready();
+            self.counters.global.messages_too_long += 1;
+            self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_LENGTH_ERR);
+            return None;
+        }
+        let rlkey = self.qps.get(&s).is_some_and(|qp| qp.rlkey);
+        if !w.lkeys().all(|k| keys::accepted(rlkey, k)) {
+            self.wqe_ready();
+            self.refuse_gather(s, idx, w);
+            return None;
+        }
+        let mut out = Vec::with_capacity(w.payload as usize);
+        let mut read = Read::Fresh;
+        for seg in &w.segments {
+            match *seg {
+                Segment::Inline { len, off } => {
+                    out.extend_from_slice(&bytes[off..off + len as usize]);
+                }
+                Segment::Data { len, addr, .. } if len > 0 => {
+                    let mut b = vec![0u8; len as usize];
+                    if !self.dma_read(addr, &mut b, "gather", read) {
+                        self.wqe_ready();
+                        self.counters.global.gather_errors += 1;
+                        self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
+                        return None;
+                    }
+                    read = Read::Continued;
+                    out.extend_from_slice(&b);
+                }
+                _ => {}
+            }
+        }
+        Some(out)
+    }
+
+    /// Rules c–e on the receiver `d`. Err: the sender's error syndrome.
+    fn receive(
+        &mut self,
+        s: u32,
+        d: u32,
+        c: &Ctrl,
+        wqe_bytes: &[u8],
+        payload: &[u8],
+        start: u64,
+    ) -> Result<(), SenderSyndrome> {
+        let Some(dq) = self.qps.get(&d) else {
+            return Err(syndrome::REMOTE_OP_ERR);
+        };
+        let (db, entries, ci, rlkey) = (dq.rq_db, dq.rq_entries(), dq.rq_ci, dq.rlkey);
+        let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
+        let cqn = dq.cqn_recv;
+        let mut rec = [0u8; RQ_DB_LEN];
+        if !self.dma_read(db, &mut rec, "db_rec", Read::Cached) {
+            return Err(self.receive_failed(s, d, "its RQ doorbell record cannot be read"));
+        }
+        let head = rq::head(&rec);
+        let (avail, ahead) = rq::available(head, ci, entries);
+        if ahead {
+            self.protocol_error(
+                Code::RqHeadAhead,
+                format!(
+                    "qp {d:#x}: RQ head {head:#x} is more than {entries} ahead of \
+                     the consumer index {:#x}",
+                    ci as u16
+                ),
+            );
+        }
+        if avail == 0 {
+            self.counters.global.rnr_errors += 1;
+            self.delivery_failed(s, d, "RQ empty", syndrome::RNR_RETRY_EXC_ERR);
+            return Err(syndrome::RNR_RETRY_EXC_ERR);
+        }
+        let mut rwqe = vec![0u8; stride];
+        if !self.dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached) {
+            return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
+        }
+        let segs = rq::parse(&rwqe);
+        let refused = segs
+            .iter()
+            .filter(|g| !keys::accepted(rlkey, g.lkey))
+            .count() as u64;
+        if refused > 0 {
+            self.counters.global.refused_segments += refused;
+            self.counters.global.scatter_errors += 1;
+            self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
+            self.delivery_failed(s, d, "scatter lkey", syndrome::REMOTE_ACCESS_ERR);
+            return Err(syndrome::REMOTE_ACCESS_ERR);
+        }
+        if payload.len() as u64 > rq::capacity(&segs) {
+            self.counters.global.recv_length_errors += 1;
+            self.receive_error(d, ci, syndrome::LOCAL_LENGTH_ERR);
+            self.delivery_failed(s, d, "too long", syndrome::REMOTE_INVAL_REQ_ERR);
+            return Err(syndrome::REMOTE_INVAL_REQ_ERR);
+        }
+        let mut off = 0usize;
+        for g in &segs {
+            let n = (g.len as usize).min(payload.len() - off);
+            if n == 0 {
+                continue;
+            }
+            if !self.dma_write(g.addr, &payload[off..off + n], "payload") {
+                self.counters.global.scatter_errors += 1;
+                self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
+                self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+            self.counters.global.payload_dma_writes += 1;
+            self.counters.global.payload_bytes += n as u64;
+            self.counters.qp(d).payload_bytes += n as u64;
+            off += n;
+        }
+        if let Some(dq) = self.qps.get_mut(&d) {
+            dq.rq_ci = ci.wrapping_add(1);
+        }
+        self.counters.global.deliveries += 1;
+        self.counters.qp(d).receives += 1;
+        let cqe = recv_cqe(s, d, ci, c, wqe_bytes, payload.len() as u64);
+        let written = self.post_cqe(cqn.unwrap_or(0), d, cqe, c.solicited());
+        if written.is_some() {
+            self.counters.global.recv_cqes += 1;
+        }
+        let one_way = written.unwrap_or(self.clock.now()).saturating_sub(start);
+        self.counters.one_way(one_way);
+        self.trace.record(
+            "deliver",
+            json!({"from": s, "to": d, "len": payload.len(), "rq_index": ci,
+                   "post_t_ns": start, "one_way_ns": one_way}),
+        );
+        Ok(())
+    }
+
+    /// The receiver could not read its own queue: it goes to ERR; the
+    /// sender gets REMOTE_OP_ERR.
+    fn receive_failed(&mut self, s: u32, d: u32, why: &'static str) -> SenderSyndrome {
+        if let Some(dq) = self.qps.get_mut(&d) {
+            dq.state = QpState::Err;
+        }
+        self.counters.global.receive_failures += 1;
+        self.delivery_failed(s, d, why, syndrome::REMOTE_OP_ERR);
+        syndrome::REMOTE_OP_ERR
+    }
+
+    /// A receive WQE completed in error: consumed, `d` to ERR, the error
+    /// CQE (IS_SEND clear) on its receive CQ.
+    fn receive_error(&mut self, d: u32, ci: u32, syn: u8) {
+        let Some(dq) = self.qps.get_mut(&d) else {
+            return;
+        };
+        dq.rq_ci = ci.wrapping_add(1);
+        dq.state = QpState::Err;
+        let cqn = dq.cqn_recv.unwrap_or(0);
+        if self
+            .post_cqe(cqn, d, error_cqe(d, ci, syn, false), true)
+            .is_some()
+        {
+            self.counters.global.recv_cqes += 1;
+        }
+    }
+
+    fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {
+        self.trace.record(
+            "deliver_error",
+            json!({"from": s, "to": d, "error": why, "syndrome": sender_syndrome}),
+        );
+    }
+}
+
+/// A receive CQE: my_qpn d, immediate, rqpn s, byte_cnt, wqe_index (the
+/// RQ index), opcode SEND or SEND_IMM with IS_SEND clear.
+fn recv_cqe(s: u32, d: u32, rq_index: u32, c: &Ctrl, wqe_bytes: &[u8], len: u64) -> [u8; 32] {
+    let mut cqe = [0u8; 32];
+    put_be32(&mut cqe, 0x00, d & 0xff_ffff);
+    let op = if c.opcode == opcode::SEND_IMM {
+        cqe[0x04..0x08].copy_from_slice(&wqe::imm(wqe_bytes));
+        recv_opcode::SEND_IMM
+    } else {
+        recv_opcode::SEND
+    };
+    put_be32(&mut cqe, 0x08, s & 0xff_ffff);
+    put_be32(&mut cqe, 0x14, len.min(u64::from(u32::MAX)) as u32);
+    cqe[0x18..0x1a].copy_from_slice(&(rq_index as u16).to_be_bytes());
+    cqe[0x1f] = op;
+    cqe
+}

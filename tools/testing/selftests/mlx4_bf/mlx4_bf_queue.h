@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Connected QPs for the mlx4_bf selftests: an endpoint is a context with one
+ * QP whose receive CQ, doorbell record and receive buffers are mapped, as a
+ * verbs user would set them up.
+ */
+#ifndef MLX4_BF_QUEUE_H
+#define MLX4_BF_QUEUE_H
+
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+
+#include "mlx4_bf_lib.h"
+
+#define OP_SEND_IMM		0x0b
+#define CQE_OPCODE_SEND		0x01
+#define CQE_OPCODE_SEND_IMM	0x02
+#define CQE_OPCODE_ERROR	0x1e
+#define CQE_OWNER		0x80
+/* The largest inline SEND payload: 1008-byte WQE, a header per 64 bytes. */
+#define MAX_INLINE_SEND		928
+
+struct endpoint {
+	int fd;
+	struct mlx4_bf_qp_info qp;
+	const uint8_t *cq;
+	uint8_t *db;
+	const uint8_t *bufs;
+	uint32_t ci;		/* CQEs consumed */
+};
+
+static inline int post_recv(int fd, __u32 handle, __u32 count)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_POST_RECV);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, handle);
+	if (count)
+		call_inline_u32(&c, MLX4_BF_ATTR_RECV_COUNT, count);
+	return call_do(fd, &c);
+}
+
+static inline int connect_qp(int fd, __u32 handle, __u32 remote)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CONNECT_QP);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, handle);
+	call_inline_u32(&c, MLX4_BF_ATTR_REMOTE_QPN, remote);
+	return call_do(fd, &c);
+}
+
+static inline int arm_cq(int fd, __u32 handle, __u32 flags)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_ARM_CQ);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, handle);
+	if (flags)
+		call_inline_u32(&c, MLX4_BF_ATTR_ARM_FLAGS, flags);
+	return call_do(fd, &c);
+}
+
+/* Opens a context with one QP and maps its receive side; 0 or -errno. */
+static inline int ep_open(struct endpoint *e)
+{
+	struct mlx4_bf_qp_info *q = &e->qp;
+	void *p;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->fd = open(DEV_PATH, O_RDWR);
+	if (e->fd < 0)
+		return -errno;
+	ret = create_qp(e->fd, q);
+	if (ret)
+		return ret;
+	p = mmap(NULL, q->cq_entries * q->cqe_size, PROT_READ, MAP_SHARED, e->fd, q->cq_offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	e->cq = p;
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, q->cq_db_offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	e->db = p;
+	p = mmap(NULL, q->rq_entries * q->recv_buf_size, PROT_READ, MAP_SHARED, e->fd,
+		 q->recv_offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	e->bufs = p;
+	return 0;
+}
+
+static inline void ep_close(struct endpoint *e)
+{
+	if (e->bufs)
+		munmap((void *)e->bufs, e->qp.rq_entries * e->qp.recv_buf_size);
+	if (e->db)
+		munmap(e->db, 4096);
+	if (e->cq)
+		munmap((void *)e->cq, e->qp.cq_entries * e->qp.cqe_size);
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = -1;
+	e->bufs = NULL;
+	e->db = NULL;
+	e->cq = NULL;
+}
+
+/* Connects two endpoints to each other and gives each @recvs receives. */
+static inline int ep_pair(struct endpoint *a, struct endpoint *b, __u32 recvs)
+{
+	int ret = connect_qp(a->fd, a->qp.qp_handle, b->qp.qpn);
+
+	if (!ret)
+		ret = connect_qp(b->fd, b->qp.qp_handle, a->qp.qpn);
+	if (!ret && recvs)
+		ret = post_recv(a->fd, a->qp.qp_handle, recvs);
+	if (!ret && recvs)
+		ret = post_recv(b->fd, b->qp.qp_handle, recvs);
+	return ret;
+}
+
+/* The CQE at the consumer index if the device has written it, else NULL. */
+static inline const uint8_t *ep_peek(struct endpoint *e)
+{
+	const uint8_t *cqe = e->cq + (e->ci % e->qp.cq_entries) * e->qp.cqe_size;
+	uint8_t op_own = __atomic_load_n(&cqe[31], __ATOMIC_ACQUIRE);
+
+	if (!!(op_own & CQE_OWNER) != !!(e->ci & e->qp.cq_entries))
+		return NULL;
+	return cqe;
+}
+
+/* Publishes the consumer index past the CQE just read (set_ci). */
+static inline void ep_consume(struct endpoint *e)
+{
+	uint32_t v = htonl(++e->ci & 0xffffff);
+
+	__atomic_store_n((uint32_t *)e->db, v, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Spins up to @ms for the next CQE; NULL on timeout. */
+static inline const uint8_t *ep_wait(struct endpoint *e, int ms)
+{
+	uint64_t end = now_ns() + ms * 1000000ull;
+	const uint8_t *cqe;
+
+	while (!(cqe = ep_peek(e))) {
+		if (now_ns() > end)
+			return NULL;
+		sched_yield();
+	}
+	return cqe;
+}
+
+static inline uint8_t cqe_opcode(const uint8_t *cqe)
+{
+	return cqe[31] & 0x1f;
+}
+
+/* The receive buffer a receive CQE names (its RQ index). */
+static inline const uint8_t *cqe_buffer(const struct endpoint *e, const uint8_t *cqe)
+{
+	uint16_t index = (uint16_t)cqe[24] << 8 | cqe[25];
+
+	return e->bufs + (index % e->qp.rq_entries) * e->qp.recv_buf_size;
+}
+
+/* An inline SEND (or SEND_IMM with @imm) of @payload bytes; returns its length. */
+static inline int build_send(uint8_t *wqe, int payload, uint8_t seed, int with_imm, uint32_t imm)
+{
+	int pos = 16, left = payload, len, k = 0;
+
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, with_imm ? OP_SEND_IMM : OP_SEND);
+	if (with_imm)
+		put_be32(wqe + 12, imm);
+	while (left > 0) {
+		int room = 64 - pos % 64 - 4;
+		int chunk = left < room ? left : room;
+
+		put_be32(wqe + pos, INLINE_SEG | chunk);
+		for (int i = 0; i < chunk; i++)
+			wqe[pos + 4 + i] = (uint8_t)(seed + 7 * k++);
+		pos += 4 + chunk;
+		left -= chunk;
+	}
+	len = (pos + 15) / 16 * 16;
+	put_be32(wqe + 4, len / 16);
+	return len;
+}
+
+/* The payload build_send() put into its WQE. */
+static inline void expected_payload(uint8_t *out, int payload, uint8_t seed)
+{
+	for (int k = 0; k < payload; k++)
+		out[k] = (uint8_t)(seed + 7 * k);
+}
+
+#endif /* MLX4_BF_QUEUE_H */
