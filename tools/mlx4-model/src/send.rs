@@ -219,7 +219,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
             taken += 1;
             self.counters.global.flushed += 1;
-            self.trace.record("flush", json!({"qpn": qpn, "index": idx}));
+            self.trace
+                .record("flush", json!({"qpn": qpn, "index": idx}));
             self.send_error(qpn, idx, &c, syndrome::WR_FLUSH_ERR);
         }
     }

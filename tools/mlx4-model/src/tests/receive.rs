@@ -242,10 +242,26 @@ fn rnr_when_the_rq_is_empty() {
 fn wqes_posted_to_a_qp_in_err_are_flushed() {
     let mut h = Harness::pair();
     h.set_rq_head(RQ2_DB, 0);
-    post(&mut h, QPN, QP_BUF, 0, &Harness::inline_send(QPN, 0, b"r", true));
+    post(
+        &mut h,
+        QPN,
+        QP_BUF,
+        0,
+        &Harness::inline_send(QPN, 0, b"r", true),
+    );
     assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x16, 0x5e));
-    post(&mut h, QPN, QP_BUF, 1, &Harness::inline_send(QPN, 1, b"s", false));
-    assert_eq!(err(&h.cqe(1)), (QPN, 1, 0x05, 0x5e), "flushed, signalled or not");
+    post(
+        &mut h,
+        QPN,
+        QP_BUF,
+        1,
+        &Harness::inline_send(QPN, 1, b"s", false),
+    );
+    assert_eq!(
+        err(&h.cqe(1)),
+        (QPN, 1, 0x05, 0x5e),
+        "flushed, signalled or not"
+    );
     let wqe = Harness::inline_send(QPN, 2, b"t", true);
     h.write_wqe(QP_BUF, 2, &wqe);
     h.bf_copy(UAR, 0, &wqe, 8);
