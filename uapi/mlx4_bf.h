@@ -96,7 +96,8 @@ enum mlx4_bf_qp_method {
 	MLX4_BF_METHOD_DESTROY_QP,
 	/*
 	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_WQE, MLX4_BF_ATTR_POST_FLAGS
-	 * (optional); out MLX4_BF_ATTR_POST_RESULT (optional)
+	 * (optional), MLX4_BF_ATTR_PAYLOAD (optional); out
+	 * MLX4_BF_ATTR_POST_RESULT (optional)
 	 */
 	MLX4_BF_METHOD_POST_SEND,
 	/*
@@ -129,7 +130,16 @@ enum mlx4_bf_attr_id {
 	MLX4_BF_ATTR_RECV_COUNT,	/* __u32, inline */
 	MLX4_BF_ATTR_REMOTE_QPN,	/* __u32, inline */
 	MLX4_BF_ATTR_ARM_FLAGS,		/* __u32 enum mlx4_bf_arm_flags, inline */
+	/*
+	 * The message, 1..MLX4_BF_MAX_PAYLOAD bytes: the kernel copies it into
+	 * a buffer of its own and appends a data segment naming it to the WQE,
+	 * which must then carry no payload itself (doorbell path)
+	 */
+	MLX4_BF_ATTR_PAYLOAD,
 };
+
+/* The largest MLX4_BF_ATTR_PAYLOAD. */
+#define MLX4_BF_MAX_PAYLOAD	1024
 
 enum mlx4_bf_writer {
 	/* zPCI store-block semantics: <= 128-byte blocks, no 4 KiB crossing */

@@ -40,7 +40,7 @@ use crate::{
     umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
     wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
-    RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
+    RQ_ENTRIES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE,
 };
 
 /// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.
@@ -79,6 +79,8 @@ struct State {
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
     wqe: WqeBuf,
+    /// A message of POST_SEND's PAYLOAD on its way to a send buffer.
+    payload: [u8; abi::MAX_PAYLOAD],
 }
 
 /// A reference on this module, held by each open file.
@@ -161,6 +163,7 @@ impl MiscDevice for Context {
                 area: None,
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
+                payload: [0; abi::MAX_PAYLOAD],
             }),
             stats: ctx_stats.clone(),
             // `adapter` is the field initialized above.
@@ -706,12 +709,19 @@ impl Context {
         let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
         let mut user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?.reader();
         let len = user_wqe.len();
+        let payload = b.input_ptr(abi::ATTR_PAYLOAD).map(|p| p.reader());
         let out = b.output(abi::ATTR_POST_RESULT);
         b.check_unused()?;
         if flags & !abi::POST_F_ALL != 0 || flags == abi::POST_F_ALL {
             return Err(EINVAL);
         }
         if len == 0 || len > wqe::MAX_WQE_LEN {
+            return Err(self.reject(Reject::Length, EINVAL));
+        }
+        if payload
+            .as_ref()
+            .is_some_and(|p| p.len() == 0 || p.len() > abi::MAX_PAYLOAD)
+        {
             return Err(self.reject(Reject::Length, EINVAL));
         }
 
@@ -724,30 +734,52 @@ impl Context {
         user_wqe
             .read_slice(&mut buf[..len])
             .map_err(|e| self.reject(Reject::Fault, e))?;
-        let info =
+        let mut info =
             wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
         // The reserved lkey makes an address a DMA address: the kernel's
-        // receive WQEs use it, a process may not.
+        // receive WQEs and send buffers use it, a process may not.
         let hca = self.hca();
-        if info.gather_segs != 0
-            && wqe::gathers_with_lkey(&buf[..len], &info, hca.dev_cap.reserved_lkey)
-        {
+        let lkey = hca.dev_cap.reserved_lkey;
+        if info.gather_segs != 0 && wqe::gathers_with_lkey(&buf[..len], &info, lkey) {
             return Err(self.reject(Reject::Lkey, EINVAL));
         }
-        let caps = &self.adapter.caps;
-        let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
-            .map_err(|r| self.reject(r, EINVAL))?;
 
         self.scan_recv(state, qp_index)?;
         self.make_room(hca, state, qp_index)?;
         let State {
-            qps, bf_half, wqe, ..
+            qps,
+            bf_half,
+            wqe,
+            payload: kbuf,
+            ..
         } = state;
         let buf = &mut wqe.0;
         let Some(qp) = qps[qp_index].as_mut() else {
             return Err(ENOENT);
         };
         let head = qp.head;
+        let send_buf = qp.slot * SEND_BUFS_BYTES + (head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD;
+        let mut len = len;
+        let payload_len = match payload {
+            Some(mut p) => {
+                // The message into the kernel's buffer of this send-queue
+                // slot (free: its last WQE completed), named by a data
+                // segment the kernel appends.
+                let n = p.len();
+                p.read_slice(&mut kbuf[..n])
+                    .map_err(|e| self.reject(Reject::Fault, e))?;
+                let dma = self.hw()?.send_pool.dma_handle() + send_buf as u64;
+                len = wqe::append_kernel_gather(buf, len, &info, (dma, lkey, n as u32))
+                    .map_err(|r| self.reject(r, EINVAL))?;
+                info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN)
+                    .map_err(|r| self.reject(r, EINVAL))?;
+                n
+            }
+            None => 0,
+        };
+        let caps = &self.adapter.caps;
+        let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
+            .map_err(|r| self.reject(r, EINVAL))?;
         qp::stamp_cq_update(&mut buf[..len])?;
         match path {
             wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
@@ -796,6 +828,9 @@ impl Context {
         let hw = self.hw()?;
         let _posting = hca.posting.try_access().ok_or(ENODEV)?;
         // From here on nothing fails: the offsets were checked above.
+        if payload_len != 0 {
+            write_send_buf(&hw, send_buf, &kbuf[..payload_len]);
+        }
         write_sq_slot(&hw, qp, &buf[..len]);
         match path {
             wqe::Path::BlueFlame => {
@@ -819,6 +854,24 @@ impl Context {
         qp.head = head.wrapping_add(1);
         Ok(())
     }
+}
+
+/// Copies a message into the kernel send buffer at `off` in the pool.
+fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
+    if off + abi::MAX_PAYLOAD > hw.send_pool.size() || msg.len() > abi::MAX_PAYLOAD {
+        return;
+    }
+    // SAFETY: Inside the pool (checked above); the buffer belongs to a
+    // send-queue slot of this context's QP (its lock is held) whose last
+    // WQE completed, so the device does not read it until the WQE naming
+    // it is posted after this copy.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            msg.as_ptr(),
+            hw.send_pool.as_mut_ptr().cast::<u8>().add(off),
+            msg.len(),
+        )
+    };
 }
 
 /// Copies a stamped WQE into its send-queue slot, the control segment's first

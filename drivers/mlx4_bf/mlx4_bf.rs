@@ -85,6 +85,8 @@ pub(crate) const RQ_OFFSET: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 pub(crate) const RQ_DB_OFFSET: usize = RQ_OFFSET + 2048;
 pub(crate) const QP_BUF_BYTES: usize = RQ_OFFSET + 4096;
 const _: () = assert!(RQ_ENTRIES as usize * RQ_STRIDE <= RQ_DB_OFFSET - RQ_OFFSET);
+/// A QP's kernel send buffers in `Hw::send_pool`, one per send-queue slot.
+pub(crate) const SEND_BUFS_BYTES: usize = SQ_ENTRIES as usize * abi::MAX_PAYLOAD;
 /// QPs per adapter; their send queues come from one DMA pool set up at probe.
 pub(crate) const MAX_QPS: usize = 32;
 pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
@@ -103,6 +105,8 @@ pub(crate) struct Hw {
     pub(crate) bar2: Bar2,
     /// `MAX_QPS` QP buffers of `QP_BUF_BYTES`.
     pub(crate) qp_pool: Coherent<[u8]>,
+    /// `MAX_QPS` times `SEND_BUFS_BYTES`: messages POST_SEND copied in.
+    pub(crate) send_pool: Coherent<[u8]>,
     /// The EQ and CQ memory.
     pub(crate) hca: HcaMem,
 }
@@ -399,6 +403,7 @@ impl Mlx4BfDriver {
         let hw = Hw {
             bar2: Bar2::new(pdev, &caps, writer.mapping())?,
             qp_pool: Coherent::zeroed_slice(pdev.as_ref(), qp_pool_len, GFP_KERNEL)?,
+            send_pool: Coherent::zeroed_slice(pdev.as_ref(), MAX_QPS * SEND_BUFS_BYTES, GFP_KERNEL)?,
             hca: mem,
         };
         dev_info!(

@@ -112,6 +112,7 @@ mod tests {
         assert_eq!(c::MLX4_BF_IOCTL_MAGIC, abi::IOCTL_MAGIC);
         assert_eq!(c::MLX4_BF_IOCTL as u32, abi::IOCTL);
         assert_eq!(c::MLX4_BF_MAX_ATTRS as usize, abi::MAX_ATTRS);
+        assert_eq!(c::MLX4_BF_MAX_PAYLOAD as usize, abi::MAX_PAYLOAD);
         assert_eq!(c::MLX4_BF_ATTR_F_MANDATORY as u16, abi::ATTR_F_MANDATORY);
         assert_eq!(
             c::MLX4_BF_ATTR_F_VALID_OUTPUT as u16,
@@ -142,6 +143,7 @@ mod tests {
             (c::MLX4_BF_ATTR_RECV_COUNT, abi::ATTR_RECV_COUNT),
             (c::MLX4_BF_ATTR_REMOTE_QPN, abi::ATTR_REMOTE_QPN),
             (c::MLX4_BF_ATTR_ARM_FLAGS, abi::ATTR_ARM_FLAGS),
+            (c::MLX4_BF_ATTR_PAYLOAD, abi::ATTR_PAYLOAD),
         ] {
             assert_eq!(cv as u16, rv);
         }

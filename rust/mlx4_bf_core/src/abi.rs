@@ -41,6 +41,8 @@ pub const ATTR_POST_RESULT: u16 = 9;
 pub const ATTR_RECV_COUNT: u16 = 10;
 pub const ATTR_REMOTE_QPN: u16 = 11;
 pub const ATTR_ARM_FLAGS: u16 = 12;
+pub const ATTR_PAYLOAD: u16 = 13;
+pub const MAX_PAYLOAD: usize = 1024;
 
 pub const ARM_F_SOLICITED: u32 = 1 << 0;
 

@@ -76,6 +76,47 @@ TEST_F(pair, delivers_every_inline_size_blueflame_or_doorbell)
 	}
 }
 
+TEST_F(pair, delivers_messages_from_the_kernel_send_buffer_up_to_1024_bytes)
+{
+	static const int sizes[] = { 1, 500, 929, 950, 1007, 1008, 1024 };
+	uint8_t msg[MLX4_BF_MAX_PAYLOAD];
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int n = sizes[i], ret;
+		const uint8_t *cqe;
+
+		expected_payload(msg, n, n);
+		ret = post_send_payload(self->a.fd, self->a.qp.qp_handle, msg, n, 0);
+		ASSERT_EQ(0, ret) TH_LOG("%d bytes: %s", n, strerror(-ret));
+		cqe = ep_wait(&self->b, 2000);
+		ASSERT_NE(NULL, cqe) TH_LOG("%d bytes never arrived", n);
+		EXPECT_EQ(CQE_OPCODE_SEND, cqe_opcode(cqe));
+		EXPECT_EQ((uint32_t)n, get_be32(cqe + 0x14));
+		EXPECT_EQ(0, memcmp(msg, cqe_buffer(&self->b, cqe), n)) TH_LOG("%d bytes differ", n);
+		ep_consume(&self->b);
+		ASSERT_EQ(0, post_recv(self->b.fd, self->b.qp.qp_handle, 1));
+	}
+}
+
+TEST_F(pair, payload_attribute_rules)
+{
+	uint8_t msg[MLX4_BF_MAX_PAYLOAD + 1] = { 0 };
+	struct call c;
+	int len = build_send(self->wqe, 8, 1, 0, 0);
+	__u32 h = self->a.qp.qp_handle;
+
+	EXPECT_EQ(-EINVAL, post_send_payload(self->a.fd, h, msg, sizeof(msg), 0));
+	EXPECT_EQ(-EINVAL, post_send_payload(self->a.fd, h, msg, 0, 0));
+	EXPECT_EQ(-EINVAL, post_send_payload(self->a.fd, h, msg, 8, MLX4_BF_POST_F_REQUIRE_BF))
+		TH_LOG("a kernel send buffer is a data segment: never BlueFlame");
+	/* a WQE with inline data of its own takes no payload */
+	post_call(&c, h, self->wqe, len, 0, NULL);
+	call_attr(&c, MLX4_BF_ATTR_PAYLOAD, 8, (uintptr_t)msg);
+	EXPECT_EQ(-EINVAL, call_do(self->a.fd, &c));
+	EXPECT_EQ(-EFAULT, post_send_payload(self->a.fd, h, (void *)16, 8, 0));
+	EXPECT_EQ(0, post_send_payload(self->a.fd, h, msg, 8, 0)) TH_LOG("the QP still works");
+}
+
 TEST_F(pair, delivers_through_the_doorbell)
 {
 	for (int size = 1; size <= 240; size += 13) {
