@@ -19,7 +19,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench pingpong fuzz lint host-test versions setup kernel module vm-run vm-shell clean
+.PHONY: run test bench profile pingpong fuzz lint host-test versions setup kernel module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -29,6 +29,9 @@ test:
 
 bench:
 	@$(RUN) bench
+
+profile:
+	@$(RUN) profile
 
 pingpong:
 	@$(RUN) pingpong

@@ -13,6 +13,7 @@
 #   mlx4-bf.sh vm-shell              boot to an interactive shell
 #   mlx4-bf.sh run                   the demo: boot, load, post, show
 #   mlx4-bf.sh bench                 the benchmark; results land in results/
+#   mlx4-bf.sh profile               instructions per call by function, in results/
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
@@ -243,6 +244,31 @@ pingpong)  need_kdir; build_selftests "$KDIR"
 			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
+profile)   need_kdir
+	   # Instructions per call by function, under -icount with
+	   # tools/profile/insn_profile.so counting inside the guest program's
+	   # window (Documentation/performance.rst, "Profiling a post"); one
+	   # vCPU: the plugin cannot tell which vCPU runs an instruction.
+	   pdir=$OUT/profile
+	   rm -rf "$pdir"
+	   mkdir -p "$pdir/guest" "$pdir/back" "$TOP/results"
+	   log "profile: building tools/profile (the TCG plugin, the guest program)"
+	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
+	   cp "$pdir/mlx4_bf_profile" "$pdir/guest/"
+	   send_back='for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done'
+	   # The module's symbols and _text (the kernel's load address) from
+	   # kallsyms; the kernel's others from System.map.
+	   vm_boot run "mkdir -p /tmp/results &&
+		/work/mlx4_bf_profile ${PROFILE_ARGS:--n 2000} ${PROFILE:-bf:64 noop} >/tmp/results/windows.txt;
+		rc=\$?; cat /tmp/results/windows.txt;
+		grep -e '\[mlx4_bf\]' -e ' _text\$' /proc/kallsyms >/tmp/results/kallsyms.txt;
+		$send_back; exit \$rc" \
+		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \
+		--save-files "$pdir/back" -- "$pdir/guest"
+	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
+		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
+		--system-map "$KDIR/System.map" --user "$pdir/mlx4_bf_profile" \
+		--out-dir "$TOP/results" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}
 	   # Trapped MMIO: about 250 s per million calls under TCG; twice that, and boot.

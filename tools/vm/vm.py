@@ -79,6 +79,9 @@ def qemu_command(args, sock):
         # instruction counts and repeat exactly (vCPUs then take turns).
         ["-icount", "shift=0,sleep=off"] if args.icount else []
     ) + [
+        # TCG plugins (make profile's tools/profile/insn_profile.so).
+        arg for spec in getattr(args, "plugin", None) or [] for arg in ("-plugin", spec)
+    ] + [
         "-kernel", args.kernel, "-initrd", args.initrd, "-append", cmdline,
     ] + adapter_args(args, sock)
 
@@ -249,12 +252,16 @@ def main():
     p.add_argument("--smp", type=int, default=2)
     p.add_argument("--icount", action="store_true",
                    help="-icount shift=0,sleep=off: the guest clock counts instructions")
+    p.add_argument("--plugin", action="append", default=[], metavar="SO[,ARG=VALUE...]",
+                   help="load a TCG plugin (QEMU's -plugin; repeatable, TCG only)")
     p.add_argument("--memory", default="512M")
     p.add_argument("--append", default="", help="extra kernel command line")
     p.add_argument("--quiet", action="store_true", help="print only problems and the summary")
     p.add_argument("--save-files", metavar="DIR",
                    help="save files the guest sends as 'mlx4-bf-file: NAME', base64, 'mlx4-bf-file-end'")
     args = p.parse_args()
+    if args.plugin and args.accel != "tcg":
+        p.error("--plugin needs --accel tcg")
 
     model = Model(args)
     cmd = qemu_command(args, model.sock)
