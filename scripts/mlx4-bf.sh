@@ -255,7 +255,6 @@ profile)   need_kdir
 	   log "profile: building tools/profile (the TCG plugin, the guest program)"
 	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
 	   cp "$pdir/mlx4_bf_profile" "$pdir/guest/"
-	   send_back='for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done'
 	   # The module's symbols and _text (the kernel's load address) from
 	   # kallsyms; the kernel's others from System.map.
 	   vm_boot run "mkdir -p /tmp/results &&
