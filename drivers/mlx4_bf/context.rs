@@ -39,6 +39,7 @@ use crate::{
     stats::Stats,
     umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
+    writer::Writer,
     wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
     RQ_ENTRIES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE,
 };
@@ -191,7 +192,8 @@ impl MiscDevice for Context {
         }
         // Every method answers -ENODEV once the adapter is unbound.
         drop(me.hw()?);
-        let mut b = Bundle::read(arg)?;
+        let mut store = crate::uverbs::attr_store();
+        let mut b = Bundle::read(arg, &mut store)?;
         match (b.object_id, b.method_id) {
             (abi::OBJECT_DEVICE, abi::METHOD_QUERY_DEVICE) => me.query_device(&mut b),
             (abi::OBJECT_DEVICE, abi::METHOD_QUERY_STATS) => me.query_stats(&mut b),
@@ -233,7 +235,7 @@ impl Context {
         self.adapter.hw.try_access().ok_or(ENODEV)
     }
 
-    fn query_device(&self, b: &mut Bundle) -> Result {
+    fn query_device(&self, b: &mut Bundle<'_>) -> Result {
         let out = b.output(abi::ATTR_DEVICE_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
         let caps = &self.adapter.caps;
@@ -253,7 +255,7 @@ impl Context {
         b.write(out, &info)
     }
 
-    fn query_stats(&self, b: &mut Bundle) -> Result {
+    fn query_stats(&self, b: &mut Bundle<'_>) -> Result {
         let dev = b.output(abi::ATTR_DEVICE_STATS);
         let ctx = b.output(abi::ATTR_CONTEXT_STATS);
         b.check_unused()?;
@@ -269,7 +271,7 @@ impl Context {
         Ok(())
     }
 
-    fn query_context(&self, b: &mut Bundle) -> Result {
+    fn query_context(&self, b: &mut Bundle<'_>) -> Result {
         let out = b.output(abi::ATTR_CONTEXT_INFO);
         b.check_unused()?;
         // Also the benchmarks' no-op round trip: without an output it does nothing.
@@ -288,7 +290,7 @@ impl Context {
         &self.adapter.hca
     }
 
-    fn create_qp(&self, b: &mut Bundle) -> Result {
+    fn create_qp(&self, b: &mut Bundle<'_>) -> Result {
         let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
@@ -486,7 +488,7 @@ impl Context {
             .ok_or(ENOENT)
     }
 
-    fn destroy_qp(&self, b: &mut Bundle) -> Result {
+    fn destroy_qp(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         b.check_unused()?;
         let mut state = self.state.lock();
@@ -511,7 +513,7 @@ impl Context {
         Ok(())
     }
 
-    fn post_recv(&self, b: &mut Bundle) -> Result {
+    fn post_recv(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let count = b.inline_u32(abi::ATTR_RECV_COUNT)?.unwrap_or(1);
         b.check_unused()?;
@@ -542,7 +544,7 @@ impl Context {
         Ok(())
     }
 
-    fn connect_qp(&self, b: &mut Bundle) -> Result {
+    fn connect_qp(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let remote = b.inline_u32(abi::ATTR_REMOTE_QPN)?.ok_or(EINVAL)?;
         b.check_unused()?;
@@ -593,7 +595,7 @@ impl Context {
         }
     }
 
-    fn arm_cq(&self, b: &mut Bundle) -> Result {
+    fn arm_cq(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let flags = b.inline_u32(abi::ATTR_ARM_FLAGS)?.unwrap_or(0);
         b.check_unused()?;
@@ -704,7 +706,7 @@ impl Context {
         err
     }
 
-    fn post_send(&self, b: &mut Bundle) -> Result {
+    fn post_send(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
         let mut user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?.reader();
@@ -803,10 +805,13 @@ impl Context {
                     result.path = abi::PATH_BLUEFLAME;
                     result.bf_offset = caps.bf_area().0 + offset as u64;
                     result.bytes_written = burst as u32;
-                    result.store_blocks =
-                        self.adapter
-                            .writer
-                            .plan(hw.bar2.bf(), offset, &buf[..burst])?;
+                    Writer::check(hw.bar2.bf(), offset, burst)?;
+                    if out.is_some() {
+                        result.store_blocks =
+                            self.adapter
+                                .writer
+                                .blocks(hw.bar2.bf(), offset, &buf[..burst]);
+                    }
                     (offset, burst)
                 }
                 wqe::Path::Doorbell => {

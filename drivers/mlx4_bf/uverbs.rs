@@ -12,6 +12,8 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
+use core::mem::MaybeUninit;
+
 use crate::abi::{self, Attr, IoctlHdr, ATTR_F_MANDATORY, ATTR_F_VALID_OUTPUT, MAX_ATTRS};
 
 // SAFETY: Plain `repr(C)` integers without padding: any bit pattern is valid.
@@ -46,36 +48,88 @@ const ATTR_LEN: usize = core::mem::size_of::<Attr>();
 /// Offset of `flags` in `struct mlx4_bf_attr`.
 const ATTR_FLAGS_OFFSET: usize = 4;
 
+/// Attribute ids the index of a bundle covers (all the ABI defines).
+const ATTR_IDS: usize = 32;
+
+/// Where a call's attributes are read to: the caller's stack, left
+/// uninitialized (a post's cost is counted per byte stored, see
+/// Documentation/performance.rst, and a bundle that owned them would be
+/// copied when returned).
+pub(crate) type AttrStore = [MaybeUninit<Attr>; MAX_ATTRS];
+
+pub(crate) const fn attr_store() -> AttrStore {
+    [const { MaybeUninit::uninit() }; MAX_ATTRS]
+}
+
 /// One call: the header and its attributes, and which of them a method used.
-pub(crate) struct Bundle {
+pub(crate) struct Bundle<'a> {
     pub(crate) object_id: u16,
     pub(crate) method_id: u16,
     user: usize,
-    attrs: [Attr; MAX_ATTRS],
+    /// The first `count` are initialized.
+    attrs: &'a AttrStore,
     count: usize,
+    /// Four bits per attribute id below `ATTR_IDS`: 1 + its index in
+    /// `attrs`, 0 if absent; larger ids are unknown to every method.
+    by_id: u128,
     used: u32,
 }
 
-impl Bundle {
-    /// Reads and checks the header and attributes at user address `arg`.
-    pub(crate) fn read(arg: usize) -> Result<Self> {
+/// `struct mlx4_bf_attr` from its bytes, as user space laid it out.
+fn parse_attr(b: &[u8]) -> Attr {
+    let u16_at = |at: usize| u16::from_ne_bytes([b[at], b[at + 1]]);
+    let mut data = [0u8; 8];
+    data.copy_from_slice(&b[8..16]);
+    Attr {
+        attr_id: u16_at(0),
+        len: u16_at(2),
+        flags: u16_at(4),
+        reserved: u16_at(6),
+        data: u64::from_ne_bytes(data),
+    }
+}
+
+impl<'a> Bundle<'a> {
+    /// Reads and checks the header and attributes at user address `arg`:
+    /// two copies from user space, however many attributes. Inlined into the
+    /// ioctl, so the bundle is built in place.
+    #[inline(always)]
+    pub(crate) fn read(arg: usize, attrs: &'a mut AttrStore) -> Result<Self> {
         let hdr: IoctlHdr = UserSlice::new(UserPtr::from_addr(arg), HDR_LEN)
             .reader()
             .read()?;
         let count = abi::check_hdr(&hdr).map_err(|_| EINVAL)?;
-        let mut reader =
-            UserSlice::new(UserPtr::from_addr(arg + HDR_LEN), count * ATTR_LEN).reader();
-        let mut attrs = [Attr::default(); MAX_ATTRS];
+        let mut raw = [MaybeUninit::<u8>::uninit(); MAX_ATTRS * ATTR_LEN];
+        if count != 0 {
+            UserSlice::new(UserPtr::from_addr(arg + HDR_LEN), count * ATTR_LEN)
+                .reader()
+                .read_raw(&mut raw[..count * ATTR_LEN])?;
+        }
+        let mut by_id = 0u128;
         for i in 0..count {
-            let attr: Attr = reader.read()?;
-            // Unknown flag bits are reserved; an attribute given twice is ambiguous.
-            if attr.reserved != 0
-                || attr.flags & !ATTR_F_MANDATORY != 0
-                || attrs[..i].iter().any(|a| a.attr_id == attr.attr_id)
-            {
+            // SAFETY: `read_raw()` initialized the first `count * ATTR_LEN` bytes.
+            let bytes = unsafe {
+                core::slice::from_raw_parts(raw.as_ptr().add(i * ATTR_LEN).cast::<u8>(), ATTR_LEN)
+            };
+            let attr = parse_attr(bytes);
+            let id = usize::from(attr.attr_id);
+            // Unknown flag bits are reserved; an attribute given twice is
+            // ambiguous (an unknown id twice too: it is never looked up).
+            let twice = if id < ATTR_IDS {
+                by_id >> (4 * id) & 0xf != 0
+            } else {
+                attrs[..i]
+                    .iter()
+                    // SAFETY: The first `i` were written in earlier rounds.
+                    .any(|a| unsafe { a.assume_init_ref() }.attr_id == attr.attr_id)
+            };
+            if attr.reserved != 0 || attr.flags & !ATTR_F_MANDATORY != 0 || twice {
                 return Err(EINVAL);
             }
-            attrs[i] = attr;
+            if id < ATTR_IDS {
+                by_id |= (i as u128 + 1) << (4 * id);
+            }
+            attrs[i].write(attr);
         }
         Ok(Bundle {
             object_id: hdr.object_id,
@@ -83,19 +137,34 @@ impl Bundle {
             user: arg,
             attrs,
             count,
+            by_id,
             used: 0,
         })
     }
 
+    #[inline]
     fn find(&mut self, attr_id: u16) -> Option<(usize, Attr)> {
-        let i = self.attrs[..self.count]
-            .iter()
-            .position(|a| a.attr_id == attr_id)?;
+        let id = usize::from(attr_id);
+        if id >= ATTR_IDS {
+            return None;
+        }
+        let i = ((self.by_id >> (4 * id)) & 0xf) as usize;
+        let i = i.checked_sub(1)?;
         self.used |= 1 << i;
-        Some((i, self.attrs[i]))
+        Some((i, self.attr(i)))
+    }
+
+    /// Attribute `i` (< `count`: `by_id` holds no other index).
+    #[inline]
+    fn attr(&self, i: usize) -> Attr {
+        debug_assert!(i < self.count);
+        // SAFETY: `read()` initialized the first `count` attributes, and
+        // every index handed out comes from `by_id`, which names only those.
+        unsafe { self.attrs[i].assume_init() }
     }
 
     /// An input passed inline: exactly `N` bytes in `data`.
+    #[inline]
     pub(crate) fn inline<const N: usize>(&mut self, attr_id: u16) -> Result<Option<[u8; N]>> {
         match self.find(attr_id) {
             None => Ok(None),
@@ -108,6 +177,7 @@ impl Bundle {
         }
     }
 
+    #[inline]
     pub(crate) fn inline_u32(&mut self, attr_id: u16) -> Result<Option<u32>> {
         Ok(self.inline::<4>(attr_id)?.map(u32::from_ne_bytes))
     }
@@ -129,7 +199,10 @@ impl Bundle {
     /// Writes `value` to output attribute `index` (its `len` must match) and
     /// sets `MLX4_BF_ATTR_F_VALID_OUTPUT` in the caller's copy of its flags.
     pub(crate) fn write<T: AsBytes>(&self, index: usize, value: &T) -> Result {
-        let a = self.attrs[index];
+        if index >= self.count {
+            return Err(EINVAL);
+        }
+        let a = self.attr(index);
         if usize::from(a.len) != core::mem::size_of::<T>() {
             return Err(EINVAL);
         }
@@ -145,10 +218,12 @@ impl Bundle {
 
     /// After a method took its attributes: refuses unknown mandatory ones.
     pub(crate) fn check_unused(&self) -> Result {
-        let unknown_mandatory = self.attrs[..self.count]
-            .iter()
-            .enumerate()
-            .any(|(i, a)| self.used & (1 << i) == 0 && a.flags & ATTR_F_MANDATORY != 0);
+        let unused = !self.used & ((1u32 << self.count) - 1);
+        if unused == 0 {
+            return Ok(());
+        }
+        let unknown_mandatory = (0..self.count)
+            .any(|i| unused & (1 << i) != 0 && self.attr(i).flags & ATTR_F_MANDATORY != 0);
         if unknown_mandatory {
             Err(eopnotsupp())
         } else {

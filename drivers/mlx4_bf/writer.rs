@@ -98,28 +98,34 @@ impl Writer {
         }
     }
 
-    /// Checks that [`Writer::write`] of `burst` to `area` at `offset` will
-    /// succeed, and returns the store blocks it will issue (0 for WC), so a
-    /// post can report its result before it touches the device.
-    pub(crate) fn plan(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
-        let end = offset.checked_add(burst.len()).ok_or(EINVAL)?;
-        if end > area.maxsize() || !offset.is_multiple_of(8) || !burst.len().is_multiple_of(8) {
+    /// Checks that [`Writer::write`] of `len` bytes to `area` at `offset`
+    /// will succeed, so a post can report its result before it touches the
+    /// device.
+    #[inline]
+    pub(crate) fn check(area: &Mmio, offset: usize, len: usize) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > area.maxsize() || !offset.is_multiple_of(8) || !len.is_multiple_of(8) {
             return Err(EINVAL);
         }
-        Ok(match self {
-            Writer::StoreBlock => {
-                store_block::plan(burst.as_ptr() as usize, area.addr() + offset, burst.len())
-                    .filter(|p| matches!(p, store_block::Piece::Block { .. }))
-                    .count() as u32
-            }
+        Ok(())
+    }
+
+    /// The store blocks [`Writer::write`] of `burst` will issue (0 for WC).
+    pub(crate) fn blocks(self, area: &Mmio, offset: usize, burst: &[u8]) -> u32 {
+        match self {
+            Writer::StoreBlock => store_block::block_count(
+                burst.as_ptr() as usize,
+                area.addr() + offset,
+                burst.len(),
+            ) as u32,
             Writer::WriteCombining => 0,
-        })
+        }
     }
 
     /// Writes `burst` (a multiple of 64 bytes, 8-byte aligned) to `area` at
     /// `offset`; returns the number of store blocks issued (0 for WC).
     pub(crate) fn write(self, area: &Mmio, offset: usize, burst: &[u8]) -> Result<u32> {
-        self.plan(area, offset, burst)?;
+        Self::check(area, offset, burst.len())?;
         let dst = area.addr() + offset;
         match self {
             Writer::StoreBlock => {

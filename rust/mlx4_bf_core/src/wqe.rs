@@ -40,12 +40,23 @@ pub const MAX_WQE_LEN: usize = 63 * 16;
 /// BlueFlame bursts are whole 64-byte chunks.
 pub const BF_CHUNK: usize = 64;
 
+// Inlined, and byte by byte rather than through `copy_from_slice`, which
+// the kernel build turns into a call of memcpy: validation and stamping use
+// them on every post.
+#[inline(always)]
 fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    let w = &b[at..at + 4];
+    u32::from_be_bytes([w[0], w[1], w[2], w[3]])
 }
 
+#[inline(always)]
 fn put_be32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    let [b0, b1, b2, b3] = v.to_be_bytes();
+    let w = &mut b[at..at + 4];
+    w[0] = b0;
+    w[1] = b1;
+    w[2] = b2;
+    w[3] = b3;
 }
 
 fn has_raddr(opcode: u32) -> bool {
