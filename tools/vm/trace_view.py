@@ -26,6 +26,13 @@ def starts_post(rec):
     return None
 
 
+def is_send_cqe(rec):
+    """A send CQE (IS_SEND in byte 31); a delivered SEND writes a receive
+    CQE first, and the post ends with the sender's."""
+    data = rec.get("bytes", "")
+    return len(data) >= 64 and int(data[62:64], 16) & 0x40 != 0
+
+
 def posts(records):
     """Yields (kind, [records]) for every post in the trace."""
     current = None
@@ -41,7 +48,7 @@ def posts(records):
         if rec.get("kind") == "mmio_write" and rec.get("region") != "bf":
             continue  # CQ/EQ doorbells, the diagnostic block: not this post's
         current[1].append(rec)
-        if rec.get("kind") == "cqe":
+        if rec.get("kind") == "cqe" and is_send_cqe(rec):
             yield current
             current = None
     if current:
@@ -67,7 +74,11 @@ def describe(rec):
     if kind == "bf_fallback":
         return f"fallback    QP {rec['qpn']:#x} BF page {rec['page']} half {rec['half']}: {rec['reason']}"
     if kind == "cqe":
-        return f"CQE         CQ {rec['cqn']} index {rec['index']} for QP {rec['qpn']:#x}"
+        which = "send" if is_send_cqe(rec) else "receive"
+        return f"CQE         CQ {rec['cqn']} index {rec['index']} for QP {rec['qpn']:#x} ({which})"
+    if kind == "deliver":
+        return (f"deliver     QP {rec['from']:#x} -> QP {rec['to']:#x}: {rec['len']} B into "
+                f"RQ index {rec['rq_index']} (modelled one-way {rec.get('one_way_ns', '?')} ns)")
     rest = {k: v for k, v in rec.items() if k not in ("seq", "kind")}
     return f"{kind:<11} {json.dumps(rest)}"
 
