@@ -95,9 +95,9 @@ enum mlx4_bf_qp_method {
 	/* in MLX4_BF_ATTR_QP_HANDLE */
 	MLX4_BF_METHOD_DESTROY_QP,
 	/*
-	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_WQE, MLX4_BF_ATTR_POST_FLAGS
-	 * (optional), MLX4_BF_ATTR_PAYLOAD (optional); out
-	 * MLX4_BF_ATTR_POST_RESULT (optional)
+	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_WQE or MLX4_BF_ATTR_WQE_LEN,
+	 * MLX4_BF_ATTR_POST_FLAGS (optional), MLX4_BF_ATTR_PAYLOAD (optional);
+	 * out MLX4_BF_ATTR_POST_RESULT (optional)
 	 */
 	MLX4_BF_METHOD_POST_SEND,
 	/*
@@ -136,6 +136,11 @@ enum mlx4_bf_attr_id {
 	 * which must then carry no payload itself (doorbell path)
 	 */
 	MLX4_BF_ATTR_PAYLOAD,
+	/*
+	 * __u32, inline: the WQE is the first that many bytes of the QP's WQE
+	 * page (struct mlx4_bf_qp_info wqe_offset), instead of MLX4_BF_ATTR_WQE
+	 */
+	MLX4_BF_ATTR_WQE_LEN,
 };
 
 /* The largest MLX4_BF_ATTR_PAYLOAD. */
@@ -206,6 +211,9 @@ struct mlx4_bf_context_info {
  * @recv_offset: mmap() offset of the receive buffers, @rq_entries *
  *               @recv_buf_size bytes, read-only; receive WQE i names buffer
  *               i % @rq_entries
+ * @wqe_offset: mmap() offset of the QP's WQE page, one page, read-write: a
+ *              POST_SEND with MLX4_BF_ATTR_WQE_LEN takes its WQE from there
+ *              (the kernel copies it before it checks it, as from a pointer)
  *
  * A new QP is in RTS, connected to itself; MLX4_BF_METHOD_CONNECT_QP connects
  * it to another. Receive completions go to the QP's own CQ, which user space
@@ -225,6 +233,7 @@ struct mlx4_bf_qp_info {
 	__aligned_u64 cq_offset;
 	__aligned_u64 cq_db_offset;
 	__aligned_u64 recv_offset;
+	__aligned_u64 wqe_offset;
 };
 
 enum mlx4_bf_arm_flags {

@@ -25,7 +25,11 @@ use kernel::{
     new_mutex,
     prelude::*,
     str::CString,
-    sync::{poll::PollTable, Arc, Mutex},
+    sync::{
+        atomic::{Acquire, Atomic, Release},
+        poll::PollTable,
+        Arc, Mutex,
+    },
     time::Delta,
 };
 
@@ -39,13 +43,16 @@ use crate::{
     stats::Stats,
     umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
+    wqe,
     writer::Writer,
-    wqe, Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
+    Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
     RQ_ENTRIES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE,
 };
 
 /// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.
 const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
+/// `Context::area_index` before the context has an area.
+const NO_AREA: u32 = u32::MAX;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
 
@@ -117,6 +124,8 @@ pub(crate) struct Context {
     uar_index: u32,
     #[pin]
     state: Mutex<State>,
+    /// `State::area` for `mmap()`, which may not take the mutex; set once.
+    area_index: Atomic<u32>,
     stats: Arc<Stats>,
     /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
     #[pin]
@@ -158,6 +167,7 @@ impl MiscDevice for Context {
         let init = try_pin_init!(Context {
             adapter: owner,
             uar_index,
+            area_index: Atomic::new(NO_AREA),
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
                 cq: None,
@@ -178,12 +188,17 @@ impl MiscDevice for Context {
         Ok(ctx)
     }
 
+    /// Runs under the process's `mmap_lock`, so it takes no lock of ours:
+    /// the context's mutex is held around copies from and to user space,
+    /// which may fault and take `mmap_lock` (lockdep saw the cycle).
     fn mmap(me: Pin<&Context>, _file: &File, vma: &VmaNew) -> Result {
-        let state = me.state.lock();
-        let area = state.area.ok_or(EINVAL)?;
-        me.adapter.umem.mmap(area, vma, |index| {
-            state.qps.get(index).is_some_and(Option::is_some)
-        })
+        let area = me.area_index.load(Acquire);
+        if area == NO_AREA {
+            return Err(EINVAL);
+        }
+        // Any QP index of the context's own area: its memory is the
+        // context's for its lifetime, with or without a QP there now.
+        me.adapter.umem.mmap(area as usize, vma)
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -315,6 +330,7 @@ impl Context {
             cq_offset: base + umem::CQ_OFFSET as u64,
             cq_db_offset: base + umem::CQ_DB_OFFSET as u64,
             recv_offset: base + umem::RECV_OFFSET as u64,
+            wqe_offset: base + umem::WQE_OFFSET as u64,
         };
         if let Err(e) = b.write(out, &info) {
             self.destroy_hw_qp(&qp);
@@ -341,6 +357,7 @@ impl Context {
         }
         *used |= 1 << area;
         state.area = Some(area);
+        self.area_index.store(area as u32, Release);
         Ok(area)
     }
 
@@ -709,15 +726,23 @@ impl Context {
     fn post_send(&self, b: &mut Bundle<'_>) -> Result {
         let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
         let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
-        let mut user_wqe = b.input_ptr(abi::ATTR_WQE).ok_or(EINVAL)?.reader();
-        let len = user_wqe.len();
+        // The WQE by pointer, or staged in the QP's WQE page.
+        let (user_wqe, len) = match (b.input_ptr(abi::ATTR_WQE), b.inline_u32(abi::ATTR_WQE_LEN)?) {
+            (Some(w), None) => {
+                let r = w.reader();
+                let len = r.len();
+                (Some(r), len)
+            }
+            (None, Some(n)) => (None, n as usize),
+            _ => return Err(EINVAL),
+        };
         let payload = b.input_ptr(abi::ATTR_PAYLOAD).map(|p| p.reader());
         let out = b.output(abi::ATTR_POST_RESULT);
         b.check_unused()?;
         if flags & !abi::POST_F_ALL != 0 || flags == abi::POST_F_ALL {
             return Err(EINVAL);
         }
-        if len == 0 || len > wqe::MAX_WQE_LEN {
+        if len == 0 || len > wqe::MAX_WQE_LEN || (user_wqe.is_none() && len % 16 != 0) {
             return Err(self.reject(Reject::Length, EINVAL));
         }
         if payload
@@ -732,10 +757,16 @@ impl Context {
         let qp_index = self
             .find_qp(state, handle)
             .map_err(|e| self.reject(Reject::Qp, e))?;
+        match user_wqe {
+            Some(mut w) => w
+                .read_slice(&mut state.wqe.0[..len])
+                .map_err(|e| self.reject(Reject::Fault, e))?,
+            None => self.user_area(state)?.read_qwords(
+                qp_index * QP_AREA_BYTES + umem::WQE_OFFSET,
+                &mut state.wqe.0[..len],
+            )?,
+        }
         let buf = &mut state.wqe.0;
-        user_wqe
-            .read_slice(&mut buf[..len])
-            .map_err(|e| self.reject(Reject::Fault, e))?;
         let mut info =
             wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
         // The reserved lkey makes an address a DMA address: the kernel's
@@ -760,7 +791,8 @@ impl Context {
             return Err(ENOENT);
         };
         let head = qp.head;
-        let send_buf = qp.slot * SEND_BUFS_BYTES + (head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD;
+        let send_buf =
+            qp.slot * SEND_BUFS_BYTES + (head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD;
         let mut len = len;
         let payload_len = match payload {
             Some(mut p) => {
@@ -799,7 +831,7 @@ impl Context {
             match path {
                 wqe::Path::BlueFlame => {
                     let burst = wqe::bf_burst_len(len);
-                    buf[len..burst].fill(0);
+                    zero_qwords(&mut buf[len..burst]);
                     let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
                         + *bf_half as usize;
                     result.path = abi::PATH_BLUEFLAME;
@@ -861,6 +893,18 @@ impl Context {
     }
 }
 
+/// Zeroes `b` (a multiple of 8 bytes long, 8-aligned: the BlueFlame
+/// padding) with 8-byte stores; volatile, so they do not become a `memset`
+/// (one instruction per byte under `-icount`).
+fn zero_qwords(b: &mut [u8]) {
+    let p = b.as_mut_ptr().cast::<u64>();
+    for i in 0..b.len() / 8 {
+        // SAFETY: `p + i` lies inside `b`; `b` starts at a multiple of 16 in
+        // the 64-byte aligned WQE buffer.
+        unsafe { core::ptr::write_volatile(p.add(i), 0) };
+    }
+}
+
 /// Copies a message into the kernel send buffer at `off` in the pool.
 fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
     if off + abi::MAX_PAYLOAD > hw.send_pool.size() || msg.len() > abi::MAX_PAYLOAD {
@@ -881,22 +925,31 @@ fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
 
 /// Copies a stamped WQE into its send-queue slot, the control segment's first
 /// word last, so the adapter never sees a valid owner bit on a partial WQE.
+/// Eight bytes at a time, not `memcpy` (whose `rep movsb` costs one
+/// instruction per byte under `-icount`, Documentation/performance.rst).
 fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
     let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
-    let dst = hw.qp_pool.as_mut_ptr().cast::<u8>();
-    // SAFETY: `base + SQ_STRIDE` lies inside the pool (slot < MAX_QPS,
-    // index < SQ_ENTRIES, the SQ at the start of the QP's buffer) and `4 <= wqe_bytes.len() <= SQ_STRIDE` (a validated
-    // WQE, at least its control segment); the slot belongs to this QP, whose
+    let len = wqe_bytes.len();
+    if len < 16 || len % 8 != 0 || len > SQ_STRIDE || base + SQ_STRIDE > hw.qp_pool.size() {
+        return;
+    }
+    let src = wqe_bytes.as_ptr();
+    // SAFETY: `base + SQ_STRIDE` lies inside the pool and `16 <= len <=
+    // SQ_STRIDE`, a multiple of 8 (checked above); the slot is 1 KiB
+    // aligned in the page-aligned pool. It belongs to this QP, whose
     // context lock the caller holds, and is free (its last WQE completed):
     // the device ignores it until the first word gives it the pass's owner
-    // bit.
+    // bit. `src` has `len` bytes, read unaligned.
     unsafe {
-        core::ptr::copy_nonoverlapping(
-            wqe_bytes.as_ptr().add(4),
-            dst.add(base + 4),
-            wqe_bytes.len() - 4,
-        );
+        let dst = hw.qp_pool.as_mut_ptr().cast::<u8>().add(base);
+        for i in 1..len / 8 {
+            let v = src.add(8 * i).cast::<u64>().read_unaligned();
+            core::ptr::write_volatile(dst.add(8 * i).cast::<u64>(), v);
+        }
+        let v = src.add(4).cast::<u32>().read_unaligned();
+        core::ptr::write_volatile(dst.add(4).cast::<u32>(), v);
         crate::writer::wmb();
-        core::ptr::copy_nonoverlapping(wqe_bytes.as_ptr(), dst.add(base), 4);
+        let v = src.cast::<u32>().read_unaligned();
+        core::ptr::write_volatile(dst.cast::<u32>(), v);
     }
 }

@@ -403,7 +403,11 @@ impl Mlx4BfDriver {
         let hw = Hw {
             bar2: Bar2::new(pdev, &caps, writer.mapping())?,
             qp_pool: Coherent::zeroed_slice(pdev.as_ref(), qp_pool_len, GFP_KERNEL)?,
-            send_pool: Coherent::zeroed_slice(pdev.as_ref(), MAX_QPS * SEND_BUFS_BYTES, GFP_KERNEL)?,
+            send_pool: Coherent::zeroed_slice(
+                pdev.as_ref(),
+                MAX_QPS * SEND_BUFS_BYTES,
+                GFP_KERNEL,
+            )?,
             hca: mem,
         };
         dev_info!(

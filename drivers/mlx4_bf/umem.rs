@@ -17,6 +17,7 @@
 //!   +0      receive CQ ring, RCQ_ENTRIES * CQE_SIZE     read-only
 //!   +4 KiB  CQ doorbell record page (set_ci at +0)      read-write
 //!   +8 KiB  RQ_ENTRIES receive buffers of RECV_BUF_SIZE read-only
+//!   +24 KiB the WQE page: POST_SEND's staged WQE        read-write
 //! ```
 
 use kernel::{
@@ -38,7 +39,8 @@ pub(crate) const CQ_OFFSET: usize = 0;
 pub(crate) const CQ_DB_OFFSET: usize = PAGE;
 pub(crate) const RECV_OFFSET: usize = 2 * PAGE;
 const RECV_BYTES: usize = RQ_ENTRIES as usize * RECV_BUF_SIZE;
-pub(crate) const QP_AREA_BYTES: usize = RECV_OFFSET + RECV_BYTES;
+pub(crate) const WQE_OFFSET: usize = RECV_OFFSET + RECV_BYTES;
+pub(crate) const QP_AREA_BYTES: usize = WQE_OFFSET + PAGE;
 const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
 /// Contexts that may hold an area at once (each keeps it until closed).
 pub(crate) const AREAS: usize = 32;
@@ -73,9 +75,8 @@ impl UserMem {
     }
 
     /// Maps the part of area `area` that `vma` asks for: one region of a
-    /// QP index for which `in_use` holds, read-only unless it is the
-    /// doorbell record page.
-    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, in_use: impl Fn(usize) -> bool) -> Result {
+    /// QP index, read-only unless it is the doorbell record or WQE page.
+    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew) -> Result {
         let mem = self.areas.get(area).ok_or(EINVAL)?;
         let len = vma.end() - vma.start();
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
@@ -84,11 +85,11 @@ impl UserMem {
         let within = start % QP_AREA_BYTES;
         let (region, writable) = match within {
             CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),
-            CQ_DB_OFFSET => (PAGE, true),
+            CQ_DB_OFFSET | WQE_OFFSET => (PAGE, true),
             RECV_OFFSET => (RECV_BYTES, false),
             _ => return Err(EINVAL),
         };
-        if start >= AREA_BYTES || len == 0 || len > region || !in_use(start / QP_AREA_BYTES) {
+        if start >= AREA_BYTES || len == 0 || len > region {
             return Err(EINVAL);
         }
         if !writable {
@@ -143,6 +144,24 @@ impl Area<'_> {
         // may read it (or write the doorbell page) meanwhile, which only
         // affects itself.
         unsafe { core::ptr::write_bytes(p, 0, QP_AREA_BYTES) };
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes (a multiple of 8) from `off`, which user
+    /// space may be writing meanwhile: 8-byte volatile loads (READ_ONCE),
+    /// no `memcpy`; the caller checks the copy, never the source.
+    pub(crate) fn read_qwords(&self, off: usize, out: &mut [u8]) -> Result {
+        if off % 8 != 0 || out.len() % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let p = self.ptr(off, out.len())?.cast::<u64>();
+        let q = out.as_mut_ptr().cast::<u64>();
+        for i in 0..out.len() / 8 {
+            // SAFETY: `p + i` is in bounds (`ptr`) and 8-byte aligned (the
+            // area is page aligned, `off` a multiple of 8); `q + i` lies in
+            // `out`, written unaligned.
+            unsafe { q.add(i).write_unaligned(core::ptr::read_volatile(p.add(i))) };
+        }
         Ok(())
     }
 

@@ -10,6 +10,8 @@
  *   bf:BYTES    POST_SEND of an RDMA write with BYTES inline, REQUIRE_BF
  *   db:BYTES    the same WQE with FORCE_DOORBELL
  *   auto:BYTES  the same WQE without a path flag
+ *   sbf:BYTES, sdb:BYTES  as bf and db, the WQE staged in the QP's WQE page
+ *               (MLX4_BF_ATTR_WQE_LEN) and no POST_RESULT: what bench times
  *
  * The posts are the helper's (`mlx4-bf bench`): an RDMA-write WQE with the
  * payload inline (build_rdma_write() of mlx4_bf_lib.h), the QP handle and the
@@ -74,13 +76,16 @@ static void spin(long n)
 		asm volatile("1: dec %0; jnz 1b" : "+r"(n));
 }
 
+/* The QP's WQE page, for the staged configurations. */
+static uint8_t *wqe_page;
+
 /* Makes @c the call of configuration @conf; returns 0 or -1. */
 static int make_call(struct call *c, const char *conf, __u32 qp, uint8_t *wqe,
 		     struct mlx4_bf_post_result *res)
 {
 	const char *colon = strchr(conf, ':');
+	int bytes, len, staged = conf[0] == 's';
 	__u32 flags;
-	int bytes, len;
 
 	if (!strcmp(conf, "noop")) {
 		call_init(c, MLX4_BF_OBJECT_CONTEXT, MLX4_BF_METHOD_QUERY_CONTEXT);
@@ -91,6 +96,7 @@ static int make_call(struct call *c, const char *conf, __u32 qp, uint8_t *wqe,
 	bytes = atoi(colon + 1);
 	if (bytes < 0 || bytes > 900)
 		return -1;
+	conf += staged;
 	if (!strncmp(conf, "bf:", 3))
 		flags = MLX4_BF_POST_F_REQUIRE_BF;
 	else if (!strncmp(conf, "db:", 3))
@@ -100,6 +106,15 @@ static int make_call(struct call *c, const char *conf, __u32 qp, uint8_t *wqe,
 	else
 		return -1;
 	len = build_rdma_write(wqe, bytes, 0);
+	if (staged) {
+		/* the kernel copies the page on every call: its content stays */
+		memcpy(wqe_page, wqe, len);
+		call_init(c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_POST_SEND);
+		call_inline_u32(c, MLX4_BF_ATTR_QP_HANDLE, qp);
+		call_inline_u32(c, MLX4_BF_ATTR_WQE_LEN, len);
+		call_inline_u32(c, MLX4_BF_ATTR_POST_FLAGS, flags);
+		return 0;
+	}
 	post_call(c, qp, wqe, len, flags, res);
 	return 0;
 }
@@ -222,6 +237,11 @@ int main(int argc, char **argv)
 	ret = create_qp(fd, &qp);
 	if (ret) {
 		fprintf(stderr, "CREATE_QP: %s\n", strerror(-ret));
+		return 1;
+	}
+	wqe_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, qp.wqe_offset);
+	if (wqe_page == MAP_FAILED) {
+		perror("mmap of the WQE page");
 		return 1;
 	}
 	for (int i = optind; i < argc; i++) {

@@ -80,7 +80,8 @@ mod tests {
                 cqe_size,
                 cq_offset,
                 cq_db_offset,
-                recv_offset
+                recv_offset,
+                wqe_offset
             ]
         );
         same_layout!(
@@ -144,6 +145,7 @@ mod tests {
             (c::MLX4_BF_ATTR_REMOTE_QPN, abi::ATTR_REMOTE_QPN),
             (c::MLX4_BF_ATTR_ARM_FLAGS, abi::ATTR_ARM_FLAGS),
             (c::MLX4_BF_ATTR_PAYLOAD, abi::ATTR_PAYLOAD),
+            (c::MLX4_BF_ATTR_WQE_LEN, abi::ATTR_WQE_LEN),
         ] {
             assert_eq!(cv as u16, rv);
         }

@@ -42,6 +42,7 @@ pub const ATTR_RECV_COUNT: u16 = 10;
 pub const ATTR_REMOTE_QPN: u16 = 11;
 pub const ATTR_ARM_FLAGS: u16 = 12;
 pub const ATTR_PAYLOAD: u16 = 13;
+pub const ATTR_WQE_LEN: u16 = 14;
 pub const MAX_PAYLOAD: usize = 1024;
 
 pub const ARM_F_SOLICITED: u32 = 1 << 0;
@@ -136,6 +137,7 @@ pub struct QpInfo {
     pub cq_offset: u64,
     pub cq_db_offset: u64,
     pub recv_offset: u64,
+    pub wqe_offset: u64,
 }
 
 /// `struct mlx4_bf_post_result`

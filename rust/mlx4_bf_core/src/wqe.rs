@@ -178,7 +178,11 @@ pub fn append_kernel_gather(
     put_be32(buf, len + 4, seg.1);
     buf[len + 8..new_len].copy_from_slice(&seg.0.to_be_bytes());
     let fence_size = be32(buf, 4);
-    put_be32(buf, 4, (fence_size & !CTRL_SIZE_MASK) | (new_len / 16) as u32);
+    put_be32(
+        buf,
+        4,
+        (fence_size & !CTRL_SIZE_MASK) | (new_len / 16) as u32,
+    );
     Ok(new_len)
 }
 

@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mlx4_bf_core::{abi, wqe};
 
-use crate::device::Device;
+use crate::device::{Device, Mapping};
 
 /// The size sweep of `lat`, `bench` and `pingpong`.
 #[derive(clap::Args, Clone, Copy)]
@@ -99,6 +99,26 @@ pub fn post_timed(dev: &Device, qp: &abi::QpInfo, wqe: &[u8], flags: u32) -> io:
                 thread::yield_now();
             }
             r => return r.map(|_| ()),
+        }
+    }
+}
+
+/// [`post_timed`] of a WQE staged in the QP's WQE page.
+pub fn post_staged_timed(
+    dev: &Device,
+    qp: &abi::QpInfo,
+    page: &Mapping,
+    wqe: &[u8],
+    flags: u32,
+) -> io::Result<()> {
+    let mut retries = 0;
+    loop {
+        match dev.post_send_staged(qp, page, wqe, flags) {
+            Err(e) if is_back_pressure(&e) && retries < FULL_RETRIES => {
+                retries += 1;
+                thread::yield_now();
+            }
+            r => return r,
         }
     }
 }

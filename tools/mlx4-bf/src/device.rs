@@ -141,6 +141,30 @@ impl Device {
         Ok(result)
     }
 
+    /// POST_SEND of a WQE staged in the QP's WQE page (`page`, mapped from
+    /// `qp.wqe_offset`), without the optional result: the cheapest post.
+    pub fn post_send_staged(
+        &self,
+        qp: &abi::QpInfo,
+        page: &Mapping,
+        wqe: &[u8],
+        flags: u32,
+    ) -> io::Result<()> {
+        if wqe.len() > page.len() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: the page is a writable mapping of at least `wqe.len()`
+        // bytes (checked above) that only this thread writes.
+        unsafe { std::ptr::copy_nonoverlapping(wqe.as_ptr(), page.as_ptr(), wqe.len()) };
+        let mut call = Call::new(abi::OBJECT_QP, abi::METHOD_POST_SEND)
+            .inline_u32(abi::ATTR_QP_HANDLE, qp.qp_handle)
+            .inline_u32(abi::ATTR_WQE_LEN, wqe.len() as u32);
+        if flags != 0 {
+            call = call.inline_u32(abi::ATTR_POST_FLAGS, flags);
+        }
+        self.call(call)
+    }
+
     /// Hands `count` more receive buffers to the adapter (POST_RECV).
     pub fn post_recv(&self, qp: &abi::QpInfo, count: u32) -> io::Result<()> {
         self.call(
@@ -212,6 +236,10 @@ impl Mapping {
 
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
     }
 }
 

@@ -10,7 +10,10 @@ use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
-    common::{bf_cutoff, build_wqe, ioerr, post_timed, writer_name, Progress, Sweep, WARMUP},
+    common::{
+        bf_cutoff, build_wqe, ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep,
+        WARMUP,
+    },
     device::Device,
     report,
     stats::{self, summarize, Summary},
@@ -122,6 +125,11 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     }
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let analyzer = Analyzer::open();
+    // The timed posts stage their WQE in the QP's WQE page and ask for no
+    // result: the post as a verbs user would make it.
+    let page = dev
+        .map(qp.wqe_offset, 4096, true)
+        .map_err(ioerr("mmap of the WQE page"))?;
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
     let mut rows = Vec::new();
     let mut progress = Progress::new(sizes.len(), "bench");
@@ -141,8 +149,12 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
                 let which = (round as usize + k) % 3;
                 t[which] = match which {
                     0 => timed(&mut || dev.noop()),
-                    1 => timed(&mut || post_timed(dev, &qp, wqe, abi::POST_F_REQUIRE_BF)),
-                    _ => timed(&mut || post_timed(dev, &qp, wqe, abi::POST_F_FORCE_DOORBELL)),
+                    1 => timed(&mut || {
+                        post_staged_timed(dev, &qp, &page, wqe, abi::POST_F_REQUIRE_BF)
+                    }),
+                    _ => timed(&mut || {
+                        post_staged_timed(dev, &qp, &page, wqe, abi::POST_F_FORCE_DOORBELL)
+                    }),
                 }
                 .map_err(ioerr("bench ioctl"))?;
             }
