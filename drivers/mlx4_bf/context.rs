@@ -747,7 +747,7 @@ impl Context {
         }
         if payload
             .as_ref()
-            .is_some_and(|p| p.len() == 0 || p.len() > abi::MAX_PAYLOAD)
+            .is_some_and(|p| p.is_empty() || p.len() > abi::MAX_PAYLOAD)
         {
             return Err(self.reject(Reject::Length, EINVAL));
         }

@@ -214,7 +214,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.fallback(qpn, reason);
         self.trace.record(
             "bf_fallback",
-            json!({"qpn": qpn, "page": page, "half": half, "reason": reason.as_str()}),
+            || json!({"qpn": qpn, "page": page, "half": half, "reason": reason.as_str()}),
         );
         let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "bf_fallback") {

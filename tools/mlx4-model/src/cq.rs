@@ -159,7 +159,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.qp(qpn).cqes += 1;
         self.trace.record(
             "cqe",
-            json!({"cqn": cqn, "index": idx, "qpn": qpn, "bytes": hex(&cqe)}),
+            || json!({"cqn": cqn, "index": idx, "qpn": qpn, "bytes": hex(&cqe)}),
         );
         let cq = self.cqs.get_mut(&cqn)?;
         cq.pi = (idx + 1) & 0xff_ffff;
@@ -180,7 +180,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.global.cqes_dropped += 1;
         self.trace.record(
             "cqe_dropped",
-            json!({"cqn": cqn, "qpn": qpn, "reason": why}),
+            || json!({"cqn": cqn, "qpn": qpn, "reason": why}),
         );
     }
 
@@ -196,7 +196,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.global.cq_overruns += 1;
         self.trace.record(
             "cq_error",
-            json!({"cqn": cqn, "syndrome": CQ_ERROR_OVERRUN, "producer": idx, "set_ci": set_ci}),
+            || json!({"cqn": cqn, "syndrome": CQ_ERROR_OVERRUN, "producer": idx, "set_ci": set_ci}),
         );
         self.drop_cqe(cqn, qpn, "overrun");
         if let Some(eqn) = self.event_map[usize::from(event::CQ_ERROR)] {

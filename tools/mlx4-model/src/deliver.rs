@@ -216,11 +216,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let one_way = written.unwrap_or(self.clock.now()).saturating_sub(start);
         self.counters.one_way(one_way);
-        self.trace.record(
-            "deliver",
+        self.trace.record("deliver", || {
             json!({"from": s, "to": d, "len": payload.len(), "rq_index": ci,
-                   "post_t_ns": start, "one_way_ns": one_way}),
-        );
+                   "post_t_ns": start, "one_way_ns": one_way})
+        });
         Ok(())
     }
 
@@ -255,7 +254,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {
         self.trace.record(
             "deliver_error",
-            json!({"from": s, "to": d, "error": why, "syndrome": sender_syndrome}),
+            || json!({"from": s, "to": d, "error": why, "syndrome": sender_syndrome}),
         );
     }
 }

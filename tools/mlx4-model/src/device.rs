@@ -204,8 +204,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         &self.trace
     }
 
-    /// A record from the shell (DMA maps, interrupt setup).
-    pub fn record(&mut self, kind: &str, fields: Value) {
+    /// A record from the shell (DMA maps, interrupt setup); `fields` is
+    /// only called if the trace level keeps `kind`.
+    pub fn record(&mut self, kind: &str, fields: impl FnOnce() -> Value) {
         self.trace.record(kind, fields);
     }
 
@@ -221,7 +222,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.pci.read(off, data);
         self.trace.record(
             "config_read",
-            json!({"off": off, "len": data.len(), "data": hex(data)}),
+            || json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
         self.charge(Tx::NonPosted);
     }
@@ -229,7 +230,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub fn config_write(&mut self, off: u64, data: &[u8]) {
         self.trace.record(
             "config_write",
-            json!({"off": off, "len": data.len(), "data": hex(data)}),
+            || json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
         self.charge(Tx::NonPosted);
         self.pci.write(off, data);
@@ -254,7 +255,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
     }
 
-    fn bar2_record(&self, off: u64, data: &[u8], region: Bar2Region) -> Value {
+    fn bar2_record(off: u64, data: &[u8], region: Bar2Region) -> Value {
         let mut rec = json!({"bar": 2, "off": off, "len": data.len(), "data": hex(data)});
         match region {
             Bar2Region::Uar { page, .. } => {
@@ -280,11 +281,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         match bar {
             0 => {
                 let region = Bar0Region::decode(off, len);
-                self.trace.record(
-                    "mmio_write",
+                self.trace.record("mmio_write", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
-                           "region": region.as_str()}),
-                );
+                           "region": region.as_str()})
+                });
                 self.charge(Tx::PostedWrite);
                 match region {
                     Bar0Region::Hcr => self.hcr_write(off - HCR_BASE, data),
@@ -301,8 +301,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.counters.global.bar2_writes += 1;
                 self.counters.global.bar2_bytes += len;
                 let region = self.bar2_decode(off, len);
-                let rec = self.bar2_record(off, data, region);
-                self.trace.record("mmio_write", rec);
+                self.trace
+                    .record("mmio_write", || Self::bar2_record(off, data, region));
                 self.charge(match region {
                     Bar2Region::Bf { in_page, .. } => Tx::StoreBlock {
                         off: in_page % BF_HALF,
@@ -322,7 +322,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             _ => {
                 self.trace.record(
                     "mmio_write",
-                    json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
+                    || json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
                 self.charge(Tx::PostedWrite);
                 self.protocol_error(Code::UndefinedRegion, format!("write to region {bar}"));
@@ -349,11 +349,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                         format!("BAR0 read of {len} bytes at {off:#x}"),
                     )),
                 };
-                self.trace.record(
-                    "mmio_read",
+                self.trace.record("mmio_read", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
-                           "region": region.as_str()}),
-                );
+                           "region": region.as_str()})
+                });
                 self.charge(Tx::NonPosted);
                 if let Some((code, detail)) = err {
                     self.protocol_error(code, detail);
@@ -361,8 +360,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
             2 => {
                 let region = self.bar2_decode(off, len);
-                let rec = self.bar2_record(off, data, region);
-                self.trace.record("mmio_read", rec);
+                self.trace
+                    .record("mmio_read", || Self::bar2_record(off, data, region));
                 self.charge(Tx::NonPosted);
                 let hits_register = match region {
                     Bar2Region::Uar { in_page, .. } => {
@@ -381,7 +380,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             _ => {
                 self.trace.record(
                     "mmio_read",
-                    json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
+                    || json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
                 self.charge(Tx::NonPosted);
                 self.protocol_error(Code::UndefinedRegion, format!("read of region {bar}"));
@@ -454,7 +453,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// contexts gone, HCR idle with T=0, ownership free. The analyzer state
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY) is kept.
     pub fn reset(&mut self, source: &str) {
-        self.trace.record("device_reset", json!({"source": source}));
+        self.trace
+            .record("device_reset", || json!({"source": source}));
         self.hcr = Hcr::default();
         self.owned = false;
         self.eqs = vec![None; NUM_EQS];
@@ -473,7 +473,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         log::debug!("protocol error {}: {detail}", code.as_str());
         self.trace.record(
             "protocol_error",
-            json!({"code": code.as_str(), "detail": detail, "expected": expected}),
+            || json!({"code": code.as_str(), "detail": detail, "expected": expected}),
         );
         self.trace.flush();
     }
@@ -488,14 +488,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         read: Read,
     ) -> bool {
         let r = self.mem.read(addr, buf);
-        let mut rec = json!({"addr": addr, "len": buf.len(), "what": what});
-        if r.is_ok() && matches!(what, "wqe" | "db_rec" | "mailbox" | "rwqe") {
-            rec["data"] = hex(buf).into();
-        }
-        if r.is_err() {
-            rec["ok"] = false.into();
-        }
-        self.trace.record("dma_read", rec);
+        self.trace.record("dma_read", || {
+            let mut rec = json!({"addr": addr, "len": buf.len(), "what": what});
+            if r.is_ok() && matches!(what, "wqe" | "db_rec" | "mailbox" | "rwqe") {
+                rec["data"] = hex(buf).into();
+            }
+            if r.is_err() {
+                rec["ok"] = false.into();
+            }
+            rec
+        });
         self.charge(Tx::DmaRead {
             len: buf.len() as u64,
             read,
@@ -512,14 +514,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// DMA write (posted, charged); counted when it succeeds.
     pub(crate) fn dma_write(&mut self, addr: u64, data: &[u8], what: &'static str) -> bool {
         let r = self.mem.write(addr, data);
-        let mut rec = json!({"addr": addr, "len": data.len(), "what": what});
-        if r.is_ok() && what == "mailbox" {
-            rec["data"] = hex(data).into();
-        }
-        if r.is_err() {
-            rec["ok"] = false.into();
-        }
-        self.trace.record("dma_write", rec);
+        self.trace.record("dma_write", || {
+            let mut rec = json!({"addr": addr, "len": data.len(), "what": what});
+            if r.is_ok() && what == "mailbox" {
+                rec["data"] = hex(data).into();
+            }
+            if r.is_err() {
+                rec["ok"] = false.into();
+            }
+            rec
+        });
         self.charge(Tx::DmaWrite {
             len: data.len() as u64,
         });
@@ -550,7 +554,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
-        self.trace.record("exit", json!({}));
+        self.trace.record("exit", || json!({}));
         self.trace.flush();
     }
 
@@ -558,6 +562,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let mut v = self.counters.summary();
         v["clock_ns"] = self.clock.now().into();
         v["trace_records"] = self.trace.seq().into();
+        v["trace_level"] = self.trace.level().as_str().into();
+        v["trace_lines"] = self.trace.written().into();
         v["num_uars"] = self.cfg.num_uars.into();
         v
     }

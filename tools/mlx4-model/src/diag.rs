@@ -181,7 +181,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         match off {
             QP_SELECT => self.diag.qp_select = v,
             MARK => {
-                self.trace.record("mark", json!({"value": v}));
+                self.trace.record("mark", || json!({"value": v}));
                 self.trace.flush();
             }
             EXPECT => self.diag.expect = v,

@@ -113,7 +113,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.global.eqes += 1;
         self.trace.record(
             "eqe",
-            json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
+            || json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
         );
         let Some(eq) = self.eqs[usize::from(eqn)].as_mut() else {
             return;
@@ -130,7 +130,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.counters.global.msix_irqs += 1;
         let delivered = self.irq.raise(vector);
         self.trace
-            .record("irq", json!({"vector": vector, "delivered": delivered}));
+            .record("irq", || json!({"vector": vector, "delivered": delivered}));
         self.charge(Tx::Msi);
         if !delivered {
             self.protocol_error(

@@ -101,8 +101,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         self.hcr.regs[6] = (v & !(GO | 0xff00_0000)) | (u32::from(status) << 24);
         self.counters.global.commands += 1;
-        self.trace.record(
-            "command",
+        self.trace.record("command", || {
             json!({
                 "opcode": req.opcode,
                 "name": crate::commands::name(req.opcode),
@@ -113,8 +112,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 "out_param": req.out_param,
                 "event": req.event,
                 "token": req.token,
-            }),
-        );
+            })
+        });
         if req.event {
             self.command_event(&req, status);
         }

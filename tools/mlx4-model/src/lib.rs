@@ -38,4 +38,4 @@ mod tests;
 pub use device::{Config, Device};
 pub use guest_memory::{DmaError, FakeMemory, GuestMemory};
 pub use irq::{Irq, RecordingIrq};
-pub use trace::Tracer;
+pub use trace::{TraceLevel, Tracer};

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use mlx4_model::server::{self, Backend, DmaMaps, EventfdIrq, Model};
-use mlx4_model::{Config, Device, Tracer};
+use mlx4_model::{Config, Device, TraceLevel, Tracer};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,6 +20,10 @@ struct Args {
     /// Analyzer trace: one JSON object per line.
     #[arg(long)]
     trace: PathBuf,
+    /// What the trace keeps: `all` (every transaction) or `errors`
+    /// (protocol errors, the data path's error records, marks, exit).
+    #[arg(long, default_value = "all")]
+    trace_level: TraceLevel,
     /// JSON summary of all counters, written at exit.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -64,7 +68,7 @@ fn main() -> Result<()> {
         cfg,
         DmaMaps::default(),
         EventfdIrq::default(),
-        Tracer::to_writer(Box::new(trace)),
+        Tracer::to_writer(Box::new(trace)).with_level(args.trace_level),
     )));
 
     let srv = vfio_user::Server::new(

@@ -126,7 +126,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         qp.sq_ahead -= 1;
         self.counters.global.already_executed += 1;
         self.trace
-            .record("already_executed", json!({"qpn": qpn, "by": by}));
+            .record("already_executed", || json!({"qpn": qpn, "by": by}));
         true
     }
 
@@ -164,20 +164,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// were taken.
     pub(crate) fn run_sq(&mut self, qpn: u32, page: u32) -> u32 {
         let mut taken = 0;
-        while let Some(qp) = self.qps.get(&qpn) {
-            if qp.state != QpState::Rts || taken >= qp.sq_entries() {
-                break;
-            }
-            let (idx, ring, want_owner) = (qp.sq_ci, qp.sq_bytes(), qp.owner_for(qp.sq_ci));
-            let first = FETCH_CHUNK.min(ring) as usize;
-            let mut bytes = vec![0u8; first];
-            if !self.sq_read(qpn, idx, 0, &mut bytes) {
-                break;
-            }
-            let c = Ctrl::decode(&bytes);
-            if c.owner != want_owner || c.ds == 0 {
-                break;
-            }
+        while let Some((idx, mut bytes, c)) = self.next_wqe(qpn, QpState::Rts, taken) {
+            let (ring, first) = (self.qps[&qpn].sq_bytes(), bytes.len());
             taken += 1;
             if c.wqe_bytes() as u64 > ring {
                 self.counters.global.wqes_dma += 1;
@@ -204,25 +192,31 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// completes with WR_FLUSH_ERR (mlx4 flushes; every WQE gets a CQE).
     pub(crate) fn flush_sq(&mut self, qpn: u32) {
         let mut taken = 0;
-        while let Some(qp) = self.qps.get(&qpn) {
-            if qp.state != QpState::Err || taken >= qp.sq_entries() {
-                break;
-            }
-            let (idx, want_owner) = (qp.sq_ci, qp.owner_for(qp.sq_ci));
-            let mut bytes = vec![0u8; FETCH_CHUNK.min(qp.sq_bytes()) as usize];
-            if !self.sq_read(qpn, idx, 0, &mut bytes) {
-                break;
-            }
-            let c = Ctrl::decode(&bytes);
-            if c.owner != want_owner || c.ds == 0 {
-                break;
-            }
+        while let Some((idx, _, c)) = self.next_wqe(qpn, QpState::Err, taken) {
             taken += 1;
             self.counters.global.flushed += 1;
             self.trace
-                .record("flush", json!({"qpn": qpn, "index": idx}));
+                .record("flush", || json!({"qpn": qpn, "index": idx}));
             self.send_error(qpn, idx, &c, syndrome::WR_FLUSH_ERR);
         }
+    }
+
+    /// The WQE at the consumer index of QP `qpn` in `state`, if it is valid
+    /// (owner parity, DS != 0) and a scan that has `taken` already may take
+    /// one more: its index, its first fetched bytes (64, or the ring if
+    /// smaller) and its control segment.
+    fn next_wqe(&mut self, qpn: u32, state: QpState, taken: u32) -> Option<(u32, Vec<u8>, Ctrl)> {
+        let qp = self.qps.get(&qpn)?;
+        if qp.state != state || taken >= qp.sq_entries() {
+            return None;
+        }
+        let (idx, want_owner) = (qp.sq_ci, qp.owner_for(qp.sq_ci));
+        let mut bytes = vec![0u8; FETCH_CHUNK.min(qp.sq_bytes()) as usize];
+        if !self.sq_read(qpn, idx, 0, &mut bytes) {
+            return None;
+        }
+        let c = Ctrl::decode(&bytes);
+        (c.owner == want_owner && c.ds != 0).then_some((idx, bytes, c))
     }
 
     /// The diag block's "last executed WQE": the BF burst as written, or
@@ -265,12 +259,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.counters.qp(qpn).wqes_dma += 1;
             }
         }
-        self.trace.record(
-            "wqe",
+        self.trace.record("wqe", || {
             json!({"qpn": qpn, "index": idx, "opcode": c.opcode, "ds": c.ds,
                    "source": source.as_str(), "bytes": hex(bytes),
-                   "post_t_ns": self.post_start_ns}),
-        );
+                   "post_t_ns": self.post_start_ns})
+        });
         let w = match result {
             Ok(w) => w,
             Err(e) => {

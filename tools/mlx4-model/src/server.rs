@@ -261,11 +261,10 @@ impl ServerBackend for Backend {
     ) -> io::Result<()> {
         let mut dev = self.dev();
         let r = dev.mem_mut().map(address, size, offset, fd.as_ref(), flags);
-        dev.record(
-            "dma_map",
+        dev.record("dma_map", || {
             json!({"iova": address, "size": size, "fd_offset": offset,
-                   "fd": fd.is_some(), "flags": flags.bits(), "ok": r.is_ok()}),
-        );
+                   "fd": fd.is_some(), "flags": flags.bits(), "ok": r.is_ok()})
+        });
         r
     }
 
@@ -278,7 +277,7 @@ impl ServerBackend for Backend {
         }
         dev.record(
             "dma_unmap",
-            json!({"iova": address, "size": size, "flags": flags.bits()}),
+            || json!({"iova": address, "size": size, "flags": flags.bits()}),
         );
         Ok(())
     }
@@ -297,11 +296,10 @@ impl ServerBackend for Backend {
         fds: Vec<File>,
     ) -> io::Result<()> {
         let mut dev = self.dev();
-        dev.record(
-            "irq_setup",
+        dev.record("irq_setup", || {
             json!({"index": index, "flags": flags, "start": start, "count": count,
-                   "fds": fds.len()}),
-        );
+                   "fds": fds.len()})
+        });
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
             // INTx (and nothing else) is offered but never raised.
             return Ok(());

@@ -4,6 +4,7 @@
 use super::harness::*;
 use crate::commands::op;
 use crate::layout::*;
+use crate::trace::{TraceLevel, ERROR_KINDS};
 use crate::Config;
 use proptest::prelude::*;
 
@@ -185,22 +186,39 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
     }
 }
 
+/// The fuzz test's starting points, at a trace level.
+fn start(ready: bool, level: TraceLevel) -> Harness {
+    if ready {
+        // Start from a working device so deep paths get exercised.
+        let mut h = Harness::ready_at(
+            Config {
+                num_uars: NUM_UARS,
+                fallback_every: 3,
+            },
+            level,
+        );
+        h.cmd_full(op::MAP_EQ, 0, 1 << 0x04, 0, 0, None);
+        h.arm_cq(UAR, CQN, 2, 0);
+        h.arm_cq(UAR, RCQN, 1, 0);
+        h.eq_doorbell(1, 0, true);
+        h
+    } else {
+        Harness::with_config_at(
+            Config {
+                num_uars: NUM_UARS,
+                fallback_every: 0,
+            },
+            level,
+        )
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
     #[test]
     fn mmio_fuzz(ops in proptest::collection::vec(op_strategy(), 1..60), start_ready in any::<bool>()) {
-        let mut h = if start_ready {
-            // Start from a working device so deep paths get exercised.
-            let mut h = Harness::ready(Config { num_uars: NUM_UARS, fallback_every: 3 });
-            h.cmd_full(op::MAP_EQ, 0, 1 << 0x04, 0, 0, None);
-            h.arm_cq(UAR, CQN, 2, 0);
-            h.arm_cq(UAR, RCQN, 1, 0);
-            h.eq_doorbell(1, 0, true);
-            h
-        } else {
-            Harness::with_config(Config { num_uars: NUM_UARS, fallback_every: 0 })
-        };
+        let mut h = start(start_ready, TraceLevel::All);
         let mut touched_reset = false;
         for op in &ops {
             apply(&mut h, op, &mut touched_reset);
@@ -214,5 +232,48 @@ proptest! {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             prop_assert_eq!(v["seq"].as_u64(), Some(i as u64 + 1));
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The `errors` trace is the `all` trace with the other kinds left out,
+    /// seq and all, and the level changes nothing else.
+    #[test]
+    fn errors_level_is_the_full_trace_filtered(ops in proptest::collection::vec(op_strategy(), 1..60), start_ready in any::<bool>()) {
+        let mut all = start(start_ready, TraceLevel::All);
+        let mut errors = start(start_ready, TraceLevel::Errors);
+        let (mut t1, mut t2) = (false, false);
+        for op in &ops {
+            apply(&mut all, op, &mut t1);
+            apply(&mut errors, op, &mut t2);
+        }
+        all.dev.finish();
+        errors.dev.finish();
+        let kept: Vec<&String> = all
+            .dev
+            .tracer()
+            .lines()
+            .iter()
+            .filter(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                ERROR_KINDS.contains(&v["kind"].as_str().unwrap())
+            })
+            .collect();
+        let got: Vec<&String> = errors.dev.tracer().lines().iter().collect();
+        prop_assert_eq!(got, kept);
+        let (mut s1, mut s2) = (all.dev.summary(), errors.dev.summary());
+        prop_assert_eq!(&s1["trace_level"], "all");
+        prop_assert_eq!(&s2["trace_level"], "errors");
+        prop_assert_eq!(&s1["trace_lines"], &s1["trace_records"]);
+        prop_assert_eq!(s2["trace_lines"].as_u64(), Some(errors.dev.tracer().lines().len() as u64));
+        for s in [&mut s1, &mut s2] {
+            let m = s.as_object_mut().unwrap();
+            m.remove("trace_level");
+            m.remove("trace_lines");
+        }
+        prop_assert_eq!(s1, s2);
+        prop_assert_eq!(all.mem(MEM_BASE, MEM_LEN), errors.mem(MEM_BASE, MEM_LEN));
     }
 }

@@ -5,7 +5,7 @@ use crate::commands::op;
 use crate::diag;
 use crate::hcr::{EVENT, GO, TOGGLE};
 use crate::layout::*;
-use crate::trace::Tracer;
+use crate::trace::{TraceLevel, Tracer};
 use crate::{Config, Device, FakeMemory, RecordingIrq};
 use serde_json::Value;
 
@@ -67,12 +67,17 @@ impl Harness {
     }
 
     pub fn with_config(cfg: Config) -> Self {
+        Self::with_config_at(cfg, TraceLevel::All)
+    }
+
+    /// A device whose trace keeps what `level` says.
+    pub fn with_config_at(cfg: Config, level: TraceLevel) -> Self {
         cfg.validate().unwrap();
         let dev = Device::new(
             cfg,
             FakeMemory::with_range(MEM_BASE, MEM_LEN),
             RecordingIrq::default(),
-            Tracer::memory(),
+            Tracer::memory().with_level(level),
         );
         Harness { dev, toggle: 1 }
     }
@@ -274,7 +279,11 @@ impl Harness {
     }
 
     pub fn ready(cfg: Config) -> Self {
-        let mut h = Self::with_config(cfg);
+        Self::ready_at(cfg, TraceLevel::All)
+    }
+
+    pub fn ready_at(cfg: Config, level: TraceLevel) -> Self {
+        let mut h = Self::with_config_at(cfg, level);
         assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
         assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
         assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
