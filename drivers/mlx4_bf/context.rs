@@ -74,8 +74,9 @@ struct Qp {
 }
 
 /// The WQE being posted, padded to whole 64-byte chunks with zeroes. Aligned
-/// so the store-block writer can issue whole blocks from it.
-#[repr(C, align(64))]
+/// to its size, so it never crosses a 4 KiB boundary: the store-block split
+/// (`zpci_memcpy_toio()`'s) breaks a burst where its source crosses one.
+#[repr(C, align(1024))]
 struct WqeBuf([u8; SQ_STRIDE]);
 
 struct State {

@@ -2,10 +2,12 @@
 
 //! Plans a copy to MMIO the way s390's `zpci_memcpy_toio` splits it
 //! (`arch/s390/include/asm/pci_io.h`): pieces of at most 128 bytes that never
-//! cross a 4 KiB boundary; a piece whose source, destination and size are all
-//! 8-byte aligned is one store block (PCISTB), anything else a single store
-//! (PCISTG) of the largest power of two of at most 8 bytes that the alignment
-//! allows.
+//! cross a 4 KiB boundary of the **memory** operand (the source: the kernel
+//! passes its arguments to `zpci_get_max_io_size(dst_iomem, src_mem, ...)`,
+//! whose boundary test applies to the second); a piece whose source,
+//! destination and size are all 8-byte aligned is one store block (PCISTB),
+//! anything else a single store (PCISTG) of the largest power of two of at
+//! most 8 bytes that the alignment allows.
 
 /// Largest store block (`ZPCI_BOUNDARY_SIZE` is 4 KiB, the block limit 128 B).
 pub const MAX_BLOCK: usize = 128;
@@ -38,9 +40,10 @@ impl Piece {
     }
 }
 
-/// `zpci_get_max_io_size()`.
+/// `zpci_get_max_io_size()` as `zpci_memcpy_toio()` calls it: the
+/// boundary is the memory source's.
 fn max_io_size(src: usize, dst: usize, len: usize) -> usize {
-    let size = len.min(BOUNDARY - (dst & (BOUNDARY - 1))).min(MAX_BLOCK);
+    let size = len.min(BOUNDARY - (src & (BOUNDARY - 1))).min(MAX_BLOCK);
     if (src | dst | size) & 7 == 0 {
         size
     } else if size >= 8 {
@@ -142,9 +145,12 @@ mod tests {
         assert_eq!(block_count(0, bf, 256), 2);
     }
 
+    /// The kernel's split: a source crossing 4 KiB splits the burst there,
+    /// wherever the MMIO destination lies.
     #[test]
-    fn never_crosses_a_4k_boundary() {
-        let got = pieces(0, 4096 - 64, 256);
+    fn a_source_crossing_4k_splits_at_the_crossing() {
+        let bf = 0x40_1000;
+        let got = pieces(4096 - 64, bf, 256);
         assert_eq!(got[0], Some(Piece::Block { offset: 0, len: 64 }));
         assert_eq!(
             got[1],
@@ -160,9 +166,53 @@ mod tests {
                 len: 64
             })
         );
-        for dst in (0..8192).step_by(8) {
-            for p in plan(0, dst, 300) {
-                let start = dst + p.offset();
+        let got = pieces(0x2000 - 32, bf + 256, 128);
+        assert_eq!(got[0], Some(Piece::Block { offset: 0, len: 32 }));
+        assert_eq!(
+            got[1],
+            Some(Piece::Block {
+                offset: 32,
+                len: 96
+            })
+        );
+        assert_eq!(block_count(4096 - 64, bf, 64), 1);
+        assert_eq!(
+            block_count(4096 - 8, bf, 64),
+            1,
+            "8 bytes are a single store"
+        );
+        // The destination's 4 KiB boundary does not split.
+        let got = pieces(0x1000, 0x2000 - 64, 128);
+        assert_eq!(
+            got[0],
+            Some(Piece::Block {
+                offset: 0,
+                len: 128
+            })
+        );
+    }
+
+    #[test]
+    fn never_crosses_a_4k_boundary() {
+        let got = pieces(4096 - 64, 0, 256);
+        assert_eq!(got[0], Some(Piece::Block { offset: 0, len: 64 }));
+        assert_eq!(
+            got[1],
+            Some(Piece::Block {
+                offset: 64,
+                len: 128
+            })
+        );
+        assert_eq!(
+            got[2],
+            Some(Piece::Block {
+                offset: 192,
+                len: 64
+            })
+        );
+        for src in (0..8192).step_by(8) {
+            for p in plan(src, 0, 300) {
+                let start = src + p.offset();
                 assert_eq!(start / 4096, (start + p.len() - 1) / 4096);
                 assert!(p.len() <= MAX_BLOCK);
             }
@@ -188,9 +238,9 @@ mod tests {
     #[test]
     fn pieces_cover_the_copy_exactly() {
         for len in 0..300 {
-            for dst in [0, 8, 4088, 4090] {
+            for src in [0, 8, 4088, 4090] {
                 let mut next = 0;
-                for p in plan(16, dst, len) {
+                for p in plan(src, 16, len) {
                     assert_eq!(p.offset(), next);
                     assert!(!p.is_empty());
                     next += p.len();
