@@ -86,21 +86,25 @@ pub fn is_back_pressure(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock
 }
 
-/// A post for the timing loops. `-EAGAIN` is back pressure (the adapter, the
-/// device model under emulation above all, has not caught up with the send
-/// queue within the kernel's wait): the post is retried, the wait counting
-/// in its time.
-pub fn post_timed(dev: &Device, qp: &abi::QpInfo, wqe: &[u8], flags: u32) -> io::Result<()> {
+/// Retries `post` while it answers `-EAGAIN`, back pressure (the adapter,
+/// the device model under emulation above all, has not caught up with the
+/// send queue within the kernel's wait); the wait counts in the post's time.
+fn retry_back_pressure<T>(mut post: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let mut retries = 0;
     loop {
-        match dev.post_send(qp, wqe, flags) {
+        match post() {
             Err(e) if is_back_pressure(&e) && retries < FULL_RETRIES => {
                 retries += 1;
                 thread::yield_now();
             }
-            r => return r.map(|_| ()),
+            r => return r,
         }
     }
+}
+
+/// A post for the timing loops, retried under back pressure.
+pub fn post_timed(dev: &Device, qp: &abi::QpInfo, wqe: &[u8], flags: u32) -> io::Result<()> {
+    retry_back_pressure(|| dev.post_send(qp, wqe, flags)).map(|_| ())
 }
 
 /// [`post_timed`] of a WQE staged in the QP's WQE page.
@@ -111,16 +115,7 @@ pub fn post_staged_timed(
     wqe: &[u8],
     flags: u32,
 ) -> io::Result<()> {
-    let mut retries = 0;
-    loop {
-        match dev.post_send_staged(qp, page, wqe, flags) {
-            Err(e) if is_back_pressure(&e) && retries < FULL_RETRIES => {
-                retries += 1;
-                thread::yield_now();
-            }
-            r => return r,
-        }
-    }
+    retry_back_pressure(|| dev.post_send_staged(qp, page, wqe, flags))
 }
 
 /// An ioctl's error, named after the method, with what the common errnos

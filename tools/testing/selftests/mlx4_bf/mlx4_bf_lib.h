@@ -134,16 +134,23 @@ static inline void post_call(struct call *c, __u32 handle, const void *wqe, __u1
  * device model, behind QEMU's posted writes on a loaded host, can lag that
  * far). Like any verbs user, retry: for up to a second.
  */
+/* call_do(), retrying -EAGAIN (back pressure) for up to a second. */
+static inline int call_retry(int fd, struct call *c)
+{
+	int ret, tries = 0;
+
+	while ((ret = call_do(fd, c)) == -EAGAIN && tries++ < 1000)
+		usleep(1000);
+	return ret;
+}
+
 static inline int post_send(int fd, __u32 handle, const void *wqe, __u16 len, __u32 flags,
 			    struct mlx4_bf_post_result *res)
 {
 	struct call c;
-	int ret, tries = 0;
 
 	post_call(&c, handle, wqe, len, flags, res);
-	while ((ret = call_do(fd, &c)) == -EAGAIN && tries++ < 1000)
-		usleep(1000);
-	return ret;
+	return call_retry(fd, &c);
 }
 
 static inline void put_be32(uint8_t *p, uint32_t v)

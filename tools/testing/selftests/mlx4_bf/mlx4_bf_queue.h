@@ -71,15 +71,12 @@ static inline int post_send_payload(int fd, __u32 handle, const void *msg, __u16
 {
 	uint8_t ctrl[16] = { 0 };
 	struct call c;
-	int ret, tries = 0;
 
 	put_be32(ctrl, OP_SEND);
 	put_be32(ctrl + 4, 1);
 	post_call(&c, handle, ctrl, sizeof(ctrl), flags, NULL);
 	call_attr(&c, MLX4_BF_ATTR_PAYLOAD, len, (uintptr_t)msg);
-	while ((ret = call_do(fd, &c)) == -EAGAIN && tries++ < 1000)
-		usleep(1000);
-	return ret;
+	return call_retry(fd, &c);
 }
 
 /* Opens a context with one QP and maps its receive side; 0 or -errno. */
