@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define MLX4_BF_ABI_VERSION	2
+#define MLX4_BF_ABI_VERSION	3
 
 #define MLX4_BF_IOCTL_MAGIC	0xBF
 #define MLX4_BF_IOCTL		_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)
@@ -75,6 +75,7 @@ enum mlx4_bf_object {
 	MLX4_BF_OBJECT_DEVICE = 1,
 	MLX4_BF_OBJECT_CONTEXT,
 	MLX4_BF_OBJECT_QP,
+	MLX4_BF_OBJECT_MR,
 };
 
 enum mlx4_bf_device_method {
@@ -97,7 +98,12 @@ enum mlx4_bf_qp_method {
 	/*
 	 * in MLX4_BF_ATTR_QP_HANDLE, MLX4_BF_ATTR_WQE or MLX4_BF_ATTR_WQE_LEN,
 	 * MLX4_BF_ATTR_POST_FLAGS (optional), MLX4_BF_ATTR_PAYLOAD (optional);
-	 * out MLX4_BF_ATTR_POST_RESULT (optional)
+	 * out MLX4_BF_ATTR_POST_RESULT (optional). A gather segment names a
+	 * memory region of this context by its lkey and a user virtual address
+	 * range inside it; an RDMA write's remote address segment names one of
+	 * the connected peer's context, registered with
+	 * MLX4_BF_ACCESS_REMOTE_WRITE, by its rkey, and the whole message must
+	 * lie inside it. Anything else fails with -EACCES.
 	 */
 	MLX4_BF_METHOD_POST_SEND,
 	/*
@@ -115,6 +121,18 @@ enum mlx4_bf_qp_method {
 	 * for one completion event of the QP's receive CQ
 	 */
 	MLX4_BF_METHOD_ARM_CQ,
+};
+
+enum mlx4_bf_mr_method {
+	/*
+	 * in MLX4_BF_ATTR_MR_ADDR, MLX4_BF_ATTR_MR_LENGTH,
+	 * MLX4_BF_ATTR_MR_ACCESS (optional, 0 if absent);
+	 * out MLX4_BF_ATTR_MR_INFO: pins the range, maps it for the adapter's
+	 * DMA and registers it as a memory region of this context
+	 */
+	MLX4_BF_METHOD_REG_MR = 1,
+	/* in MLX4_BF_ATTR_MR_HANDLE: deregisters and unpins it */
+	MLX4_BF_METHOD_DEREG_MR,
 };
 
 enum mlx4_bf_attr_id {
@@ -141,10 +159,44 @@ enum mlx4_bf_attr_id {
 	 * page (struct mlx4_bf_qp_info wqe_offset), instead of MLX4_BF_ATTR_WQE
 	 */
 	MLX4_BF_ATTR_WQE_LEN,
+	MLX4_BF_ATTR_MR_ADDR,		/* __u64, inline: user virtual address */
+	MLX4_BF_ATTR_MR_LENGTH,		/* __u64, inline: bytes */
+	MLX4_BF_ATTR_MR_ACCESS,		/* __u32 enum mlx4_bf_access_flags, inline */
+	MLX4_BF_ATTR_MR_INFO,		/* struct mlx4_bf_mr_info */
+	MLX4_BF_ATTR_MR_HANDLE,		/* __u32, inline */
 };
 
 /* The largest MLX4_BF_ATTR_PAYLOAD. */
 #define MLX4_BF_MAX_PAYLOAD	1024
+
+/*
+ * What the adapter may do with a memory region besides reading it for a
+ * local gather, as enum ib_access_flags. REMOTE_WRITE requires LOCAL_WRITE.
+ */
+enum mlx4_bf_access_flags {
+	MLX4_BF_ACCESS_LOCAL_WRITE	= 1 << 0,
+	/* The connected peer may RDMA-write into it with its rkey. */
+	MLX4_BF_ACCESS_REMOTE_WRITE	= 1 << 1,
+};
+
+/**
+ * struct mlx4_bf_mr_info - a registered memory region
+ * @mr_handle: handle for MLX4_BF_METHOD_DEREG_MR
+ * @lkey: the key a gather segment names it with (its address is the user
+ *        virtual address, as in verbs)
+ * @rkey: the key the connected peer's RDMA write names it with (mlx4: equal
+ *        to @lkey)
+ * @reserved: zero
+ *
+ * A key is the MPT index shifted left by 8 with an 8-bit tag that changes
+ * every time the index is reused, so a key is stale after DEREG_MR.
+ */
+struct mlx4_bf_mr_info {
+	__u32 mr_handle;
+	__u32 lkey;
+	__u32 rkey;
+	__u32 reserved;
+};
 
 enum mlx4_bf_writer {
 	/* zPCI store-block semantics: <= 128-byte blocks, no 4 KiB crossing */
@@ -166,6 +218,9 @@ enum mlx4_bf_writer {
  * @max_qps_per_context: QPs one open file may create
  * @sq_entries: send-queue slots of each QP
  * @bar2_len: length of BAR2 in bytes
+ * @max_mrs_per_context: memory regions one open file may register
+ * @max_mr_pages: pages (4 KiB) one open file may have registered in all
+ * @max_mr_size: largest memory region, in bytes
  */
 struct mlx4_bf_device_info {
 	__u32 abi_version;
@@ -179,6 +234,9 @@ struct mlx4_bf_device_info {
 	__u32 max_qps_per_context;
 	__u32 sq_entries;
 	__aligned_u64 bar2_len;
+	__u32 max_mrs_per_context;
+	__u32 max_mr_pages;
+	__aligned_u64 max_mr_size;
 };
 
 /**
@@ -280,7 +338,9 @@ enum mlx4_bf_reject {
 	MLX4_BF_REJECT_GATHER,		/* gather segment where BlueFlame is required */
 	MLX4_BF_REJECT_FAULT,		/* the WQE could not be copied from user space */
 	MLX4_BF_REJECT_QP,		/* unknown QP handle */
-	MLX4_BF_REJECT_LKEY,		/* gather segment with the adapter's reserved lkey */
+	MLX4_BF_REJECT_LKEY,		/* gather lkey not one of the context's MRs */
+	MLX4_BF_REJECT_RANGE,		/* gather segment outside its MR */
+	MLX4_BF_REJECT_RKEY,		/* RDMA write outside a remote-writable MR of the peer */
 	MLX4_BF_REJECT_MAX,
 };
 

@@ -60,8 +60,16 @@ mod tests {
                 store_block_max,
                 max_qps_per_context,
                 sq_entries,
-                bar2_len
+                bar2_len,
+                max_mrs_per_context,
+                max_mr_pages,
+                max_mr_size
             ]
+        );
+        same_layout!(
+            c::mlx4_bf_mr_info,
+            abi::MrInfo,
+            [mr_handle, lkey, rkey, reserved]
         );
         same_layout!(
             c::mlx4_bf_context_info,
@@ -123,6 +131,9 @@ mod tests {
             (c::MLX4_BF_OBJECT_DEVICE, abi::OBJECT_DEVICE),
             (c::MLX4_BF_OBJECT_CONTEXT, abi::OBJECT_CONTEXT),
             (c::MLX4_BF_OBJECT_QP, abi::OBJECT_QP),
+            (c::MLX4_BF_OBJECT_MR, abi::OBJECT_MR),
+            (c::MLX4_BF_METHOD_REG_MR, abi::METHOD_REG_MR),
+            (c::MLX4_BF_METHOD_DEREG_MR, abi::METHOD_DEREG_MR),
             (c::MLX4_BF_METHOD_QUERY_DEVICE, abi::METHOD_QUERY_DEVICE),
             (c::MLX4_BF_METHOD_QUERY_STATS, abi::METHOD_QUERY_STATS),
             (c::MLX4_BF_METHOD_QUERY_CONTEXT, abi::METHOD_QUERY_CONTEXT),
@@ -146,6 +157,11 @@ mod tests {
             (c::MLX4_BF_ATTR_ARM_FLAGS, abi::ATTR_ARM_FLAGS),
             (c::MLX4_BF_ATTR_PAYLOAD, abi::ATTR_PAYLOAD),
             (c::MLX4_BF_ATTR_WQE_LEN, abi::ATTR_WQE_LEN),
+            (c::MLX4_BF_ATTR_MR_ADDR, abi::ATTR_MR_ADDR),
+            (c::MLX4_BF_ATTR_MR_LENGTH, abi::ATTR_MR_LENGTH),
+            (c::MLX4_BF_ATTR_MR_ACCESS, abi::ATTR_MR_ACCESS),
+            (c::MLX4_BF_ATTR_MR_INFO, abi::ATTR_MR_INFO),
+            (c::MLX4_BF_ATTR_MR_HANDLE, abi::ATTR_MR_HANDLE),
         ] {
             assert_eq!(cv as u16, rv);
         }
@@ -160,6 +176,8 @@ mod tests {
             (c::MLX4_BF_PATH_BLUEFLAME, abi::PATH_BLUEFLAME),
             (c::MLX4_BF_PATH_DOORBELL, abi::PATH_DOORBELL),
             (c::MLX4_BF_ARM_F_SOLICITED, abi::ARM_F_SOLICITED),
+            (c::MLX4_BF_ACCESS_LOCAL_WRITE, abi::ACCESS_LOCAL_WRITE),
+            (c::MLX4_BF_ACCESS_REMOTE_WRITE, abi::ACCESS_REMOTE_WRITE),
         ] {
             assert_eq!(cv as u32, rv);
         }
@@ -173,6 +191,8 @@ mod tests {
             (c::MLX4_BF_REJECT_FAULT, abi::Reject::Fault),
             (c::MLX4_BF_REJECT_QP, abi::Reject::Qp),
             (c::MLX4_BF_REJECT_LKEY, abi::Reject::Lkey),
+            (c::MLX4_BF_REJECT_RANGE, abi::Reject::Range),
+            (c::MLX4_BF_REJECT_RKEY, abi::Reject::Rkey),
         ] {
             assert_eq!(cv as u32, rv as u32);
         }

@@ -5,7 +5,7 @@
 //! `rust/abi_check` compares every size, offset and constant here with what
 //! bindgen reads from the C header.
 
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 pub const IOCTL_MAGIC: u32 = 0xBF;
 /// `_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)` (asm-generic encoding).
 pub const IOCTL: u32 =
@@ -18,6 +18,7 @@ pub const ATTR_F_VALID_OUTPUT: u16 = 1 << 1;
 pub const OBJECT_DEVICE: u16 = 1;
 pub const OBJECT_CONTEXT: u16 = 2;
 pub const OBJECT_QP: u16 = 3;
+pub const OBJECT_MR: u16 = 4;
 
 pub const METHOD_QUERY_DEVICE: u16 = 1;
 pub const METHOD_QUERY_STATS: u16 = 2;
@@ -28,6 +29,8 @@ pub const METHOD_POST_SEND: u16 = 3;
 pub const METHOD_POST_RECV: u16 = 4;
 pub const METHOD_CONNECT_QP: u16 = 5;
 pub const METHOD_ARM_CQ: u16 = 6;
+pub const METHOD_REG_MR: u16 = 1;
+pub const METHOD_DEREG_MR: u16 = 2;
 
 pub const ATTR_DEVICE_INFO: u16 = 1;
 pub const ATTR_DEVICE_STATS: u16 = 2;
@@ -43,9 +46,18 @@ pub const ATTR_REMOTE_QPN: u16 = 11;
 pub const ATTR_ARM_FLAGS: u16 = 12;
 pub const ATTR_PAYLOAD: u16 = 13;
 pub const ATTR_WQE_LEN: u16 = 14;
+pub const ATTR_MR_ADDR: u16 = 15;
+pub const ATTR_MR_LENGTH: u16 = 16;
+pub const ATTR_MR_ACCESS: u16 = 17;
+pub const ATTR_MR_INFO: u16 = 18;
+pub const ATTR_MR_HANDLE: u16 = 19;
 pub const MAX_PAYLOAD: usize = 1024;
 
 pub const ARM_F_SOLICITED: u32 = 1 << 0;
+
+pub const ACCESS_LOCAL_WRITE: u32 = 1 << 0;
+pub const ACCESS_REMOTE_WRITE: u32 = 1 << 1;
+pub const ACCESS_ALL: u32 = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
 
 pub const WRITER_STORE_BLOCK: u32 = 1;
 pub const WRITER_WRITE_COMBINING: u32 = 2;
@@ -70,8 +82,10 @@ pub enum Reject {
     Fault = 6,
     Qp = 7,
     Lkey = 8,
+    Range = 9,
+    Rkey = 10,
 }
-pub const REJECT_MAX: usize = 9;
+pub const REJECT_MAX: usize = 11;
 
 /// `struct mlx4_bf_attr`
 #[repr(C)]
@@ -112,6 +126,19 @@ pub struct DeviceInfo {
     pub max_qps_per_context: u32,
     pub sq_entries: u32,
     pub bar2_len: u64,
+    pub max_mrs_per_context: u32,
+    pub max_mr_pages: u32,
+    pub max_mr_size: u64,
+}
+
+/// `struct mlx4_bf_mr_info`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MrInfo {
+    pub mr_handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+    pub reserved: u32,
 }
 
 /// `struct mlx4_bf_context_info`

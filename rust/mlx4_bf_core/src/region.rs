@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: the rules a process's keys and addresses must pass before
+//! a WQE naming them reaches the adapter, and the mlx4 formats that register
+//! a region with it (an MPT entry through SW2HW_MPT, its page list through
+//! WRITE_MTT; `drivers/net/ethernet/mellanox/mlx4/mr.c`).
+//!
+//! A key is mlx4's: the MPT "hardware index" rotated left by 8 bits. The
+//! index carries the MPT slot in its low bits and a tag in its top byte, so
+//! a key is `slot << 8 | tag` and goes stale when the slot is reused with
+//! the next tag. lkey and rkey are the same key.
+
+use crate::abi::{Reject, ACCESS_ALL, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE};
+use crate::wqe::{self, WqeInfo};
+
+pub const PAGE_SHIFT: u32 = 12;
+pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+/// Bytes of one MPT entry (`struct mlx4_mpt_entry`).
+pub const MPT_ENTRY_LEN: usize = 64;
+/// Bytes of one MTT entry.
+pub const MTT_ENTRY_LEN: u64 = 8;
+/// WRITE_MTT mailbox: first index, reserved, then the entries.
+pub const MTT_MAILBOX_HEADER: usize = 16;
+/// Entries one WRITE_MTT carries (a 4 KiB mailbox, `mlx4_write_mtt()`).
+pub const MTT_PER_MAILBOX: usize = 4096 / 8 - 2;
+
+/// `MLX4_MPT_FLAG_*` and `MLX4_PERM_*` (`mlx4.h`, `device.h`).
+const MPT_FLAG_SW_OWNS: u32 = 0xf << 28;
+const MPT_FLAG_MIO: u32 = 1 << 17;
+const MPT_FLAG_REGION: u32 = 1 << 8;
+const PERM_LOCAL_READ: u32 = 1 << 10;
+const PERM_LOCAL_WRITE: u32 = 1 << 11;
+const PERM_REMOTE_WRITE: u32 = 1 << 13;
+/// `MLX4_MPT_PD_FLAG_EN_INV`
+const MPT_PD_FLAG_EN_INV: u32 = 3 << 24;
+/// `MLX4_MTT_FLAG_PRESENT`
+const MTT_FLAG_PRESENT: u64 = 1;
+
+/// mlx4's `key_to_hw_index()`.
+pub const fn key_to_hw_index(key: u32) -> u32 {
+    key.rotate_left(24)
+}
+
+/// mlx4's `hw_index_to_key()`.
+pub const fn hw_index_to_key(index: u32) -> u32 {
+    index.rotate_left(8)
+}
+
+/// The key of MPT `slot` (< 2^24) used for the `tag`-th time.
+pub const fn key(slot: u32, tag: u8) -> u32 {
+    hw_index_to_key((tag as u32) << 24 | slot)
+}
+
+/// The MPT slot a key names.
+pub const fn key_slot(key: u32) -> u32 {
+    key >> 8
+}
+
+/// Pages of `PAGE_SIZE` that `[start, start + len)` touches; `None` for an
+/// empty or wrapping range.
+pub fn pages_spanned(start: u64, len: u64) -> Option<u64> {
+    let last = start.checked_add(len.checked_sub(1)?)?;
+    Some((last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1)
+}
+
+/// Does `[addr, addr + len)` lie inside `[start, start + size)`? Neither
+/// may wrap; an empty range must start inside or at the end.
+pub fn contains(start: u64, size: u64, addr: u64, len: u64) -> bool {
+    let (Some(end), Some(last)) = (start.checked_add(size), addr.checked_add(len)) else {
+        return false;
+    };
+    addr >= start && last <= end
+}
+
+/// The MPT permission bits of the ABI's access flags: local read always,
+/// remote write only with local write (as `ib_check_mr_access()`).
+pub fn perm(access: u32) -> Option<u32> {
+    if access & !ACCESS_ALL != 0 {
+        return None;
+    }
+    if access & ACCESS_REMOTE_WRITE != 0 && access & ACCESS_LOCAL_WRITE == 0 {
+        return None;
+    }
+    let mut perm = PERM_LOCAL_READ;
+    if access & ACCESS_LOCAL_WRITE != 0 {
+        perm |= PERM_LOCAL_WRITE;
+    }
+    if access & ACCESS_REMOTE_WRITE != 0 {
+        perm |= PERM_REMOTE_WRITE;
+    }
+    Some(perm)
+}
+
+/// Does an MPT with `perm()` bits take remote writes?
+pub const fn remote_writable(perm: u32) -> bool {
+    perm & PERM_REMOTE_WRITE != 0
+}
+
+/// One region as the MPT describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mpt {
+    pub key: u32,
+    pub pd: u32,
+    /// User virtual address of the first byte.
+    pub start: u64,
+    pub len: u64,
+    /// `perm()` bits.
+    pub perm: u32,
+    /// Index of its first MTT entry.
+    pub mtt: u32,
+}
+
+/// The SW2HW_MPT mailbox of `m`, as `mlx4_mr_enable()` fills it.
+pub fn mpt_entry(m: &Mpt) -> [u8; MPT_ENTRY_LEN] {
+    let mut e = [0u8; MPT_ENTRY_LEN];
+    let mut put32 = |at: usize, v: u32| e[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    put32(
+        0x00,
+        MPT_FLAG_SW_OWNS | MPT_FLAG_MIO | MPT_FLAG_REGION | m.perm,
+    );
+    put32(0x08, key_to_hw_index(m.key));
+    put32(0x0c, m.pd | MPT_PD_FLAG_EN_INV);
+    put32(0x38, PAGE_SHIFT);
+    e[0x10..0x18].copy_from_slice(&m.start.to_be_bytes());
+    e[0x18..0x20].copy_from_slice(&m.len.to_be_bytes());
+    e[0x2c..0x34].copy_from_slice(&(u64::from(m.mtt) * MTT_ENTRY_LEN).to_be_bytes());
+    e
+}
+
+/// Fills a WRITE_MTT mailbox with entries `first..` for the page addresses
+/// `pages` (at most `MTT_PER_MAILBOX`); returns the bytes used.
+pub fn mtt_mailbox(out: &mut [u8], first: u32, pages: &[u64]) -> usize {
+    out[..8].copy_from_slice(&u64::from(first).to_be_bytes());
+    out[8..16].fill(0);
+    for (i, p) in pages.iter().enumerate() {
+        let at = MTT_MAILBOX_HEADER + i * 8;
+        out[at..at + 8].copy_from_slice(&(p | MTT_FLAG_PRESENT).to_be_bytes());
+    }
+    MTT_MAILBOX_HEADER + pages.len() * 8
+}
+
+/// The data segments of a validated WQE: `(byte_count, lkey, addr)`.
+pub fn gathers<'a>(wqe: &'a [u8], info: &WqeInfo) -> impl Iterator<Item = (u32, u32, u64)> + 'a {
+    let first = wqe.len() - info.gather_segs as usize * wqe::GATHER_LEN;
+    wqe[first..].chunks_exact(wqe::GATHER_LEN).map(|s| {
+        let be32 = |at: usize| u32::from_be_bytes([s[at], s[at + 1], s[at + 2], s[at + 3]]);
+        (
+            be32(0),
+            be32(4),
+            u64::from(be32(8)) << 32 | u64::from(be32(12)),
+        )
+    })
+}
+
+/// Every data segment names, by lkey, a region `lookup` knows (it returns
+/// `(start, len)`), and lies inside it.
+pub fn check_gathers(
+    wqe: &[u8],
+    info: &WqeInfo,
+    lookup: impl Fn(u32) -> Option<(u64, u64)>,
+) -> Result<(), Reject> {
+    for (count, lkey, addr) in gathers(wqe, info) {
+        let (start, len) = lookup(lkey).ok_or(Reject::Lkey)?;
+        if !contains(start, len, addr, u64::from(count)) {
+            return Err(Reject::Range);
+        }
+    }
+    Ok(())
+}
+
+/// The remote address segment of an RDMA write: `(raddr, rkey)`.
+pub fn raddr(wqe: &[u8], info: &WqeInfo) -> Option<(u64, u32)> {
+    if !matches!(
+        info.opcode,
+        wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM
+    ) {
+        return None;
+    }
+    let b = &wqe[wqe::CTRL_LEN..wqe::CTRL_LEN + wqe::RADDR_LEN];
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    Some((
+        u64::from_be_bytes(a),
+        u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+    ))
+}
+
+/// Bytes the WQE sends: its inline data plus what its segments gather.
+pub fn message_len(wqe: &[u8], info: &WqeInfo) -> u64 {
+    gathers(wqe, info).fold(u64::from(info.inline_bytes), |n, (c, _, _)| {
+        n + u64::from(c)
+    })
+}
+
+/// An RDMA write's target lies inside a region `lookup` finds by rkey
+/// (`(start, len, remote_write)`) that allows remote writes. A zero-length
+/// write checks no key (IB: no R_Key validation without data).
+pub fn check_rdma(
+    wqe: &[u8],
+    info: &WqeInfo,
+    lookup: impl FnOnce(u32) -> Option<(u64, u64, bool)>,
+) -> Result<(), Reject> {
+    let Some((addr, rkey)) = raddr(wqe, info) else {
+        return Ok(());
+    };
+    let n = message_len(wqe, info);
+    if n == 0 {
+        return Ok(());
+    }
+    match lookup(rkey) {
+        Some((start, len, true)) if contains(start, len, addr, n) => Ok(()),
+        _ => Err(Reject::Rkey),
+    }
+}
+
+/// A first-fit allocator of contiguous index ranges (MTT entries) over a
+/// bitmap of `WORDS * 64` indices.
+pub struct RangeAlloc<const WORDS: usize> {
+    used: [u64; WORDS],
+    /// Indices below it are never handed out (reserved by the device).
+    first: usize,
+    limit: usize,
+}
+
+impl<const WORDS: usize> RangeAlloc<WORDS> {
+    /// Indices `first..limit` (limit capped to the bitmap) are free.
+    pub const fn new(first: usize, limit: usize) -> Self {
+        let cap = WORDS * 64;
+        RangeAlloc {
+            used: [0; WORDS],
+            first,
+            limit: if limit < cap { limit } else { cap },
+        }
+    }
+
+    fn is_used(&self, i: usize) -> bool {
+        self.used[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    fn set(&mut self, start: usize, n: usize, used: bool) {
+        for i in start..start + n {
+            if used {
+                self.used[i / 64] |= 1 << (i % 64);
+            } else {
+                self.used[i / 64] &= !(1 << (i % 64));
+            }
+        }
+    }
+
+    /// The first free run of `n` (> 0) indices, now used.
+    pub fn alloc(&mut self, n: usize) -> Option<usize> {
+        if n == 0 {
+            return None;
+        }
+        let mut start = self.first;
+        while start.checked_add(n)? <= self.limit {
+            match (start..start + n).rev().find(|&i| self.is_used(i)) {
+                Some(used) => start = used + 1,
+                None => {
+                    self.set(start, n, true);
+                    return Some(start);
+                }
+            }
+        }
+        None
+    }
+
+    /// Gives back a run `alloc()` returned.
+    pub fn free(&mut self, start: usize, n: usize) {
+        if start >= self.first && start.saturating_add(n) <= self.limit {
+            self.set(start, n, false);
+        }
+    }
+
+    /// Indices in use.
+    pub fn in_use(&self) -> usize {
+        self.used.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wqe::{build_gather, build_inline, validate, MAX_WQE_LEN, OPCODE_SEND};
+
+    #[test]
+    fn keys_are_mlx4_keys() {
+        // mr.c: key = hw_index_to_key(index); the MPT's key field holds
+        // key_to_hw_index(key) and its low bits pick the slot.
+        assert_eq!(key(5, 0x2a), 0x52a);
+        assert_eq!(key_slot(key(5, 0x2a)), 5);
+        assert_eq!(key_to_hw_index(key(5, 0x2a)), 0x2a00_0005);
+        assert_eq!(hw_index_to_key(key_to_hw_index(0x1234_5678)), 0x1234_5678);
+        // The reserved lkey 0x8 is slot 0: never one of ours.
+        assert_eq!(key_slot(0x8), 0);
+    }
+
+    #[test]
+    fn pages_spanned_counts_partial_pages() {
+        assert_eq!(pages_spanned(0x1000, 0x1000), Some(1));
+        assert_eq!(pages_spanned(0x1fff, 2), Some(2));
+        assert_eq!(pages_spanned(0x1234, 1), Some(1));
+        assert_eq!(pages_spanned(0, 0), None);
+        assert_eq!(pages_spanned(u64::MAX, 2), None);
+        assert_eq!(pages_spanned(u64::MAX - 0xfff, 0x1000), Some(1));
+    }
+
+    #[test]
+    fn contains_is_exact_at_both_ends() {
+        assert!(contains(0x1000, 0x100, 0x1000, 0x100));
+        assert!(contains(0x1000, 0x100, 0x10ff, 1));
+        assert!(!contains(0x1000, 0x100, 0x10ff, 2));
+        assert!(!contains(0x1000, 0x100, 0xfff, 1));
+        assert!(contains(0x1000, 0x100, 0x1100, 0));
+        assert!(!contains(0x1000, 0x100, 0x1101, 0));
+        assert!(!contains(0x1000, 0x100, u64::MAX, 2));
+        assert!(!contains(u64::MAX, 2, u64::MAX, 1));
+    }
+
+    #[test]
+    fn access_flags_as_verbs_allow_them() {
+        assert_eq!(perm(0), Some(PERM_LOCAL_READ));
+        assert_eq!(
+            perm(ACCESS_LOCAL_WRITE),
+            Some(PERM_LOCAL_READ | PERM_LOCAL_WRITE)
+        );
+        assert_eq!(
+            perm(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE),
+            Some(PERM_LOCAL_READ | PERM_LOCAL_WRITE | PERM_REMOTE_WRITE)
+        );
+        assert_eq!(perm(ACCESS_REMOTE_WRITE), None);
+        assert_eq!(perm(1 << 7), None);
+    }
+
+    #[test]
+    fn mpt_entry_is_what_mlx4_mr_enable_writes() {
+        let e = mpt_entry(&Mpt {
+            key: key(3, 1),
+            pd: 7,
+            start: 0x7f00_1234_5000,
+            len: 0x3000,
+            perm: perm(ACCESS_LOCAL_WRITE).unwrap(),
+            mtt: 16,
+        });
+        assert_eq!(e[0..4], (0xf002_0d00u32).to_be_bytes());
+        assert_eq!(e[8..12], 0x0100_0003u32.to_be_bytes());
+        assert_eq!(e[12..16], 0x0300_0007u32.to_be_bytes());
+        assert_eq!(e[0x10..0x18], 0x7f00_1234_5000u64.to_be_bytes());
+        assert_eq!(e[0x18..0x20], 0x3000u64.to_be_bytes());
+        assert_eq!(e[0x2c..0x34], 128u64.to_be_bytes());
+        assert_eq!(e[0x38..0x3c], 12u32.to_be_bytes());
+    }
+
+    #[test]
+    fn mtt_mailbox_marks_entries_present() {
+        let mut b = [0xffu8; 64];
+        assert_eq!(mtt_mailbox(&mut b, 9, &[0x1000, 0x5000]), 32);
+        assert_eq!(b[..8], 9u64.to_be_bytes());
+        assert_eq!(b[8..16], [0; 8]);
+        assert_eq!(b[16..24], 0x1001u64.to_be_bytes());
+        assert_eq!(b[24..32], 0x5001u64.to_be_bytes());
+    }
+
+    fn gather_wqe(
+        opcode: u32,
+        raddr: Option<(u64, u32)>,
+        seg: (u64, u32, u32),
+    ) -> ([u8; 64], WqeInfo) {
+        let mut b = [0u8; 64];
+        let n = build_gather(&mut b, opcode, raddr, seg).unwrap();
+        let info = validate(&b[..n], MAX_WQE_LEN).unwrap();
+        (b, info)
+    }
+
+    #[test]
+    fn gathers_must_name_a_known_key_and_stay_inside() {
+        let known = |k: u32| (k == 0x100).then_some((0x1000u64, 0x100u64));
+        let (b, info) = gather_wqe(OPCODE_SEND, None, (0x1000, 0x100, 0x100));
+        let n = info.size16 as usize * 16;
+        assert_eq!(check_gathers(&b[..n], &info, known), Ok(()));
+        let (b, info) = gather_wqe(OPCODE_SEND, None, (0x1001, 0x100, 0x100));
+        assert_eq!(check_gathers(&b[..n], &info, known), Err(Reject::Range));
+        let (b, info) = gather_wqe(OPCODE_SEND, None, (0x1000, 0x200, 0x10));
+        assert_eq!(check_gathers(&b[..n], &info, known), Err(Reject::Lkey));
+    }
+
+    #[test]
+    fn rdma_writes_need_a_remote_writable_region_around_the_message() {
+        let mut b = [0u8; 64];
+        let n = build_inline(
+            &mut b,
+            wqe::OPCODE_RDMA_WRITE,
+            Some((0x2000, 0x300)),
+            &[7; 16],
+        )
+        .unwrap();
+        let info = validate(&b[..n], MAX_WQE_LEN).unwrap();
+        assert_eq!(raddr(&b[..n], &info), Some((0x2000, 0x300)));
+        assert_eq!(message_len(&b[..n], &info), 16);
+        let ok = |k: u32| (k == 0x300).then_some((0x2000u64, 16u64, true));
+        assert_eq!(check_rdma(&b[..n], &info, ok), Ok(()));
+        let short = |_| Some((0x2000u64, 15u64, true));
+        assert_eq!(check_rdma(&b[..n], &info, short), Err(Reject::Rkey));
+        let read_only = |_| Some((0x2000u64, 16u64, false));
+        assert_eq!(check_rdma(&b[..n], &info, read_only), Err(Reject::Rkey));
+        assert_eq!(check_rdma(&b[..n], &info, |_| None), Err(Reject::Rkey));
+        // A SEND has no target to check.
+        let n = build_inline(&mut b, OPCODE_SEND, None, &[7; 16]).unwrap();
+        let info = validate(&b[..n], MAX_WQE_LEN).unwrap();
+        assert_eq!(check_rdma(&b[..n], &info, |_| None), Ok(()));
+    }
+
+    #[test]
+    fn rdma_write_length_counts_gathers() {
+        let (b, info) = gather_wqe(
+            wqe::OPCODE_RDMA_WRITE_IMM,
+            Some((0x10, 1)),
+            (0x1000, 0x100, 600),
+        );
+        let n = info.size16 as usize * 16;
+        assert_eq!(message_len(&b[..n], &info), 600);
+        assert_eq!(
+            check_rdma(&b[..n], &info, |_| Some((0, 599 + 0x10, true))),
+            Err(Reject::Rkey)
+        );
+        assert_eq!(
+            check_rdma(&b[..n], &info, |_| Some((0, 600 + 0x10, true))),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn range_alloc_is_first_fit_and_reuses() {
+        let mut a = RangeAlloc::<2>::new(1, 100);
+        assert_eq!(a.alloc(10), Some(1));
+        assert_eq!(a.alloc(5), Some(11));
+        a.free(1, 10);
+        assert_eq!(a.alloc(11), Some(16));
+        assert_eq!(a.alloc(10), Some(1));
+        assert_eq!(a.in_use(), 26);
+        assert_eq!(a.alloc(74), None);
+        assert_eq!(a.alloc(73), Some(27));
+        assert_eq!(a.alloc(0), None);
+        assert_eq!(a.alloc(1), None);
+    }
+}
