@@ -1,6 +1,7 @@
 //! Command execution (§3, contract "Commands"). No firmware, no ICM: the
 //! model is ready after reset, and every queue buffer is one contiguous DMA
-//! region whose address sits in the context's MTT fields.
+//! region whose address sits in the context's MTT fields. Memory regions
+//! (WRITE_MTT, SW2HW_MPT, HW2SW_MPT) are `mr`'s.
 
 use crate::bytes::{put_be16, put_be32, put_be64};
 use crate::cq::{Cq, CQ_CTX_SIZE};
@@ -17,6 +18,9 @@ pub mod op {
     pub const QUERY_DEV_CAP: u16 = 0x03;
     pub const QUERY_FW: u16 = 0x04;
     pub const QUERY_ADAPTER: u16 = 0x06;
+    pub const SW2HW_MPT: u16 = 0x0d;
+    pub const HW2SW_MPT: u16 = 0x0f;
+    pub const WRITE_MTT: u16 = 0x11;
     pub const MAP_EQ: u16 = 0x12;
     pub const SW2HW_EQ: u16 = 0x13;
     pub const HW2SW_EQ: u16 = 0x14;
@@ -50,6 +54,9 @@ pub fn name(opcode: u16) -> &'static str {
         op::QUERY_DEV_CAP => "QUERY_DEV_CAP",
         op::QUERY_FW => "QUERY_FW",
         op::QUERY_ADAPTER => "QUERY_ADAPTER",
+        op::SW2HW_MPT => "SW2HW_MPT",
+        op::HW2SW_MPT => "HW2SW_MPT",
+        op::WRITE_MTT => "WRITE_MTT",
         op::MAP_EQ => "MAP_EQ",
         op::SW2HW_EQ => "SW2HW_EQ",
         op::HW2SW_EQ => "HW2SW_EQ",
@@ -93,8 +100,13 @@ pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
     b[0x19] = LOG_MAX_CQ_SZ;
     b[0x1a] = 0;
     b[0x1b] = LOG_MAX_CQ;
+    b[0x1d] = LOG_MAX_MPT;
     b[0x1e] = 0;
     b[0x1f] = LOG_MAX_EQ;
+    b[0x20] = 0; // log reserved MTT entries (bits 7..4): entry 0
+    b[0x21] = LOG_MAX_MR_SIZE;
+    b[0x22] = 0; // log reserved MPTs (bits 3..0): MPT 0, the reserved lkey's
+    b[0x23] = LOG_MAX_MTT;
     b[0x37] = 1; // ports
     b[0x48] = 1 << 4; // one reserved UAR (UAR 0, the kernel's)
     b[0x49] = ((u64::from(num_uars) * PAGE_SIZE).trailing_zeros() - 20) as u8;
@@ -106,6 +118,7 @@ pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
     put_be16(&mut b, 0x52, MAX_DESC_SZ_SQ);
     b[0x55] = MAX_SG_RQ;
     put_be16(&mut b, 0x56, MAX_DESC_SZ_RQ);
+    put_be16(&mut b, 0x90, MTT_ENTRY_SIZE);
     put_be32(&mut b, 0x98, RESERVED_LKEY);
     b
 }
@@ -140,6 +153,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.write_mailbox(r.out_param, &b).map(|()| None)
             }
             op::NOP => Ok(None),
+            op::WRITE_MTT => self.write_mtt(r),
+            op::SW2HW_MPT => self.sw2hw_mpt(r),
+            op::HW2SW_MPT => self.hw2sw_mpt(r),
             op::SW2HW_EQ => self.sw2hw_eq(r),
             op::HW2SW_EQ => self.hw2sw_eq(r),
             op::MAP_EQ => self.map_eq(r),

@@ -1,5 +1,6 @@
 //! The analyzer's counters: global, per QP, per protocol-error code and per
-//! fallback reason. The diagnostic block reads them; the summary dumps them.
+//! fallback reason, and the protection faults, which a counter reset keeps.
+//! The diagnostic block reads them; the summary dumps them.
 
 use crate::protocol::{Code, FallbackReason};
 use serde::Serialize;
@@ -42,7 +43,8 @@ pub struct Global {
     pub dma_writes: u64,
     /// Bytes of all MMIO writes to BAR2 (0x540).
     pub bar2_bytes: u64,
-    /// Data segments with an lkey the model does not accept (0x548).
+    /// Data segments refused by a key check, gather or scatter (0x548;
+    /// each is also a local protection fault, `Faults`).
     pub refused_segments: u64,
     /// CQs that overran and went to the error state (0x550).
     pub cq_overruns: u64,
@@ -53,6 +55,12 @@ pub struct Global {
     /// (0x570), ns.
     pub last_one_way_ns: u64,
     pub sum_one_way_ns: u64,
+    /// RDMA writes whose data landed, zero-length ones and _IMM included
+    /// (0x5b0), and the bytes they wrote (0x5b8).
+    pub rdma_writes: u64,
+    pub rdma_bytes: u64,
+    /// MTT entries written by WRITE_MTT (0x5c0).
+    pub mtt_entries_written: u64,
     /// CQEs not written because their CQ is in the error state (the one
     /// that overran it included). Summary only, as are the rest.
     pub cqes_dropped: u64,
@@ -65,8 +73,23 @@ pub struct Global {
     /// SENDs the receiver could not take because its doorbell record or
     /// receive WQE could not be read: REMOTE_OP_ERR.
     pub receive_failures: u64,
-    /// SENDs longer than the model's largest message: LOCAL_LENGTH_ERR.
+    /// SENDs and RDMA writes longer than the model's largest message:
+    /// LOCAL_LENGTH_ERR.
     pub messages_too_long: u64,
+    /// RDMA writes that passed the rkey check but whose destination page
+    /// the model could not write (`dma_unmapped`): REMOTE_ACCESS_ERR.
+    pub rdma_dma_errors: u64,
+}
+
+/// Protection faults: kept across a counter reset (diag +0x18), so that a
+/// test can assert at its very end that nothing in the whole run made the
+/// model attempt an access outside a registered region.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+pub struct Faults {
+    /// Data segments refused by a key check, gather or scatter (0x5a0).
+    pub local_prot_faults: u64,
+    /// RDMA writes refused by the rkey check (0x5a8).
+    pub remote_access_faults: u64,
 }
 
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
@@ -88,12 +111,21 @@ pub struct PerQp {
 #[derive(Debug, Default, Clone)]
 pub struct Counters {
     pub global: Global,
+    pub faults: Faults,
     pub qps: BTreeMap<u32, PerQp>,
     pub by_code: BTreeMap<Code, u64>,
     pub by_reason: BTreeMap<FallbackReason, u64>,
 }
 
 impl Counters {
+    /// The counter reset (diag +0x18): everything but the faults.
+    pub fn reset(&mut self) {
+        *self = Counters {
+            faults: self.faults.clone(),
+            ..Counters::default()
+        };
+    }
+
     pub fn qp(&mut self, qpn: u32) -> &mut PerQp {
         self.qps.entry(qpn).or_default()
     }
@@ -133,8 +165,8 @@ impl Counters {
     }
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
-    /// clock), `qp_select` for the per-QP ones. None for offsets that hold
-    /// no counter.
+    /// clock, 0x5a0..0x5c7), `qp_select` for the per-QP ones. None for
+    /// offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32) -> Option<u64> {
         let g = &self.global;
         let zero = PerQp::default();
@@ -177,6 +209,11 @@ impl Counters {
             0x570 => g.sum_one_way_ns,
             0x580 => q.receives,
             0x588 => q.payload_bytes,
+            0x5a0 => self.faults.local_prot_faults,
+            0x5a8 => self.faults.remote_access_faults,
+            0x5b0 => g.rdma_writes,
+            0x5b8 => g.rdma_bytes,
+            0x5c0 => g.mtt_entries_written,
             _ => return None,
         })
     }
@@ -217,6 +254,11 @@ impl Counters {
             ("payload writes", g.payload_dma_writes <= g.dma_writes),
             ("receive cqes", g.recv_cqes <= g.cqes),
             ("overruns", g.cq_overruns <= g.cqes_dropped),
+            (
+                "refused segments are local faults",
+                g.refused_segments <= self.faults.local_prot_faults,
+            ),
+            ("rdma writes", g.rdma_writes <= g.wqes_bf + g.wqes_dma),
         ];
         match checks.iter().find(|(_, ok)| !ok) {
             Some((name, _)) => Err(format!("counter invariant broken: {name}: {self:?}")),
@@ -227,6 +269,9 @@ impl Counters {
     pub fn summary(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.global).unwrap_or_default();
         if let serde_json::Value::Object(m) = &mut v {
+            if let Ok(serde_json::Value::Object(f)) = serde_json::to_value(&self.faults) {
+                m.extend(f);
+            }
             let qps: serde_json::Map<_, _> = self
                 .qps
                 .iter()

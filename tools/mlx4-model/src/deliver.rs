@@ -4,11 +4,12 @@
 //! a. the destination `d = s.remote_qpn` exists, is in RTR or RTS, has an
 //!    RQ, has the same service type and names `s` back; else the sender's
 //!    error CQE TRANSPORT_RETRY_EXC_ERR;
-//! b. the payload: inline bytes, and data segments read by DMA only with
-//!    the reserved lkey on an rlkey QP; else LOCAL_PROT_ERR, nothing read;
+//! b. the payload: inline bytes, and data segments read by DMA after every
+//!    one passed its key check (`keys`: the reserved lkey on an rlkey QP,
+//!    or a registered region); else LOCAL_PROT_ERR, nothing read;
 //! c. `d`'s RQ holds a receive WQE; else RNR_RETRY_EXC_ERR, `d` untouched;
-//! d. its scatter list accepts the payload (lkeys, length); else error CQEs
-//!    on both sides;
+//! d. its scatter list accepts the payload (every segment's key check with
+//!    LOCAL_WRITE, then the length); else error CQEs on both sides;
 //! e. scatter, consume the receive WQE, the receive CQE, then the sender's
 //!    send CQE if signalled.
 
@@ -17,7 +18,7 @@ use crate::cq::{error_cqe, syndrome};
 use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::keys;
+use crate::keys::{self, Access, Chunk, Fault};
 use crate::layout::MAX_MESSAGE;
 use crate::protocol::Code;
 use crate::qp::QpState;
@@ -29,12 +30,13 @@ use serde_json::json;
 
 /// Receive CQE opcodes (IS_SEND clear).
 pub mod recv_opcode {
+    pub const RDMA_WRITE_IMM: u8 = 0x00;
     pub const SEND: u8 = 0x01;
     pub const SEND_IMM: u8 = 0x02;
 }
 
 /// Why a delivery failed, for the sender's error CQE.
-type SenderSyndrome = u8;
+pub(crate) type SenderSyndrome = u8;
 
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// Executes a parsed SEND of QP `s` at SQ index `idx` (`bytes` = the
@@ -68,7 +70,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Rule a: the destination QP, or (its number, why not).
-    fn peer(&self, s: u32) -> Result<u32, (u32, &'static str)> {
+    pub(crate) fn peer(&self, s: u32) -> Result<u32, (u32, &'static str)> {
         let Some(sq) = self.qps.get(&s) else {
             return Err((0, "the sender is gone"));
         };
@@ -90,20 +92,15 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Rule b: the message's bytes, or None after completing the WQE in
-    /// error (too long, a refused lkey, a gather the model cannot read).
-    fn gather(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) -> Option<Vec<u8>> {
+    /// error (too long, a key check failed, a gather the model cannot read).
+    pub(crate) fn gather(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) -> Option<Vec<u8>> {
         if w.payload > MAX_MESSAGE {
             self.wqe_ready();
             self.counters.global.messages_too_long += 1;
             self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_LENGTH_ERR);
             return None;
         }
-        let rlkey = self.qps.get(&s).is_some_and(|qp| qp.rlkey);
-        if !w.lkeys().all(|k| keys::accepted(rlkey, k)) {
-            self.wqe_ready();
-            self.refuse_gather(s, idx, w);
-            return None;
-        }
+        let mut data = self.checked_gather(s, idx, w)?.into_iter();
         let mut out = Vec::with_capacity(w.payload as usize);
         let mut read = Read::Fresh;
         for seg in &w.segments {
@@ -111,16 +108,18 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 Segment::Inline { len, off } => {
                     out.extend_from_slice(&bytes[off..off + len as usize]);
                 }
-                Segment::Data { len, addr, .. } if len > 0 => {
-                    let mut b = vec![0u8; len as usize];
-                    if !self.dma_read(addr, &mut b, "gather", read) {
-                        self.wqe_ready();
-                        self.counters.global.gather_errors += 1;
-                        self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
-                        return None;
+                Segment::Data { .. } => {
+                    for (addr, n) in data.next().unwrap_or_default() {
+                        let mut b = vec![0u8; n];
+                        if !self.dma_read(addr, &mut b, "gather", read) {
+                            self.wqe_ready();
+                            self.counters.global.gather_errors += 1;
+                            self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
+                            return None;
+                        }
+                        read = Read::Continued;
+                        out.extend_from_slice(&b);
                     }
-                    read = Read::Continued;
-                    out.extend_from_slice(&b);
                 }
                 _ => {}
             }
@@ -128,22 +127,67 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         Some(out)
     }
 
-    /// Rules c–e on the receiver `d`. Err: the sender's error syndrome.
-    fn receive(
+    /// The key check of every data segment of `w` (a gather of QP `s`):
+    /// the DMA accesses of each, in WQE order. If any fails, nothing is
+    /// read: every refused segment is counted (0x548, 0x5a0) and traced,
+    /// and the WQE completes with LOCAL_PROT_ERR (None).
+    pub(crate) fn checked_gather(&mut self, s: u32, idx: u32, w: &Wqe) -> Option<Vec<Vec<Chunk>>> {
+        let (rlkey, pd) = self.qps.get(&s).map_or((false, 0), |qp| (qp.rlkey, qp.pd));
+        let mut out = Vec::new();
+        let mut refused = 0u64;
+        for seg in &w.segments {
+            let Segment::Data { len, lkey, addr } = *seg else {
+                continue;
+            };
+            let len = u64::from(len);
+            match keys::resolve(&self.mrs, rlkey, pd, lkey, addr, len, Access::LocalRead) {
+                Ok(c) => out.push(c),
+                Err(f) => {
+                    refused += 1;
+                    self.prot_fault(s, "gather", lkey, addr, len, f);
+                }
+            }
+        }
+        if refused == 0 {
+            return Some(out);
+        }
+        self.counters.global.refused_segments += refused;
+        self.wqe_ready();
+        self.counters.global.gather_errors += 1;
+        self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
+        None
+    }
+
+    /// A key check failed on QP `qpn`: a local protection fault (gather,
+    /// scatter) or a remote access fault (rkey), counted and traced.
+    pub(crate) fn prot_fault(
         &mut self,
-        s: u32,
-        d: u32,
-        c: &Ctrl,
-        wqe_bytes: &[u8],
-        payload: &[u8],
-        start: u64,
-    ) -> Result<(), SenderSyndrome> {
+        qpn: u32,
+        side: &'static str,
+        key: u32,
+        addr: u64,
+        len: u64,
+        f: Fault,
+    ) {
+        if side == "rkey" {
+            self.counters.faults.remote_access_faults += 1;
+        } else {
+            self.counters.faults.local_prot_faults += 1;
+        }
+        self.trace.record("prot_fault", || {
+            json!({"qpn": qpn, "side": side, "key": key, "addr": addr, "len": len,
+                   "reason": f.as_str()})
+        });
+    }
+
+    /// Rule c on `d`: reads its RQ doorbell record. Ok: a receive WQE is
+    /// posted at its consumer index. Err: the sender's syndrome (RNR; or
+    /// REMOTE_OP_ERR, `d` to ERR, if the record cannot be read).
+    pub(crate) fn rq_posted(&mut self, s: u32, d: u32) -> Result<(), SenderSyndrome> {
         let Some(dq) = self.qps.get(&d) else {
             return Err(syndrome::REMOTE_OP_ERR);
         };
-        let (db, entries, ci, rlkey) = (dq.rq_db, dq.rq_entries(), dq.rq_ci, dq.rlkey);
-        let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
-        let cqn = dq.cqn_recv;
+        let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
         let mut rec = [0u8; RQ_DB_LEN];
         if !self.dma_read(db, &mut rec, "db_rec", Read::Cached) {
             return Err(self.receive_failed(s, d, "its RQ doorbell record cannot be read"));
@@ -165,20 +209,57 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             self.delivery_failed(s, d, "RQ empty", syndrome::RNR_RETRY_EXC_ERR);
             return Err(syndrome::RNR_RETRY_EXC_ERR);
         }
+        Ok(())
+    }
+
+    /// Rules c–e on the receiver `d`. Err: the sender's syndrome.
+    fn receive(
+        &mut self,
+        s: u32,
+        d: u32,
+        c: &Ctrl,
+        wqe_bytes: &[u8],
+        payload: &[u8],
+        start: u64,
+    ) -> Result<(), SenderSyndrome> {
+        self.rq_posted(s, d)?;
+        let Some(dq) = self.qps.get(&d) else {
+            return Err(syndrome::REMOTE_OP_ERR);
+        };
+        let (ci, rlkey, pd, cqn) = (dq.rq_ci, dq.rlkey, dq.pd, dq.cqn_recv);
+        let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
         let mut rwqe = vec![0u8; stride];
         if !self.dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached) {
             return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
         }
         let segs = rq::parse(&rwqe);
-        let refused = segs
-            .iter()
-            .filter(|g| !keys::accepted(rlkey, g.lkey))
-            .count() as u64;
+        // Every segment of the list is checked, whether the payload reaches
+        // it or not.
+        let mut targets = Vec::with_capacity(segs.len());
+        let mut refused = 0u64;
+        for g in &segs {
+            let len = u64::from(g.len);
+            match keys::check(
+                &self.mrs,
+                rlkey,
+                pd,
+                g.lkey,
+                g.addr,
+                len,
+                Access::LocalWrite,
+            ) {
+                Ok(t) => targets.push(t),
+                Err(f) => {
+                    refused += 1;
+                    self.prot_fault(d, "scatter", g.lkey, g.addr, len, f);
+                }
+            }
+        }
         if refused > 0 {
             self.counters.global.refused_segments += refused;
             self.counters.global.scatter_errors += 1;
             self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-            self.delivery_failed(s, d, "scatter lkey", syndrome::REMOTE_ACCESS_ERR);
+            self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_ACCESS_ERR);
             return Err(syndrome::REMOTE_ACCESS_ERR);
         }
         if payload.len() as u64 > rq::capacity(&segs) {
@@ -188,21 +269,20 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return Err(syndrome::REMOTE_INVAL_REQ_ERR);
         }
         let mut off = 0usize;
-        for g in &segs {
+        for (g, &t) in segs.iter().zip(&targets) {
             let n = (g.len as usize).min(payload.len() - off);
-            if n == 0 {
-                continue;
+            for (addr, k) in keys::translate(&self.mrs, t, g.addr, n as u64) {
+                if !self.dma_write(addr, &payload[off..off + k], "payload") {
+                    self.counters.global.scatter_errors += 1;
+                    self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
+                    self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
+                    return Err(syndrome::REMOTE_ACCESS_ERR);
+                }
+                self.counters.global.payload_dma_writes += 1;
+                self.counters.global.payload_bytes += k as u64;
+                self.counters.qp(d).payload_bytes += k as u64;
+                off += k;
             }
-            if !self.dma_write(g.addr, &payload[off..off + n], "payload") {
-                self.counters.global.scatter_errors += 1;
-                self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-                self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
-                return Err(syndrome::REMOTE_ACCESS_ERR);
-            }
-            self.counters.global.payload_dma_writes += 1;
-            self.counters.global.payload_bytes += n as u64;
-            self.counters.qp(d).payload_bytes += n as u64;
-            off += n;
         }
         if let Some(dq) = self.qps.get_mut(&d) {
             dq.rq_ci = ci.wrapping_add(1);
@@ -225,7 +305,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// The receiver could not read its own queue: it goes to ERR; the
     /// sender gets REMOTE_OP_ERR.
-    fn receive_failed(&mut self, s: u32, d: u32, why: &'static str) -> SenderSyndrome {
+    pub(crate) fn receive_failed(&mut self, s: u32, d: u32, why: &'static str) -> SenderSyndrome {
         if let Some(dq) = self.qps.get_mut(&d) {
             dq.state = QpState::Err;
         }
@@ -251,7 +331,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
     }
 
-    fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {
+    pub(crate) fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {
         self.trace.record(
             "deliver_error",
             || json!({"from": s, "to": d, "error": why, "syndrome": sender_syndrome}),
@@ -260,16 +340,26 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 }
 
 /// A receive CQE: my_qpn d, immediate, rqpn s, byte_cnt, wqe_index (the
-/// RQ index), opcode SEND or SEND_IMM with IS_SEND clear.
-fn recv_cqe(s: u32, d: u32, rq_index: u32, c: &Ctrl, wqe_bytes: &[u8], len: u64) -> [u8; 32] {
+/// RQ index), opcode SEND, SEND_IMM or RDMA_WRITE_IMM (by the WQE's
+/// opcode) with IS_SEND clear.
+pub(crate) fn recv_cqe(
+    s: u32,
+    d: u32,
+    rq_index: u32,
+    c: &Ctrl,
+    wqe_bytes: &[u8],
+    len: u64,
+) -> [u8; 32] {
     let mut cqe = [0u8; 32];
     put_be32(&mut cqe, 0x00, d & 0xff_ffff);
-    let op = if c.opcode == opcode::SEND_IMM {
-        cqe[0x04..0x08].copy_from_slice(&wqe::imm(wqe_bytes));
-        recv_opcode::SEND_IMM
-    } else {
-        recv_opcode::SEND
+    let op = match c.opcode {
+        opcode::SEND_IMM => recv_opcode::SEND_IMM,
+        opcode::RDMA_WRITE_IMM => recv_opcode::RDMA_WRITE_IMM,
+        _ => recv_opcode::SEND,
     };
+    if op != recv_opcode::SEND {
+        cqe[0x04..0x08].copy_from_slice(&wqe::imm(wqe_bytes));
+    }
     put_be32(&mut cqe, 0x08, s & 0xff_ffff);
     put_be32(&mut cqe, 0x14, len.min(u64::from(u32::MAX)) as u32);
     cqe[0x18..0x1a].copy_from_slice(&(rq_index as u16).to_be_bytes());

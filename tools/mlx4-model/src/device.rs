@@ -13,6 +13,7 @@ use crate::guest_memory::GuestMemory;
 use crate::hcr::Hcr;
 use crate::irq::Irq;
 use crate::layout::*;
+use crate::mr::Mrs;
 use crate::pci::ConfigSpace;
 use crate::protocol::Code;
 use crate::qp::Qp;
@@ -124,6 +125,8 @@ pub struct Device<M, I> {
     pub(crate) event_map: [Option<u8>; 64],
     pub(crate) cqs: BTreeMap<u32, Cq>,
     pub(crate) qps: BTreeMap<u32, Qp>,
+    /// The MTT and the MPTs in hardware ownership.
+    pub(crate) mrs: Mrs,
     pub(crate) bf: BfCollector,
     /// First half (dword0) of a CQ doorbell sent as two 32-bit writes, per UAR.
     pub(crate) cq_db_half: BTreeMap<u32, u32>,
@@ -155,6 +158,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             event_map: [None; 64],
             cqs: BTreeMap::new(),
             qps: BTreeMap::new(),
+            mrs: Mrs::default(),
             bf: BfCollector::default(),
             cq_db_half: BTreeMap::new(),
             clock: Clock::default(),
@@ -450,7 +454,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Device reset (reset register or the client's DEVICE_RESET): all
-    /// contexts gone, HCR idle with T=0, ownership free. The analyzer state
+    /// contexts gone (MPTs and the MTT's contents too), HCR idle with T=0,
+    /// ownership free. The analyzer state
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY) is kept.
     pub fn reset(&mut self, source: &str) {
         self.trace
@@ -461,6 +466,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.event_map = [None; 64];
         self.cqs.clear();
         self.qps.clear();
+        self.mrs = Mrs::default();
         self.bf = BfCollector::default();
         self.cq_db_half.clear();
         self.trace.flush();
@@ -565,6 +571,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         v["trace_level"] = self.trace.level().as_str().into();
         v["trace_lines"] = self.trace.written().into();
         v["num_uars"] = self.cfg.num_uars.into();
+        v["hw_mpts"] = self.mrs.hw_mpts().into();
+        v["hw_mpt_pages"] = self.mrs.hw_pages().into();
         v
     }
 }

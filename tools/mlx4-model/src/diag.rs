@@ -1,10 +1,10 @@
 //! The model's diagnostic block at BAR0 + 0xe0000 (not mlx4's): magic,
 //! version, little-endian counters, QP_SELECT, MARK, EXPECT, FALLBACK_EVERY,
 //! the counter reset, the records of the last executed WQE and the last
-//! send doorbell, and (version 3) the receive, DMA and latency counters and
-//! the modelled PCIe clock.
+//! send doorbell, (version 3) the receive, DMA and latency counters and
+//! the modelled PCIe clock, and (version 4) the memory-region gauges, the
+//! protection faults and the RDMA write counters.
 
-use crate::counters::Counters;
 use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
@@ -14,7 +14,8 @@ use serde_json::json;
 pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 2: the BAR2 write counter (0x78) and the records (0xc0..0x4ff).
 /// 3: receive, DMA and latency counters and the clock (0x500..0x58f).
-pub const VERSION: u32 = 3;
+/// 4: memory regions, protection faults and RDMA writes (0x590..0x5c7).
+pub const VERSION: u32 = 4;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -32,6 +33,14 @@ pub const LAST_WQE_BYTES: u64 = 0x100;
 pub const LAST_WQE_BYTES_SIZE: usize = 0x400;
 /// The modelled PCIe clock now (ns); not a counter, never reset.
 pub const CLOCK: u64 = 0x578;
+/// Gauges of the device's state, never reset: MPTs in hardware ownership
+/// and the pages they translate.
+pub const HW_MPTS: u64 = 0x590;
+pub const HW_MPT_PAGES: u64 = 0x598;
+/// Protection faults, which the counter reset keeps: local (data segments)
+/// and remote (rkeys).
+pub const LOCAL_PROT_FAULTS: u64 = 0x5a0;
+pub const REMOTE_ACCESS_FAULTS: u64 = 0x5a8;
 
 /// Where the last executed WQE came from (register 0xc4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -152,6 +161,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     | (u64::from(u32::from_le_bytes(self.diag.last_doorbell.bytes)) << 32),
             ),
             CLOCK => Some(self.clock.now()),
+            HW_MPTS => Some(self.mrs.hw_mpts()),
+            HW_MPT_PAGES => Some(self.mrs.hw_pages()),
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
                 self.diag.last_wqe.value(o)
             }
@@ -189,7 +200,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.diag.fallback_every = v;
                 self.diag.valid_posts = 0;
             }
-            RESET_COUNTERS => self.counters = Counters::default(),
+            RESET_COUNTERS => self.counters.reset(),
             _ => self.protocol_error(
                 Code::UndefinedOffset,
                 format!("diag write at read-only or undefined +{off:#x}"),

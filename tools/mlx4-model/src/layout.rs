@@ -12,8 +12,8 @@ pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
 pub const DIAG_BASE: u64 = 0xe0000;
 /// Registers up to 0xff, the last WQE's bytes (0x100..0x4ff), then the
-/// version 3 counters (0x500..0x58f).
-pub const DIAG_SIZE: u64 = 0x590;
+/// version 3 counters (0x500..0x58f) and the version 4 ones (0x590..0x5c7).
+pub const DIAG_SIZE: u64 = 0x5c8;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates
@@ -52,6 +52,20 @@ pub const NUM_EQS: usize = 1 << LOG_MAX_EQ;
 pub const NUM_CQS: u32 = 1 << LOG_MAX_CQ;
 pub const FIRST_QPN: u32 = 1 << LOG_RSVD_QP;
 pub const NUM_QPS: u32 = 1 << LOG_MAX_QP;
+
+/// Memory regions (`mr`): 1024 MPTs (index 0 reserved: the reserved lkey's),
+/// 65536 MTT entries of 8 bytes (entry 0 reserved), regions up to 2^32
+/// bytes, 4 KiB pages only.
+pub const LOG_MAX_MPT: u8 = 10;
+pub const NUM_MPTS: u32 = 1 << LOG_MAX_MPT;
+pub const LOG_MAX_MTT: u8 = 16;
+pub const NUM_MTTS: u32 = 1 << LOG_MAX_MTT;
+pub const MTT_ENTRY_SIZE: u16 = 8;
+pub const LOG_MAX_MR_SIZE: u8 = 32;
+/// WRITE_MTT: entries per command (a 4 KiB mailbox less its 16-byte header).
+pub const MAX_WRITE_MTT: u32 = 510;
+/// The only page size a region may use (MPT entity_size).
+pub const MR_PAGE_SHIFT: u32 = 12;
 
 /// Entry sizes (no 64-byte CQEs/EQEs are advertised).
 pub const CQE_SIZE: u64 = 32;

@@ -62,6 +62,7 @@ codes! {
     BfUnknownQp => "bf_unknown_qp",
     BfNotRts => "bf_not_rts",
     RqHeadAhead => "rq_head_ahead",
+    MttBusy => "mtt_busy",
 }
 
 /// Why a BlueFlame post was not executed from its bytes.

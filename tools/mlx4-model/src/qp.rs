@@ -57,6 +57,8 @@ pub struct Qp {
     pub rq_ci: u32,
     /// ctx 0x0b bit 4: data segments may use the reserved lkey.
     pub rlkey: bool,
+    /// ctx 0x04 bits 23..0: the protection domain its keys must match.
+    pub pd: u32,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -128,6 +130,7 @@ impl Qp {
             rq_db,
             rq_ci: 0,
             rlkey: ctx[0x0b] & 0x10 != 0,
+            pd: be32(ctx, 0x04) & 0xff_ffff,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
@@ -197,6 +200,8 @@ impl Qp {
             Some("the RQ doorbell record")
         } else if self.rlkey != new.rlkey {
             Some("rlkey")
+        } else if self.pd != new.pd {
+            Some("the protection domain")
         } else {
             None
         }

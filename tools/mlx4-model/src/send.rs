@@ -1,6 +1,6 @@
 //! The send path: UAR send doorbell, SQ fetch by DMA (owner-bit parity,
 //! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1). A SEND on
-//! an RC or UC QP goes on to `deliver`.
+//! an RC or UC QP goes on to `deliver`, an RDMA write to `rdma`.
 
 use crate::bytes::{be32, hex, put_be16, put_be32};
 use crate::cq::{error_cqe, syndrome, CQE_IS_SEND};
@@ -8,11 +8,10 @@ use crate::device::Device;
 use crate::diag::{LastDoorbell, LastWqe, WqeSource, LAST_WQE_BYTES_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::keys;
 use crate::protocol::Code;
 use crate::qp::{service, QpState};
 use crate::timing::Read;
-use crate::wqe::{self, opcode, Ctrl, Wqe, WqeError};
+use crate::wqe::{self, opcode, Ctrl, WqeError};
 use serde_json::json;
 
 /// The 64-byte unit a real HCA fetches in.
@@ -272,13 +271,23 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 return;
             }
         };
-        if matches!(c.opcode, opcode::SEND | opcode::SEND_IMM) && service != service::UD {
-            self.send_message(qpn, idx, &w, bytes);
+        match c.opcode {
+            opcode::SEND | opcode::SEND_IMM if service != service::UD => {
+                self.send_message(qpn, idx, &w, bytes);
+                return;
+            }
+            // wqe::parse takes RDMA writes on RC and UC only.
+            opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => {
+                self.rdma_write(qpn, idx, &w, bytes);
+                return;
+            }
+            _ => {}
+        }
+        // A UD SEND is completed, not delivered: its data segments are
+        // checked, not read. A NOP is completed.
+        if c.opcode != opcode::NOP && self.checked_gather(qpn, idx, &w).is_none() {
             return;
         }
-        // NOP, RDMA_WRITE(_IMM), UD SEND: consumed and completed; nothing
-        // is read or written (RDMA_WRITE's memory needs registered memory,
-        // which the model does not have yet), so no lkey is checked either.
         self.wqe_ready();
         self.advance(qpn, &c);
         if c.signaled() {
@@ -295,20 +304,6 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let ns = self.clock.now().saturating_sub(start);
         self.counters.post_to_wire(ns);
         start
-    }
-
-    /// Refuses a WQE whose data segments name an lkey the model does not
-    /// accept (`keys`): error CQE LOCAL_PROT_ERR, QP to ERR, nothing read.
-    pub(crate) fn refuse_gather(&mut self, qpn: u32, idx: u32, w: &Wqe) -> bool {
-        let rlkey = self.qps.get(&qpn).is_some_and(|qp| qp.rlkey);
-        let refused = w.lkeys().filter(|&k| !keys::accepted(rlkey, k)).count() as u64;
-        if refused == 0 {
-            return false;
-        }
-        self.counters.global.refused_segments += refused;
-        self.counters.global.gather_errors += 1;
-        self.send_error(qpn, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
-        true
     }
 
     pub(crate) fn advance(&mut self, qpn: u32, c: &Ctrl) {

@@ -28,6 +28,7 @@ pub enum TraceLevel {
 pub const ERROR_KINDS: &[&str] = &[
     "protocol_error",
     "deliver_error",
+    "prot_fault",
     "cq_error",
     "cqe_dropped",
     "mark",

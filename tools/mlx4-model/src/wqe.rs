@@ -1,6 +1,7 @@
 //! Send WQE decoding (§4.1–4.4): control segment, then raddr / datagram,
 //! inline and data segments, all checked against DS. Pure: whether a data
-//! segment may be read is `keys`' question, reading it the send path's.
+//! segment or a remote address may be touched is `keys`' question, touching
+//! it the send path's.
 
 use crate::bytes::{be32, be64};
 use crate::layout::MAX_SG_SQ;
@@ -99,10 +100,10 @@ pub struct Wqe {
 }
 
 impl Wqe {
-    /// The data segments' lkeys.
-    pub fn lkeys(&self) -> impl Iterator<Item = u32> + '_ {
-        self.segments.iter().filter_map(|s| match s {
-            Segment::Data { lkey, .. } => Some(*lkey),
+    /// An RDMA write's remote address segment: (raddr, rkey).
+    pub fn raddr(&self) -> Option<(u64, u32)> {
+        self.segments.iter().find_map(|s| match s {
+            Segment::Raddr { addr, rkey } => Some((*addr, *rkey)),
             _ => None,
         })
     }

@@ -2,6 +2,7 @@
 //! never reaches outside it, and keeps the counters consistent.
 
 use super::harness::*;
+use crate::bytes::{put_be32, put_be64};
 use crate::commands::op;
 use crate::layout::*;
 use crate::trace::{TraceLevel, ERROR_KINDS};
@@ -51,7 +52,48 @@ enum Op {
         len: u32,
         lkey: u32,
     },
+    /// WRITE_MTT of raw entries from MTT index `first`.
+    Mtt {
+        first: u64,
+        entries: Vec<u64>,
+    },
+    /// SW2HW_MPT of a region (MPT `index`, key tag, access bits, pd, start,
+    /// length, first MTT entry).
+    Mpt {
+        index: u32,
+        tag: u32,
+        access: u32,
+        pd: u32,
+        start: u64,
+        length: u64,
+        mtt: u64,
+    },
+    /// The ready device's QP again, from RST, with a fresh SQ and a full RQ
+    /// (errors put it in ERR for good otherwise).
+    Revive,
+    /// A well-formed region: WRITE_MTT of `pages` (fake-memory page numbers)
+    /// from entry `mtt`, then SW2HW_MPT of MPT `index` over them, all
+    /// rights, protection domain 0, from REGION_VA + `offset`.
+    Region {
+        index: u32,
+        tag: u32,
+        mtt: u64,
+        pages: Vec<u64>,
+        offset: u64,
+    },
+    /// A SEND with one data segment under `lkey`, or an RDMA write of it
+    /// (opcode, raddr, rkey), posted by doorbell.
+    Keyed {
+        index: Option<u32>,
+        lkey: u32,
+        addr: u64,
+        len: u32,
+        rdma: Option<(u8, u64, u32)>,
+    },
 }
+
+/// Where the fuzz test's regions start.
+const REGION_VA: u64 = 0x7000_0000;
 
 const NUM_UARS: u32 = 256;
 
@@ -114,7 +156,28 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         Just(op::QUERY_QP),
         Just(op::NOP),
         Just(op::QUERY_DEV_CAP),
+        Just(op::WRITE_MTT),
+        Just(op::SW2HW_MPT),
+        Just(op::HW2SW_MPT),
         any::<u16>().prop_map(|o| o & 0xfff),
+    ];
+    let key = || {
+        prop_oneof![
+            2 => Just(RESERVED_LKEY),
+            2 => (1u32..4, 0u32..2).prop_map(|(i, t)| (i << 8) | t),
+            1 => any::<u32>(),
+        ]
+    };
+    let va = || {
+        prop_oneof![
+            2 => (0u64..0x4000).prop_map(|o| REGION_VA + o),
+            2 => (0u64..0x1000).prop_map(|o| GATHER_BUF + o),
+            1 => any::<u64>(),
+        ]
+    };
+    let page = prop_oneof![
+        (0u64..64).prop_map(|p| MEM_BASE + p * PAGE_SIZE + 1),
+        any::<u64>(),
     ];
     prop_oneof![
         3 => (prop_oneof![Just(0u32), Just(2), 0u32..6], size()).prop_flat_map(|(bar, n)| {
@@ -135,6 +198,28 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => prop_oneof![Just(0u16), 0u16..4, 30u16..40, any::<u16>()].prop_map(|head| Op::RqHead { head }),
         1 => (0u32..64, prop_oneof![Just(RECV_LEN), 0u32..64], prop_oneof![Just(RESERVED_LKEY), Just(0x100), any::<u32>()])
             .prop_map(|(index, len, lkey)| Op::Recv { index, len, lkey }),
+        1 => (prop_oneof![1u64..8, 65530u64..65540, any::<u64>()], proptest::collection::vec(page, 1..5))
+            .prop_map(|(first, entries)| Op::Mtt { first, entries }),
+        1 => (0u32..4, 0u32..2, prop_oneof![Just(0x3c00u32), any::<u32>().prop_map(|a| a & 0x7c00)], 0u32..2,
+              prop_oneof![(0u64..0x3000).prop_map(|o| REGION_VA + o), any::<u64>()],
+              prop_oneof![1u64..0x4000, any::<u64>()], 0u64..8)
+            .prop_map(|(index, tag, access, pd, start, length, mtt)| Op::Mpt { index, tag, access, pd, start, length, mtt }),
+        1 => Just(Op::Revive),
+        1 => (1u32..4, 0u32..2, 1u64..8, proptest::collection::vec(0u64..64, 1..5), 0u64..0x1000)
+            .prop_map(|(index, tag, mtt, pages, offset)| Op::Region { index, tag, mtt, pages, offset }),
+        2 => (prop_oneof![Just(None), (0u32..40).prop_map(Some)], key(), va(), prop_oneof![0u32..64, 0u32..0x2000],
+              proptest::option::of((prop_oneof![Just(8u8), Just(9)], va(), key())))
+            .prop_map(|(index, lkey, addr, len, rdma)| Op::Keyed { index, lkey, addr, len, rdma }),
+        // An RDMA write that may well land: a gather that passes, an rkey
+        // of a region the Region op makes.
+        2 => (0u32..64, (1u32..4, 0u32..2), 0u64..0x2000, prop_oneof![Just(8u8), Just(9)])
+            .prop_map(|(len, (i, t), off, opcode)| Op::Keyed {
+                index: None,
+                lkey: RESERVED_LKEY,
+                addr: GATHER_BUF,
+                len,
+                rdma: Some((opcode, REGION_VA + off, (i << 8) | t)),
+            }),
     ]
 }
 
@@ -183,6 +268,93 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             let addr = RECV_BUF + u64::from(index % 32) * u64::from(RECV_LEN);
             h.post_recv(QP_BUF, *index, *len, *lkey, addr);
         }
+        Op::Mtt { first, entries } => {
+            let mut mb = vec![0u8; 16 + 8 * entries.len()];
+            put_be64(&mut mb, 0, *first);
+            for (i, e) in entries.iter().enumerate() {
+                put_be64(&mut mb, 16 + 8 * i, *e);
+            }
+            h.poke(IN_MB, &mb);
+            h.cmd(op::WRITE_MTT, 0, entries.len() as u32);
+        }
+        Op::Mpt {
+            index,
+            tag,
+            access,
+            pd,
+            start,
+            length,
+            mtt,
+        } => {
+            let e = Harness::mpt_entry((index << 8) | tag, *access, *pd, *start, *length, *mtt);
+            h.poke(IN_MB, &e);
+            h.cmd(op::SW2HW_MPT, 0, *index);
+        }
+        Op::Revive => {
+            h.cmd(op::TO_RST_QP, 2, QPN);
+            h.init_sq(QP_BUF, SQ_LOG);
+            let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+            h.poke(IN_MB, &Harness::with_rq(mb, RCQN, RQ_DB));
+            for o in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
+                h.cmd(o, 0, QPN);
+            }
+            h.fill_rq(QP_BUF, RQ_DB, RECV_BUF);
+        }
+        Op::Region {
+            index,
+            tag,
+            mtt,
+            pages,
+            offset,
+        } => {
+            let addrs: Vec<u64> = pages.iter().map(|p| MEM_BASE + p * PAGE_SIZE).collect();
+            h.write_mtt(*mtt, &addrs);
+            let start = REGION_VA + offset;
+            let length = addrs.len() as u64 * PAGE_SIZE - offset;
+            let e = Harness::mpt_entry((index << 8) | tag, 0x3c00, 0, start, length, *mtt);
+            h.sw2hw_mpt(&e);
+        }
+        Op::Keyed {
+            index,
+            lkey,
+            addr,
+            len,
+            rdma,
+        } => {
+            let next = h.dev.qps.get(&QPN).map_or(0, |qp| qp.sq_ci);
+            let index = index.unwrap_or(next);
+            let mut w = vec![0u8; 16];
+            let opcode = match rdma {
+                Some((opcode, raddr, rkey)) => {
+                    let mut r = [0u8; 16];
+                    put_be64(&mut r, 0, *raddr);
+                    put_be32(&mut r, 8, *rkey);
+                    w.extend_from_slice(&r);
+                    *opcode
+                }
+                None => 0x0a,
+            };
+            let mut s = [0u8; 16];
+            put_be32(&mut s, 0, *len);
+            put_be32(&mut s, 4, *lkey);
+            put_be64(&mut s, 8, *addr);
+            w.extend_from_slice(&s);
+            let owner = if index & (1 << SQ_LOG) != 0 {
+                1 << 31
+            } else {
+                0
+            };
+            put_be32(
+                &mut w,
+                0,
+                owner | ((index & 0xffff) << 8) | u32::from(opcode),
+            );
+            let ds = (w.len() / 16) as u32;
+            put_be32(&mut w, 4, (QPN << 8) | ds);
+            put_be32(&mut w, 8, 0xc);
+            h.write_wqe(QP_BUF, index, &w);
+            h.doorbell(UAR, QPN);
+        }
     }
 }
 
@@ -224,7 +396,7 @@ proptest! {
             apply(&mut h, op, &mut touched_reset);
             h.check_invariants(touched_reset);
         }
-        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns); }
+        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs.hw_mpts(), g.rdma_writes, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
         h.dev.finish();
         h.check_invariants(touched_reset);
         // Every line is one JSON object with consecutive seq.

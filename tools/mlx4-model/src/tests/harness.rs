@@ -224,6 +224,54 @@ impl Harness {
         mb
     }
 
+    /// Sets the protection domain (ctx 0x04) in a QP mailbox.
+    pub fn with_pd(mut mb: Vec<u8>, pd: u32) -> Vec<u8> {
+        put_be32(&mut mb[8..], 0x04, pd);
+        mb
+    }
+
+    /// WRITE_MTT of `entries` (DMA addresses; PRESENT added) from MTT index
+    /// `first`; returns the status.
+    pub fn write_mtt(&mut self, first: u64, entries: &[u64]) -> u8 {
+        let mut mb = vec![0u8; 16 + 8 * entries.len()];
+        put_be64(&mut mb, 0, first);
+        for (i, e) in entries.iter().enumerate() {
+            put_be64(&mut mb, 16 + 8 * i, e | 1);
+        }
+        self.poke(IN_MB, &mb);
+        self.cmd(op::WRITE_MTT, 0, entries.len() as u32)
+    }
+
+    /// A struct mlx4_mpt_entry for the region of lkey `key` (MPT index
+    /// `key >> 8`, tag `key & 0xff`): REGION and `access`, protection domain
+    /// `pd`, `length` bytes from virtual address `start`, translated by the
+    /// MTT from entry `mtt`, 4 KiB pages.
+    pub fn mpt_entry(
+        key: u32,
+        access: u32,
+        pd: u32,
+        start: u64,
+        length: u64,
+        mtt: u64,
+    ) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        put_be32(&mut b, 0x00, crate::mr::flag::REGION | access);
+        put_be32(&mut b, 0x08, crate::keys::hw_index(key));
+        put_be32(&mut b, 0x0c, pd);
+        put_be64(&mut b, 0x10, start);
+        put_be64(&mut b, 0x18, length);
+        put_be64(&mut b, 0x2c, mtt * 8);
+        put_be32(&mut b, 0x38, 12);
+        b
+    }
+
+    /// SW2HW_MPT of `entry` for the MPT its key names; returns the status.
+    pub fn sw2hw_mpt(&mut self, entry: &[u8; 64]) -> u8 {
+        let index = be32(entry, 0x08) & (NUM_MPTS - 1);
+        self.poke(IN_MB, entry);
+        self.cmd(op::SW2HW_MPT, 0, index)
+    }
+
     /// Sets the remote QPN in a QP mailbox.
     pub fn connect_to(mut mb: Vec<u8>, remote: u32) -> Vec<u8> {
         put_be32(&mut mb[8..], 0x14, remote);
@@ -301,19 +349,26 @@ impl Harness {
     /// receive CQ 3, RQ filled from RECV2_BUF), both on UAR 2 with send CQ
     /// 1 and rlkey.
     pub fn pair() -> Self {
+        Self::pair_with_pds(0, 0)
+    }
+
+    /// `pair()` with QP 0x40 in protection domain `pd` and QP 0x41 in
+    /// `pd2`.
+    pub fn pair_with_pds(pd: u32, pd2: u32) -> Self {
         let mut h = Self::new();
         assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
         assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
         assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
         assert_eq!(h.sw2hw_cq(RCQN, RCQ_LOG, UAR, 1, RCQ_BUF, RCQ_DB), 0);
         assert_eq!(h.sw2hw_cq(RCQN2, RCQ_LOG, UAR, 1, RCQ2_BUF, RCQ2_DB), 0);
-        for (qpn, peer, buf, rcqn, db, data) in [
-            (QPN, QPN2, QP_BUF, RCQN, RQ_DB, RECV_BUF),
-            (QPN2, QPN, QP2_BUF, RCQN2, RQ2_DB, RECV2_BUF),
+        for (qpn, peer, buf, rcqn, db, data, pd) in [
+            (QPN, QPN2, QP_BUF, RCQN, RQ_DB, RECV_BUF, pd),
+            (QPN2, QPN, QP2_BUF, RCQN2, RQ2_DB, RECV2_BUF, pd2),
         ] {
             h.init_sq(buf, SQ_LOG);
             let mb = Self::qp_mailbox(qpn, UAR, CQN, buf, SQ_LOG);
             let mb = Self::connect_to(Self::with_rq(mb, rcqn, db), peer);
+            let mb = Self::with_pd(mb, pd);
             h.create_qp_with(qpn, &mb);
             h.fill_rq(buf, db, data);
         }

@@ -5,5 +5,6 @@ mod device;
 mod fuzz;
 pub(crate) mod harness;
 mod latency;
+mod mr;
 mod receive;
 mod record;

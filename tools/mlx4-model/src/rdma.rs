@@ -1,0 +1,123 @@
+//! RDMA_WRITE and RDMA_WRITE_IMM of QP `s` (RC or UC), by the contract's
+//! rules, in order:
+//!
+//! a. the responder `d` is chosen as a SEND's destination is (`peer`); else
+//!    TRANSPORT_RETRY_EXC_ERR;
+//! b. the payload is gathered as a SEND's is (inline bytes, data segments
+//!    after their key checks); else LOCAL_PROT_ERR or LOCAL_LENGTH_ERR;
+//! c. the rkey names a region of `d`'s protection domain with REMOTE_WRITE
+//!    that holds `[raddr, raddr + length)` (not checked for length 0, as
+//!    IB says); else REMOTE_ACCESS_ERR on the requester, `d` unaffected;
+//! d. RDMA_WRITE_IMM only: `d`'s RQ holds a receive WQE; else
+//!    RNR_RETRY_EXC_ERR, nothing written;
+//! e. the payload is DMA-written into the region's pages; RDMA_WRITE_IMM
+//!    consumes the receive WQE (without reading it: its buffers are not
+//!    touched) and writes a receive CQE (opcode RDMA_WRITE_IMM, the
+//!    immediate, byte_cnt = length); then the requester's send CQE if
+//!    signalled.
+
+use crate::cq::syndrome;
+use crate::deliver::{recv_cqe, SenderSyndrome};
+use crate::device::Device;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::keys::{self, Access};
+use crate::send::send_cqe;
+use crate::timing::Tx;
+use crate::wqe::{opcode, Wqe};
+use serde_json::json;
+
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// Executes a parsed RDMA write of QP `s` at SQ index `idx` (`bytes` =
+    /// the WQE): its data lands in the responder's region, or the WQE
+    /// completes in error.
+    pub(crate) fn rdma_write(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) {
+        let c = w.ctrl;
+        let d = match self.peer(s) {
+            Ok(d) => d,
+            Err((d, why)) => {
+                self.wqe_ready();
+                self.counters.global.peer_errors += 1;
+                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                return;
+            }
+        };
+        let Some(payload) = self.gather(s, idx, w, bytes) else {
+            return;
+        };
+        let start = self.wqe_ready();
+        self.charge(Tx::Wire);
+        if let Err(syn) = self.land(s, d, w, bytes, &payload, start) {
+            self.send_error(s, idx, &c, syn);
+            return;
+        }
+        self.advance(s, &c);
+        if c.signaled() {
+            let cqe = send_cqe(s, idx, c.opcode, payload.len() as u64);
+            self.complete(s, cqe, false);
+        }
+    }
+
+    /// Rules c–e on the responder `d`. Err: the requester's syndrome.
+    fn land(
+        &mut self,
+        s: u32,
+        d: u32,
+        w: &Wqe,
+        wqe_bytes: &[u8],
+        payload: &[u8],
+        start: u64,
+    ) -> Result<(), SenderSyndrome> {
+        let c = w.ctrl;
+        let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
+        let len = payload.len() as u64;
+        let pd = self.qps.get(&d).map_or(0, |qp| qp.pd);
+        let target = match keys::check(&self.mrs, false, pd, rkey, raddr, len, Access::RemoteWrite)
+        {
+            Ok(t) => t,
+            Err(f) => {
+                self.prot_fault(d, "rkey", rkey, raddr, len, f);
+                self.delivery_failed(s, d, "rkey", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+        };
+        let imm = c.opcode == opcode::RDMA_WRITE_IMM;
+        if imm {
+            self.rq_posted(s, d)?;
+        }
+        let mut off = 0usize;
+        for (addr, k) in keys::translate(&self.mrs, target, raddr, len) {
+            if !self.dma_write(addr, &payload[off..off + k], "rdma") {
+                self.counters.global.rdma_dma_errors += 1;
+                self.delivery_failed(s, d, "RDMA write DMA", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+            off += k;
+        }
+        self.counters.global.rdma_writes += 1;
+        self.counters.global.rdma_bytes += len;
+        let mut done = self.clock.now();
+        let mut rq_index = None;
+        if imm {
+            let Some(dq) = self.qps.get_mut(&d) else {
+                return Err(syndrome::REMOTE_OP_ERR);
+            };
+            let ci = dq.rq_ci;
+            dq.rq_ci = ci.wrapping_add(1);
+            let cqn = dq.cqn_recv.unwrap_or(0);
+            let cqe = recv_cqe(s, d, ci, &c, wqe_bytes, len);
+            if let Some(t) = self.post_cqe(cqn, d, cqe, c.solicited()) {
+                self.counters.global.recv_cqes += 1;
+                done = t;
+            }
+            rq_index = Some(ci);
+        }
+        let one_way = done.saturating_sub(start);
+        self.trace.record("rdma_write", || {
+            json!({"from": s, "to": d, "len": len, "raddr": raddr, "rkey": rkey,
+                   "rq_index": rq_index, "post_t_ns": start, "one_way_ns": one_way})
+        });
+        Ok(())
+    }
+}
