@@ -25,7 +25,7 @@ use kernel::{
     time::Delta,
 };
 
-use crate::MAX_QPS;
+use crate::{mr::MAX_MPTS, MAX_QPS};
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.
 pub(crate) const BAR0_SIZE: usize = 0x10_0000;
@@ -66,6 +66,9 @@ bitfield! {
 pub(crate) enum Op {
     QueryDevCap = 0x03,
     QueryFw = 0x04,
+    Sw2HwMpt = 0x0d,
+    Hw2SwMpt = 0x0f,
+    WriteMtt = 0x11,
     MapEq = 0x12,
     Sw2HwEq = 0x13,
     Hw2SwEq = 0x14,
@@ -83,6 +86,9 @@ impl Op {
         match self {
             Op::QueryDevCap => "QUERY_DEV_CAP",
             Op::QueryFw => "QUERY_FW",
+            Op::Sw2HwMpt => "SW2HW_MPT",
+            Op::Hw2SwMpt => "HW2SW_MPT",
+            Op::WriteMtt => "WRITE_MTT",
             Op::MapEq => "MAP_EQ",
             Op::Sw2HwEq => "SW2HW_EQ",
             Op::Hw2SwEq => "HW2SW_EQ",
@@ -189,6 +195,8 @@ pub(crate) struct Live {
     pub(crate) cqs: u64,
     /// QPN of the QP in hardware per send-queue slot (0: none).
     pub(crate) qps: [u32; MAX_QPS],
+    /// MPTs in hardware ownership (bit = MPT index).
+    pub(crate) mpts: [u64; MAX_MPTS / 64],
 }
 
 pub(crate) struct CmdState {
@@ -243,6 +251,7 @@ impl CmdIf {
                         eq: false,
                         cqs: 0,
                         qps: [0; MAX_QPS],
+                        mpts: [0; MAX_MPTS / 64],
                     },
                 }),
                 dev: dev.into(),

@@ -38,8 +38,12 @@ use crate::{
     cq::{Cq, CQE_SIZE},
     events,
     hca::Hca,
-    layout, qp,
+    layout,
+    mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
+    pin::Pinned,
+    qp,
     recv::Recv,
+    region,
     stats::Stats,
     umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
@@ -90,6 +94,11 @@ struct State {
     wqe: WqeBuf,
     /// A message of POST_SEND's PAYLOAD on its way to a send buffer.
     payload: [u8; abi::MAX_PAYLOAD],
+    /// Its memory regions, for the gather checks (the adapter's table has
+    /// them all).
+    mrs: [Option<CtxMr>; MAX_MRS_PER_CONTEXT],
+    /// Pages its regions pin.
+    mr_pages: u32,
 }
 
 /// A reference on this module, held by each open file.
@@ -176,6 +185,8 @@ impl MiscDevice for Context {
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
                 payload: [0; abi::MAX_PAYLOAD],
+                mrs: [None; MAX_MRS_PER_CONTEXT],
+                mr_pages: 0,
             }),
             stats: ctx_stats.clone(),
             // `adapter` is the field initialized above.
@@ -220,6 +231,8 @@ impl MiscDevice for Context {
             (abi::OBJECT_QP, abi::METHOD_POST_RECV) => me.post_recv(&mut b),
             (abi::OBJECT_QP, abi::METHOD_CONNECT_QP) => me.connect_qp(&mut b),
             (abi::OBJECT_QP, abi::METHOD_ARM_CQ) => me.arm_cq(&mut b),
+            (abi::OBJECT_MR, abi::METHOD_REG_MR) => me.reg_mr(&mut b),
+            (abi::OBJECT_MR, abi::METHOD_DEREG_MR) => me.dereg_mr(&mut b),
             _ => Err(crate::uverbs::eprotonosupport()),
         }?;
         Ok(0)
@@ -236,6 +249,18 @@ impl PinnedDrop for Context {
             }
         }
         self.release_cq_if_idle(&mut state);
+        // No QP of ours uses them any more.
+        for i in 0..MAX_MRS_PER_CONTEXT {
+            if let Some(m) = state.mrs[i].take() {
+                let pinned =
+                    self.adapter
+                        .mrs
+                        .lock()
+                        .deregister(&self.hca().cmd, self.uar_index, m.key);
+                drop(pinned);
+            }
+        }
+        state.mr_pages = 0;
         if let Some(area) = state.area.take() {
             *self.adapter.areas.lock() &= !(1 << area);
         }
@@ -267,6 +292,9 @@ impl Context {
             max_qps_per_context: MAX_QPS_PER_CONTEXT as u32,
             sq_entries: SQ_ENTRIES,
             bar2_len: caps.bar2_len,
+            max_mrs_per_context: MAX_MRS_PER_CONTEXT as u32,
+            max_mr_pages: MAX_CONTEXT_PAGES,
+            max_mr_size: MAX_MR_SIZE,
         };
         b.write(out, &info)
     }
@@ -312,7 +340,12 @@ impl Context {
         let mut state = self.state.lock();
         let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let area = self.area(&mut state)?;
-        let (slot, qpn) = self.adapter.qps.lock().alloc().ok_or(ENOSPC)?;
+        let (slot, qpn) = self
+            .adapter
+            .qps
+            .lock()
+            .alloc(self.uar_index)
+            .ok_or(ENOSPC)?;
         let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn) {
             Ok(qp) => qp,
             Err(e) => {
@@ -385,6 +418,7 @@ impl Context {
             qpn,
             remote_qpn,
             uar: self.uar_index,
+            pd: self.uar_index,
             cqn_send: state.cq.as_ref().ok_or(EINVAL)?.cqn,
             cqn_recv,
             buf_dma,
@@ -718,6 +752,92 @@ impl Context {
         }
     }
 
+    /// REG_MR: pins `[addr, addr + len)` of the calling process, maps it
+    /// and registers it with the adapter as a region of this context.
+    fn reg_mr(&self, b: &mut Bundle<'_>) -> Result {
+        let addr = b.inline::<8>(abi::ATTR_MR_ADDR)?.ok_or(EINVAL)?;
+        let len = b.inline::<8>(abi::ATTR_MR_LENGTH)?.ok_or(EINVAL)?;
+        let (addr, len) = (u64::from_ne_bytes(addr), u64::from_ne_bytes(len));
+        let access = b.inline_u32(abi::ATTR_MR_ACCESS)?.unwrap_or(0);
+        let out = b.output(abi::ATTR_MR_INFO).ok_or(EINVAL)?;
+        b.check_unused()?;
+        let perm = region::perm(access).ok_or(EINVAL)?;
+        if len > MAX_MR_SIZE {
+            return Err(EINVAL);
+        }
+        let pages = region::pages_spanned(addr, len).ok_or(EINVAL)? as u32;
+        let mut state = self.state.lock();
+        let index = state.mrs.iter().position(Option::is_none).ok_or(ENOSPC)?;
+        if state.mr_pages + pages > MAX_CONTEXT_PAGES {
+            return Err(ENOSPC);
+        }
+        let first_page = addr & !(region::PAGE_SIZE - 1);
+        let writable = access & abi::ACCESS_LOCAL_WRITE != 0;
+        let pinned = Pinned::pin(first_page, pages as usize, writable)?;
+        let cmd = &self.hca().cmd;
+        let key = self
+            .adapter
+            .mrs
+            .lock()
+            .register(cmd, pinned, self.uar_index, addr, len, perm)?;
+        let info = abi::MrInfo {
+            mr_handle: key,
+            lkey: key,
+            rkey: key,
+            reserved: 0,
+        };
+        if let Err(e) = b.write(out, &info) {
+            let pinned = self.adapter.mrs.lock().deregister(cmd, self.uar_index, key);
+            drop(pinned);
+            return Err(e);
+        }
+        state.mrs[index] = Some(CtxMr {
+            key,
+            start: addr,
+            len,
+            pages,
+            remote_write: region::remote_writable(perm),
+        });
+        state.mr_pages += pages;
+        Ok(())
+    }
+
+    /// DEREG_MR: takes the region out of the adapter and unpins it. Refused
+    /// while a send of this context is outstanding: the adapter may still
+    /// gather from it.
+    fn dereg_mr(&self, b: &mut Bundle<'_>) -> Result {
+        let handle = b.inline_u32(abi::ATTR_MR_HANDLE)?.ok_or(EINVAL)?;
+        b.check_unused()?;
+        let hca = self.hca();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = state
+            .mrs
+            .iter()
+            .position(|m| m.is_some_and(|m| m.key == handle))
+            .ok_or(ENOENT)?;
+        self.reap(hca, state)?;
+        // A QP in ERR touches no memory again: its WQEs are flushed.
+        if state
+            .qps
+            .iter()
+            .flatten()
+            .any(|q| q.head != q.tail && !q.failed)
+        {
+            return Err(EBUSY);
+        }
+        let pinned = self
+            .adapter
+            .mrs
+            .lock()
+            .deregister(&hca.cmd, self.uar_index, handle)?;
+        if let Some(m) = state.mrs[index].take() {
+            state.mr_pages -= m.pages;
+        }
+        drop(pinned);
+        Ok(())
+    }
+
     fn reject(&self, why: Reject, err: Error) -> Error {
         self.stats.reject(why);
         self.adapter.stats.reject(why);
@@ -767,16 +887,24 @@ impl Context {
                 &mut state.wqe.0[..len],
             )?,
         }
-        let buf = &mut state.wqe.0;
+        let State { wqe, mrs, .. } = &mut *state;
+        let buf = &mut wqe.0;
         let mut info =
             wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
-        // The reserved lkey makes an address a DMA address: the kernel's
-        // receive WQEs and send buffers use it, a process may not.
+        // Every gather names one of this context's regions and stays inside
+        // it. The reserved lkey, which makes an address a DMA address (the
+        // kernel's receive and send buffers), names none of them.
+        if info.gather_segs != 0 {
+            region::check_gathers(&buf[..len], &info, |k| {
+                mrs.iter()
+                    .flatten()
+                    .find(|m| m.key == k)
+                    .map(|m| (m.start, m.len))
+            })
+            .map_err(|r| self.reject(r, EACCES))?;
+        }
         let hca = self.hca();
         let lkey = hca.dev_cap.reserved_lkey;
-        if info.gather_segs != 0 && wqe::gathers_with_lkey(&buf[..len], &info, lkey) {
-            return Err(self.reject(Reject::Lkey, EINVAL));
-        }
 
         self.scan_recv(state, qp_index)?;
         self.make_room(hca, state, qp_index)?;
@@ -785,9 +913,12 @@ impl Context {
             bf_half,
             wqe,
             payload: kbuf,
+            mrs,
             ..
         } = state;
         let buf = &mut wqe.0;
+        let remote = qps[qp_index].as_ref().map_or(0, |q| q.remote_qpn);
+        let peer_here = qps.iter().flatten().any(|q| q.qpn == remote);
         let Some(qp) = qps[qp_index].as_mut() else {
             return Err(ENOENT);
         };
@@ -812,6 +943,25 @@ impl Context {
             }
             None => 0,
         };
+        // An RDMA write lands in a region of the peer's context that takes
+        // remote writes, all of it. A peer in this context (a QP connected
+        // to itself, say) is checked without the adapter's locks.
+        if region::raddr(&buf[..len], &info).is_some() {
+            let checked = if peer_here {
+                region::check_rdma(&buf[..len], &info, |rkey| {
+                    mrs.iter()
+                        .flatten()
+                        .find(|m| m.key == rkey)
+                        .map(|m| (m.start, m.len, m.remote_write))
+                })
+            } else {
+                let peer = self.adapter.qps.lock().pd(remote);
+                region::check_rdma(&buf[..len], &info, |rkey| {
+                    self.adapter.mrs.lock().remote(rkey, peer?)
+                })
+            };
+            checked.map_err(|r| self.reject(r, EACCES))?;
+        }
         let caps = &self.adapter.caps;
         let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
             .map_err(|r| self.reject(r, EINVAL))?;

@@ -27,8 +27,12 @@ const DEV_CAP_MAX_QP: usize = 0x13;
 const DEV_CAP_MAX_CQ_SZ: usize = 0x19;
 const DEV_CAP_RSVD_CQ: usize = 0x1a;
 const DEV_CAP_MAX_CQ: usize = 0x1b;
+const DEV_CAP_MAX_MPT: usize = 0x1d;
 const DEV_CAP_RSVD_EQ: usize = 0x1e;
 const DEV_CAP_MAX_EQ: usize = 0x1f;
+const DEV_CAP_RSVD_MTT: usize = 0x20;
+const DEV_CAP_RSVD_MRW: usize = 0x22;
+const DEV_CAP_MAX_MTT_SEG: usize = 0x23;
 const DEV_CAP_RSVD_UAR: usize = 0x48;
 const DEV_CAP_UAR_SZ: usize = 0x49;
 const DEV_CAP_PAGE_SZ: usize = 0x4b;
@@ -67,6 +71,14 @@ pub(crate) struct DevCap {
     pub(crate) max_desc_sz_sq: u16,
     /// The lkey that makes a data segment's address a DMA address.
     pub(crate) reserved_lkey: u32,
+    /// MPTs (memory regions), the first `reserved_mrws` the firmware's.
+    pub(crate) max_mpts: u32,
+    pub(crate) reserved_mrws: u32,
+    /// MTT entries, the first `reserved_mtts` the firmware's. mlx4 calls
+    /// the field at 0x23 "max MTT segments"; with 8-byte segments (0x90)
+    /// they are entries.
+    pub(crate) max_mtts: u32,
+    pub(crate) reserved_mtts: u32,
 }
 
 /// QUERY_FW. Refuses a command interface revision mlx4 would refuse, and
@@ -140,6 +152,11 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         bf_regs_per_page: log_at(&out, DEV_CAP_LOG_MAX_BF_REGS_PER_PAGE, 0x3f).unwrap_or(8),
         max_desc_sz_sq: get16(&out, DEV_CAP_MAX_DESC_SZ_SQ)?,
         reserved_lkey: get32(&out, DEV_CAP_RSVD_LKEY)?,
+        // Memory regions are optional: logs beyond 31 are capped, not refused.
+        max_mpts: 1 << (get8(&out, DEV_CAP_MAX_MPT)? & 0x3f).min(31),
+        reserved_mrws: log_at(&out, DEV_CAP_RSVD_MRW, 0xf)?,
+        max_mtts: 1 << (get8(&out, DEV_CAP_MAX_MTT_SEG)? & 0x3f).min(31),
+        reserved_mtts: 1 << (get8(&out, DEV_CAP_RSVD_MTT)? >> 4),
     })
 }
 

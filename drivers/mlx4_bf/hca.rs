@@ -37,6 +37,7 @@ use crate::{
     cq::{self, Cq, CqParams, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     eq::{Eq, EQE_SIZE, EQ_ENTRIES},
     fw::{self, DevCap, FwInfo},
+    mr,
     qp::{self, QpParams},
     stats::HcaStats,
     umem::RCQ_LOG_ENTRIES,
@@ -235,6 +236,10 @@ impl Hca {
         }
         for slot in 0..MAX_CQS + MAX_QPS {
             cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
+        }
+        // No QP is left to use them: the memory regions go last.
+        for slot in 0..mr::MAX_MPTS {
+            let _ = mr::mpt_destroy(&self.cmd, &mut st, slot);
         }
         self.eq.quiesce();
         sync_irq();

@@ -36,6 +36,9 @@ mod abi;
 #[path = "../../rust/mlx4_bf_core/src/layout.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod layout;
+#[path = "../../rust/mlx4_bf_core/src/region.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod region;
 #[path = "../../rust/mlx4_bf_core/src/store_block.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod store_block;
@@ -55,6 +58,8 @@ mod eq;
 mod events;
 mod fw;
 mod hca;
+mod mr;
+mod pin;
 mod qp;
 mod recv;
 mod stats;
@@ -67,6 +72,7 @@ use eq::EqHandler;
 use fw::DevCap;
 use hca::{Hca, HcaMem};
 use layout::Caps;
+use mr::MrTable;
 use stats::Stats;
 use uar_alloc::UarAllocator;
 use umem::UserMem;
@@ -119,6 +125,8 @@ pub(crate) struct QpTable {
     qpn_limit: u32,
     /// The QPN of each slot in use (0: free).
     qpns: [u32; MAX_QPS],
+    /// Protection domain of each slot's QP: its context's UAR index.
+    pds: [u32; MAX_QPS],
 }
 
 impl QpTable {
@@ -128,12 +136,13 @@ impl QpTable {
             next_qpn: FIRST_QPN,
             qpn_limit,
             qpns: [0; MAX_QPS],
+            pds: [0; MAX_QPS],
         }
     }
 
     /// A free send-queue slot and a BlueFlame-safe QPN no QP uses; QPNs
     /// wrap back to `FIRST_QPN` at the limit.
-    pub(crate) fn alloc(&mut self) -> Option<(usize, u32)> {
+    pub(crate) fn alloc(&mut self, pd: u32) -> Option<(usize, u32)> {
         let slot = (!self.used_slots).trailing_zeros() as usize;
         if slot >= MAX_QPS {
             return None;
@@ -152,6 +161,7 @@ impl QpTable {
         self.next_qpn = wqe::next_bf_safe_qpn(qpn + 1);
         self.used_slots |= 1 << slot;
         self.qpns[slot] = qpn;
+        self.pds[slot] = pd;
         Some((slot, qpn))
     }
 
@@ -159,7 +169,14 @@ impl QpTable {
         if slot < MAX_QPS {
             self.used_slots &= !(1 << slot);
             self.qpns[slot] = 0;
+            self.pds[slot] = 0;
         }
+    }
+
+    /// The protection domain of QP `qpn`, if it exists.
+    pub(crate) fn pd(&self, qpn: u32) -> Option<u32> {
+        let slot = self.qpns.iter().position(|&q| q == qpn && q != 0)?;
+        Some(self.pds[slot])
     }
 }
 
@@ -178,6 +195,9 @@ pub(crate) struct Adapter {
     /// Areas of `umem` in use (bit = area).
     #[pin]
     pub(crate) areas: Mutex<u64>,
+    /// Memory regions of all contexts (`mr.rs`).
+    #[pin]
+    pub(crate) mrs: Mutex<MrTable>,
     /// Woken by completion events and by unbind: pollers look at their CQs.
     #[pin]
     pub(crate) events: PollCondVar,
@@ -204,6 +224,10 @@ impl HcaUp {
                 let _ = irq.synchronize(dev);
             }
         });
+        // Every MPT is out of the device: unmap while still bound, unpin
+        // outside the lock.
+        let pinned = self.adapter.mrs.lock().release_all();
+        drop(pinned);
         // Pollers see the adapter gone (POLLHUP).
         self.adapter.events.notify_all();
     }
@@ -274,6 +298,11 @@ pub(crate) struct Mlx4BfDevice {
 /// The device counters as debugfs shows them.
 fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     writeln!(f, "contexts {}", adapter.uars.lock().in_use())?;
+    {
+        let mrs = adapter.mrs.lock();
+        writeln!(f, "mrs {}", mrs.count())?;
+        writeln!(f, "pinned_pages {}", mrs.pinned_pages())?;
+    }
     stats::show(&adapter.stats, f)?;
     adapter.hca.stats.show(f)
 }
@@ -430,6 +459,7 @@ impl Mlx4BfDriver {
         );
         let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
         let umem = UserMem::new(pdev.as_ref())?;
+        let mrs = MrTable::new(pdev.as_ref(), &hca.dev_cap)?;
         let adapter = Arc::pin_init(
             try_pin_init!(Adapter {
                 caps,
@@ -439,6 +469,7 @@ impl Mlx4BfDriver {
                 qps <- new_mutex!(QpTable::new(qpn_limit)),
                 umem,
                 areas <- new_mutex!(0),
+                mrs <- new_mutex!(mrs),
                 events <- new_poll_condvar!("mlx4_bf events"),
                 stats: Stats::new(),
                 debugfs: Dir::new(name),

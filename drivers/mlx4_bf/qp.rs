@@ -14,6 +14,8 @@ use crate::{
 
 // struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.
 const QPC_FLAGS: usize = 0x00;
+/// `pd`: bits 23..0.
+const QPC_PD: usize = 0x04;
 const QPC_MTU_MSGMAX: usize = 0x08;
 const QPC_RQ_SIZE_STRIDE: usize = 0x09;
 const QPC_SQ_SIZE_STRIDE: usize = 0x0a;
@@ -88,6 +90,8 @@ pub(crate) struct QpParams {
     /// The QP it is connected to (itself until connected to another).
     pub(crate) remote_qpn: u32,
     pub(crate) uar: u32,
+    /// Protection domain: the context's UAR index (`mr.rs`).
+    pub(crate) pd: u32,
     /// The context's send CQ, and the QP's own receive CQ.
     pub(crate) cqn_send: u32,
     pub(crate) cqn_recv: u32,
@@ -106,6 +110,7 @@ fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
         QPC_FLAGS,
         (state << 28) | (ST_RC << 16) | (PM_MIGRATED << 11),
     )?;
+    put32(ctx, QPC_PD, p.pd)?;
     put8(ctx, QPC_MTU_MSGMAX, MTU_MSGMAX)?;
     put8(ctx, QPC_RQ_SIZE_STRIDE, RQ_SIZE_STRIDE)?;
     put8(ctx, QPC_SQ_SIZE_STRIDE, SQ_SIZE_STRIDE)?;

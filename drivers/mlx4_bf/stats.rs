@@ -66,6 +66,8 @@ pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "fault",
         "qp",
         "lkey",
+        "range",
+        "rkey",
     ];
     let s = stats.snapshot();
     writeln!(f, "bf_posts {}", s.bf_posts)?;

@@ -30,6 +30,8 @@ unsafe impl AsBytes for abi::QpInfo {}
 unsafe impl AsBytes for abi::PostResult {}
 // SAFETY: As above.
 unsafe impl AsBytes for abi::Stats {}
+// SAFETY: As above.
+unsafe impl AsBytes for abi::MrInfo {}
 
 // The kernel crate's `error::code` has neither of these two in 7.2.
 

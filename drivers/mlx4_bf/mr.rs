@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: user memory pinned and mapped (`pin.rs`), its page list
+//! written to the adapter's MTT (WRITE_MTT) and an MPT entry naming it
+//! handed to the adapter (SW2HW_MPT), as `mlx4_mr_enable()` does; and the
+//! table, one per adapter, that every key a WQE names is checked against.
+//!
+//! Keys (`region`): MPT slot << 8 | tag; slot 0 is the firmware's (the
+//! reserved lkey 0x8 names it) and never handed out. An MPT's protection
+//! domain is the owning context's UAR index, as is the PD of its QPs, so
+//! the adapter refuses a key of another context on its own too.
+//!
+//! Lifetime: a region is taken out of the adapter (HW2SW_MPT) before its
+//! pages are unmapped and unpinned: at DEREG_MR, at close, and at unbind,
+//! when `Hca::shutdown()` returns every MPT still in hardware and
+//! [`MrTable::release_all`] then unmaps and unpins what remains while the
+//! device is still bound. The table's lock is taken before the command lock.
+
+use kernel::{device::Device, prelude::*, sync::aref::ARef};
+
+use crate::{
+    cmd::{CmdIf, CmdState, Command, Input, Op, MAILBOX_SIZE},
+    fw::DevCap,
+    pin::{DmaMap, Pinned},
+    region::{self, Mpt, RangeAlloc},
+};
+
+/// MPT slots this driver uses at most.
+pub(crate) const MAX_MPTS: usize = 1024;
+/// MTT entries (4 KiB pages) this driver uses at most: 256 MiB registered.
+const MTT_WORDS: usize = 1024;
+/// Per open file.
+pub(crate) const MAX_MRS_PER_CONTEXT: usize = 16;
+pub(crate) const MAX_CONTEXT_PAGES: u32 = 32768;
+pub(crate) const MAX_MR_SIZE: u64 = 64 << 20;
+/// `HW2SW_MPT` op_modifier: no output mailbox.
+const HW2SW_NO_OUTPUT: u32 = 1;
+
+/// One region in the adapter.
+struct Entry {
+    mpt: Mpt,
+    /// The owning context (its UAR index, also its PD).
+    owner: u32,
+    pages: usize,
+    dma: DmaMap,
+    pinned: Pinned,
+}
+
+/// What a context keeps of its region, to check gathers without the table.
+#[derive(Clone, Copy)]
+pub(crate) struct CtxMr {
+    pub(crate) key: u32,
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+    pub(crate) pages: u32,
+    pub(crate) remote_write: bool,
+}
+
+pub(crate) struct MrTable {
+    dev: ARef<Device>,
+    /// Set at unbind: nothing is mapped any more, nothing may be.
+    closed: bool,
+    entries: KVVec<Option<Entry>>,
+    /// The tag of each slot's last key.
+    tags: KVVec<u8>,
+    first_slot: usize,
+    mtt: KBox<RangeAlloc<MTT_WORDS>>,
+    /// Bytes of one WRITE_MTT mailbox.
+    mailbox: KVec<u8>,
+    pinned_pages: usize,
+    count: usize,
+}
+
+impl MrTable {
+    /// The table for a device with capabilities `cap`; registering fails
+    /// with `-EOPNOTSUPP` on one without MPTs to spare.
+    pub(crate) fn new(dev: &Device, cap: &DevCap) -> Result<Self> {
+        let slots = (cap.max_mpts as usize).min(MAX_MPTS);
+        let mut entries = KVVec::with_capacity(slots, GFP_KERNEL)?;
+        let mut tags = KVVec::with_capacity(slots, GFP_KERNEL)?;
+        for _ in 0..slots {
+            entries.push(None, GFP_KERNEL)?;
+            tags.push(0, GFP_KERNEL)?;
+        }
+        let mut mailbox = KVec::with_capacity(MAILBOX_SIZE, GFP_KERNEL)?;
+        mailbox.resize(MAILBOX_SIZE, 0, GFP_KERNEL)?;
+        Ok(MrTable {
+            dev: dev.into(),
+            closed: false,
+            entries,
+            tags,
+            first_slot: (cap.reserved_mrws as usize).max(1),
+            mtt: KBox::new(
+                RangeAlloc::new(cap.reserved_mtts as usize, cap.max_mtts as usize),
+                GFP_KERNEL,
+            )?,
+            mailbox,
+            pinned_pages: 0,
+            count: 0,
+        })
+    }
+
+    pub(crate) fn pinned_pages(&self) -> usize {
+        self.pinned_pages
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Registers `pinned` (the pages of `[start, start + len)`) for context
+    /// `owner` with `perm` (`region::perm()`); returns its key. On failure
+    /// the pages are unpinned.
+    pub(crate) fn register(
+        &mut self,
+        cmd: &CmdIf,
+        mut pinned: Pinned,
+        owner: u32,
+        start: u64,
+        len: u64,
+        perm: u32,
+    ) -> Result<u32> {
+        if self.closed {
+            return Err(ENODEV);
+        }
+        let slot = (self.first_slot..self.entries.len())
+            .find(|&s| self.entries[s].is_none())
+            .ok_or(ENOSPC)?;
+        let pages = pinned.count();
+        let mtt = self.mtt.alloc(pages).ok_or(ENOSPC)?;
+        // SAFETY: Not closed, so unbind has not run `release_all()`: the
+        // device is bound, and stays so until this lock is dropped.
+        let mapped = unsafe { DmaMap::map(&self.dev, &mut pinned) };
+        let mut dma = match mapped {
+            Ok(d) => d,
+            Err(e) => {
+                self.mtt.free(mtt, pages);
+                return Err(e);
+            }
+        };
+        let tag = self.tags[slot].wrapping_add(1);
+        let mpt = Mpt {
+            key: region::key(slot as u32, tag),
+            pd: owner,
+            start,
+            len,
+            perm,
+            mtt: mtt as u32,
+        };
+        let written = self.write_mtt(cmd, &dma, mtt as u32, pages);
+        let created = written.and_then(|()| mpt_create(cmd, &mut cmd.lock(), slot, &mpt));
+        if let Err(e) = created {
+            // SAFETY: Still bound (as above); mapped in this call.
+            unsafe { dma.unmap(&self.dev) };
+            self.mtt.free(mtt, pages);
+            return Err(e);
+        }
+        self.tags[slot] = tag;
+        self.entries[slot] = Some(Entry {
+            mpt,
+            owner,
+            pages,
+            dma,
+            pinned,
+        });
+        self.pinned_pages += pages;
+        self.count += 1;
+        Ok(mpt.key)
+    }
+
+    /// WRITE_MTT of the page addresses of `dma` from entry `first` on, in
+    /// mailboxes of `region::MTT_PER_MAILBOX` entries.
+    fn write_mtt(&mut self, cmd: &CmdIf, dma: &DmaMap, first: u32, pages: usize) -> Result {
+        let mut addrs = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut pushed = Ok(());
+        dma.for_each_page(|a| {
+            if pushed.is_ok() {
+                pushed = addrs.push(a, GFP_KERNEL);
+            }
+        });
+        pushed?;
+        if addrs.len() != pages {
+            return Err(EINVAL);
+        }
+        let mut at = first;
+        for chunk in addrs.chunks(region::MTT_PER_MAILBOX) {
+            let used = region::mtt_mailbox(&mut self.mailbox, at, chunk);
+            cmd.exec(
+                &mut cmd.lock(),
+                Command::new(Op::WriteMtt, chunk.len() as u32)
+                    .input(Input::Mailbox(&self.mailbox[..used])),
+            )?;
+            at += chunk.len() as u32;
+        }
+        Ok(())
+    }
+
+    /// Takes context `owner`'s region `key` out of the adapter and unmaps
+    /// it; its pages come back to be unpinned outside the lock.
+    pub(crate) fn deregister(&mut self, cmd: &CmdIf, owner: u32, key: u32) -> Result<Pinned> {
+        let slot = region::key_slot(key) as usize;
+        match self.entries.get(slot) {
+            Some(Some(e)) if e.mpt.key == key && e.owner == owner => (),
+            _ => return Err(ENOENT),
+        }
+        // A failed HW2SW_MPT leaves the region to the adapter: still mapped
+        // and pinned, its slot never reused (as a QP that would not reset).
+        mpt_destroy(cmd, &mut cmd.lock(), slot)?;
+        let mut e = self.entries[slot].take().ok_or(ENOENT)?;
+        // SAFETY: Entries exist only while not closed (`release_all()`
+        // empties the table at unbind), so the device is bound.
+        unsafe { e.dma.unmap(&self.dev) };
+        self.mtt.free(e.mpt.mtt as usize, e.pages);
+        self.pinned_pages -= e.pages;
+        self.count -= 1;
+        Ok(e.pinned)
+    }
+
+    /// At unbind, after `Hca::shutdown()` returned every MPT: unmaps every
+    /// region and hands the pages back to be unpinned (outside the lock).
+    pub(crate) fn release_all(&mut self) -> KVec<Pinned> {
+        self.closed = true;
+        let mut out = KVec::new();
+        for slot in 0..self.entries.len() {
+            if let Some(mut e) = self.entries[slot].take() {
+                // SAFETY: Called from unbind, while the device is bound.
+                unsafe { e.dma.unmap(&self.dev) };
+                self.pinned_pages -= e.pages;
+                self.count -= 1;
+                // Without room to hand them out, push() drops them: they
+                // are unpinned here, under the lock.
+                let _ = out.push(e.pinned, GFP_KERNEL);
+            }
+        }
+        out
+    }
+
+    /// `(start, len, remote writes allowed)` of the region `rkey` names, if
+    /// it belongs to the context whose PD is `pd`.
+    pub(crate) fn remote(&self, rkey: u32, pd: u32) -> Option<(u64, u64, bool)> {
+        let e = self
+            .entries
+            .get(region::key_slot(rkey) as usize)?
+            .as_ref()?;
+        (e.mpt.key == rkey && e.mpt.pd == pd).then_some((
+            e.mpt.start,
+            e.mpt.len,
+            region::remote_writable(e.mpt.perm),
+        ))
+    }
+}
+
+/// SW2HW_MPT of `m` into `slot`, recorded in `st.live.mpts`.
+fn mpt_create(cmd: &CmdIf, st: &mut CmdState, slot: usize, m: &Mpt) -> Result {
+    if st.dead {
+        return Err(ENODEV);
+    }
+    let entry = region::mpt_entry(m);
+    cmd.exec(
+        st,
+        Command::new(Op::Sw2HwMpt, slot as u32).input(Input::Mailbox(&entry)),
+    )?;
+    st.live.mpts[slot / 64] |= 1 << (slot % 64);
+    Ok(())
+}
+
+/// HW2SW_MPT of `slot`, unless unbind already did it.
+pub(crate) fn mpt_destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize) -> Result {
+    let bit = 1u64 << (slot % 64);
+    let Some(word) = st.live.mpts.get(slot / 64).copied() else {
+        return Err(EINVAL);
+    };
+    if word & bit == 0 {
+        return Ok(());
+    }
+    cmd.exec(
+        st,
+        Command::new(Op::Hw2SwMpt, slot as u32).op_mod(HW2SW_NO_OUTPUT),
+    )?;
+    st.live.mpts[slot / 64] &= !bit;
+    Ok(())
+}
