@@ -14,7 +14,8 @@
  *               (MLX4_BF_ATTR_WQE_LEN) and no POST_RESULT: what bench times
  *
  * The posts are the helper's (`mlx4-bf bench`): an RDMA-write WQE with the
- * payload inline (build_rdma_write() of mlx4_bf_lib.h), the QP handle and the
+ * payload inline (build_rdma_write() of mlx4_bf_lib.h) into a registered page
+ * of the program's own (the QP is its own peer), the QP handle and the
  * WQE as attributes, the path flag inline and a POST_RESULT output. -EAGAIN
  * (send queue full) is retried inside the call's measurement.
  *
@@ -78,6 +79,8 @@ static void spin(long n)
 
 /* The QP's WQE page, for the staged configurations. */
 static uint8_t *wqe_page;
+/* The registered page the RDMA writes land in (the QP is its own peer). */
+static struct sink sink;
 
 /* Makes @c the call of configuration @conf; returns 0 or -1. */
 static int make_call(struct call *c, const char *conf, __u32 qp, uint8_t *wqe,
@@ -105,7 +108,7 @@ static int make_call(struct call *c, const char *conf, __u32 qp, uint8_t *wqe,
 		flags = 0;
 	else
 		return -1;
-	len = build_rdma_write(wqe, bytes, 0);
+	len = build_rdma_write(wqe, bytes, 0, sink_addr(&sink), sink.mr.rkey);
 	if (staged) {
 		/* the kernel copies the page on every call: its content stays */
 		memcpy(wqe_page, wqe, len);
@@ -237,6 +240,11 @@ int main(int argc, char **argv)
 	ret = create_qp(fd, &qp);
 	if (ret) {
 		fprintf(stderr, "CREATE_QP: %s\n", strerror(-ret));
+		return 1;
+	}
+	ret = sink_open(fd, &sink);
+	if (ret) {
+		fprintf(stderr, "REG_MR: %s\n", strerror(-ret));
 		return 1;
 	}
 	wqe_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, qp.wqe_offset);

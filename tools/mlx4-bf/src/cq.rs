@@ -21,6 +21,9 @@ const OWNER_SR_OPCODE: usize = 0x1f;
 const OWNER: u8 = 0x80;
 const OPCODE_MASK: u8 = 0x1f;
 
+/// A receive completion of an RDMA_WRITE_IMM: the immediate, the byte
+/// count; the receive buffer is not written.
+pub const CQE_OPCODE_RDMA_WRITE_IMM: u8 = 0x00;
 pub const CQE_OPCODE_SEND: u8 = 0x01;
 pub const CQE_OPCODE_SEND_IMM: u8 = 0x02;
 pub const CQE_OPCODE_ERROR: u8 = 0x1e;
@@ -77,13 +80,7 @@ impl Cqe {
     /// `peer_qpn` to `my_qpn`; `None` if it is that SEND's.
     pub fn check_send(&self, my_qpn: u32, peer_qpn: u32, len: usize) -> Option<String> {
         if self.is_error() {
-            return Some(format!(
-                "error CQE: syndrome {:#04x} ({}), vendor syndrome {:#04x}, receive WQE {}",
-                self.syndrome,
-                syndrome_name(self.syndrome),
-                self.vendor_syndrome,
-                self.wqe_index
-            ));
+            return Some(self.error_text());
         }
         if self.opcode != CQE_OPCODE_SEND && self.opcode != CQE_OPCODE_SEND_IMM {
             return Some(format!(
@@ -91,11 +88,8 @@ impl Cqe {
                 self.opcode
             ));
         }
-        if self.my_qpn != my_qpn {
-            return Some(format!(
-                "CQE for QP {:#x}, not this QP {my_qpn:#x}",
-                self.my_qpn
-            ));
+        if let Some(why) = self.check_qp(my_qpn) {
+            return Some(why);
         }
         if self.src_qpn != peer_qpn {
             return Some(format!(
@@ -103,13 +97,64 @@ impl Cqe {
                 self.src_qpn
             ));
         }
-        if self.byte_cnt as usize != len {
+        self.check_len(len)
+    }
+
+    /// What is wrong with this CQE for an RDMA_WRITE_IMM of `len` bytes
+    /// with immediate `imm` from `peer_qpn` to `my_qpn`; `None` if it is
+    /// that write's. The source QPN may be left 0 (verbs define it for UD
+    /// only); another QP's is wrong.
+    pub fn check_write_imm(
+        &self,
+        my_qpn: u32,
+        peer_qpn: u32,
+        len: usize,
+        imm: u32,
+    ) -> Option<String> {
+        if self.is_error() {
+            return Some(self.error_text());
+        }
+        if self.opcode != CQE_OPCODE_RDMA_WRITE_IMM {
             return Some(format!(
-                "byte count {}, {len} bytes were sent",
-                self.byte_cnt
+                "CQE opcode {:#04x}, not a received RDMA_WRITE_IMM ({CQE_OPCODE_RDMA_WRITE_IMM:#04x})",
+                self.opcode
             ));
         }
-        None
+        if let Some(why) = self.check_qp(my_qpn) {
+            return Some(why);
+        }
+        if self.src_qpn != peer_qpn && self.src_qpn != 0 {
+            return Some(format!(
+                "RDMA_WRITE_IMM from QP {:#x}, not the peer {peer_qpn:#x}",
+                self.src_qpn
+            ));
+        }
+        if let Some(why) = self.check_len(len) {
+            return Some(why);
+        }
+        (self.immediate != imm)
+            .then(|| format!("immediate {:#010x}, {imm:#010x} was sent", self.immediate))
+    }
+
+    /// An error CQE, described.
+    fn error_text(&self) -> String {
+        format!(
+            "error CQE: syndrome {:#04x} ({}), vendor syndrome {:#04x}, receive WQE {}",
+            self.syndrome,
+            syndrome_name(self.syndrome),
+            self.vendor_syndrome,
+            self.wqe_index
+        )
+    }
+
+    fn check_qp(&self, my_qpn: u32) -> Option<String> {
+        (self.my_qpn != my_qpn)
+            .then(|| format!("CQE for QP {:#x}, not this QP {my_qpn:#x}", self.my_qpn))
+    }
+
+    fn check_len(&self, len: usize) -> Option<String> {
+        (self.byte_cnt as usize != len)
+            .then(|| format!("byte count {}, {len} bytes were sent", self.byte_cnt))
     }
 }
 
@@ -273,6 +318,47 @@ mod tests {
             .check_send(0x41, 0x83, 100)
             .unwrap()
             .contains("not the peer"));
+    }
+
+    #[test]
+    fn an_rdma_write_imm_cqe_is_checked_by_its_immediate() {
+        let mut b = cqe(0x80 | CQE_OPCODE_RDMA_WRITE_IMM);
+        let c = Cqe::parse(&b);
+        assert_eq!(c.opcode, CQE_OPCODE_RDMA_WRITE_IMM);
+        assert_eq!(c.check_write_imm(0x41, 0x82, 100, 0x1234_5678), None);
+        assert_eq!(
+            c.check_write_imm(0x41, 0x82, 100, 0x1234_5679).unwrap(),
+            "immediate 0x12345678, 0x12345679 was sent"
+        );
+        assert!(c
+            .check_write_imm(0x41, 0x82, 99, 0x1234_5678)
+            .unwrap()
+            .contains("byte count 100"));
+        assert!(c
+            .check_write_imm(0x41, 0x83, 100, 0x1234_5678)
+            .unwrap()
+            .contains("not the peer"));
+        // No source QPN is fine for an RDMA write.
+        b[8..12].fill(0);
+        assert_eq!(
+            Cqe::parse(&b).check_write_imm(0x41, 0x82, 100, 0x1234_5678),
+            None
+        );
+        // A SEND is not a write, nor a write a SEND.
+        let send = Cqe::parse(&cqe(0x80 | CQE_OPCODE_SEND));
+        assert!(send
+            .check_write_imm(0x41, 0x82, 100, 0x1234_5678)
+            .unwrap()
+            .contains("not a received RDMA_WRITE_IMM"));
+        assert!(c
+            .check_send(0x41, 0x82, 100)
+            .unwrap()
+            .contains("not a received SEND"));
+        let err = Cqe::parse(&cqe(CQE_OPCODE_ERROR));
+        assert!(err
+            .check_write_imm(0x41, 0x82, 100, 0)
+            .unwrap()
+            .contains("error CQE"));
     }
 
     #[test]

@@ -50,6 +50,10 @@ impl Call {
         self.attr(attr_id, 4, u64::from_ne_bytes(data))
     }
 
+    fn inline_u64(self, attr_id: u16, value: u64) -> Self {
+        self.attr(attr_id, 8, value)
+    }
+
     fn output<T>(self, attr_id: u16, out: &mut T) -> Self {
         self.attr(attr_id, size_of::<T>(), out as *mut T as u64)
     }
@@ -64,6 +68,15 @@ impl Device {
     pub fn open(path: &Path) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Device { file })
+    }
+
+    /// The same context through a second file descriptor (`dup()`): it
+    /// names the same open file, so the driver sees the same context, and
+    /// keeps it open as long as either lives.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(Device {
+            file: self.file.try_clone()?,
+        })
     }
 
     /// The file descriptor, for `mmap()` and `poll()`.
@@ -191,6 +204,30 @@ impl Device {
             call = call.inline_u32(abi::ATTR_ARM_FLAGS, flags);
         }
         self.call(call)
+    }
+
+    /// Registers `[addr, addr + len)` of this process as a memory region of
+    /// the context (REG_MR); `access` is `abi::ACCESS_*` (0: local reads
+    /// only, the attribute left out).
+    pub fn reg_mr(&self, addr: u64, len: u64, access: u32) -> io::Result<abi::MrInfo> {
+        let mut info = abi::MrInfo::default();
+        let mut call = Call::new(abi::OBJECT_MR, abi::METHOD_REG_MR)
+            .inline_u64(abi::ATTR_MR_ADDR, addr)
+            .inline_u64(abi::ATTR_MR_LENGTH, len);
+        if access != 0 {
+            call = call.inline_u32(abi::ATTR_MR_ACCESS, access);
+        }
+        self.call(call.output(abi::ATTR_MR_INFO, &mut info))?;
+        Ok(info)
+    }
+
+    /// Deregisters a memory region (DEREG_MR): `-EBUSY` while the context
+    /// has sends outstanding.
+    pub fn dereg_mr(&self, mr_handle: u32) -> io::Result<()> {
+        self.call(
+            Call::new(abi::OBJECT_MR, abi::METHOD_DEREG_MR)
+                .inline_u32(abi::ATTR_MR_HANDLE, mr_handle),
+        )
     }
 
     /// Maps `len` bytes of the device file at `offset` (shared).

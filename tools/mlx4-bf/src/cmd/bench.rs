@@ -11,8 +11,8 @@ use mlx4_bf_core::{abi, wqe};
 use crate::{
     analyzer::{self, Analyzer, PerPost},
     common::{
-        bf_cutoff, build_wqe, ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep,
-        WARMUP,
+        bf_cutoff, ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep,
+        WriteScratch, WARMUP,
     },
     device::Device,
     report,
@@ -124,6 +124,10 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
     }
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    // Every post is an RDMA write into a region of this context (the QP is
+    // connected to itself), registered before the timed rounds.
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let scratch = WriteScratch::new(dev, &info, largest)?;
     let analyzer = Analyzer::open();
     // The timed posts stage their WQE in the QP's WQE page and ask for no
     // result: the post as a verbs user would make it.
@@ -134,7 +138,9 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     let mut rows = Vec::new();
     let mut progress = Progress::new(sizes.len(), "bench");
     for (i, &size) in sizes.iter().enumerate() {
-        let len = build_wqe(&mut buf, size, false);
+        let (len, _) = scratch
+            .build(&mut buf, size, false)
+            .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
         let wqe = &buf[..len];
         let (mut noop, mut bf, mut db) = (Vec::new(), Vec::new(), Vec::new());
         let timed = |f: &mut dyn FnMut() -> io::Result<()>| -> io::Result<f64> {
@@ -193,6 +199,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     };
     b.write()?;
     b.write_analyzer(analyzer.as_ref())?;
+    scratch.close()?;
     println!(
         "wrote bench.txt, bench.dat, bench-ratio.svg, bench-latency.svg, summary.md, \
          bench-analyzer.txt to {}",

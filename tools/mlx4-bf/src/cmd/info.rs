@@ -29,6 +29,8 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
                 "max_db_wqe_size": d.max_db_wqe_size, "writer": writer_name(d.writer),
                 "store_block_max": d.store_block_max, "max_qps_per_context": d.max_qps_per_context,
                 "sq_entries": d.sq_entries, "bar2_len": d.bar2_len,
+                "max_mrs_per_context": d.max_mrs_per_context, "max_mr_pages": d.max_mr_pages,
+                "max_mr_size": d.max_mr_size,
             },
             "context": { "uar_index": c.uar_index, "uar_offset": c.uar_offset, "bf_offset": c.bf_offset },
             "device_stats": stats_json(&ds),
@@ -53,6 +55,15 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         writer_name(d.writer),
         d.store_block_max
     );
+    if d.abi_version >= 3 {
+        println!(
+            "memory regions     {} per context, {} pages ({} KiB) in all, {} KiB each at most",
+            d.max_mrs_per_context,
+            d.max_mr_pages,
+            u64::from(d.max_mr_pages) * 4,
+            d.max_mr_size / 1024
+        );
+    }
     println!(
         "this context       UAR {} at {:#x}, BlueFlame page at {:#x}",
         c.uar_index, c.uar_offset, c.bf_offset

@@ -11,10 +11,19 @@
 //! each post, and the `iters - 1` deltas are round trips (see
 //! [`crate::stats::perftest_lat`]).
 //!
+//! With `--op rdma-write-imm` each message is an RDMA_WRITE_IMM instead:
+//! each endpoint registers a receive region with REMOTE_WRITE, and the
+//! peer writes its payload there (inline when the WQE allows, else
+//! gathered from its own registered send region); the immediate (the
+//! message's sequence number) comes back in a receive CQE, which consumes
+//! one posted receive WQE but writes nothing into the receive buffer. The
+//! receiver checks the immediate and the bytes that landed in its region.
+//!
 //! The two endpoints talk over a socket pair for everything but the
-//! measurement: the QPNs, and before each size a job message the server
-//! acknowledges (the barrier). A closed socket means the peer ended: every
-//! wait watches it, so one side's error never leaves the other spinning.
+//! measurement: the QPNs, the registered regions' addresses and rkeys, and
+//! before each size a job message the server acknowledges (the barrier).
+//! A closed socket means the peer ended: every wait watches it, so one
+//! side's error never leaves the other spinning.
 
 use std::{
     fmt::Write as _,
@@ -32,12 +41,65 @@ use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
-    common::{bf_cutoff_for, ioerr, is_back_pressure, open, writer_name, Printer, Progress, Sweep},
+    common::{
+        bf_cutoff_for, build_rdma_write, carry, gathered_sizes, inline_max, ioerr,
+        is_back_pressure, max_wqe, open, set_imm, writer_name, Carry, Printer, Progress, Sweep,
+    },
     cq::RecvQueue,
     device::Device,
+    mr::{self, Mr},
     report,
     stats::{perftest_lat, Summary},
 };
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    /// SEND into the peer's receive buffer, payload inline (ib_send_lat)
+    Send,
+    /// RDMA_WRITE_IMM into the peer's registered region (inline, or gathered
+    /// from a registered send region), completed by a receive CQE
+    RdmaWriteImm,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Send => "send",
+            Op::RdmaWriteImm => "rdma-write-imm",
+        }
+    }
+
+    /// The start of the output files' names.
+    fn file_prefix(self) -> &'static str {
+        match self {
+            Op::Send => "pingpong",
+            Op::RdmaWriteImm => "pingpong-rdma-write-imm",
+        }
+    }
+
+    /// The message, as the plots' titles name it.
+    fn title(self) -> &'static str {
+        match self {
+            Op::Send => "SEND",
+            Op::RdmaWriteImm => "RDMA_WRITE_IMM",
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            Op::Send => 0,
+            Op::RdmaWriteImm => 1,
+        }
+    }
+
+    fn from_code(code: u32) -> Self {
+        if code == 1 {
+            Op::RdmaWriteImm
+        } else {
+            Op::Send
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PathMode {
@@ -110,12 +172,17 @@ pub struct Args {
     /// Round trips per size (perftest's -n; no warm-up: the two largest are dropped).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(4..=10_000_000))]
     iters: u32,
-    /// The path of every SEND.
+    /// The path of every post (SEND or RDMA write).
     #[arg(long, value_enum, default_value_t = PathMode::Auto)]
     path: PathMode,
     /// How an endpoint waits for its receive.
     #[arg(long, value_enum, default_value_t = WaitMode::Busy)]
     wait: WaitMode,
+    /// What each message is: a SEND (the default), or an RDMA write with
+    /// immediate into the peer's registered region (its tables headed and
+    /// files named with the op).
+    #[arg(long, value_enum, default_value_t = Op::Send)]
+    op: Op,
     /// The 2x2 matrix: BlueFlame and doorbell, each with busy and event waits.
     #[arg(long, conflicts_with_all = ["path", "wait"])]
     all: bool,
@@ -125,7 +192,8 @@ pub struct Args {
     /// Write the tables (pingpong.txt), one data file per path and wait mode
     /// (pingpong-<path>-<wait>.dat: `# PacketSize, LatTypical, LatBest,
     /// LatWorst`) and the plots (pingpong.svg; pingpong-modelled.svg when
-    /// the device model reports modelled latencies).
+    /// the device model reports modelled latencies); with `--op
+    /// rdma-write-imm` every name starts pingpong-rdma-write-imm instead.
     #[arg(long)]
     out_dir: Option<PathBuf>,
     /// Separator of the data file columns.
@@ -144,10 +212,11 @@ struct Job {
     path: PathMode,
     wait: WaitMode,
     iters: u32,
+    op: Op,
 }
 
 impl Job {
-    const LEN: usize = 16;
+    const LEN: usize = 20;
     /// Tells the server the run is over.
     const DONE: [u8; Job::LEN] = [0; Job::LEN];
 
@@ -157,6 +226,7 @@ impl Job {
         b[4..8].copy_from_slice(&self.path.flags().to_le_bytes());
         b[8..12].copy_from_slice(&u32::from(self.wait == WaitMode::Event).to_le_bytes());
         b[12..16].copy_from_slice(&self.iters.to_le_bytes());
+        b[16..20].copy_from_slice(&self.op.code().to_le_bytes());
         b
     }
 
@@ -171,6 +241,7 @@ impl Job {
                 WaitMode::Busy
             },
             iters: u(12),
+            op: Op::from_code(u(16)),
         })
     }
 }
@@ -183,13 +254,20 @@ enum Side {
 }
 
 /// The payload of message `seq` from `side`: different for every message
-/// that reuses a receive buffer, so a buffer the adapter did not write
-/// never passes the check.
+/// that reuses a receive buffer (or, RDMA-written, the same place of the
+/// peer's region), so a buffer the adapter did not write never passes the
+/// check.
 fn fill(buf: &mut [u8], side: Side, seq: u32) {
     let s = (seq as u8).wrapping_mul(31) ^ (seq >> 8) as u8 ^ (seq >> 16) as u8 ^ side as u8;
     for (j, b) in buf.iter_mut().enumerate() {
         *b = s ^ (j as u8).wrapping_mul(7) ^ (j >> 8) as u8;
     }
+}
+
+/// The immediate of RDMA_WRITE_IMM message `seq` from `side`: its
+/// sequence number, with the side in the top byte.
+fn imm_of(side: Side, seq: u32) -> u32 {
+    seq ^ ((side as u32) << 24)
 }
 
 /// The peer ended (its socket closed): the other side's error is the one
@@ -250,6 +328,15 @@ impl Link {
         Ok(u32::from_le_bytes(b))
     }
 
+    /// Tells the peer where its RDMA writes go, and learns where this
+    /// side's go.
+    fn exchange_remote(&mut self, mine: &Remote) -> Result<Remote> {
+        self.send(&mine.encode())?;
+        let mut b = [0u8; Remote::LEN];
+        self.recv(&mut b)?;
+        Ok(Remote::decode(&b))
+    }
+
     /// Without blocking: has the peer closed its end, or sent something?
     fn peer(&self) -> PeerState {
         let mut b = 0u8;
@@ -281,11 +368,109 @@ impl Link {
     }
 }
 
+/// A registered region as the peer names it in its RDMA writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Remote {
+    addr: u64,
+    rkey: u32,
+    len: u64,
+}
+
+impl Remote {
+    const LEN: usize = 20;
+
+    fn encode(&self) -> [u8; Remote::LEN] {
+        let mut b = [0u8; Remote::LEN];
+        b[0..8].copy_from_slice(&self.addr.to_le_bytes());
+        b[8..12].copy_from_slice(&self.rkey.to_le_bytes());
+        b[12..20].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8; Remote::LEN]) -> Self {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[0..8]);
+        let mut l = [0u8; 8];
+        l.copy_from_slice(&b[12..20]);
+        Remote {
+            addr: u64::from_le_bytes(a),
+            rkey: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+            len: u64::from_le_bytes(l),
+        }
+    }
+}
+
+/// What an endpoint needs for `--op rdma-write-imm`: its two registered
+/// regions and the peer's receive region.
+struct Rdma {
+    /// Where the peer's writes land (LOCAL_WRITE|REMOTE_WRITE); every
+    /// message at offset 0 (one message is in flight at a time).
+    recv: Mr,
+    /// Where a payload too large for an inline WQE is gathered from (local
+    /// reads only).
+    send: Mr,
+    peer: Remote,
+    max_wqe: usize,
+}
+
+/// The bytes of the registered regions for payloads of up to `max_size`
+/// bytes: whole pages, at most what the driver allows one region.
+fn region_len(max_size: usize, info: &abi::DeviceInfo) -> usize {
+    let want = max_size.max(1).next_multiple_of(mr::PAGE);
+    match info.max_mr_size {
+        0 => want,
+        cap => want.min((cap as usize / mr::PAGE * mr::PAGE).max(mr::PAGE)),
+    }
+}
+
+impl Rdma {
+    /// Registers both regions and exchanges the receive regions with the
+    /// peer (which does the same, in the same order).
+    fn setup(
+        dev: &Device,
+        info: &abi::DeviceInfo,
+        link: &mut Link,
+        max_size: usize,
+    ) -> Result<Self> {
+        let len = region_len(max_size, info);
+        let recv = Mr::register(dev, info, len, abi::ACCESS_ALL)?;
+        let send = Mr::register(dev, info, len, 0)?;
+        let mine = Remote {
+            addr: recv.addr(),
+            rkey: recv.rkey(),
+            len: recv.len() as u64,
+        };
+        let peer = link.exchange_remote(&mine)?;
+        Ok(Rdma {
+            recv,
+            send,
+            peer,
+            max_wqe: max_wqe(info),
+        })
+    }
+
+    fn close(self) -> Result<()> {
+        let send = self.send.close();
+        self.recv.close()?;
+        send
+    }
+}
+
+/// What both endpoints set up before the first job.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    op: Op,
+    /// The largest payload of the run: the registered regions' size.
+    max_size: usize,
+}
+
 /// One endpoint: its context, its QP's receive side, the peer's QPN.
 struct Endpoint {
     dev: Device,
     rq: RecvQueue,
     peer_qpn: u32,
+    /// `--op rdma-write-imm` only.
+    rdma: Option<Rdma>,
     link: Link,
     timeout: Duration,
     info: abi::DeviceInfo,
@@ -301,9 +486,10 @@ const POLL_SLICE_MS: i32 = 100;
 
 impl Endpoint {
     /// Opens a context, creates and connects its QP to the peer's, maps
-    /// the receive side and fills the receive queue; then waits for the
-    /// peer to have done the same.
-    fn setup(path: &Path, sock: UnixStream, timeout: Duration) -> Result<Self> {
+    /// the receive side and fills the receive queue, registers the regions
+    /// of an RDMA-write run and learns the peer's; then waits for the peer
+    /// to have done the same.
+    fn setup(path: &Path, sock: UnixStream, timeout: Duration, setup: Setup) -> Result<Self> {
         let mut link = Link::new(sock, timeout)?;
         let dev = open(path)?;
         let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
@@ -320,12 +506,18 @@ impl Endpoint {
         let rq = RecvQueue::map(&dev, qp)?;
         dev.post_recv(&qp, qp.rq_entries)
             .map_err(ioerr("POST_RECV"))?;
-        // The barrier: both connected, with receives posted.
+        let rdma = match setup.op {
+            Op::Send => None,
+            Op::RdmaWriteImm => Some(Rdma::setup(&dev, &info, &mut link, setup.max_size)?),
+        };
+        // The barrier: both connected, with receives posted (and regions
+        // registered).
         link.exchange_u32(0)?;
         Ok(Endpoint {
             dev,
             rq,
             peer_qpn,
+            rdma,
             link,
             timeout,
             info,
@@ -335,6 +527,56 @@ impl Endpoint {
 
     fn qp(&self) -> &abi::QpInfo {
         &self.rq.qp
+    }
+
+    fn op(&self) -> Op {
+        if self.rdma.is_some() {
+            Op::RdmaWriteImm
+        } else {
+            Op::Send
+        }
+    }
+
+    /// The size of the peer's receive region, the largest RDMA write.
+    fn peer_len(&self) -> Option<u64> {
+        self.rdma.as_ref().map(|r| r.peer.len)
+    }
+
+    /// Builds message `seq` of `size` bytes from `side` into `bufs.wqe`:
+    /// the inline SEND, or the RDMA_WRITE_IMM into the peer's region
+    /// (inline if it fits, else gathered from the send region, which gets
+    /// the payload). Returns the WQE's length.
+    fn message(&self, bufs: &mut Buffers, size: usize, side: Side, seq: u32) -> Result<usize> {
+        let Some(r) = &self.rdma else {
+            return bufs.build(size, side, seq);
+        };
+        let payload = &mut bufs.payload[..size];
+        fill(payload, side, seq);
+        let (len, how) = build_rdma_write(
+            &mut bufs.wqe,
+            wqe::OPCODE_RDMA_WRITE_IMM,
+            payload,
+            (r.send.addr(), r.send.lkey()),
+            (r.peer.addr, r.peer.rkey),
+            false,
+            r.max_wqe,
+        )
+        .ok_or_else(|| anyhow!("a {size}-byte RDMA write does not fit a WQE"))?;
+        if how == Carry::Gather {
+            // The peer has answered the previous message: the adapter is
+            // done reading the region.
+            r.send.write(0, payload);
+        }
+        set_imm(&mut bufs.wqe[..len], imm_of(side, seq));
+        Ok(len)
+    }
+
+    /// Deregisters the regions of an RDMA-write run.
+    fn close(self) -> Result<()> {
+        match self.rdma {
+            Some(r) => r.close(),
+            None => Ok(()),
+        }
     }
 
     /// Posts a SEND, retrying while the adapter pushes back (-EAGAIN).
@@ -359,8 +601,9 @@ impl Endpoint {
 
     fn timed_out(&self, seq: u32) -> Error {
         anyhow!(
-            "no receive completion within {:?} (message {seq}): the peer's SEND never arrived",
-            self.timeout
+            "no receive completion within {:?} (message {seq}): the peer's {} never arrived",
+            self.timeout,
+            self.op().title()
         )
     }
 
@@ -448,29 +691,49 @@ impl Endpoint {
     }
 
     /// Waits for the next receive, checks it is the SEND of `expect` from
-    /// the peer, byte for byte, consumes the CQE and reposts its buffer.
-    fn receive(&mut self, expect: &[u8], wait: WaitMode, seq: u32) -> Result<()> {
+    /// the peer (`from`), byte for byte, or its RDMA_WRITE_IMM (the
+    /// immediate, and the bytes in this side's receive region), consumes
+    /// the CQE and reposts its receive WQE.
+    fn receive(&mut self, expect: &[u8], wait: WaitMode, seq: u32, from: Side) -> Result<()> {
         match wait {
             WaitMode::Busy => self.wait_busy(seq)?,
             WaitMode::Event => self.wait_event(seq)?,
         }
         let cqe = self.rq.read();
         let (qpn, peer) = (self.qp().qpn, self.peer_qpn);
-        if let Some(why) = cqe.check_send(qpn, peer, expect.len()) {
+        let wrong = match &self.rdma {
+            None => cqe.check_send(qpn, peer, expect.len()),
+            Some(_) => cqe.check_write_imm(qpn, peer, expect.len(), imm_of(from, seq)),
+        };
+        if let Some(why) = wrong {
             bail!(
                 "receive of message {seq} ({} bytes) on QP {qpn:#x}: {why}",
                 expect.len()
             );
         }
-        let got = self
-            .rq
-            .buffer(cqe.wqe_index, expect.len())
-            .context("receive buffer")?;
+        let (got, place) = match &self.rdma {
+            None => (
+                self.rq
+                    .buffer(cqe.wqe_index, expect.len())
+                    .context("receive buffer")?,
+                format!(
+                    "receive buffer {}",
+                    usize::from(cqe.wqe_index) % self.qp().rq_entries as usize
+                ),
+            ),
+            Some(r) => (
+                r.recv.bytes(0, expect.len()),
+                format!(
+                    "RDMA-written into the registered region at {:#x}, rkey {:#x}",
+                    r.recv.addr(),
+                    r.recv.rkey()
+                ),
+            ),
+        };
         if let Some(i) = got.iter().zip(expect).position(|(g, e)| g != e) {
             bail!(
-                "message {seq} ({} bytes, receive buffer {}): byte {i} is {:#04x}, {:#04x} was sent",
+                "message {seq} ({} bytes, {place}): byte {i} is {:#04x}, {:#04x} was sent",
                 expect.len(),
-                usize::from(cqe.wqe_index) % self.qp().rq_entries as usize,
                 got[i],
                 expect[i]
             );
@@ -504,9 +767,9 @@ impl Buffers {
     }
 }
 
-/// The server: answers each job's SENDs until the client says done.
-fn server(path: &Path, sock: UnixStream, timeout: Duration) -> Result<()> {
-    let mut ep = Endpoint::setup(path, sock, timeout)?;
+/// The server: answers each job's messages until the client says done.
+fn server(path: &Path, sock: UnixStream, timeout: Duration, setup: Setup) -> Result<()> {
+    let mut ep = Endpoint::setup(path, sock, timeout, setup)?;
     let mut bufs = Buffers::new();
     // Messages so far, over all jobs: each has its own payload.
     let mut seq = 0u32;
@@ -514,14 +777,21 @@ fn server(path: &Path, sock: UnixStream, timeout: Duration) -> Result<()> {
         let mut msg = [0u8; Job::LEN];
         ep.link.recv(&mut msg)?;
         let Some(job) = Job::decode(&msg) else {
-            return Ok(());
+            return ep.close();
         };
+        if job.op != ep.op() {
+            bail!(
+                "the client asked for op {}, this endpoint was set up for {}",
+                job.op.name(),
+                ep.op().name()
+            );
+        }
         let size = job.size as usize;
         ep.link.send(&[1])?;
         for _ in 0..job.iters {
             fill(&mut bufs.expect[..size], Side::Client, seq);
-            ep.receive(&bufs.expect[..size], job.wait, seq)?;
-            let len = bufs.build(size, Side::Server, seq)?;
+            ep.receive(&bufs.expect[..size], job.wait, seq, Side::Client)?;
+            let len = ep.message(&mut bufs, size, Side::Server, seq)?;
             ep.send(&bufs.wqe[..len], job.path.flags())?;
             seq = seq.wrapping_add(1);
         }
@@ -543,8 +813,8 @@ fn client(
     plan: &Plan,
     out: &mut Output,
 ) -> Result<Vec<Measured>> {
-    let mut ep = Endpoint::setup(path, sock, timeout)?;
-    let jobs = plan.jobs(&ep.info, ep.qp())?;
+    let mut ep = Endpoint::setup(path, sock, timeout, plan.setup())?;
+    let jobs = plan.jobs(&ep.info, ep.qp(), ep.peer_len())?;
     out.start(&ep, plan);
     let analyzer = Analyzer::open();
     out.line(&Analyzer::describe(analyzer.as_ref()));
@@ -564,11 +834,11 @@ fn client(
         ep.link.recv(&mut [0u8])?;
         let mut stamps = Vec::with_capacity(job.iters as usize);
         for _ in 0..job.iters {
-            let len = bufs.build(size, Side::Client, seq)?;
+            let len = ep.message(&mut bufs, size, Side::Client, seq)?;
             stamps.push(Instant::now());
             ep.send(&bufs.wqe[..len], job.path.flags())?;
             fill(&mut bufs.expect[..size], Side::Server, seq);
-            ep.receive(&bufs.expect[..size], job.wait, seq)?;
+            ep.receive(&bufs.expect[..size], job.wait, seq, Side::Server)?;
             seq = seq.wrapping_add(1);
         }
         let seen = match (&analyzer, before) {
@@ -595,7 +865,8 @@ fn client(
     drop(progress);
     out.printer = Printer::default();
     ep.link.send(&Job::DONE)?;
-    out.analyzer_tables(&results);
+    out.analyzer_tables(&results, plan.op);
+    ep.close()?;
     Ok(results)
 }
 
@@ -605,21 +876,37 @@ struct Plan {
     configs: Vec<(PathMode, WaitMode)>,
     iters: u32,
     procs: bool,
+    op: Op,
 }
 
 impl Plan {
+    fn setup(&self) -> Setup {
+        Setup {
+            op: self.op,
+            max_size: self.sizes.iter().copied().max().unwrap_or(1),
+        }
+    }
+
     /// The jobs, configuration by configuration; sizes that cannot run on
-    /// a path are left out (and said so).
-    fn jobs(&self, info: &abi::DeviceInfo, qp: &abi::QpInfo) -> Result<Vec<Job>> {
+    /// a path are left out (and said so). `peer_len`: the peer's receive
+    /// region (RDMA writes).
+    fn jobs(
+        &self,
+        info: &abi::DeviceInfo,
+        qp: &abi::QpInfo,
+        peer_len: Option<u64>,
+    ) -> Result<Vec<Job>> {
+        let why = |size, path| skip_reason(size, self.op, path, info, qp, peer_len);
         let mut jobs = Vec::new();
         for &(path, wait) in &self.configs {
             for &size in &self.sizes {
-                if skip_reason(size, path, info, qp).is_none() {
+                if why(size, path).is_none() {
                     jobs.push(Job {
                         size: size as u32,
                         path,
                         wait,
                         iters: self.iters,
+                        op: self.op,
                     });
                 }
             }
@@ -628,7 +915,7 @@ impl Plan {
             let why = self
                 .sizes
                 .first()
-                .and_then(|&s| skip_reason(s, self.configs[0].0, info, qp))
+                .and_then(|&s| why(s, self.configs[0].0))
                 .unwrap_or_default();
             bail!("no payload size of the sweep can run: {why}");
         }
@@ -636,13 +923,19 @@ impl Plan {
     }
 }
 
-/// Why `size` cannot run on `path`, if it cannot.
+/// Why `size` cannot run as `op` on `path`, if it cannot. `peer_len`: the
+/// peer's receive region, where an RDMA write goes.
 fn skip_reason(
     size: usize,
+    op: Op,
     path: PathMode,
     info: &abi::DeviceInfo,
     qp: &abi::QpInfo,
+    peer_len: Option<u64>,
 ) -> Option<String> {
+    if op == Op::RdmaWriteImm {
+        return skip_reason_rdma(size, path, info, peer_len);
+    }
     let len = wqe::inline_size16(size, false) * 16;
     let max_wqe = (info.max_db_wqe_size as usize).min(wqe::MAX_WQE_LEN);
     if len > max_wqe {
@@ -665,6 +958,34 @@ fn skip_reason(
     None
 }
 
+/// [`skip_reason`] of an RDMA_WRITE_IMM: it must fit the peer's region;
+/// on BlueFlame its WQE must carry the payload inline and fit a buffer.
+fn skip_reason_rdma(
+    size: usize,
+    path: PathMode,
+    info: &abi::DeviceInfo,
+    peer_len: Option<u64>,
+) -> Option<String> {
+    if let Some(l) = peer_len.filter(|&l| size as u64 > l) {
+        return Some(format!(
+            "{size} bytes: above the peer's registered region ({l} bytes)"
+        ));
+    }
+    if path != PathMode::Bf {
+        return None;
+    }
+    if carry(size, true, max_wqe(info)) == Carry::Gather {
+        return Some(format!(
+            "{size} bytes: too large for an inline WQE, so gathered: doorbell path only"
+        ));
+    }
+    let len = wqe::inline_size16(size, true) * 16;
+    let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
+    (len > bf_max).then(|| {
+        format!("{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})")
+    })
+}
+
 /// What the client prints, kept for pingpong.txt.
 #[derive(Default)]
 struct Output {
@@ -682,22 +1003,40 @@ impl Output {
 
     fn start(&mut self, ep: &Endpoint, plan: &Plan) {
         let qp = ep.qp();
-        self.line(&format!(
-            "# mlx4-bf pingpong: ib_send_lat-style SEND ping-pong, inline payloads, {} ({} writer); \
-             QPs {:#x} <-> {:#x}, {} receive buffers of {} bytes, {} CQEs",
-            if plan.procs {
-                "two processes"
-            } else {
-                "two threads"
-            },
-            writer_name(ep.info.writer),
-            qp.qpn,
-            ep.peer_qpn,
-            qp.rq_entries,
-            qp.recv_buf_size,
-            qp.cq_entries
-        ));
-        self.cutoff = bf_cutoff_for(&ep.info, false);
+        let procs = if plan.procs {
+            "two processes"
+        } else {
+            "two threads"
+        };
+        match &ep.rdma {
+            None => self.line(&format!(
+                "# mlx4-bf pingpong: ib_send_lat-style SEND ping-pong, inline payloads, {procs} ({} writer); \
+                 QPs {:#x} <-> {:#x}, {} receive buffers of {} bytes, {} CQEs",
+                writer_name(ep.info.writer),
+                qp.qpn,
+                ep.peer_qpn,
+                qp.rq_entries,
+                qp.recv_buf_size,
+                qp.cq_entries
+            )),
+            Some(r) => self.line(&format!(
+                "# mlx4-bf pingpong: op rdma-write-imm: RDMA_WRITE_IMM ping-pong into the peer's \
+                 registered region (inline payloads up to {} bytes, gathered above from a registered \
+                 send region), the immediate in a receive CQE, {procs} ({} writer); QPs {:#x} <-> \
+                 {:#x}, regions of {} bytes at rkeys {:#x} <-> {:#x}, {} receive WQEs, {} CQEs",
+                inline_max(true, r.max_wqe),
+                writer_name(ep.info.writer),
+                qp.qpn,
+                ep.peer_qpn,
+                r.recv.len(),
+                r.recv.rkey(),
+                r.peer.rkey,
+                qp.rq_entries,
+                qp.cq_entries
+            )),
+        }
+        self.cutoff = bf_cutoff_for(&ep.info, ep.rdma.is_some());
+        let skip = |s: usize, path| skip_reason(s, plan.op, path, &ep.info, qp, ep.peer_len());
         let mut paths: Vec<PathMode> = Vec::new();
         for &(path, _) in &plan.configs {
             if !paths.contains(&path) {
@@ -708,26 +1047,42 @@ impl Output {
             let skipped: Vec<String> = plan
                 .sizes
                 .iter()
-                .filter(|&&s| skip_reason(s, path, &ep.info, qp).is_some())
+                .filter(|&&s| skip(s, path).is_some())
                 .map(|s| s.to_string())
                 .collect();
-            if let Some(why) = plan
-                .sizes
-                .iter()
-                .find_map(|&s| skip_reason(s, path, &ep.info, qp))
-            {
+            if let Some(why) = plan.sizes.iter().find_map(|&s| skip(s, path)) {
                 self.line(&format!(
                     "# path {}: sizes skipped: {} ({why}, ...)",
                     path.name(),
                     skipped.join(" ")
                 ));
             }
+            let Some(r) = &ep.rdma else {
+                continue;
+            };
+            let run: Vec<usize> = plan
+                .sizes
+                .iter()
+                .copied()
+                .filter(|&s| skip(s, path).is_none())
+                .collect();
+            if let Some(list) = gathered_sizes(&run, |s| carry(s, true, r.max_wqe)) {
+                self.line(&format!(
+                    "# path {}: sizes gathered from the registered send region (lkey {:#x}): {list}",
+                    path.name(),
+                    r.send.lkey()
+                ));
+            }
         }
     }
 
     fn config_header(&mut self, job: &Job, plan: &Plan, ep: &Endpoint) {
+        let op = match job.op {
+            Op::Send => String::new(),
+            op => format!("op {}, ", op.name()),
+        };
         self.line(&format!(
-            "---- pingpong: path {}, wait {} ({} iterations per size, {}, {} writer)",
+            "---- pingpong: {op}path {}, wait {} ({} iterations per size, {}, {} writer)",
             job.path.name(),
             job.wait.name(),
             plan.iters,
@@ -743,13 +1098,17 @@ impl Output {
 
     /// Per configuration: what the analyzer saw per post (both
     /// directions), beside the guest's t_typical.
-    fn analyzer_tables(&mut self, results: &[Measured]) {
+    fn analyzer_tables(&mut self, results: &[Measured], op: Op) {
+        let op = match op {
+            Op::Send => String::new(),
+            op => format!("op {}, ", op.name()),
+        };
         let mut last: Option<(PathMode, WaitMode)> = None;
         for m in results {
             let key = (m.job.path, m.job.wait);
             if last != Some(key) {
                 self.line(&format!(
-                    "---- analyzer: path {}, wait {}: per post (both directions), beside the guest's \
+                    "---- analyzer: {op}path {}, wait {}: per post (both directions), beside the guest's \
                      t_typical (wall clock under emulation); modelled_* are the device model's PCIe \
                      clock, not measured",
                     m.job.path.name(),
@@ -769,21 +1128,24 @@ impl Output {
     }
 }
 
-/// Writes pingpong.txt, the data files and the plots.
+/// Writes pingpong.txt, the data files and the plots (their names start
+/// with the op's prefix).
 fn write_files(
     dir: &Path,
     text: &str,
     results: &[Measured],
     sep: &str,
     cutoff: usize,
+    op: Op,
 ) -> Result<Vec<String>> {
+    let prefix = op.file_prefix();
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let put = |name: &str, text: &str| -> Result<String> {
         let p = dir.join(name);
         fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
         Ok(name.to_owned())
     };
-    let mut written = vec![put("pingpong.txt", text)?];
+    let mut written = vec![put(&format!("{prefix}.txt"), text)?];
     let mut configs: Vec<(PathMode, WaitMode)> = Vec::new();
     for m in results {
         if !configs.contains(&(m.job.path, m.job.wait)) {
@@ -802,7 +1164,7 @@ fn write_files(
     for &c in &configs {
         let rows: Vec<(usize, Summary)> = of(c).map(|m| (m.job.size as usize, m.summary)).collect();
         written.push(put(
-            &format!("pingpong-{}-{}.dat", c.0.name(), c.1.name()),
+            &format!("{prefix}-{}-{}.dat", c.0.name(), c.1.name()),
             &report::data_file(&rows, sep),
         )?);
     }
@@ -816,14 +1178,18 @@ fn write_files(
                 .collect(),
         })
         .collect();
+    let svg = format!("{prefix}.svg");
     report::plot_svg(
-        &dir.join("pingpong.svg"),
-        "SEND ping-pong, one way (perftest t_typical = median round trip / 2), guest wall clock",
+        &dir.join(&svg),
+        &format!(
+            "{} ping-pong, one way (perftest t_typical = median round trip / 2), guest wall clock",
+            op.title()
+        ),
         "latency [us]",
         &series,
         Some(cutoff as f64),
     )?;
-    written.push("pingpong.svg".into());
+    written.push(svg);
     let modelled: Vec<report::Series<'_>> = configs
         .iter()
         .zip(&labels)
@@ -836,14 +1202,18 @@ fn write_files(
         .filter(|s| !s.points.is_empty())
         .collect();
     if !modelled.is_empty() {
+        let svg = format!("{prefix}-modelled.svg");
         report::plot_svg(
-            &dir.join("pingpong-modelled.svg"),
-            "SEND one way as the device model's PCIe clock models it (not measured)",
+            &dir.join(&svg),
+            &format!(
+                "{} one way as the device model's PCIe clock models it (not measured)",
+                op.title()
+            ),
             "modelled latency [us]",
             &modelled,
             Some(cutoff as f64),
         )?;
-        written.push("pingpong-modelled.svg".into());
+        written.push(svg);
     }
     Ok(written)
 }
@@ -877,7 +1247,7 @@ fn run_forked(
         -1 => Err(io::Error::last_os_error()).context("fork"),
         0 => {
             drop((a, err_rx));
-            let rc = match server(path, b, timeout) {
+            let rc = match server(path, b, timeout, plan.setup()) {
                 Ok(()) => 0,
                 Err(e) => {
                     let _ = err_tx.write_all(format!("{e:#}").as_bytes());
@@ -941,6 +1311,7 @@ pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
         configs,
         iters: args.iters,
         procs: args.procs,
+        op: args.op,
     };
     let mut out = Output::default();
     let results = if args.procs {
@@ -948,7 +1319,8 @@ pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
     } else {
         let (a, b) = UnixStream::pair().context("socketpair")?;
         thread::scope(|s| {
-            let h = s.spawn(|| server(dev_path, b, timeout));
+            let setup = plan.setup();
+            let h = s.spawn(move || server(dev_path, b, timeout, setup));
             let r = client(dev_path, a, timeout, &plan, &mut out);
             let server = h
                 .join()
@@ -957,7 +1329,7 @@ pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
         })?
     };
     if let Some(dir) = &args.out_dir {
-        let written = write_files(dir, &out.text, &results, &args.sep, out.cutoff)?;
+        let written = write_files(dir, &out.text, &results, &args.sep, out.cutoff, args.op)?;
         println!("wrote {} to {}", written.join(", "), dir.display());
     }
     Ok(())
@@ -971,16 +1343,57 @@ mod tests {
     fn a_job_survives_the_wire_and_done_ends_the_server() {
         for path in [PathMode::Bf, PathMode::Db, PathMode::Auto] {
             for wait in [WaitMode::Busy, WaitMode::Event] {
-                let j = Job {
-                    size: 208,
-                    path,
-                    wait,
-                    iters: 300,
-                };
-                assert_eq!(Job::decode(&j.encode()), Some(j));
+                for op in [Op::Send, Op::RdmaWriteImm] {
+                    let j = Job {
+                        size: 208,
+                        path,
+                        wait,
+                        iters: 300,
+                        op,
+                    };
+                    assert_eq!(Job::decode(&j.encode()), Some(j));
+                }
             }
         }
         assert_eq!(Job::decode(&Job::DONE), None);
+    }
+
+    #[test]
+    fn a_registered_region_survives_the_wire() {
+        let r = Remote {
+            addr: 0x7f12_3456_7000,
+            rkey: 0x0000_052a,
+            len: 65536,
+        };
+        assert_eq!(Remote::decode(&r.encode()), r);
+    }
+
+    #[test]
+    fn immediates_differ_between_sides_and_messages() {
+        assert_eq!(imm_of(Side::Client, 7), 7);
+        assert_eq!(imm_of(Side::Server, 7), 0xa500_0007);
+        for seq in [0u32, 1, 0xff_ffff, 0x100_0000, u32::MAX] {
+            assert_ne!(imm_of(Side::Client, seq), imm_of(Side::Server, seq));
+            assert_ne!(
+                imm_of(Side::Client, seq),
+                imm_of(Side::Client, seq.wrapping_add(1))
+            );
+        }
+    }
+
+    #[test]
+    fn regions_are_whole_pages_up_to_the_driver_s_largest() {
+        let mut info = abi::DeviceInfo {
+            max_mr_size: 1 << 20,
+            ..Default::default()
+        };
+        assert_eq!(region_len(4, &info), 4096);
+        assert_eq!(region_len(4097, &info), 8192);
+        assert_eq!(region_len(65536, &info), 65536);
+        info.max_mr_size = 40_000;
+        assert_eq!(region_len(65536, &info), 36_864);
+        info.max_mr_size = 0;
+        assert_eq!(region_len(65536, &info), 65536);
     }
 
     #[test]
@@ -1019,20 +1432,22 @@ mod tests {
     #[test]
     fn sizes_that_cannot_run_on_a_path_are_skipped() {
         let (info, qp) = device();
+        let skip =
+            |size, path, qp: &abi::QpInfo| skip_reason(size, Op::Send, path, &info, qp, None);
         // A SEND with 224 inline bytes is 256 bytes: BlueFlame's last.
-        assert_eq!(skip_reason(224, PathMode::Bf, &info, &qp), None);
-        assert!(skip_reason(225, PathMode::Bf, &info, &qp)
+        assert_eq!(skip(224, PathMode::Bf, &qp), None);
+        assert!(skip(225, PathMode::Bf, &qp)
             .unwrap()
             .contains("does not fit a BlueFlame buffer"));
-        assert_eq!(skip_reason(225, PathMode::Db, &info, &qp), None);
-        assert!(skip_reason(513, PathMode::Db, &info, &qp)
+        assert_eq!(skip(225, PathMode::Db, &qp), None);
+        assert!(skip(513, PathMode::Db, &qp)
             .unwrap()
             .contains("above the receive buffers"));
         let big = abi::QpInfo {
             recv_buf_size: 4096,
             ..qp
         };
-        assert!(skip_reason(1000, PathMode::Auto, &info, &big)
+        assert!(skip(1000, PathMode::Auto, &big)
             .unwrap()
             .contains("above the largest WQE"));
         let plan = Plan {
@@ -1043,8 +1458,9 @@ mod tests {
             ],
             iters: 10,
             procs: false,
+            op: Op::Send,
         };
-        let jobs = plan.jobs(&info, &qp).unwrap();
+        let jobs = plan.jobs(&info, &qp, None).unwrap();
         let got: Vec<(u32, PathMode)> = jobs.iter().map(|j| (j.size, j.path)).collect();
         assert_eq!(
             got,
@@ -1059,6 +1475,55 @@ mod tests {
     }
 
     #[test]
+    fn rdma_writes_fit_the_peer_s_region_and_go_gathered_on_the_doorbell_only() {
+        let (info, qp) = device();
+        let peer = Some(4096);
+        let skip = |size, path| skip_reason(size, Op::RdmaWriteImm, path, &info, &qp, peer);
+        // 208 inline bytes after the remote address segment: 256 bytes.
+        assert_eq!(skip(208, PathMode::Bf), None);
+        assert!(skip(209, PathMode::Bf)
+            .unwrap()
+            .contains("does not fit a BlueFlame buffer (256)"));
+        // The receive buffers do not limit a write, its WQE does not either.
+        assert_eq!(skip(1000, PathMode::Db), None);
+        assert_eq!(skip(4096, PathMode::Auto), None);
+        assert!(skip(913, PathMode::Bf)
+            .unwrap()
+            .contains("gathered: doorbell path only"));
+        assert!(skip(4097, PathMode::Db)
+            .unwrap()
+            .contains("above the peer's registered region (4096 bytes)"));
+        let plan = Plan {
+            sizes: vec![4, 208, 2000],
+            configs: vec![
+                (PathMode::Bf, WaitMode::Busy),
+                (PathMode::Auto, WaitMode::Busy),
+            ],
+            iters: 10,
+            procs: true,
+            op: Op::RdmaWriteImm,
+        };
+        assert_eq!(plan.setup().max_size, 2000);
+        let jobs = plan.jobs(&info, &qp, peer).unwrap();
+        let got: Vec<(u32, PathMode, Op)> = jobs.iter().map(|j| (j.size, j.path, j.op)).collect();
+        assert_eq!(
+            got,
+            [
+                (4, PathMode::Bf, Op::RdmaWriteImm),
+                (208, PathMode::Bf, Op::RdmaWriteImm),
+                (4, PathMode::Auto, Op::RdmaWriteImm),
+                (208, PathMode::Auto, Op::RdmaWriteImm),
+                (2000, PathMode::Auto, Op::RdmaWriteImm)
+            ]
+        );
+        let tiny = plan.jobs(&info, &qp, Some(1)).unwrap_err().to_string();
+        assert!(
+            tiny.contains("no payload size of the sweep can run: 4 bytes: above"),
+            "{tiny}"
+        );
+    }
+
+    #[test]
     fn files_are_one_data_file_per_path_and_wait_mode_and_the_plots() {
         let m = |size, path, wait, typical, one_way| Measured {
             job: Job {
@@ -1066,6 +1531,7 @@ mod tests {
                 path,
                 wait,
                 iters: 4,
+                op: Op::Send,
             },
             summary: Summary {
                 iters: 4,
@@ -1086,7 +1552,7 @@ mod tests {
         ];
         let dir =
             std::env::temp_dir().join(format!("mlx4-bf-pingpong-test-{}", std::process::id()));
-        let written = write_files(&dir, "tables\n", &results, ", ", 224).unwrap();
+        let written = write_files(&dir, "tables\n", &results, ", ", 224, Op::Send).unwrap();
         assert_eq!(
             written,
             [
@@ -1104,6 +1570,21 @@ mod tests {
         );
         let svg = fs::read_to_string(dir.join("pingpong.svg")).unwrap();
         assert!(svg.contains("bf, busy wait") && svg.contains("db, event wait"));
+        assert!(svg.contains("SEND ping-pong"));
+        // The op names the files of an RDMA-write run, beside the SEND's.
+        let written =
+            write_files(&dir, "tables\n", &results[..2], ", ", 208, Op::RdmaWriteImm).unwrap();
+        assert_eq!(
+            written,
+            [
+                "pingpong-rdma-write-imm.txt",
+                "pingpong-rdma-write-imm-bf-busy.dat",
+                "pingpong-rdma-write-imm.svg",
+                "pingpong-rdma-write-imm-modelled.svg"
+            ]
+        );
+        let svg = fs::read_to_string(dir.join("pingpong-rdma-write-imm.svg")).unwrap();
+        assert!(svg.contains("RDMA_WRITE_IMM ping-pong"));
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `post`: build one WQE the way libmlx4 does and post it.
+//!
+//! The WQE is an RDMA write into a memory region of the same context (a
+//! new QP is connected to itself), registered with REMOTE_WRITE; a
+//! gathered payload is read from the same region.
 
 use anyhow::{bail, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    common::{build_wqe, ioerr, path_name},
+    common::{ioerr, path_name, Carry, WriteScratch},
     device::Device,
 };
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Payload in bytes (inline when the WQE allows, else DMA-gathered).
+    /// Payload in bytes (inline when the WQE allows, else DMA-gathered from
+    /// a registered buffer).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(0..=65536))]
     size: u32,
-    /// Gather the payload by DMA instead of inlining it (doorbell path).
+    /// Gather the payload by DMA from a registered buffer instead of
+    /// inlining it (doorbell path).
     #[arg(long)]
     gather: bool,
     /// Take the doorbell path even when BlueFlame fits.
@@ -28,16 +34,25 @@ pub struct Args {
 
 pub fn run(dev: &Device, args: &Args) -> Result<()> {
     let size = args.size as usize;
+    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let scratch = WriteScratch::new(dev, &info, size)?;
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
-    let len = build_wqe(&mut buf, size, args.gather);
-    if len == 0 {
+    let Some((len, how)) = scratch.build(&mut buf, size, args.gather) else {
         bail!("a {size}-byte payload does not fit a WQE");
-    }
+    };
     if args.hexdump {
         println!(
-            "WQE, {len} bytes ({} units), as posted (before the kernel's stamps):",
-            len / 16
+            "WQE, {len} bytes ({} units), as posted (before the kernel's stamps){}:",
+            len / 16,
+            if how == Carry::Gather {
+                format!(
+                    ", payload gathered from the registered buffer (lkey {:#x})",
+                    scratch.lkey()
+                )
+            } else {
+                String::new()
+            }
         );
         for (i, row) in buf[..len].chunks(16).enumerate() {
             let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
@@ -61,5 +76,5 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         r.store_blocks,
         r.wqe_index
     );
-    Ok(())
+    scratch.close()
 }

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Result};
 use hdrhistogram::Histogram;
 use mlx4_bf_core::wqe;
 
-use crate::common::{build_wqe, ioerr, is_back_pressure, open};
+use crate::common::{ioerr, is_back_pressure, open, WriteScratch};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,8 +22,9 @@ pub struct Args {
     /// Seconds per run.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
-    /// Payload of each post.
-    #[arg(long, default_value_t = 64)]
+    /// Payload of each post (an RDMA write into a registered region of the
+    /// thread's context).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=65536))]
     size: u32,
 }
 
@@ -42,9 +43,15 @@ fn new_hist() -> Result<Histogram<u64>> {
 
 fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
     let dev = open(path)?;
+    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    // RDMA writes into a region of this context (the QP is connected to
+    // itself), registered before the clock starts.
+    let scratch = WriteScratch::new(&dev, &info, size as usize)?;
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
-    let len = build_wqe(&mut buf, size as usize, false);
+    let (len, _) = scratch
+        .build(&mut buf, size as usize, false)
+        .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     let mut t = Tally {
         posts: 0,
@@ -70,6 +77,7 @@ fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
             Err(e) => return Err(ioerr("POST_SEND")(e)),
         }
     }
+    scratch.close()?;
     Ok(t)
 }
 

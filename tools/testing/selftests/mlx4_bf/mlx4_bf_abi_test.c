@@ -13,11 +13,21 @@ FIXTURE(bad)
 {
 	int fd;
 	struct mlx4_bf_qp_info qp;
+	struct sink sink;
 	struct model model;
 	struct model_posts before;
 	uint8_t wqe[MAX_WQE + 64];
 	int len;
 };
+
+/*
+ * A valid RDMA write of @payload bytes into the context's @sink: each test
+ * breaks one thing of it, so that only that one thing can be refused.
+ */
+static int valid_write(uint8_t *wqe, const struct sink *sink, int payload)
+{
+	return build_rdma_write(wqe, payload, 7, sink_addr(sink), sink->mr.rkey);
+}
 
 FIXTURE_SETUP(bad)
 {
@@ -27,8 +37,9 @@ FIXTURE_SETUP(bad)
 	if (self->fd < 0)
 		SKIP(return, "%s", why);
 	ASSERT_EQ(0, create_qp(self->fd, &self->qp));
+	ASSERT_EQ(0, sink_open(self->fd, &self->sink));
 	model_posts(&self->model, &self->before);
-	self->len = build_rdma_write(self->wqe, 40, 7);
+	self->len = valid_write(self->wqe, &self->sink, 40);
 }
 
 FIXTURE_TEARDOWN(bad)
@@ -109,18 +120,19 @@ TEST_F(bad, inline_segment_crossing_64_bytes)
 
 TEST_F(bad, inline_byte_count_past_the_wqe)
 {
-	self->len = build_rdma_write(self->wqe, 10, 7);
+	self->len = valid_write(self->wqe, &self->sink, 10);
 	put_be32(self->wqe + 32, INLINE_SEG | 28);
 	EXPECT_EQ(-EINVAL, post(self->fd, &self->qp, self->wqe, self->len));
 }
 
 TEST_F(bad, gather_segment_where_bf_is_required)
 {
-	memset(self->wqe, 0, 48);
-	put_be32(self->wqe, OP_SEND);
-	put_be32(self->wqe + 4, 2);
-	put_be32(self->wqe + 16, 64);	/* byte_count, lkey, addr */
-	EXPECT_EQ(-EINVAL, post_send(self->fd, self->qp.qp_handle, self->wqe, 32,
+	/* a gather the context may make (its own MR), but only by doorbell */
+	struct sge sg = { sink_addr(&self->sink), 64, self->sink.mr.lkey };
+	int len = build_gather(self->wqe, OP_RDMA_WRITE, sink_addr(&self->sink) + 1024,
+			       self->sink.mr.rkey, &sg, 1);
+
+	EXPECT_EQ(-EINVAL, post_send(self->fd, self->qp.qp_handle, self->wqe, len,
 				     MLX4_BF_POST_F_REQUIRE_BF, NULL));
 }
 

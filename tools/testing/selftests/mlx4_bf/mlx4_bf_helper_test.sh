@@ -15,7 +15,7 @@ if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
 	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
 	exit 4
 fi
-echo "1..5"
+echo "1..8"
 
 check() { # name expected-text command...
 	name=$1 want=$2
@@ -38,6 +38,8 @@ check non_root_on_a_0600_device "permission denied" su nobody -s /bin/sh -c "$HE
 check missing_device "does not exist" "$HELPER" --device /dev/mlx4_bf9 info
 check size_out_of_range "not in" "$HELPER" post --size 70000
 check min_above_max "above --max" "$HELPER" lat --min 100 --max 10
+check bf_path_has_no_gathered_rdma_write "gathered: doorbell path only" \
+	"$HELPER" pingpong --op rdma-write-imm --path bf --size 1000
 n=$((n + 1))
 if "$HELPER" info >/dev/null && "$HELPER" post --size 208 | grep -q BlueFlame &&
    "$HELPER" post --size 209 | grep -q doorbell; then
@@ -46,4 +48,22 @@ else
 	echo "not ok $n root_posts_bf_up_to_208_and_doorbell_above"
 	fail=1
 fi
+
+# Registered memory: what does not fit inline is gathered from a registered
+# buffer, and RDMA_WRITE_IMM ping-pong checks what landed in the peer's.
+ok_if() { # name command...
+	name=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $name"
+	else
+		echo "not ok $n $name"
+		fail=1
+	fi
+}
+ok_if lat_gathers_what_does_not_fit_inline sh -c \
+	"'$HELPER' lat --min 4 --max 1004 --step 1000 --iters 20 | grep -q '^# gathered'"
+ok_if rdma_write_imm_pingpong_lands_its_data \
+	"$HELPER" pingpong --op rdma-write-imm --iters 20 --min 4 --max 2004 --step 2000
 exit $fail

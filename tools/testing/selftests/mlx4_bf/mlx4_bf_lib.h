@@ -27,6 +27,7 @@
 #define DEV_PATH	"/dev/mlx4_bf0"
 
 #define OP_RDMA_WRITE	0x08
+#define OP_RDMA_WRITE_IMM	0x09
 #define OP_SEND		0x0a
 #define INLINE_SEG	0x80000000u
 #define MAX_WQE		1008
@@ -60,6 +61,11 @@ static inline void call_inline_u32(struct call *c, __u16 id, __u32 v)
 	struct mlx4_bf_attr *a = call_attr(c, id, 4, 0);
 
 	memcpy(&a->data, &v, 4);
+}
+
+static inline void call_inline_u64(struct call *c, __u16 id, __u64 v)
+{
+	call_attr(c, id, 8, v);
 }
 
 /* Returns 0 or -errno. */
@@ -153,10 +159,77 @@ static inline int post_send(int fd, __u32 handle, const void *wqe, __u16 len, __
 	return call_retry(fd, &c);
 }
 
+/*
+ * REG_MR of the user virtual range [@addr, @addr + @len) with @access (enum
+ * mlx4_bf_access_flags; 0 leaves the attribute out); 0 or -errno.
+ */
+static inline int reg_mr(int fd, __u64 addr, __u64 len, __u32 access,
+			 struct mlx4_bf_mr_info *mr)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_MR, MLX4_BF_METHOD_REG_MR);
+	call_inline_u64(&c, MLX4_BF_ATTR_MR_ADDR, addr);
+	call_inline_u64(&c, MLX4_BF_ATTR_MR_LENGTH, len);
+	if (access)
+		call_inline_u32(&c, MLX4_BF_ATTR_MR_ACCESS, access);
+	call_attr(&c, MLX4_BF_ATTR_MR_INFO, sizeof(*mr), (uintptr_t)mr);
+	return call_do(fd, &c);
+}
+
+static inline int dereg_mr(int fd, __u32 handle)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_MR, MLX4_BF_METHOD_DEREG_MR);
+	call_inline_u32(&c, MLX4_BF_ATTR_MR_HANDLE, handle);
+	return call_do(fd, &c);
+}
+
+/* Read and write access for the adapter, and for the connected peer. */
+#define ACCESS_RDMA	(MLX4_BF_ACCESS_LOCAL_WRITE | MLX4_BF_ACCESS_REMOTE_WRITE)
+#define SINK_BYTES	4096
+
+/*
+ * Where a QP's RDMA writes land: a page of this process registered
+ * remote-writable in the context @fd. A new QP is connected to itself, so its
+ * RDMA writes must name an MR of its own context that way: anything else is
+ * refused with -EACCES. The page is mapped on first use and kept, so one
+ * sink serves one context after another. 0 or -errno.
+ */
+struct sink {
+	uint8_t *buf;
+	struct mlx4_bf_mr_info mr;
+};
+
+static inline int sink_open(int fd, struct sink *s)
+{
+	if (!s->buf) {
+		void *p = mmap(NULL, SINK_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -errno;
+		s->buf = p;
+	}
+	return reg_mr(fd, (uintptr_t)s->buf, SINK_BYTES, ACCESS_RDMA, &s->mr);
+}
+
+static inline __u64 sink_addr(const struct sink *s)
+{
+	return (uintptr_t)s->buf;
+}
+
 static inline void put_be32(uint8_t *p, uint32_t v)
 {
 	v = htonl(v);
 	memcpy(p, &v, 4);
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, v >> 32);
+	put_be32(p + 4, (uint32_t)v);
 }
 
 static inline uint32_t get_be32(const uint8_t *p)
@@ -169,17 +242,19 @@ static inline uint32_t get_be32(const uint8_t *p)
 
 /*
  * An RDMA-write WQE with @payload inline bytes (pattern @seed + i), split at
- * 64-byte boundaries as libmlx4's set_data_inl() does. Returns its length.
+ * 64-byte boundaries as libmlx4's set_data_inl() does, to @raddr of the MR
+ * @rkey of the peer (for a QP connected to itself: a sink of its own
+ * context). Returns its length.
  */
-static inline int build_rdma_write(uint8_t *wqe, int payload, uint8_t seed)
+static inline int build_rdma_write(uint8_t *wqe, int payload, uint8_t seed, __u64 raddr,
+				   __u32 rkey)
 {
 	int pos = 32, left = payload, len, k = 0;
 
 	memset(wqe, 0, MAX_WQE + 64);
 	put_be32(wqe, OP_RDMA_WRITE);
-	put_be32(wqe + 16, 0x12345678);	/* raddr high */
-	put_be32(wqe + 20, 0x9abcdef0);	/* raddr low */
-	put_be32(wqe + 24, 0xcafe);	/* rkey */
+	put_be64(wqe + 16, raddr);
+	put_be32(wqe + 24, rkey);
 	while (left > 0) {
 		int room = 64 - pos % 64 - 4;
 		int chunk = left < room ? left : room;
@@ -193,6 +268,47 @@ static inline int build_rdma_write(uint8_t *wqe, int payload, uint8_t seed)
 	len = (pos + 15) / 16 * 16;
 	put_be32(wqe + 4, len / 16);
 	return len;
+}
+
+/* The inline bytes build_rdma_write() put into its WQE. */
+static inline void rdma_write_pattern(uint8_t *out, int payload, uint8_t seed)
+{
+	for (int k = 0; k < payload; k++)
+		out[k] = (uint8_t)(seed + k);
+}
+
+/* One gather (data) segment: @length bytes at user address @addr of MR @lkey. */
+struct sge {
+	__u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/*
+ * A WQE whose message is gathered from @n data segments (doorbell path
+ * only): ctrl with @opcode, for an RDMA write (or RDMA_WRITE_IMM) the remote
+ * address segment (@raddr, @rkey), then the segments as libmlx4's
+ * set_data_seg() lays them out. Returns its length.
+ */
+static inline int build_gather(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rkey,
+			       const struct sge *sg, int n)
+{
+	int pos = 16;
+
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, opcode);
+	if (opcode == OP_RDMA_WRITE || opcode == OP_RDMA_WRITE_IMM) {
+		put_be64(wqe + 16, raddr);
+		put_be32(wqe + 24, rkey);
+		pos += 16;
+	}
+	for (int i = 0; i < n; i++, pos += 16) {
+		put_be32(wqe + pos, sg[i].length);
+		put_be32(wqe + pos + 4, sg[i].lkey);
+		put_be64(wqe + pos + 8, sg[i].addr);
+	}
+	put_be32(wqe + 4, pos / 16);
+	return pos;
 }
 
 /* What the adapter must see for a BlueFlame post: the kernel's stamps. */
@@ -268,6 +384,48 @@ static inline size_t bar2_resource_len(void)
 		return 0;
 	snprintf(path, sizeof(path), DRIVER_DIR "/%s/resource2", bdf);
 	return stat(path, &st) ? 0 : st.st_size;
+}
+
+#define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
+
+/*
+ * A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "ctx-N"),
+ * or -1 if there is no such file (debugfs not mounted) or line.
+ */
+static inline long debugfs_counter(const char *dir, const char *name)
+{
+	char path[128], key[64];
+	long value, found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/%s/stats", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &value) == 2)
+		if (!strcmp(key, name))
+			found = value;
+	fclose(f);
+	return found;
+}
+
+/*
+ * This process's locked memory in KiB (VmLck in /proc/self/status: REG_MR
+ * accounts its pages there, as VFIO does), or -1.
+ */
+static inline long vm_locked_kb(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
 }
 
 #endif /* MLX4_BF_LIB_H */

@@ -45,6 +45,19 @@
 #define MODEL_PAYLOAD_BYTES	0x530
 #define MODEL_REFUSED_SEGS	0x548
 #define MODEL_CQ_OVERRUNS	0x550
+/*
+ * Version 4: memory regions and RDMA writes. Gauges: MPTs in hardware
+ * ownership and the pages they translate, now. Counters: the faults (never
+ * reset, not even by a counter reset), RDMA writes executed and their bytes,
+ * MTT entries written.
+ */
+#define MODEL_MPTS		0x590
+#define MODEL_MR_PAGES		0x598
+#define MODEL_LOCAL_PROT_FAULTS	0x5a0
+#define MODEL_REMOTE_ACCESS_FAULTS	0x5a8
+#define MODEL_RDMA_WRITES	0x5b0
+#define MODEL_RDMA_WRITE_BYTES	0x5b8
+#define MODEL_MTT_WRITES	0x5c0
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88
@@ -131,6 +144,16 @@ static inline void model_close(struct model *m)
 static inline uint64_t model_read(struct model *m, unsigned int reg)
 {
 	return __atomic_load_n((uint64_t *)(m->diag + reg), __ATOMIC_RELAXED);
+}
+
+/*
+ * The block's version (register 0x04), from one aligned 8-byte load of the
+ * magic and the version. Registers a version does not have must not be
+ * read: the model counts such a read as a protocol error.
+ */
+static inline uint32_t model_version(struct model *m)
+{
+	return model_read(m, 0) >> 32;
 }
 
 static inline void model_write(struct model *m, unsigned int reg, uint32_t value)

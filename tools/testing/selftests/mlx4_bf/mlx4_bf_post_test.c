@@ -20,13 +20,17 @@ struct oracle {
 	struct model_doorbell db;
 };
 
-/* A context with one QP, and what the kernel must have done so far. */
+/*
+ * A context with one QP, connected to itself, whose RDMA writes land in its
+ * sink, and what the kernel must have done so far.
+ */
 struct poster {
 	int fd;
 	struct oracle *oracle;
 	struct mlx4_bf_device_info dev;
 	struct mlx4_bf_context_info info;
 	struct mlx4_bf_qp_info qp;
+	struct sink sink;
 	uint32_t head;		/* the QP's send-queue index, as the kernel counts */
 	uint32_t half;		/* the next BlueFlame buffer of this context */
 	uint8_t wqe[MAX_WQE + 64];
@@ -39,11 +43,12 @@ static int poster_open(struct poster *p, struct oracle *o)
 	p->oracle = o;
 	p->head = 0;
 	p->half = 0;
+	p->sink.buf = NULL;
 	p->fd = open(DEV_PATH, O_RDWR);
 	if (p->fd < 0)
 		return -1;
 	if (query_device(p->fd, &p->dev) || query_context(p->fd, &p->info) ||
-	    create_qp(p->fd, &p->qp)) {
+	    create_qp(p->fd, &p->qp) || sink_open(p->fd, &p->sink)) {
 		close(p->fd);
 		p->fd = -1;
 		return -1;
@@ -161,7 +166,8 @@ static void post_and_check(struct __test_metadata *_metadata, struct poster *sel
 {
 	struct mlx4_bf_post_result res = {};
 	struct oracle *o = self->oracle;
-	int len = build_rdma_write(self->wqe, payload, payload);
+	int len = build_rdma_write(self->wqe, payload, payload, sink_addr(&self->sink),
+				   self->sink.mr.rkey);
 	int bf = len <= (int)self->dev.bf_buf_size && !(flags & MLX4_BF_POST_F_FORCE_DOORBELL);
 
 	model_posts(&o->model, &o->before);
@@ -241,7 +247,8 @@ TEST_F(ctx, table_sizes_take_bf_up_to_208_bytes)
 
 	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
 		struct mlx4_bf_post_result res = {};
-		int len = build_rdma_write(self->p.wqe, table[i].payload, 1);
+		int len = build_rdma_write(self->p.wqe, table[i].payload, 1,
+					   sink_addr(&self->p.sink), self->p.sink.mr.rkey);
 
 		ASSERT_EQ(0, post_send(self->p.fd, self->p.qp.qp_handle, self->p.wqe, len,
 				       MLX4_BF_POST_F_REQUIRE_BF, &res))
@@ -285,26 +292,6 @@ TEST_F(ctx, stats_count_posts_and_store_blocks)
 	EXPECT_EQ(before.bytes + 192 + 272, after.bytes);
 	if (self->p.dev.writer == MLX4_BF_WRITER_STORE_BLOCK)
 		EXPECT_EQ(before.store_blocks + 2, after.store_blocks);
-}
-
-#define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
-
-/* A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "ctx-N"), or -1. */
-static long debugfs_counter(const char *dir, const char *name)
-{
-	char path[128], key[64];
-	long value, found = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), DEBUGFS_DIR "/%s/stats", dir);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &value) == 2)
-		if (!strcmp(key, name))
-			found = value;
-	fclose(f);
-	return found;
 }
 
 TEST_F(ctx, debugfs_counts_device_posts)

@@ -33,14 +33,15 @@ static int write_file(const char *path, const char *s)
 static int poster(int ready)
 {
 	struct mlx4_bf_qp_info qp;
+	struct sink sink = {};
 	uint8_t wqe[MAX_WQE + 64];
-	int len = build_rdma_write(wqe, 50, 3);
 	long posts = 0;
-	int fd, err;
+	int fd, err, len;
 
 	fd = open(DEV_PATH, O_RDWR);
-	if (fd < 0 || create_qp(fd, &qp))
+	if (fd < 0 || create_qp(fd, &qp) || sink_open(fd, &sink))
 		return 1;
+	len = build_rdma_write(wqe, 50, 3, sink_addr(&sink), sink.mr.rkey);
 	while (!(err = post_send(fd, qp.qp_handle, wqe, len, 0, NULL)) || err == -EAGAIN)
 		if (!err && ++posts == 1 && write(ready, "x", 1) != 1)
 			return 1;
@@ -57,8 +58,9 @@ TEST(unbind_while_posting_then_rebind)
 	pid_t pids[POSTERS];
 	struct mlx4_bf_qp_info qp;
 	struct mlx4_bf_device_info dev;
+	struct sink sink = {};
 	uint8_t wqe[MAX_WQE + 64];
-	int ready[2], fd, status, len = build_rdma_write(wqe, 20, 9);
+	int ready[2], fd, status, len;
 
 	if (bound_device(bdf, sizeof(bdf)))
 		SKIP(return, "no adapter bound to mlx4_bf");
@@ -76,6 +78,8 @@ TEST(unbind_while_posting_then_rebind)
 	fd = open(DEV_PATH, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, create_qp(fd, &qp));
+	ASSERT_EQ(0, sink_open(fd, &sink));
+	len = build_rdma_write(wqe, 20, 9, sink_addr(&sink), sink.mr.rkey);
 
 	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
 	for (int i = 0; i < POSTERS; i++) {
@@ -94,8 +98,49 @@ TEST(unbind_while_posting_then_rebind)
 	fd = open(DEV_PATH, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, create_qp(fd, &qp));
+	ASSERT_EQ(0, sink_open(fd, &sink));
+	len = build_rdma_write(wqe, 20, 9, sink_addr(&sink), sink.mr.rkey);
 	EXPECT_EQ(0, post_send(fd, qp.qp_handle, wqe, len, 0, NULL));
 	close(fd);
+}
+
+/*
+ * A context with memory regions registered across an unbind: registering
+ * more fails with -ENODEV, closing it still works (and unpins what it
+ * held), and the adapter comes back with nothing registered.
+ */
+TEST(memory_regions_across_unbind)
+{
+	struct mlx4_bf_mr_info mr;
+	long locked = vm_locked_kb();
+	char bdf[64];
+	uint8_t *buf;
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	buf = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, reg_mr(fd, (uintptr_t)buf, 2 * 4096, ACCESS_RDMA, &mr));
+	ASSERT_EQ(0, reg_mr(fd, (uintptr_t)buf + 100, 3 * 4096, 0, &mr));
+
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	EXPECT_EQ(-ENODEV, reg_mr(fd, (uintptr_t)buf, 4096, 0, &mr));
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(locked, vm_locked_kb()) TH_LOG("VmLck after close");
+
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
+	if (debugfs_counter("device", "pinned_pages") >= 0) {
+		EXPECT_EQ(0, debugfs_counter("device", "pinned_pages"));
+		EXPECT_EQ(0, debugfs_counter("device", "mrs"));
+	}
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, reg_mr(fd, (uintptr_t)buf, 4096, 0, &mr)) TH_LOG("after the rebind");
+	close(fd);
+	munmap(buf, 4 * 4096);
 }
 
 /*
@@ -181,20 +226,23 @@ TEST(unbind_during_ping_pong_and_poll)
 	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
 }
 
-/* Opens, creates a QP, posts and closes in a loop until killed. */
+/* Opens, creates a QP, registers a sink, posts and closes in a loop until killed. */
 static void churn(void)
 {
 	struct mlx4_bf_qp_info qp;
+	struct sink sink = {};
 	uint8_t wqe[MAX_WQE + 64];
-	int len = build_rdma_write(wqe, 30, 1);
 
 	for (;;) {
 		int fd = open(DEV_PATH, O_RDWR);
 
 		if (fd < 0)
 			continue;
-		if (!create_qp(fd, &qp))
+		if (!create_qp(fd, &qp) && !sink_open(fd, &sink)) {
+			int len = build_rdma_write(wqe, 30, 1, sink_addr(&sink), sink.mr.rkey);
+
 			post_send(fd, qp.qp_handle, wqe, len, 0, NULL);
+		}
 		close(fd);
 	}
 }

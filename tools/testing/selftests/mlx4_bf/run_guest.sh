@@ -10,6 +10,9 @@
 # MLX4_BF_PARAM_SETS="writer=1;writer=2" runs everything once per set of
 # module parameters, reloading mlx4_bf from $MLX4_BF_KO in between.
 # MLX4_BF_TESTS="prog1 prog2" runs only those programs.
+#
+# After all of them, one more result, suite_invariants (mlx4_bf_invariants):
+# no page left pinned, and no protection fault the adapter ever saw.
 
 cd "$(dirname "$0")" || exit 1
 limit=$(sed -n 's/^timeout=//p' settings)
@@ -22,21 +25,24 @@ sets=${MLX4_BF_PARAM_SETS:-}
 nsets=1
 [ -n "$sets" ] && nsets=$(echo "$sets" | tr ';' '\n' | wc -l)
 echo "KTAP version 1"
-echo "1..$(($(echo $progs | wc -w) * nsets))"
+echo "1..$(($(echo $progs | wc -w) * nsets + 1))"
 n=0
 failed=0
 
+run_one() { # program name
+	n=$((n + 1))
+	{ timeout "${limit:-300}" "$1" 2>&1; echo $? >/tmp/rc; } | sed 's/^/    /'
+	rc=$(cat /tmp/rc)
+	case $rc in
+	0) echo "ok $n $2" ;;
+	4) echo "ok $n $2 # SKIP" ;;
+	*) echo "not ok $n $2 # exit=$rc"; failed=1 ;;
+	esac
+}
+
 run_all() { # suffix
 	for prog in $progs; do
-		n=$((n + 1))
-		name="${prog#./}$1"
-		{ timeout "${limit:-300}" "$prog" 2>&1; echo $? >/tmp/rc; } | sed 's/^/    /'
-		rc=$(cat /tmp/rc)
-		case $rc in
-		0) echo "ok $n $name" ;;
-		4) echo "ok $n $name # SKIP" ;;
-		*) echo "not ok $n $name # exit=$rc"; failed=1 ;;
-		esac
+		run_one "$prog" "${prog#./}$1"
 	done
 }
 
@@ -53,4 +59,5 @@ else
 		run_all " [$params]"
 	done </tmp/param_sets
 fi
+run_one ./mlx4_bf_invariants suite_invariants
 exit $failed
