@@ -43,6 +43,24 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// WQE): delivers it or completes it in error.
     pub(crate) fn send_message(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) {
         let c = w.ctrl;
+        self.transmit(s, idx, w, bytes, |me, d, payload, start| {
+            me.receive(s, d, &c, bytes, payload, start)
+        });
+    }
+
+    /// What SENDs and RDMA writes share: the peer (rule a), the gathered
+    /// payload, the wire; `deliver` does the responder's part (to peer `d`,
+    /// the payload, the post's start), and its error is the requester's
+    /// syndrome. Then the requester's completion.
+    pub(crate) fn transmit(
+        &mut self,
+        s: u32,
+        idx: u32,
+        w: &Wqe,
+        bytes: &[u8],
+        deliver: impl FnOnce(&mut Self, u32, &[u8], u64) -> Result<(), SenderSyndrome>,
+    ) {
+        let c = w.ctrl;
         let d = match self.peer(s) {
             Ok(d) => d,
             Err((d, why)) => {
@@ -58,7 +76,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         };
         let start = self.wqe_ready();
         self.charge(Tx::Wire);
-        if let Err(syn) = self.receive(s, d, &c, bytes, &payload, start) {
+        if let Err(syn) = deliver(self, d, &payload, start) {
             self.send_error(s, idx, &c, syn);
             return;
         }

@@ -22,8 +22,6 @@ use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access};
-use crate::send::send_cqe;
-use crate::timing::Tx;
 use crate::wqe::{opcode, Wqe};
 use serde_json::json;
 
@@ -32,31 +30,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// the WQE): its data lands in the responder's region, or the WQE
     /// completes in error.
     pub(crate) fn rdma_write(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) {
-        let c = w.ctrl;
-        let d = match self.peer(s) {
-            Ok(d) => d,
-            Err((d, why)) => {
-                self.wqe_ready();
-                self.counters.global.peer_errors += 1;
-                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                return;
-            }
-        };
-        let Some(payload) = self.gather(s, idx, w, bytes) else {
-            return;
-        };
-        let start = self.wqe_ready();
-        self.charge(Tx::Wire);
-        if let Err(syn) = self.land(s, d, w, bytes, &payload, start) {
-            self.send_error(s, idx, &c, syn);
-            return;
-        }
-        self.advance(s, &c);
-        if c.signaled() {
-            let cqe = send_cqe(s, idx, c.opcode, payload.len() as u64);
-            self.complete(s, cqe, false);
-        }
+        self.transmit(s, idx, w, bytes, |me, d, payload, start| {
+            me.land(s, d, w, bytes, payload, start)
+        });
     }
 
     /// Rules c–e on the responder `d`. Err: the requester's syndrome.

@@ -517,3 +517,51 @@ impl Harness {
         }
     }
 }
+
+/// A WQE of `qpn` at SQ `index`: ctrl with `opcode`, the raddr segment if
+/// given, `inline` bytes in one inline segment, then data segments (len,
+/// lkey, addr). Signalled.
+pub(crate) fn data_wqe(
+    qpn: u32,
+    index: u32,
+    opcode: u8,
+    raddr: Option<(u64, u32)>,
+    inline: &[u8],
+    segs: &[(u32, u32, u64)],
+) -> Vec<u8> {
+    let mut b = vec![0u8; 16];
+    if let Some((addr, rkey)) = raddr {
+        let mut r = [0u8; 16];
+        put_be64(&mut r, 0, addr);
+        put_be32(&mut r, 8, rkey);
+        b.extend_from_slice(&r);
+    }
+    if !inline.is_empty() {
+        let mut hdr = [0u8; 4];
+        put_be32(&mut hdr, 0, (1 << 31) | inline.len() as u32);
+        b.extend_from_slice(&hdr);
+        b.extend_from_slice(inline);
+        b.resize(b.len().div_ceil(16) * 16, 0);
+    }
+    for &(len, lkey, addr) in segs {
+        let mut s = [0u8; 16];
+        put_be32(&mut s, 0, len);
+        put_be32(&mut s, 4, lkey);
+        put_be64(&mut s, 8, addr);
+        b.extend_from_slice(&s);
+    }
+    let ds = b.len() / 16;
+    let owner = if index & (1 << SQ_LOG) != 0 {
+        1 << 31
+    } else {
+        0
+    };
+    put_be32(
+        &mut b,
+        0,
+        owner | ((index & 0xffff) << 8) | u32::from(opcode),
+    );
+    put_be32(&mut b, 4, (qpn << 8) | ds as u32);
+    put_be32(&mut b, 8, 0xc);
+    b
+}

@@ -29,54 +29,6 @@ fn register(h: &mut Harness, access: u32, pd: u32) {
     assert_eq!(h.sw2hw_mpt(&e), 0);
 }
 
-/// A WQE of `qpn` at SQ `index`: ctrl with `opcode`, the raddr segment if
-/// given, `inline` bytes in one inline segment, then data segments (len,
-/// lkey, addr). Signalled.
-fn wqe(
-    qpn: u32,
-    index: u32,
-    opcode: u8,
-    raddr: Option<(u64, u32)>,
-    inline: &[u8],
-    segs: &[(u32, u32, u64)],
-) -> Vec<u8> {
-    let mut b = vec![0u8; 16];
-    if let Some((addr, rkey)) = raddr {
-        let mut r = [0u8; 16];
-        put_be64(&mut r, 0, addr);
-        put_be32(&mut r, 8, rkey);
-        b.extend_from_slice(&r);
-    }
-    if !inline.is_empty() {
-        let mut hdr = [0u8; 4];
-        put_be32(&mut hdr, 0, (1 << 31) | inline.len() as u32);
-        b.extend_from_slice(&hdr);
-        b.extend_from_slice(inline);
-        b.resize(b.len().div_ceil(16) * 16, 0);
-    }
-    for &(len, lkey, addr) in segs {
-        let mut s = [0u8; 16];
-        put_be32(&mut s, 0, len);
-        put_be32(&mut s, 4, lkey);
-        put_be64(&mut s, 8, addr);
-        b.extend_from_slice(&s);
-    }
-    let ds = b.len() / 16;
-    let owner = if index & (1 << SQ_LOG) != 0 {
-        1 << 31
-    } else {
-        0
-    };
-    put_be32(
-        &mut b,
-        0,
-        owner | ((index & 0xffff) << 8) | u32::from(opcode),
-    );
-    put_be32(&mut b, 4, (qpn << 8) | ds as u32);
-    put_be32(&mut b, 8, 0xc);
-    b
-}
-
 fn post(h: &mut Harness, qpn: u32, buf: u64, index: u32, w: &[u8]) {
     h.write_wqe(buf, index, w);
     h.doorbell(UAR, qpn);
@@ -85,7 +37,7 @@ fn post(h: &mut Harness, qpn: u32, buf: u64, index: u32, w: &[u8]) {
 /// A SEND of QP 0x40 (`setup()`, connected to itself) gathering `len`
 /// bytes at `addr` under `lkey`.
 fn send_from(h: &mut Harness, index: u32, lkey: u32, addr: u64, len: u32) {
-    let w = wqe(QPN, index, 0x0a, None, b"", &[(len, lkey, addr)]);
+    let w = data_wqe(QPN, index, 0x0a, None, b"", &[(len, lkey, addr)]);
     post(h, QPN, QP_BUF, index, &w);
 }
 
@@ -340,7 +292,7 @@ fn a_gather_past_the_region_is_refused_with_nothing_read() {
     let mut h = Harness::setup();
     register(&mut h, 0, 0);
     // The first segment is fine; the second runs 1 byte past the end.
-    let w = wqe(
+    let w = data_wqe(
         QPN,
         0,
         0x0a,
@@ -371,7 +323,7 @@ fn a_gather_past_the_region_is_refused_with_nothing_read() {
 #[test]
 fn a_zero_byte_segment_is_not_checked() {
     let mut h = Harness::setup();
-    let w = wqe(QPN, 0, 0x0a, None, b"z", &[(0, 0xdead, 0)]);
+    let w = data_wqe(QPN, 0, 0x0a, None, b"z", &[(0, 0xdead, 0)]);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(h.mem(RECV_BUF, 1), b"z");
     assert_eq!(h.diag_read(0x5a0), 0);
@@ -413,7 +365,7 @@ fn a_ud_send_checks_its_gather() {
     let mut mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
     mb[8 + 1] = 3; // UD
     h.create_qp_with(QPN, &mb);
-    let mut w = wqe(QPN, 0, 0x0a, None, b"", &[(4, 0x77, GATHER_BUF)]);
+    let mut w = data_wqe(QPN, 0, 0x0a, None, b"", &[(4, 0x77, GATHER_BUF)]);
     w.splice(16..16, [0u8; 48]); // the datagram segment
     w[7] = (w.len() / 16) as u8;
     post(&mut h, QPN, QP_BUF, 0, &w);
@@ -434,7 +386,7 @@ fn rdma(access: u32, pd: u32, opcode: u8, raddr: u64, rkey: u32, payload: &[u8])
     } else {
         &segs[..]
     };
-    let mut w = wqe(QPN, 0, opcode, Some((raddr, rkey)), b"", segs);
+    let mut w = data_wqe(QPN, 0, opcode, Some((raddr, rkey)), b"", segs);
     w[12..16].copy_from_slice(&[0xca, 0xfe, 0xf0, 0x0d]); // the immediate
     post(&mut h, QPN, QP_BUF, 0, &w);
     h
@@ -480,7 +432,7 @@ fn an_rdma_write_lands_byte_exact_across_a_page_boundary() {
 fn an_rdma_write_with_inline_data() {
     let mut h = Harness::pair();
     register(&mut h, RW, 0);
-    let w = wqe(QPN, 0, 0x08, Some((VA + 0x1000, KEY)), b"inline!", &[]);
+    let w = data_wqe(QPN, 0, 0x08, Some((VA + 0x1000, KEY)), b"inline!", &[]);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(h.mem(dma(VA + 0x1000), 7), b"inline!");
     assert_eq!(h.mem(0x12_1800, 7), b"inline!");
@@ -525,7 +477,7 @@ fn an_rdma_write_imm_into_an_empty_rq_writes_nothing() {
     let mut h = Harness::pair();
     register(&mut h, RW, 0);
     h.set_rq_head(RQ2_DB, 0);
-    let w = wqe(QPN, 0, 0x09, Some((VA, KEY)), b"rnr", &[]);
+    let w = data_wqe(QPN, 0, 0x09, Some((VA, KEY)), b"rnr", &[]);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x16, 0x5e));
     assert_eq!(h.mem(dma(VA), 3), [0; 3]);
@@ -591,7 +543,7 @@ fn rkey_refusals_give_remote_access_errors_and_write_nothing() {
 fn the_rkey_is_checked_against_the_responders_pd() {
     let mut h = Harness::pair_with_pds(1, 2);
     register(&mut h, RW, 2);
-    let w = wqe(QPN, 0, 0x08, Some((VA, KEY)), b"pd2", &[]);
+    let w = data_wqe(QPN, 0, 0x08, Some((VA, KEY)), b"pd2", &[]);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(h.mem(dma(VA), 3), b"pd2");
     assert_eq!(h.cqe(0)[0x1f], 0x48);
@@ -618,7 +570,7 @@ fn an_rdma_write_to_a_missing_peer_is_a_transport_error() {
     let mut h = Harness::pair();
     register(&mut h, RW, 0);
     assert_eq!(h.cmd(op::TO_ERR_QP, 0, QPN2), 0);
-    let w = wqe(QPN, 0, 0x08, Some((VA, KEY)), b"x", &[]);
+    let w = data_wqe(QPN, 0, 0x08, Some((VA, KEY)), b"x", &[]);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x15, 0x5e));
     assert_eq!(h.mem(dma(VA), 1), [0]);
@@ -638,7 +590,7 @@ fn the_counter_reset_keeps_the_fault_counters_and_the_gauges() {
         QPN2,
     );
     h.create_qp_with(QPN, &mb);
-    let w = wqe(QPN, 0, 0x0a, None, b"", &[(1, 0x77, GATHER_BUF)]);
+    let w = data_wqe(QPN, 0, 0x0a, None, b"", &[(1, 0x77, GATHER_BUF)]);
     h.init_sq(QP_BUF, SQ_LOG);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!((h.diag_read(0x5a0), h.diag_read(0x548)), (1, 1));

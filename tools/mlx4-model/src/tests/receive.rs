@@ -8,31 +8,7 @@ use crate::commands::{op, status};
 /// A SEND of `qpn` at SQ `index` whose body is the given data segments
 /// (len, lkey, addr), after `inline` bytes in one inline segment if any.
 fn data_send(qpn: u32, index: u32, inline: &[u8], segs: &[(u32, u32, u64)], op: u8) -> Vec<u8> {
-    let mut b = vec![0u8; 16];
-    if !inline.is_empty() {
-        let mut hdr = [0u8; 4];
-        put_be32(&mut hdr, 0, (1 << 31) | inline.len() as u32);
-        b.extend_from_slice(&hdr);
-        b.extend_from_slice(inline);
-        b.resize(b.len().div_ceil(16) * 16, 0);
-    }
-    for &(len, lkey, addr) in segs {
-        let mut s = [0u8; 16];
-        put_be32(&mut s, 0, len);
-        put_be32(&mut s, 4, lkey);
-        put_be64(&mut s, 8, addr);
-        b.extend_from_slice(&s);
-    }
-    let ds = b.len() / 16;
-    let owner = if index & (1 << SQ_LOG) != 0 {
-        1 << 31
-    } else {
-        0
-    };
-    put_be32(&mut b, 0, owner | ((index & 0xffff) << 8) | u32::from(op));
-    put_be32(&mut b, 4, (qpn << 8) | ds as u32);
-    put_be32(&mut b, 8, 0xc);
-    b
+    data_wqe(qpn, index, op, None, inline, segs)
 }
 
 fn post(h: &mut Harness, qpn: u32, buf: u64, index: u32, wqe: &[u8]) {
