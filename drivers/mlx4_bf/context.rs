@@ -39,7 +39,7 @@ use crate::{
     events,
     hca::Hca,
     layout,
-    mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
+    mr::{CtxMr, CtxMrs, MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
     pin::Pinned,
     qp,
     recv::Recv,
@@ -66,6 +66,9 @@ struct Qp {
     slot: usize,
     /// The QP it is connected to.
     remote_qpn: u32,
+    /// That QP is one of this context's: an RDMA write's rkey is one of
+    /// its regions, checked without the adapter's locks.
+    peer_local: bool,
     /// Its receive queue and receive CQ; its memory is at its index in
     /// `State::qps` within the context's area.
     recv: Recv,
@@ -94,11 +97,9 @@ struct State {
     wqe: WqeBuf,
     /// A message of POST_SEND's PAYLOAD on its way to a send buffer.
     payload: [u8; abi::MAX_PAYLOAD],
-    /// Its memory regions, for the gather checks (the adapter's table has
-    /// them all).
-    mrs: [Option<CtxMr>; MAX_MRS_PER_CONTEXT],
-    /// Pages its regions pin.
-    mr_pages: u32,
+    /// Its memory regions, for the checks of its posts (the adapter's
+    /// table has them all).
+    mrs: CtxMrs,
 }
 
 /// A reference on this module, held by each open file.
@@ -185,8 +186,7 @@ impl MiscDevice for Context {
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
                 payload: [0; abi::MAX_PAYLOAD],
-                mrs: [None; MAX_MRS_PER_CONTEXT],
-                mr_pages: 0,
+                mrs: CtxMrs::new(),
             }),
             stats: ctx_stats.clone(),
             // `adapter` is the field initialized above.
@@ -250,17 +250,14 @@ impl PinnedDrop for Context {
         }
         self.release_cq_if_idle(&mut state);
         // No QP of ours uses them any more.
-        for i in 0..MAX_MRS_PER_CONTEXT {
-            if let Some(m) = state.mrs[i].take() {
-                let pinned =
-                    self.adapter
-                        .mrs
-                        .lock()
-                        .deregister(&self.hca().cmd, self.uar_index, m.key);
-                drop(pinned);
-            }
+        while let Some(m) = state.mrs.pop() {
+            let pinned = self
+                .adapter
+                .mrs
+                .lock()
+                .deregister(&self.hca().cmd, self.uar_index, m.key);
+            drop(pinned);
         }
-        state.mr_pages = 0;
         if let Some(area) = state.area.take() {
             *self.adapter.areas.lock() &= !(1 << area);
         }
@@ -486,6 +483,7 @@ impl Context {
             qpn,
             slot,
             remote_qpn: qpn,
+            peer_local: true,
             recv: Recv::new(cqn, live_bit, index),
             head: 0,
             tail: 0,
@@ -548,6 +546,12 @@ impl Context {
         if let Some(q) = state.qps[index].take() {
             self.destroy_hw_qp(&q);
             self.release_cq_if_idle(&mut state);
+            // Its QPN may go to another context's QP now.
+            for p in state.qps.iter_mut().flatten() {
+                if p.remote_qpn == q.qpn {
+                    p.peer_local = false;
+                }
+            }
         }
         Ok(())
     }
@@ -625,6 +629,7 @@ impl Context {
         let params = self.qp_params(state, slot, qpn, remote, cqn_recv)?;
         self.init_qp_buffer(slot)?;
         let reconnected = hca.reconnect_qp(&params, slot);
+        let local = state.qps.iter().flatten().any(|q| q.qpn == remote);
         let hw = self.hw()?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
@@ -637,6 +642,7 @@ impl Context {
             Ok(()) => {
                 qp.failed = false;
                 qp.remote_qpn = remote;
+                qp.peer_local = local;
                 Ok(())
             }
             Err(e) => {
@@ -767,8 +773,7 @@ impl Context {
         }
         let pages = region::pages_spanned(addr, len).ok_or(EINVAL)? as u32;
         let mut state = self.state.lock();
-        let index = state.mrs.iter().position(Option::is_none).ok_or(ENOSPC)?;
-        if state.mr_pages + pages > MAX_CONTEXT_PAGES {
+        if state.mrs.is_full() || state.mrs.pages + pages > MAX_CONTEXT_PAGES {
             return Err(ENOSPC);
         }
         let first_page = addr & !(region::PAGE_SIZE - 1);
@@ -791,14 +796,13 @@ impl Context {
             drop(pinned);
             return Err(e);
         }
-        state.mrs[index] = Some(CtxMr {
+        state.mrs.push(CtxMr {
             key,
             start: addr,
             len,
             pages,
             remote_write: region::remote_writable(perm),
         });
-        state.mr_pages += pages;
         Ok(())
     }
 
@@ -811,11 +815,9 @@ impl Context {
         let hca = self.hca();
         let mut guard = self.state.lock();
         let state = &mut *guard;
-        let index = state
-            .mrs
-            .iter()
-            .position(|m| m.is_some_and(|m| m.key == handle))
-            .ok_or(ENOENT)?;
+        if state.mrs.find(handle).is_none() {
+            return Err(ENOENT);
+        }
         self.reap(hca, state)?;
         // A QP in ERR touches no memory again: its WQEs are flushed.
         if state
@@ -831,9 +833,7 @@ impl Context {
             .mrs
             .lock()
             .deregister(&hca.cmd, self.uar_index, handle)?;
-        if let Some(m) = state.mrs[index].take() {
-            state.mr_pages -= m.pages;
-        }
+        state.mrs.remove(handle);
         drop(pinned);
         Ok(())
     }
@@ -896,10 +896,7 @@ impl Context {
         // kernel's receive and send buffers), names none of them.
         if info.gather_segs != 0 {
             region::check_gathers(&buf[..len], &info, |k| {
-                mrs.iter()
-                    .flatten()
-                    .find(|m| m.key == k)
-                    .map(|m| (m.start, m.len))
+                mrs.find(k).map(|m| (m.start, m.len))
             })
             .map_err(|r| self.reject(r, EACCES))?;
         }
@@ -917,8 +914,6 @@ impl Context {
             ..
         } = state;
         let buf = &mut wqe.0;
-        let remote = qps[qp_index].as_ref().map_or(0, |q| q.remote_qpn);
-        let peer_here = qps.iter().flatten().any(|q| q.qpn == remote);
         let Some(qp) = qps[qp_index].as_mut() else {
             return Err(ENOENT);
         };
@@ -947,15 +942,12 @@ impl Context {
         // remote writes, all of it. A peer in this context (a QP connected
         // to itself, say) is checked without the adapter's locks.
         if region::raddr(&buf[..len], &info).is_some() {
-            let checked = if peer_here {
+            let checked = if qp.peer_local {
                 region::check_rdma(&buf[..len], &info, |rkey| {
-                    mrs.iter()
-                        .flatten()
-                        .find(|m| m.key == rkey)
-                        .map(|m| (m.start, m.len, m.remote_write))
+                    mrs.find(rkey).map(|m| (m.start, m.len, m.remote_write))
                 })
             } else {
-                let peer = self.adapter.qps.lock().pd(remote);
+                let peer = self.adapter.qps.lock().pd(qp.remote_qpn);
                 region::check_rdma(&buf[..len], &info, |rkey| {
                     self.adapter.mrs.lock().remote(rkey, peer?)
                 })

@@ -46,7 +46,8 @@ struct Entry {
     pinned: Pinned,
 }
 
-/// What a context keeps of its region, to check gathers without the table.
+/// What a context keeps of its region, to check its posts without the
+/// adapter's table.
 #[derive(Clone, Copy)]
 pub(crate) struct CtxMr {
     pub(crate) key: u32,
@@ -54,6 +55,64 @@ pub(crate) struct CtxMr {
     pub(crate) len: u64,
     pub(crate) pages: u32,
     pub(crate) remote_write: bool,
+}
+
+/// A context's regions, packed at the front: a post searches only those
+/// that exist (usually one or two).
+pub(crate) struct CtxMrs {
+    list: [CtxMr; MAX_MRS_PER_CONTEXT],
+    len: usize,
+    /// Pages they pin.
+    pub(crate) pages: u32,
+}
+
+impl CtxMrs {
+    pub(crate) const fn new() -> Self {
+        const NONE: CtxMr = CtxMr {
+            key: 0,
+            start: 0,
+            len: 0,
+            pages: 0,
+            remote_write: false,
+        };
+        CtxMrs {
+            list: [NONE; MAX_MRS_PER_CONTEXT],
+            len: 0,
+            pages: 0,
+        }
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.len == MAX_MRS_PER_CONTEXT
+    }
+
+    #[inline]
+    pub(crate) fn find(&self, key: u32) -> Option<&CtxMr> {
+        self.list[..self.len].iter().find(|m| m.key == key)
+    }
+
+    pub(crate) fn push(&mut self, m: CtxMr) {
+        if let Some(slot) = self.list.get_mut(self.len) {
+            *slot = m;
+            self.len += 1;
+            self.pages += m.pages;
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: u32) -> Option<CtxMr> {
+        let i = self.list[..self.len].iter().position(|m| m.key == key)?;
+        let m = self.list[i];
+        self.len -= 1;
+        self.list[i] = self.list[self.len];
+        self.pages -= m.pages;
+        Some(m)
+    }
+
+    /// The last region, taken out.
+    pub(crate) fn pop(&mut self) -> Option<CtxMr> {
+        let key = self.list[..self.len].last()?.key;
+        self.remove(key)
+    }
 }
 
 pub(crate) struct MrTable {
@@ -122,6 +181,9 @@ impl MrTable {
     ) -> Result<u32> {
         if self.closed {
             return Err(ENODEV);
+        }
+        if self.entries.len() <= self.first_slot {
+            return Err(crate::uverbs::eopnotsupp());
         }
         let slot = (self.first_slot..self.entries.len())
             .find(|&s| self.entries[s].is_none())

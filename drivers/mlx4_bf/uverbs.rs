@@ -40,8 +40,9 @@ pub(crate) fn eprotonosupport() -> Error {
     Error::from_errno(-(kernel::bindings::EPROTONOSUPPORT as i32))
 }
 
-/// `-EOPNOTSUPP`: a mandatory attribute this kernel does not know.
-fn eopnotsupp() -> Error {
+/// `-EOPNOTSUPP`: a mandatory attribute this kernel does not know, or an
+/// adapter without memory regions to spare.
+pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
 }
 
