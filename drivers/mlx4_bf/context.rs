@@ -941,7 +941,7 @@ impl Context {
         // An RDMA write lands in a region of the peer's context that takes
         // remote writes, all of it. A peer in this context (a QP connected
         // to itself, say) is checked without the adapter's locks.
-        if region::raddr(&buf[..len], &info).is_some() {
+        if region::is_rdma_write(info.opcode) {
             let checked = if qp.peer_local {
                 region::check_rdma(&buf[..len], &info, |rkey| {
                     mrs.find(rkey).map(|m| (m.start, m.len, m.remote_write))

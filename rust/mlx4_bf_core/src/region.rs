@@ -168,28 +168,31 @@ pub fn check_gathers(
     Ok(())
 }
 
+/// Does a WQE with `opcode` write into remote memory?
+#[inline]
+pub fn is_rdma_write(opcode: u32) -> bool {
+    matches!(opcode, wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM)
+}
+
 /// The remote address segment of an RDMA write: `(raddr, rkey)`.
 pub fn raddr(wqe: &[u8], info: &WqeInfo) -> Option<(u64, u32)> {
-    if !matches!(
-        info.opcode,
-        wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM
-    ) {
+    if !is_rdma_write(info.opcode) {
         return None;
     }
-    let b = &wqe[wqe::CTRL_LEN..wqe::CTRL_LEN + wqe::RADDR_LEN];
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    Some((
-        u64::from_be_bytes(a),
-        u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
-    ))
+    let b = wqe.get(wqe::CTRL_LEN..wqe::CTRL_LEN + 12)?;
+    let hi = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let lo = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+    let rkey = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+    Some((u64::from(hi) << 32 | u64::from(lo), rkey))
 }
 
 /// Bytes the WQE sends: its inline data plus what its segments gather.
 pub fn message_len(wqe: &[u8], info: &WqeInfo) -> u64 {
-    gathers(wqe, info).fold(u64::from(info.inline_bytes), |n, (c, _, _)| {
-        n + u64::from(c)
-    })
+    let inline = u64::from(info.inline_bytes);
+    if info.gather_segs == 0 {
+        return inline;
+    }
+    gathers(wqe, info).fold(inline, |n, (c, _, _)| n + u64::from(c))
 }
 
 /// An RDMA write's target lies inside a region `lookup` finds by rkey
