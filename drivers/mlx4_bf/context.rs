@@ -146,7 +146,7 @@ pub(crate) struct Context {
 }
 
 fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    crate::stats::show(stats, f)
+    crate::stats::show(&stats.snapshot(), f)
 }
 
 #[vtable]
@@ -196,6 +196,8 @@ impl MiscDevice for Context {
             _module: module,
         });
         let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
+        // Dropping `ctx` on failure gives everything back (PinnedDrop).
+        adapter.stats.attach(&ctx.stats)?;
         events::install_poll(file);
         Ok(ctx)
     }
@@ -262,6 +264,7 @@ impl PinnedDrop for Context {
             *self.adapter.areas.lock() &= !(1 << area);
         }
         drop(state);
+        self.adapter.stats.detach(&self.stats);
         self.adapter.uars.lock().free(self.uar_index);
     }
 }
@@ -761,9 +764,8 @@ impl Context {
     /// REG_MR: pins `[addr, addr + len)` of the calling process, maps it
     /// and registers it with the adapter as a region of this context.
     fn reg_mr(&self, b: &mut Bundle<'_>) -> Result {
-        let addr = b.inline::<8>(abi::ATTR_MR_ADDR)?.ok_or(EINVAL)?;
-        let len = b.inline::<8>(abi::ATTR_MR_LENGTH)?.ok_or(EINVAL)?;
-        let (addr, len) = (u64::from_ne_bytes(addr), u64::from_ne_bytes(len));
+        let addr = b.inline_u64(abi::ATTR_MR_ADDR)?.ok_or(EINVAL)?;
+        let len = b.inline_u64(abi::ATTR_MR_LENGTH)?.ok_or(EINVAL)?;
         let access = b.inline_u32(abi::ATTR_MR_ACCESS)?.unwrap_or(0);
         let out = b.output(abi::ATTR_MR_INFO).ok_or(EINVAL)?;
         b.check_unused()?;
@@ -838,9 +840,10 @@ impl Context {
         Ok(())
     }
 
+    /// Counts a refused post under its reason; returns `err`.
+    #[cold]
     fn reject(&self, why: Reject, err: Error) -> Error {
         self.stats.reject(why);
-        self.adapter.stats.reject(why);
         err
     }
 
@@ -1020,7 +1023,6 @@ impl Context {
                     .write(hw.bar2.bf(), offset, &buf[..burst])?;
                 *bf_half = layout::next_bf_half(*bf_half, caps.bf_buf_size());
                 self.stats.blueflame(burst, blocks);
-                self.adapter.stats.blueflame(burst, blocks);
             }
             wqe::Path::Doorbell => {
                 // writel() orders the send-queue stores above before the doorbell.
@@ -1028,7 +1030,6 @@ impl Context {
                     .uar()
                     .try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), offset)?;
                 self.stats.doorbell(len);
-                self.adapter.stats.doorbell(len);
             }
         }
         qp.head = head.wrapping_add(1);

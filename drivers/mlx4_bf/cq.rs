@@ -47,6 +47,9 @@ pub(crate) const CQE_OWNER_SR_OPCODE: usize = 0x1f;
 pub(crate) const CQE_OWNER: u8 = 0x80;
 pub(crate) const CQE_OPCODE_MASK: u8 = 0x1f;
 pub(crate) const CQE_OPCODE_ERROR: u8 = 0x1e;
+// `poll()` reads big-endian words: each of these is the low byte of its word.
+const _: () = assert!(CQE_SYNDROME / 4 == CQE_WQE_INDEX / 4 && CQE_SYNDROME % 4 == 3);
+const _: () = assert!(CQE_OWNER_SR_OPCODE % 4 == 3 && CQE_MY_QPN % 4 == 0);
 
 /// One send completion.
 pub(crate) struct Completion {
@@ -170,29 +173,25 @@ impl Cq {
         let start = self.ci;
         // At most one pass per call, whatever the device wrote.
         for _ in 0..CQ_ENTRIES {
-            let at = base + (self.ci % CQ_ENTRIES) as usize * CQE_SIZE;
-            let op_own: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_OWNER_SR_OPCODE]);
+            // The CQE as big-endian words: the owner byte ends the last one.
+            let word = (base + (self.ci % CQ_ENTRIES) as usize * CQE_SIZE) / 4;
+            let last: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_OWNER_SR_OPCODE / 4]);
+            let op_own = u32::from_be(last) as u8;
             // get_sw_cqe(): software's if the owner bit matches the pass.
             if (op_own & CQE_OWNER != 0) != (self.ci & CQ_ENTRIES != 0) {
                 break;
             }
             // The owner byte before the rest of the CQE.
             crate::writer::dma_rmb();
-            let mut qpn = 0u32;
-            for i in 1..4 {
-                let b: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_MY_QPN + i]);
-                qpn = (qpn << 8) | u32::from(b);
-            }
-            let hi: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_WQE_INDEX]);
-            let lo: u8 = kernel::dma_read!(mem.cqs, [try: at + CQE_WQE_INDEX + 1]);
-            let error = if op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR {
-                Some(kernel::dma_read!(mem.cqs, [try: at + CQE_SYNDROME]))
-            } else {
-                None
-            };
+            let qpn: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_MY_QPN / 4]);
+            // wqe_index (be16) at 0x18, then the error CQE's vendor
+            // syndrome and syndrome (0x1a, 0x1b).
+            let index: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_WQE_INDEX / 4]);
+            let index = u32::from_be(index);
+            let error = (op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR).then_some(index as u8);
             f(Completion {
-                qpn,
-                wqe_index: u16::from_be_bytes([hi, lo]),
+                qpn: u32::from_be(qpn) & 0xff_ffff,
+                wqe_index: (index >> 16) as u16,
                 error,
             });
             self.ci = self.ci.wrapping_add(1);

@@ -53,8 +53,8 @@ const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
 pub(crate) struct HcaMem {
     /// `EQ_ENTRIES` EQEs.
     pub(crate) eq: Coherent<[u8]>,
-    /// `MAX_CQS` CQ buffers of one page each.
-    pub(crate) cqs: Coherent<[u8]>,
+    /// `MAX_CQS` CQ buffers of one page each, read a 32-bit word at a time.
+    pub(crate) cqs: Coherent<[u32]>,
     /// `MAX_CQS` doorbell records (set_ci, arm), big-endian.
     pub(crate) cq_db: Coherent<[u32]>,
 }
@@ -72,7 +72,7 @@ impl HcaMem {
     fn new(dev: &Device<Bound>) -> Result<Self> {
         Ok(HcaMem {
             eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
-            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES, GFP_KERNEL)?,
+            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
             cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
         })
     }

@@ -73,7 +73,7 @@ use fw::DevCap;
 use hca::{Hca, HcaMem};
 use layout::Caps;
 use mr::MrTable;
-use stats::Stats;
+use stats::DeviceStats;
 use uar_alloc::UarAllocator;
 use umem::UserMem;
 use writer::Writer;
@@ -201,7 +201,8 @@ pub(crate) struct Adapter {
     /// Woken by completion events and by unbind: pollers look at their CQs.
     #[pin]
     pub(crate) events: PollCondVar,
-    pub(crate) stats: Stats,
+    #[pin]
+    pub(crate) stats: DeviceStats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
     pub(crate) debugfs: Dir,
     /// The command interface and EQ.
@@ -303,7 +304,7 @@ fn show_stats(adapter: &Arc<Adapter>, f: &mut kernel::fmt::Formatter<'_>) -> ker
         writeln!(f, "mrs {}", mrs.count())?;
         writeln!(f, "pinned_pages {}", mrs.pinned_pages())?;
     }
-    stats::show(&adapter.stats, f)?;
+    stats::show(&adapter.stats.snapshot(), f)?;
     adapter.hca.stats.show(f)
 }
 
@@ -471,7 +472,7 @@ impl Mlx4BfDriver {
                 areas <- new_mutex!(0),
                 mrs <- new_mutex!(mrs),
                 events <- new_poll_condvar!("mlx4_bf events"),
-                stats: Stats::new(),
+                stats <- DeviceStats::new(),
                 debugfs: Dir::new(name),
                 hca,
             }),

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Post counters, kept per device and per context without a lock.
+//! Post counters, kept per context without a lock; the device's are the
+//! sum of its contexts', so no post writes a line that other CPUs' posts
+//! write too.
 
 use kernel::{
-    fmt,
-    sync::atomic::{Atomic, Relaxed},
+    fmt, new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
 };
 
 use crate::abi::{self, Reject, REJECT_MAX};
@@ -52,10 +58,74 @@ impl Stats {
             rejects: core::array::from_fn(|i| self.rejects[i].load(Relaxed)),
         }
     }
+
+    /// Adds the counts of `s` to these.
+    fn absorb(&self, s: &abi::Stats) {
+        self.bf_posts.add(s.bf_posts, Relaxed);
+        self.db_posts.add(s.db_posts, Relaxed);
+        self.bytes.add(s.bytes, Relaxed);
+        self.store_blocks.add(s.store_blocks, Relaxed);
+        for (r, n) in self.rejects.iter().zip(s.rejects) {
+            r.add(n, Relaxed);
+        }
+    }
+}
+
+fn add(total: &mut abi::Stats, s: &abi::Stats) {
+    total.bf_posts += s.bf_posts;
+    total.db_posts += s.db_posts;
+    total.bytes += s.bytes;
+    total.store_blocks += s.store_blocks;
+    for (t, n) in total.rejects.iter_mut().zip(s.rejects) {
+        *t += n;
+    }
+}
+
+/// The device's post counters: those of its closed contexts plus the
+/// open ones'.
+#[pin_data]
+pub(crate) struct DeviceStats {
+    closed: Stats,
+    #[pin]
+    open: Mutex<KVec<Arc<Stats>>>,
+}
+
+impl DeviceStats {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(DeviceStats {
+            closed: Stats::new(),
+            open <- new_mutex!(KVec::new()),
+        })
+    }
+
+    /// Counts a new context's counters in.
+    pub(crate) fn attach(&self, s: &Arc<Stats>) -> Result {
+        self.open.lock().push(s.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// A context closes: its counts stay in the device's.
+    pub(crate) fn detach(&self, s: &Arc<Stats>) {
+        let mut open = self.open.lock();
+        if let Some(i) = open.iter().position(|o| Arc::ptr_eq(o, s)) {
+            let gone = open.remove(i);
+            if let Ok(gone) = gone {
+                self.closed.absorb(&gone.snapshot());
+            }
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> abi::Stats {
+        let mut total = self.closed.snapshot();
+        for s in self.open.lock().iter() {
+            add(&mut total, &s.snapshot());
+        }
+        total
+    }
 }
 
 /// The counters as debugfs shows them, one `name value` per line.
-pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+pub(crate) fn show(s: &abi::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     const REJECTS: [&str; REJECT_MAX] = [
         "length",
         "size_field",
@@ -69,7 +139,6 @@ pub(crate) fn show(stats: &Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "range",
         "rkey",
     ];
-    let s = stats.snapshot();
     writeln!(f, "bf_posts {}", s.bf_posts)?;
     writeln!(f, "db_posts {}", s.db_posts)?;
     writeln!(f, "bytes {}", s.bytes)?;

@@ -81,8 +81,8 @@ pub(crate) struct Bundle<'a> {
 /// `struct mlx4_bf_attr` from its bytes, as user space laid it out.
 fn parse_attr(b: &[u8]) -> Attr {
     let u16_at = |at: usize| u16::from_ne_bytes([b[at], b[at + 1]]);
-    let mut data = [0u8; 8];
-    data.copy_from_slice(&b[8..16]);
+    // Byte by byte: a `copy_from_slice` here is a `memcpy` call per attribute.
+    let data = [b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]];
     Attr {
         attr_id: u16_at(0),
         len: u16_at(2),
@@ -166,23 +166,34 @@ impl<'a> Bundle<'a> {
         unsafe { self.attrs[i].assume_init() }
     }
 
-    /// An input passed inline: exactly `N` bytes in `data`.
+    /// An input passed inline: exactly `len` bytes at the start of `data`
+    /// (as user space stored them), returned as all of `data`.
     #[inline]
-    pub(crate) fn inline<const N: usize>(&mut self, attr_id: u16) -> Result<Option<[u8; N]>> {
+    fn inline(&mut self, attr_id: u16, len: u16) -> Result<Option<u64>> {
         match self.find(attr_id) {
             None => Ok(None),
-            Some((_, a)) if usize::from(a.len) != N || N > 8 => Err(EINVAL),
-            Some((_, a)) => {
-                let mut v = [0u8; N];
-                v.copy_from_slice(&a.data.to_ne_bytes()[..N]);
-                Ok(Some(v))
-            }
+            Some((_, a)) if a.len != len => Err(EINVAL),
+            Some((_, a)) => Ok(Some(a.data)),
         }
     }
 
+    /// An inline `__u32`: the first four bytes of `data` in memory.
     #[inline]
     pub(crate) fn inline_u32(&mut self, attr_id: u16) -> Result<Option<u32>> {
-        Ok(self.inline::<4>(attr_id)?.map(u32::from_ne_bytes))
+        let first_half = |d: u64| {
+            if cfg!(target_endian = "big") {
+                (d >> 32) as u32
+            } else {
+                d as u32
+            }
+        };
+        Ok(self.inline(attr_id, 4)?.map(first_half))
+    }
+
+    /// An inline `__u64`.
+    #[inline]
+    pub(crate) fn inline_u64(&mut self, attr_id: u16) -> Result<Option<u64>> {
+        self.inline(attr_id, 8)
     }
 
     /// An input passed by pointer: its user slice.
