@@ -10,6 +10,9 @@ TOOLS=$CACHE/tools
 # Pinned inputs. A different pin is a different cache key.
 KERNEL_PKG_VERSION=${KERNEL_PKG_VERSION:-7.2.13-1}
 
+# The s390x guest's static busybox inside the root (setup-root.sh).
+S390X_BUSYBOX=/opt/s390x/busybox
+
 log() { printf '>>> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
