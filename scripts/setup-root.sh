@@ -35,7 +35,7 @@ PKGS=(clang lld llvm libclang-dev bindgen make flex bison bc libssl-dev python3
 # selftests), and what Debian's QEMU source needs to configure and build the
 # s390x system emulator (scripts/build-qemu.sh; dpkg-dev unpacks the source).
 S390X_PKGS=(gcc-s390x-linux-gnu binutils-s390x-linux-gnu libc6-dev-s390x-cross
-            dpkg-dev ninja-build meson python3-pycotap
+            dpkg-dev ninja-build meson python3-venv python3-pycotap
             device-tree-compiler libglib2.0-dev pkgconf zlib1g-dev)
 
 HOST_PKGS=(debootstrap bubblewrap)
@@ -113,9 +113,14 @@ mkdir -p "$tmp/etc/ssl/certs"
 # shell), unpacked to $S390X_BUSYBOX, never installed; from trixie main only
 # (the mirror's s390x indices of trixie-updates and -backports have failed
 # their size check).
+# python3-venv (QEMU's configure makes a venv) pulls in ca-certificates, whose
+# postinst replaces /etc/ssl/certs/ca-certificates.crt: the host's bundle is
+# bound over it (in_root_at), so it is unmounted first, in this command's
+# mount namespace only.
 in_root_at "$tmp" sh -c "
 	set -e
 	export DEBIAN_FRONTEND=noninteractive
+	umount /etc/ssl/certs/ca-certificates.crt
 	dpkg --add-architecture s390x
 	apt-get update -qq
 	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
