@@ -20,7 +20,9 @@
 #                                    non-posted writes), and a total
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
-# Environment: KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
+# Environment: ARCH=x86_64|s390 (s390: the cross-built s390x kernel and
+# module, the s390x QEMU of scripts/build-qemu.sh, the adapter behind zPCI),
+# KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
 # NO_POSTED_WRITES=1 (QEMU waits for the device model on every write),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
@@ -45,6 +47,7 @@ CARGO_TARGET=$CACHE/cargo-target-$(toolchain_id | sha256sum | cut -c1-16)
 
 KCONFIG=${KCONFIG:-base}
 OUT=$TOP/build/$KCONFIG
+[ "$ARCH" = x86_64 ] || OUT=$TOP/build/$ARCH-$KCONFIG
 # QEMU's time limit in seconds: 900 unless given; make fuzz scales it.
 VM_TIMEOUT=${VM_TIMEOUT:-}
 SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
@@ -61,7 +64,7 @@ need_kdir() {
 build_module() {
 	local kdir=$1
 	log "module: building drivers/mlx4_bf against $kdir"
-	make -s -C "$kdir" M="$TOP" LLVM=1 modules >&2
+	make -s -C "$kdir" M="$TOP" "${KMAKE_FLAGS[@]}" modules >&2
 	mkdir -p "$OUT"
 	cp "$TOP/drivers/mlx4_bf/mlx4_bf.ko" "$OUT/"
 }
@@ -281,7 +284,7 @@ lint)      need_kdir
 	   (cd "$TOP" && cargo fmt --all --check)
 	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
 		--manifest-path "$TOP/Cargo.toml" -- -D warnings
-	   out=$(make -s -C "$KDIR" M="$TOP" LLVM=1 CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
+	   out=$(make -s -C "$KDIR" M="$TOP" "${KMAKE_FLAGS[@]}" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h
