@@ -9,6 +9,9 @@ TOOLS=$CACHE/tools
 
 # Pinned inputs. A different pin is a different cache key.
 KERNEL_PKG_VERSION=${KERNEL_PKG_VERSION:-7.2.13-1}
+# Debian's QEMU source for the s390x QEMU (scripts/build-qemu.sh): 10.2 has
+# the vfio-user client; newer sources were not served.
+QEMU_SRC_VERSION=${QEMU_SRC_VERSION:-1:10.2.2+ds-1}
 
 # The s390x guest's static busybox inside the root (setup-root.sh).
 S390X_BUSYBOX=/opt/s390x/busybox

@@ -7,7 +7,8 @@
 #   mlx4-bf.sh versions              print the root's toolchain versions
 #   mlx4-bf.sh test                  versions, host-test, suites
 #   mlx4-bf.sh host-test             cargo test (pure rules, ABI, tools)
-#   mlx4-bf.sh kernel                build (or reuse) the test kernel
+#   mlx4-bf.sh kernel                build (or reuse) the test kernel; print its directory
+#   mlx4-bf.sh qemu                  build (or reuse) the s390x QEMU; print its path
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
 #   mlx4-bf.sh vm-shell              boot to an interactive shell
@@ -206,6 +207,7 @@ test)      versions
 	   suites ;;
 host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
+qemu)      "$TOP/scripts/build-qemu.sh" ;;
 module)    need_kdir; build_module "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
 	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
