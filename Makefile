@@ -10,7 +10,9 @@
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
 # Also: make module | kernel | setup | versions | vm-run CMD='...' [EXTRA=dir] |
-# vm-shell | clean. KCONFIG=debug selects the debug kernel; KDIR=<built tree>
+# vm-shell | qemu | clean. ARCH=s390 selects the s390x test bed (cross-built
+# kernel and module, the s390x QEMU, the adapter behind zPCI); KCONFIG=debug
+# selects the debug kernel; KDIR=<built tree>
 # builds the module against another Rust-enabled kernel. When invoked by
 # Kbuild (make -C $KDIR M=$PWD), the Kbuild file is used instead of this one.
 
@@ -19,7 +21,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench profile pingpong fuzz lint host-test versions setup kernel module vm-run vm-shell clean
+.PHONY: run test bench profile pingpong fuzz lint host-test versions setup kernel qemu module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -53,6 +55,9 @@ setup:
 
 kernel:
 	@$(RUN) kernel
+
+qemu:
+	@$(RUN) qemu
 
 module:
 	@$(RUN) module

@@ -7,23 +7,30 @@
 # the config fragments, this script and the toolchain root's versions (its
 # package list). A warm cache reuses the build; a changed input gets a new
 # directory, so a stale build can never be picked up. Runs inside the root.
+# With ARCH=s390 it cross-builds the s390x kernel instead (gcc, the s390
+# fragment; scripts/lib.sh: KMAKE_FLAGS).
 #
-# Usage: build-kernel.sh [base|debug]    Prints the build directory.
+# Usage: [ARCH=s390] build-kernel.sh [base|debug]    Prints the build directory.
 
 source "$(dirname "$0")/lib.sh"
 
-flavour=${1:-base}
-case $flavour in
-base)  fragments=("$TOP/configs/base.config") ;;
-debug) fragments=("$TOP/configs/base.config" "$TOP/configs/debug.config") ;;
-*)     die "unknown KCONFIG '$flavour' (base or debug)" ;;
-esac
-
 KSRC=${KERNEL_SRC:-$TOOLS/linux}
 [ -f "$KSRC/Makefile" ] || die "no kernel tree at $KSRC (run scripts/kernel-source.sh)"
+KSRC_CONFIGS=$KSRC/kernel/configs
+
+flavour=${1:-base}
+# x86: on kvm_guest.config; s390: on tinyconfig alone.
+base_configs=("$KSRC_CONFIGS/kvm_guest.config")
+case $ARCH-$flavour in
+x86_64-base)  fragments=("$TOP/configs/base.config") ;;
+x86_64-debug) fragments=("$TOP/configs/base.config" "$TOP/configs/debug.config") ;;
+s390-base)    fragments=("$TOP/configs/s390.config"); base_configs=() ;;
+*)            die "unknown KCONFIG '$flavour' for $ARCH (base or debug; s390: base)" ;;
+esac
 
 key=$( {
 	echo "src=$KSRC"
+	echo "make ${KMAKE_FLAGS[*]}"
 	cat "$KSRC/.debian-package" 2>/dev/null || true
 	make -s -C "$KSRC" kernelversion
 	git -C "$KSRC" rev-parse HEAD 2>/dev/null || true
@@ -32,6 +39,8 @@ key=$( {
 	cat "$0"
 } | sha256sum | cut -c1-16)
 
+# x86's directories keep their names; s390's say so.
+[ "$ARCH" = x86_64 ] || flavour=$ARCH-$flavour
 KBUILD=$CACHE/kbuild-$flavour-$key
 mkdir -p "$CACHE"
 # One build per directory at a time: a second caller waits, then reuses it.
@@ -55,7 +64,7 @@ for dir in "$CACHE"/kbuild-"$flavour"-*; do
 done
 
 mkdir -p "$KBUILD"
-kmake() { make -s -C "$KSRC" O="$KBUILD" LLVM=1 "$@"; }
+kmake() { make -s -C "$KSRC" O="$KBUILD" "${KMAKE_FLAGS[@]}" "$@"; }
 
 log "kernel: checking the Rust toolchain (make rustavailable)"
 kmake rustavailable >&2
@@ -63,7 +72,7 @@ kmake rustavailable >&2
 log "kernel: configuring ($flavour)"
 kmake tinyconfig >&2
 "$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" "$KBUILD/.config" \
-	"$KSRC/kernel/configs/kvm_guest.config" "${fragments[@]}" >/dev/null
+	"${base_configs[@]}" "${fragments[@]}" >/dev/null
 kmake olddefconfig >&2
 
 # merge_config only warns; a silently dropped option would give a kernel the
@@ -81,7 +90,7 @@ for f in "${fragments[@]}"; do
 done
 [ $missing = 0 ] || die "the kernel config lacks options the tests need (see above)"
 
-log "kernel: building bzImage and modules (Module.symvers) with -j$(nproc) (10-20 minutes cold)"
+log "kernel: building $ARCH bzImage and modules (Module.symvers) with -j$(nproc) (10-20 minutes cold)"
 start=$SECONDS
 kmake -j"$(nproc)" bzImage modules >&2
 log "kernel: built in $((SECONDS - start)) s"

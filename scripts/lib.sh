@@ -9,6 +9,30 @@ TOOLS=$CACHE/tools
 
 # Pinned inputs. A different pin is a different cache key.
 KERNEL_PKG_VERSION=${KERNEL_PKG_VERSION:-7.2.13-1}
+# Debian's QEMU source for the s390x QEMU (scripts/build-qemu.sh): 10.2 has
+# the vfio-user client; newer sources were not served.
+QEMU_SRC_VERSION=${QEMU_SRC_VERSION:-1:10.2.2+ds-1}
+
+# The s390x guest's static busybox inside the root (setup-root.sh).
+S390X_BUSYBOX=/opt/s390x/busybox
+
+# The target: x86_64 (the default: LLVM=1, as Rust-for-Linux prefers) or
+# s390 (ARCH=s390 or s390x: the cross gcc; s390 has no LLVM=1 build). Every
+# kernel and module build passes KMAKE_FLAGS; KIMAGE is the kernel image in
+# a build directory.
+case ${ARCH:-x86_64} in
+x86_64 | x86)
+	ARCH=x86_64
+	KMAKE_FLAGS=(LLVM=1)
+	KIMAGE=arch/x86/boot/bzImage ;;
+s390 | s390x)
+	ARCH=s390
+	KMAKE_FLAGS=(ARCH=s390 CROSS_COMPILE=s390x-linux-gnu-)
+	KIMAGE=arch/s390/boot/bzImage ;;
+*)
+	printf 'error: unknown ARCH %s (x86_64 or s390)\n' "$ARCH" >&2
+	exit 1 ;;
+esac
 
 log() { printf '>>> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -5,7 +5,10 @@
 # trixie-backports' Rust (rustc, rust-src, cargo, rustfmt, clippy) and QEMU,
 # and trixie's LLVM, bindgen and build tools. Every build and every test of the
 # project runs inside it (scripts/lib.sh: in_root), so one Rust toolchain and
-# one QEMU serve the kernel, the module, the tools and the guest.
+# one QEMU serve the kernel, the module, the tools and the guest. For s390x it
+# also holds the cross gcc and libc, QEMU's build dependencies (the s390x QEMU
+# is built from source with a fix: scripts/build-qemu.sh), backports' s390x
+# QEMU for its firmware, and an s390x static busybox ($S390X_BUSYBOX).
 #
 # The root is created once and reused; its directory is keyed by this file, so
 # a changed recipe makes a new root. The versions actually installed are
@@ -21,12 +24,19 @@ SUITE=trixie
 # From trixie-backports: Rust >= 1.96 (s390x kernels), QEMU >= 10.1 (the
 # vfio-user client), and libelf-dev, which must match the libelf1t64 that
 # backports' QEMU pulls in.
-BACKPORTS_PKGS=(rustc rust-src cargo rustfmt rust-clippy qemu-system-x86 libelf-dev)
+BACKPORTS_PKGS=(rustc rust-src cargo rustfmt rust-clippy qemu-system-x86 libelf-dev
+                qemu-system-s390x)
 # From trixie: LLVM for LLVM=1 kernels, bindgen, the kernel's build tools, gcc
 # and libc6-dev for the static selftests, busybox for the guest.
 PKGS=(clang lld llvm libclang-dev bindgen make flex bison bc libssl-dev python3
       cpio kmod busybox-static gcc libc6-dev perl xz-utils gzip findutils
       file git)
+# s390x: the cross gcc and binutils (kernel, module), the cross libc (static
+# selftests), and what Debian's QEMU source needs to configure and build the
+# s390x system emulator (scripts/build-qemu.sh; dpkg-dev unpacks the source).
+S390X_PKGS=(gcc-s390x-linux-gnu binutils-s390x-linux-gnu libc6-dev-s390x-cross
+            dpkg-dev ninja-build meson python3-venv python3-pycotap
+            device-tree-compiler libglib2.0-dev pkgconf zlib1g-dev)
 
 HOST_PKGS=(debootstrap bubblewrap)
 
@@ -79,14 +89,16 @@ debootstrap --variant=minbase "$SUITE" "$tmp" "$mirror" >"$CACHE/debootstrap.log
 
 cat >"$tmp/etc/apt/sources.list" <<-SRC
 deb $mirror $SUITE main
-deb $mirror $SUITE-updates main
+deb [arch=amd64] $mirror $SUITE-updates main
 deb [arch=amd64] $mirror $SUITE-backports main
 deb-src $mirror $SUITE main
+deb-src $mirror $SUITE-backports main
 SRC
-# sid only for the pinned kernel source package (apt-get download), never
-# for an install.
+# sid only for the pinned kernel source package (apt-get download) and
+# QEMU's source (apt-get source), never for an install.
 cat >"$tmp/etc/apt/sources.list.d/sid.list" <<-SRC
-deb [check-valid-until=no] $mirror sid main
+deb [check-valid-until=no arch=amd64] $mirror sid main
+deb-src [check-valid-until=no] $mirror sid main
 SRC
 cat >"$tmp/etc/apt/preferences.d/sid" <<-PIN
 Package: *
@@ -97,12 +109,27 @@ printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
 	>"$tmp/etc/apt/apt.conf.d/90mlx4-bf"
 mkdir -p "$tmp/etc/ssl/certs"
 
+# The s390x architecture only for busybox-static:s390x (the s390x guest's
+# shell), unpacked to $S390X_BUSYBOX, never installed; from trixie main only
+# (the mirror's s390x indices of trixie-updates and -backports have failed
+# their size check).
+# python3-venv (QEMU's configure makes a venv) pulls in ca-certificates, whose
+# postinst replaces /etc/ssl/certs/ca-certificates.crt: the host's bundle is
+# bound over it (in_root_at), so it is unmounted first, in this command's
+# mount namespace only.
 in_root_at "$tmp" sh -c "
 	set -e
 	export DEBIAN_FRONTEND=noninteractive
+	umount /etc/ssl/certs/ca-certificates.crt
+	dpkg --add-architecture s390x
 	apt-get update -qq
 	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
-	apt-get install -y -qq ${PKGS[*]} >/dev/null
+	apt-get install -y -qq ${PKGS[*]} ${S390X_PKGS[*]} >/dev/null
+	cd /tmp && dir=\$(mktemp -d) && cd \$dir
+	apt-get -o APT::Sandbox::User=root download -qq busybox-static:s390x
+	dpkg-deb -x busybox-static_*_s390x.deb x
+	install -D x/usr/bin/busybox $S390X_BUSYBOX
+	cd / && rm -rf \$dir
 	apt-get clean
 " || die "installing the toolchain into the root failed"
 
@@ -116,6 +143,9 @@ in_root_at "$tmp" sh -c '
 	echo "ld.lld: $(ld.lld --version)"
 	echo "gcc: $(gcc --version | head -n1)"
 	echo "qemu: $(qemu-system-x86_64 --version | head -n1)"
+	echo "s390x-gcc: $(s390x-linux-gnu-gcc --version | head -n1)"
+	echo "qemu-s390x-firmware: $(dpkg-query -W -f "\${Version}" qemu-system-s390x)"
+	echo "busybox-s390x: $(file -b '"$S390X_BUSYBOX"' | cut -d, -f1-3)"
 	echo "packages: $(dpkg-query -W | sha256sum | cut -c1-16)"
 ' >"$tmp/etc/mlx4-bf-toolchain.new"
 grep -q '^rustc: rustc 1\.9[6-9]\|^rustc: rustc 1\.[1-9][0-9][0-9]' "$tmp/etc/mlx4-bf-toolchain.new" ||

@@ -19,7 +19,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::layout::Caps;
+use crate::{layout::Caps, mmio};
 
 /// Which memory type the BlueFlame area gets.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -48,7 +48,7 @@ fn map(phys: bindings::resource_size_t, len: usize, how: BfMapping) -> Result<Mm
     let addr = unsafe {
         match how {
             BfMapping::Uncached => bindings::ioremap(phys, len as c_ulong),
-            BfMapping::WriteCombining => bindings::ioremap_wc(phys, len as c_ulong),
+            BfMapping::WriteCombining => mmio::map_wc(phys, len),
         }
     };
     if addr.is_null() {

@@ -58,6 +58,7 @@ mod eq;
 mod events;
 mod fw;
 mod hca;
+mod mmio;
 mod mr;
 mod pin;
 mod qp;

@@ -3,24 +3,25 @@
 //! The two ways a BlueFlame burst is written to the adapter.
 //!
 //! - Store block (zPCI semantics): the burst is split exactly like s390's
-//!   `zpci_memcpy_toio()` (see `store_block.rs`), each piece written with one
-//!   `memcpy_toio()` and followed by a write barrier, so each block reaches
-//!   the device as one unit. On s390 `memcpy_toio()` *is*
-//!   `zpci_memcpy_toio()` and each piece is one PCISTB.
+//!   `zpci_memcpy_toio()` (see `store_block.rs`), each piece written as one
+//!   store block or single store and followed by a write barrier, so each
+//!   block reaches the device as one unit. On s390 each block is one PCISTB
+//!   (`zpci_write_block()`), each single store one PCISTG; on x86 a block is
+//!   a run of 64-bit stores (`mmio.rs`).
 //! - Write combining (x86): the BlueFlame area is mapped WC and the burst is
 //!   copied with `__iowrite64_copy()` between two write barriers, the
-//!   sequence of mlx4_en's `mlx4_bf_copy()`.
+//!   sequence of mlx4_en's `mlx4_bf_copy()` (on s390 that copy is
+//!   `zpci_memcpy_toio()`).
 //!
-//! The kernel crate has no wrapper for `memcpy_toio()`, `__iowrite64_copy()`
-//! or `wmb()` in 7.2; they are used here and nowhere else.
+//! The kernel crate has no wrapper for `wmb()` in 7.2; it is used here and
+//! nowhere else.
 
 use kernel::{
-    bindings,
     io::{Io, Mmio},
     prelude::*,
 };
 
-use crate::{abi, bar2::BfMapping, store_block};
+use crate::{abi, bar2::BfMapping, mmio, store_block};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Writer {
@@ -138,17 +139,17 @@ impl Writer {
                     let to = (dst + piece.offset()) as *mut c_void;
                     match piece {
                         // A block is 8-byte aligned on both sides (the
-                        // plan's rule): written as 64-bit stores.
+                        // plan's rule).
                         // SAFETY: `dst + piece.offset()` and the length lie
                         // inside the mapped `area` (checked above); `src` is
                         // a valid slice of whole 64-bit words.
                         store_block::Piece::Block { .. } => unsafe {
-                            bindings::__iowrite64_copy(to, src.as_ptr().cast(), src.len() / 8);
+                            mmio::store_block(to, src)?;
                             blocks += 1;
                         },
                         // SAFETY: As above.
                         store_block::Piece::Single { .. } => unsafe {
-                            bindings::memcpy_toio(to, src.as_ptr().cast(), src.len())
+                            mmio::store_single(to, src)?
                         },
                     }
                     wmb();
@@ -158,13 +159,7 @@ impl Writer {
             Writer::WriteCombining => {
                 wmb();
                 // SAFETY: As above; the length is a whole number of 64-bit words.
-                unsafe {
-                    bindings::__iowrite64_copy(
-                        dst as *mut c_void,
-                        burst.as_ptr().cast(),
-                        burst.len() / 8,
-                    )
-                };
+                unsafe { mmio::copy64(dst as *mut c_void, burst)? };
                 wmb();
                 Ok(0)
             }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Usage: mkinitramfs.sh OUT.cpio.gz MODULE.ko MODE CMD MODPARAMS [DIR...]
-# Packs busybox, the module, the guest command and every file of each DIR
+# Packs busybox ($BUSYBOX, /bin/busybox unless given: the s390x guest gets
+# an s390x one), the module, the guest command and every file of each DIR
 # (copied into /work) into a gzip'ed newc cpio.
 
 set -euo pipefail
@@ -14,7 +15,7 @@ chmod 0755 "$root"  # mktemp makes it 0700: "/" of the guest, which non-root tes
 trap 'rm -rf "$root"' EXIT
 
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,work,lib/modules,etc/mlx4-bf}
-cp /bin/busybox "$root/bin/busybox"
+cp "${BUSYBOX:-/bin/busybox}" "$root/bin/busybox"
 install -m 0755 "$here/init.sh" "$root/init"
 cp "$ko" "$root/lib/modules/mlx4_bf.ko"
 printf 'MODE=%q\nMODPARAMS=%q\n' "$mode" "$modparams" >"$root/etc/mlx4-bf/env"

@@ -58,21 +58,39 @@ def adapter_args(args, sock):
         # Every write waits for the model: it sees guest memory as it was at
         # the moment of the MMIO write (ordering tests).
         device["x-no-posted-writes"] = True
+    machine = "q35"
+    zpci = []
+    if args.arch == "s390":
+        # On s390x the function sits behind a zPCI device (uid/fid); its
+        # DMA goes through the zPCI IOMMU.
+        machine = "s390-ccw-virtio"
+        device["id"] = "mlx"
+        zpci = ["-device", "zpci,uid=1,fid=1,target=mlx"]
     return [
         "-object", f"memory-backend-memfd,id=guestmem,size={args.memory},share=on",
-        "-machine", "q35,memory-backend=guestmem",
+        "-machine", f"{machine},memory-backend=guestmem",
+    ] + zpci + [
         "-device", json.dumps(device),
     ]
 
 
 def qemu_command(args, sock):
     accel = "kvm" if args.accel == "kvm" else "tcg"
-    cmdline = "console=ttyS0 loglevel=5 panic=-1 oops=panic " + args.append
-    return [
-        "qemu-system-x86_64", "-nodefaults", "-no-reboot", "-nographic",
+    if args.arch == "s390":
+        # The console is SCLP's VT220 (QEMU's first serial port there); the
+        # bare QEMU build has no firmware: Debian's, from -L.
+        cmdline = "console=ttysclp0 loglevel=5 panic=-1 oops=panic " + args.append
+        head = [args.qemu or "qemu-system-s390x", "-L", args.firmware_dir,
+                "-cpu", "max" if accel == "tcg" else "host"]
+    else:
+        cmdline = "console=ttyS0 loglevel=5 panic=-1 oops=panic " + args.append
         # la57=off: with 5-level paging (-cpu max) KASAN reports a false
         # wild-memory-access in identify_cpu() on about one boot in three.
-        "-serial", "stdio", "-accel", accel, "-cpu", "max,la57=off" if accel == "tcg" else "host",
+        head = [args.qemu or "qemu-system-x86_64",
+                "-cpu", "max,la57=off" if accel == "tcg" else "host"]
+    return head + [
+        "-nodefaults", "-no-reboot", "-nographic",
+        "-serial", "stdio", "-accel", accel,
         "-smp", str(args.smp), "-m", args.memory,
     ] + (
         # One guest ns per instruction, no sleeping: guest timings are
@@ -249,6 +267,11 @@ def main():
     p.add_argument("--no-posted-writes", action="store_true",
                    help="QEMU waits for the model on every write (ordering tests)")
     p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
+    p.add_argument("--arch", choices=("x86_64", "s390"), default="x86_64",
+                   help="the guest's architecture (s390: s390-ccw-virtio, the adapter behind zpci)")
+    p.add_argument("--qemu", help="the QEMU binary (default: qemu-system-ARCH from PATH)")
+    p.add_argument("--firmware-dir", default="/usr/share/qemu",
+                   help="QEMU's -L on s390 (s390-ccw.img)")
     p.add_argument("--smp", type=int, default=2)
     p.add_argument("--icount", action="store_true",
                    help="-icount shift=0,sleep=off: the guest clock counts instructions")

@@ -106,6 +106,42 @@ fn find_function() -> Option<PathBuf> {
     found.into_iter().next()
 }
 
+/// One 8-byte MMIO load at `addr`, the bus bytes in order: read_volatile of
+/// a u64 is one 8-byte load, which the model answers.
+///
+/// # Safety
+///
+/// `addr` is 8-byte aligned inside a live mapping of the block.
+#[cfg(not(target_arch = "s390x"))]
+unsafe fn load8(addr: *const u8) -> [u8; 8] {
+    // SAFETY: By the caller's guarantee.
+    unsafe { addr.cast::<u64>().read_volatile() }.to_ne_bytes()
+}
+
+/// One 8-byte MMIO load at `addr`, the bus bytes in order. s390 without
+/// MIO cannot load from a mapped BAR in user space (the load faults): the
+/// `s390_pci_mmio_read` system call does one PCI load on the mapping's
+/// address. A failed load reads all ones.
+///
+/// # Safety
+///
+/// `addr` is 8-byte aligned inside a live mapping of the block.
+#[cfg(target_arch = "s390x")]
+unsafe fn load8(addr: *const u8) -> [u8; 8] {
+    let mut raw = [0xff_u8; 8];
+    // SAFETY: The kernel checks the address against the caller's mappings
+    // and writes at most 8 bytes to `raw`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_s390_pci_mmio_read,
+            addr as libc::c_ulong,
+            raw.as_mut_ptr(),
+            raw.len(),
+        )
+    };
+    raw
+}
+
 impl Analyzer {
     /// Maps the block of the first ConnectX-3; `None` where there is none
     /// or it does not carry the model's magic (real hardware).
@@ -140,9 +176,8 @@ impl Analyzer {
     /// One 8-byte load of register `off`: a single trapped read.
     fn read(&self, off: usize) -> u64 {
         debug_assert!(off.is_multiple_of(8) && off + 8 <= MAP_LEN);
-        // SAFETY: an aligned register inside the mapping; read_volatile of a
-        // u64 is one 8-byte load, which the model answers.
-        u64::from_le(unsafe { self.map.as_ptr().add(off).cast::<u64>().read_volatile() })
+        // SAFETY: an aligned register inside the mapping.
+        u64::from_le_bytes(unsafe { load8(self.map.as_ptr().add(off)) })
     }
 
     /// Reads the counters this version has (about 10 reads, 24 from

@@ -78,6 +78,50 @@
 #define MODEL_SOURCE_BF		1	/* executed from the BlueFlame bytes */
 #define MODEL_SOURCE_DMA	2	/* fetched from the send queue by DMA */
 
+/*
+ * One MMIO load or store of the diagnostic block, as the bus bytes in
+ * memory order (the registers are little-endian). s390 without MIO cannot
+ * load from a mapped BAR in user space (the mapping succeeds, the load
+ * faults): the s390_pci_mmio_read/write system calls do one PCI load or
+ * store of the size given on the mapping's address and copy the bytes in
+ * bus order. Elsewhere a relaxed atomic: exactly one load or store of the
+ * register's width, which the compiler may neither merge nor drop.
+ */
+#ifdef __s390x__
+#include <sys/syscall.h>
+
+static inline uint64_t mmio_load(const uint8_t *addr, size_t len)
+{
+	/* a failed PCI load reads all ones */
+	uint64_t raw64 = ~0ULL;
+	uint32_t raw32 = ~0U;
+
+	if (len == 4) {
+		syscall(__NR_s390_pci_mmio_read, (unsigned long)addr, &raw32, len);
+		return raw32;
+	}
+	syscall(__NR_s390_pci_mmio_read, (unsigned long)addr, &raw64, len);
+	return raw64;
+}
+
+static inline void mmio_store32(uint8_t *addr, uint32_t raw)
+{
+	syscall(__NR_s390_pci_mmio_write, (unsigned long)addr, &raw, sizeof(raw));
+}
+#else
+static inline uint64_t mmio_load(const uint8_t *addr, size_t len)
+{
+	if (len == 4)
+		return __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED);
+	return __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED);
+}
+
+static inline void mmio_store32(uint8_t *addr, uint32_t raw)
+{
+	__atomic_store_n((uint32_t *)addr, raw, __ATOMIC_RELAXED);
+}
+#endif
+
 #define NO_DEVICE	DEV_PATH " is missing: mlx4_bf not loaded or not bound"
 #define NO_ANALYZER	"no device model behind mlx4_bf (no analyzer)"
 
@@ -87,11 +131,7 @@ struct model {
 	size_t map_len;
 };
 
-/*
- * Maps the model's diagnostic block; 0 on success, -1 if there is none.
- * Registers are accessed with relaxed atomics: exactly one load or store of
- * the register's width each, which the compiler may neither merge nor drop.
- */
+/* Maps the model's diagnostic block; 0 on success, -1 if there is none. */
 static inline int model_open(struct model *m)
 {
 	char bdf[64], path[160];
@@ -109,7 +149,7 @@ static inline int model_open(struct model *m)
 	if (m->map == MAP_FAILED)
 		return -1;
 	m->diag = m->map;
-	if (__atomic_load_n((uint32_t *)m->diag, __ATOMIC_RELAXED) != MODEL_MAGIC) {
+	if (le32toh(mmio_load(m->diag, 4)) != MODEL_MAGIC) {
 		munmap(m->map, m->map_len);
 		return -1;
 	}
@@ -141,9 +181,15 @@ static inline void model_close(struct model *m)
 	munmap(m->map, m->map_len);
 }
 
+/* Register @reg's 8 bytes, as the bus carries them (memory order). */
+static inline uint64_t model_read_raw(struct model *m, unsigned int reg)
+{
+	return mmio_load(m->diag + reg, 8);
+}
+
 static inline uint64_t model_read(struct model *m, unsigned int reg)
 {
-	return __atomic_load_n((uint64_t *)(m->diag + reg), __ATOMIC_RELAXED);
+	return le64toh(model_read_raw(m, reg));
 }
 
 /*
@@ -158,7 +204,7 @@ static inline uint32_t model_version(struct model *m)
 
 static inline void model_write(struct model *m, unsigned int reg, uint32_t value)
 {
-	__atomic_store_n((uint32_t *)(m->diag + reg), value, __ATOMIC_RELAXED);
+	mmio_store32(m->diag + reg, htole32(value));
 }
 
 /* The per-QP counters of @qpn, and the global ones a test looks at. */
@@ -229,7 +275,7 @@ static inline void model_last_wqe(struct model *m, struct model_wqe *w)
 	memset(w->bytes, 0, sizeof(w->bytes));
 	for (uint32_t i = 0; i < w->len && i < sizeof(w->bytes); i += 8) {
 		/* the load's bytes are the bus's, in order */
-		v = model_read(m, MODEL_LAST_BYTES + i);
+		v = model_read_raw(m, MODEL_LAST_BYTES + i);
 		memcpy(w->bytes + i, &v, 8);
 	}
 }
@@ -242,7 +288,7 @@ struct model_doorbell {
 
 static inline void model_last_doorbell(struct model *m, struct model_doorbell *d)
 {
-	uint64_t v = model_read(m, MODEL_LAST_DOORBELL);
+	uint64_t v = model_read_raw(m, MODEL_LAST_DOORBELL);
 	uint8_t raw[8];
 	uint32_t page;
 
