@@ -41,7 +41,6 @@ struct Entry {
     mpt: Mpt,
     /// The owning context (its UAR index, also its PD).
     owner: u32,
-    pages: usize,
     dma: DmaMap,
     pinned: Pinned,
 }
@@ -126,8 +125,6 @@ pub(crate) struct MrTable {
     mtt: KBox<RangeAlloc<MTT_WORDS>>,
     /// Bytes of one WRITE_MTT mailbox.
     mailbox: KVec<u8>,
-    pinned_pages: usize,
-    count: usize,
 }
 
 impl MrTable {
@@ -154,17 +151,21 @@ impl MrTable {
                 GFP_KERNEL,
             )?,
             mailbox,
-            pinned_pages: 0,
-            count: 0,
         })
     }
 
-    pub(crate) fn pinned_pages(&self) -> usize {
-        self.pinned_pages
+    fn regions(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().flatten()
     }
 
+    /// Pages pinned by all regions (debugfs).
+    pub(crate) fn pinned_pages(&self) -> usize {
+        self.regions().map(|e| e.pinned.count()).sum()
+    }
+
+    /// Regions registered (debugfs).
     pub(crate) fn count(&self) -> usize {
-        self.count
+        self.regions().count()
     }
 
     /// Registers `pinned` (the pages of `[start, start + len)`) for context
@@ -221,12 +222,9 @@ impl MrTable {
         self.entries[slot] = Some(Entry {
             mpt,
             owner,
-            pages,
             dma,
             pinned,
         });
-        self.pinned_pages += pages;
-        self.count += 1;
         Ok(mpt.key)
     }
 
@@ -272,9 +270,7 @@ impl MrTable {
         // SAFETY: Entries exist only while not closed (`release_all()`
         // empties the table at unbind), so the device is bound.
         unsafe { e.dma.unmap(&self.dev) };
-        self.mtt.free(e.mpt.mtt as usize, e.pages);
-        self.pinned_pages -= e.pages;
-        self.count -= 1;
+        self.mtt.free(e.mpt.mtt as usize, e.pinned.count());
         Ok(e.pinned)
     }
 
@@ -287,8 +283,6 @@ impl MrTable {
             if let Some(mut e) = self.entries[slot].take() {
                 // SAFETY: Called from unbind, while the device is bound.
                 unsafe { e.dma.unmap(&self.dev) };
-                self.pinned_pages -= e.pages;
-                self.count -= 1;
                 // Without room to hand them out, push() drops them: they
                 // are unpinned here, under the lock.
                 let _ = out.push(e.pinned, GFP_KERNEL);
