@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define MLX4_BF_ABI_VERSION	3
+#define MLX4_BF_ABI_VERSION	4
 
 #define MLX4_BF_IOCTL_MAGIC	0xBF
 #define MLX4_BF_IOCTL		_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)
@@ -91,7 +91,10 @@ enum mlx4_bf_context_method {
 };
 
 enum mlx4_bf_qp_method {
-	/* out MLX4_BF_ATTR_QP_INFO */
+	/*
+	 * in MLX4_BF_ATTR_QP_FLAGS (optional); out MLX4_BF_ATTR_QP_INFO,
+	 * MLX4_BF_ATTR_QP_SEND_INFO (with MLX4_BF_QP_F_USER_SEND, and only then)
+	 */
 	MLX4_BF_METHOD_CREATE_QP = 1,
 	/* in MLX4_BF_ATTR_QP_HANDLE */
 	MLX4_BF_METHOD_DESTROY_QP,
@@ -164,7 +167,34 @@ enum mlx4_bf_attr_id {
 	MLX4_BF_ATTR_MR_ACCESS,		/* __u32 enum mlx4_bf_access_flags, inline */
 	MLX4_BF_ATTR_MR_INFO,		/* struct mlx4_bf_mr_info */
 	MLX4_BF_ATTR_MR_HANDLE,		/* __u32, inline */
+	MLX4_BF_ATTR_QP_FLAGS,		/* __u32 enum mlx4_bf_qp_flags, inline */
+	MLX4_BF_ATTR_QP_SEND_INFO,	/* struct mlx4_bf_qp_send_info */
 };
+
+/*
+ * How a QP posts. All QPs of a context post the same way, fixed by its
+ * first CREATE_QP: a QP of the other kind fails with -EINVAL.
+ */
+enum mlx4_bf_qp_flags {
+	/*
+	 * User space owns the send queue, as rdma-core does: it writes WQEs
+	 * into the queue's mapping (struct mlx4_bf_qp_send_info) and to the
+	 * context's BlueFlame page, or rings the doorbell in its UAR page
+	 * (both mapped at MLX4_BF_MMAP_BF_PAGE, MLX4_BF_MMAP_UAR_PAGE; on s390
+	 * written with the s390_pci_mmio_write system call). POST_SEND fails
+	 * with -EINVAL on such a QP. Its send completions go to its own CQ
+	 * (the receive CQ of struct mlx4_bf_qp_info, with the send bit of
+	 * byte 30 set); it has no receive queue (POST_RECV: -EOPNOTSUPP). The
+	 * adapter checks the WQEs: the QP names memory only through the
+	 * context's memory regions (no reserved lkey), and only the context's
+	 * own QPs can be rung through its pages.
+	 */
+	MLX4_BF_QP_F_USER_SEND	= 1 << 0,
+};
+
+/* mmap() offsets of the context's UAR page and BlueFlame page, one page each */
+#define MLX4_BF_MMAP_UAR_PAGE	0x100000ULL
+#define MLX4_BF_MMAP_BF_PAGE	0x101000ULL
 
 /* The largest MLX4_BF_ATTR_PAYLOAD. */
 #define MLX4_BF_MAX_PAYLOAD	1024
@@ -177,6 +207,28 @@ enum mlx4_bf_access_flags {
 	MLX4_BF_ACCESS_LOCAL_WRITE	= 1 << 0,
 	/* The connected peer may RDMA-write into it with its rkey. */
 	MLX4_BF_ACCESS_REMOTE_WRITE	= 1 << 1,
+};
+
+/**
+ * struct mlx4_bf_qp_send_info - the send queue of a MLX4_BF_QP_F_USER_SEND QP
+ * @sq_offset: mmap() offset of the send queue, @sq_entries * @sq_stride
+ *             bytes, read-write. Every WQE starts with its owner bit set
+ *             (invalid in the first pass); WQE n goes into slot
+ *             n % @sq_entries with owner bit !!(n & @sq_entries)
+ * @sq_entries: slots of the send queue
+ * @sq_stride: bytes per slot; a WQE may use all of them (doorbell path)
+ * @bf_buf_size: bytes of one BlueFlame buffer; a WQE of at most that many
+ *               bytes may go to the BlueFlame page, the first at offset
+ *               @bf_reg_offset, then alternating with @bf_reg_offset +
+ *               @bf_buf_size
+ * @bf_reg_offset: offset of the context's BlueFlame register in its page
+ */
+struct mlx4_bf_qp_send_info {
+	__aligned_u64 sq_offset;
+	__u32 sq_entries;
+	__u32 sq_stride;
+	__u32 bf_buf_size;
+	__u32 bf_reg_offset;
 };
 
 /**

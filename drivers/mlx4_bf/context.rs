@@ -26,7 +26,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::{
-        atomic::{Acquire, Atomic, Release},
+        atomic::{Acquire, Atomic, Relaxed, Release},
         poll::PollTable,
         Arc, Mutex,
     },
@@ -46,6 +46,7 @@ use crate::{
     region,
     stats::Stats,
     umem::{self, Area, QP_AREA_BYTES},
+    usermap::BarPage,
     uverbs::Bundle,
     wqe,
     writer::Writer,
@@ -57,6 +58,11 @@ use crate::{
 const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 /// `Context::area_index` before the context has an area.
 const NO_AREA: u32 = u32::MAX;
+/// `Context::send_mode`: how its QPs post, fixed by the first QP or by a
+/// mapping of its UAR or BlueFlame page, never changed after.
+const SEND_UNSET: u32 = 0;
+const SEND_KERNEL: u32 = 1;
+const SEND_USER: u32 = 2;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
 
@@ -78,6 +84,8 @@ struct Qp {
     tail: u32,
     /// An error CQE arrived, the QP is in ERR.
     failed: bool,
+    /// User space owns its send queue (`abi::QP_F_USER_SEND`).
+    user_send: bool,
 }
 
 /// The WQE being posted, padded to whole 64-byte chunks with zeroes. Aligned
@@ -137,6 +145,8 @@ pub(crate) struct Context {
     state: Mutex<State>,
     /// `State::area` for `mmap()`, which may not take the mutex; set once.
     area_index: Atomic<u32>,
+    /// `SEND_UNSET`, `SEND_KERNEL` or `SEND_USER`; set once.
+    send_mode: Atomic<u32>,
     stats: Arc<Stats>,
     /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
     #[pin]
@@ -179,6 +189,7 @@ impl MiscDevice for Context {
             adapter: owner,
             uar_index,
             area_index: Atomic::new(NO_AREA),
+            send_mode: Atomic::new(SEND_UNSET),
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
                 cq: None,
@@ -205,14 +216,20 @@ impl MiscDevice for Context {
     /// Runs under the process's `mmap_lock`, so it takes no lock of ours:
     /// the context's mutex is held around copies from and to user space,
     /// which may fault and take `mmap_lock` (lockdep saw the cycle).
-    fn mmap(me: Pin<&Context>, _file: &File, vma: &VmaNew) -> Result {
+    fn mmap(me: Pin<&Context>, file: &File, vma: &VmaNew) -> Result {
+        // SAFETY: `vma` is the VMA being set up by this mmap() call.
+        let offset = unsafe { (*vma.as_ptr()).vm_pgoff } as u64 * 4096;
+        if offset == abi::MMAP_UAR_PAGE || offset == abi::MMAP_BF_PAGE {
+            return me.map_bar_page(file, vma, offset);
+        }
         let area = me.area_index.load(Acquire);
         if area == NO_AREA {
             return Err(EINVAL);
         }
         // Any QP index of the context's own area: its memory is the
         // context's for its lifetime, with or without a QP there now.
-        me.adapter.umem.mmap(area as usize, vma)
+        let user_send = me.send_mode.load(Acquire) == SEND_USER;
+        me.adapter.umem.mmap(area as usize, vma, user_send)
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -264,6 +281,7 @@ impl PinnedDrop for Context {
             *self.adapter.areas.lock() &= !(1 << area);
         }
         drop(state);
+        self.adapter.user_maps.lock().forget(self.uar_index);
         self.adapter.stats.detach(&self.stats);
         self.adapter.uars.lock().free(self.uar_index);
     }
@@ -274,6 +292,41 @@ impl Context {
     /// an RCU read-side section: nothing may sleep while it is held.
     fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Hw>> {
         self.adapter.hw.try_access().ok_or(ENODEV)
+    }
+
+    /// Fixes how the context's QPs post, unless it was fixed the other way.
+    fn claim_send_mode(&self, mode: u32) -> Result {
+        match self
+            .send_mode
+            .cmpxchg(SEND_UNSET, mode, kernel::sync::atomic::Full)
+        {
+            Ok(_) => Ok(()),
+            Err(m) if m == mode => Ok(()),
+            Err(_) => Err(EINVAL),
+        }
+    }
+
+    /// The context's UAR or BlueFlame page into its process, for QPs it
+    /// posts to itself: the context's QPs are all of that kind from now on.
+    /// A context whose QPs the kernel posts to never maps them: the
+    /// reserved lkey its QPs may use would reach any memory.
+    fn map_bar_page(&self, file: &File, vma: &VmaNew, offset: u64) -> Result {
+        if self.claim_send_mode(SEND_USER).is_err() {
+            return Err(EPERM);
+        }
+        let caps = &self.adapter.caps;
+        let start = self.adapter.bar2_start;
+        let page = if offset == abi::MMAP_BF_PAGE {
+            BarPage::BlueFlame(start + caps.bf_page_offset(self.uar_index))
+        } else {
+            BarPage::Uar(start + caps.uar_offset(self.uar_index))
+        };
+        // Under the lock unbind revokes them with: mapped before, zapped.
+        let mut maps = self.adapter.user_maps.lock();
+        if self.hw().is_err() {
+            return Err(ENODEV);
+        }
+        maps.map(self.uar_index, file, vma, page)
     }
 
     fn query_device(&self, b: &mut Bundle<'_>) -> Result {
@@ -336,8 +389,15 @@ impl Context {
 
     fn create_qp(&self, b: &mut Bundle<'_>) -> Result {
         let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
+        let flags = b.inline_u32(abi::ATTR_QP_FLAGS)?.unwrap_or(0);
+        let send_out = b.output(abi::ATTR_QP_SEND_INFO);
         b.check_unused()?;
+        let user_send = flags & abi::QP_F_USER_SEND != 0;
+        if flags & !abi::QP_F_ALL != 0 || user_send != send_out.is_some() {
+            return Err(EINVAL);
+        }
         let mut state = self.state.lock();
+        self.claim_send_mode(if user_send { SEND_USER } else { SEND_KERNEL })?;
         let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let area = self.area(&mut state)?;
         let (slot, qpn) = self
@@ -346,7 +406,7 @@ impl Context {
             .lock()
             .alloc(self.uar_index)
             .ok_or(ENOSPC)?;
-        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn) {
+        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn, user_send) {
             Ok(qp) => qp,
             Err(e) => {
                 self.free_slot(slot);
@@ -366,7 +426,18 @@ impl Context {
             recv_offset: base + umem::RECV_OFFSET as u64,
             wqe_offset: base + umem::WQE_OFFSET as u64,
         };
-        if let Err(e) = b.write(out, &info) {
+        let caps = &self.adapter.caps;
+        let send_info = abi::QpSendInfo {
+            sq_offset: base + umem::USER_QP_OFFSET as u64,
+            sq_entries: SQ_ENTRIES,
+            sq_stride: SQ_STRIDE as u32,
+            bf_buf_size: caps.bf_buf_size(),
+            bf_reg_offset: 0,
+        };
+        let written = b
+            .write(out, &info)
+            .and_then(|()| send_out.map_or(Ok(()), |o| b.write(o, &send_info)));
+        if let Err(e) = written {
             self.destroy_hw_qp(&qp);
             self.release_cq_if_idle(&mut state);
             return Err(e);
@@ -399,31 +470,52 @@ impl Context {
         self.adapter.umem.area(state.area.ok_or(EINVAL)?)
     }
 
-    /// The QP context of the QP in buffer `slot` as QP `qpn`.
+    /// The QP context of the QP in buffer `slot` (or, posted to by user
+    /// space, at QP index `index` of the context's area) as QP `qpn`.
     fn qp_params(
         &self,
         state: &State,
-        slot: usize,
+        (slot, index, user_send): (usize, usize, bool),
         qpn: u32,
         remote_qpn: u32,
         cqn_recv: u32,
     ) -> Result<qp::QpParams> {
-        let hw = self.hw()?;
-        let base = slot * QP_BUF_BYTES;
-        if base + QP_BUF_BYTES > hw.qp_pool.size() {
-            return Err(EINVAL);
-        }
-        let buf_dma = hw.qp_pool.dma_handle() + base as u64;
+        let buf_dma = if user_send {
+            self.user_area(state)?
+                .dma(index * QP_AREA_BYTES + umem::USER_QP_OFFSET)
+        } else {
+            let hw = self.hw()?;
+            let base = slot * QP_BUF_BYTES;
+            if base + QP_BUF_BYTES > hw.qp_pool.size() {
+                return Err(EINVAL);
+            }
+            hw.qp_pool.dma_handle() + base as u64
+        };
         Ok(qp::QpParams {
             qpn,
             remote_qpn,
             uar: self.uar_index,
             pd: self.uar_index,
-            cqn_send: state.cq.as_ref().ok_or(EINVAL)?.cqn,
+            // User space polls its send completions in the QP's own CQ.
+            cqn_send: if user_send {
+                cqn_recv
+            } else {
+                state.cq.as_ref().ok_or(EINVAL)?.cqn
+            },
             cqn_recv,
             buf_dma,
             rq_db_dma: buf_dma + RQ_DB_OFFSET as u64,
+            rlkey: !user_send,
         })
+    }
+
+    /// A QP's buffer as a new QP's: in the QP pool, or in the area.
+    fn init_any_qp_buffer(&self, state: &State, (slot, index, user_send): (usize, usize, bool)) -> Result {
+        if user_send {
+            self.user_area(state)?.init_user_qp(index)
+        } else {
+            self.init_qp_buffer(slot)
+        }
     }
 
     /// Sets the send queue of the QP buffer in `slot` to its initial
@@ -460,6 +552,7 @@ impl Context {
         index: usize,
         slot: usize,
         qpn: u32,
+        user_send: bool,
     ) -> Result<Qp> {
         let hca = self.hca();
         if state.cq.is_none() {
@@ -491,10 +584,12 @@ impl Context {
             head: 0,
             tail: 0,
             failed: false,
+            user_send,
         };
+        let at = (slot, index, user_send);
         let created = self
-            .init_qp_buffer(slot)
-            .and_then(|()| self.qp_params(state, slot, qpn, qpn, cqn))
+            .init_any_qp_buffer(state, at)
+            .and_then(|()| self.qp_params(state, at, qpn, qpn, cqn))
             .and_then(|p| hca.create_qp(&p, slot));
         if let Err(e) = created {
             hca.close_recv_cq(cqn, live_bit);
@@ -588,6 +683,10 @@ impl Context {
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
+        if qp.user_send {
+            // Its buffer holds no receive buffers (`umem.rs`).
+            return Err(crate::uverbs::eopnotsupp());
+        }
         if qp.failed {
             return Err(EIO);
         }
@@ -616,12 +715,13 @@ impl Context {
         let index = self.find_qp(state, handle)?;
         self.reap(hca, state)?;
         self.scan_recv(state, index)?;
-        let (slot, qpn, cqn_recv, busy) = match &state.qps[index] {
+        let (slot, qpn, cqn_recv, busy, user_send) = match &state.qps[index] {
             Some(q) => (
                 q.slot,
                 q.qpn,
                 q.recv.cqn,
                 q.head != q.tail || !q.recv.idle(),
+                q.user_send,
             ),
             None => return Err(ENOENT),
         };
@@ -629,8 +729,11 @@ impl Context {
             // Sends or receives outstanding: RESET would drop them.
             return Err(EBUSY);
         }
-        let params = self.qp_params(state, slot, qpn, remote, cqn_recv)?;
-        self.init_qp_buffer(slot)?;
+        // A user-posted QP's sends in flight are dropped, as by a verbs
+        // modify to RESET: its send queue starts again at WQE 0.
+        let at = (slot, index, user_send);
+        let params = self.qp_params(state, at, qpn, remote, cqn_recv)?;
+        self.init_any_qp_buffer(state, at)?;
         let reconnected = hca.reconnect_qp(&params, slot);
         let local = state.qps.iter().flatten().any(|q| q.qpn == remote);
         let hw = self.hw()?;
@@ -881,6 +984,10 @@ impl Context {
         let qp_index = self
             .find_qp(state, handle)
             .map_err(|e| self.reject(Reject::Qp, e))?;
+        if self.send_mode.load(Relaxed) == SEND_USER {
+            // User space owns the send queues of this context's QPs.
+            return Err(self.reject(Reject::Qp, EINVAL));
+        }
         match user_wqe {
             Some(mut w) => w
                 .read_slice(&mut state.wqe.0[..len])

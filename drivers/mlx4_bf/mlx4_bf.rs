@@ -65,6 +65,7 @@ mod qp;
 mod recv;
 mod stats;
 mod umem;
+mod usermap;
 mod uverbs;
 mod writer;
 
@@ -77,6 +78,7 @@ use mr::MrTable;
 use stats::DeviceStats;
 use uar_alloc::UarAllocator;
 use umem::UserMem;
+use usermap::UserMaps;
 use writer::Writer;
 
 /// Send-queue slots per QP, and bytes per slot (the largest WQE, rounded).
@@ -199,6 +201,11 @@ pub(crate) struct Adapter {
     /// Memory regions of all contexts (`mr.rs`).
     #[pin]
     pub(crate) mrs: Mutex<MrTable>,
+    /// Where BAR2 starts, for the pages contexts map (`usermap.rs`).
+    pub(crate) bar2_start: u64,
+    /// The files that map BAR pages, zapped at unbind.
+    #[pin]
+    pub(crate) user_maps: Mutex<UserMaps>,
     /// Woken by completion events and by unbind: pollers look at their CQs.
     #[pin]
     pub(crate) events: PollCondVar,
@@ -461,6 +468,11 @@ impl Mlx4BfDriver {
         );
         let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
         let umem = UserMem::new(pdev.as_ref())?;
+        #[allow(
+            clippy::useless_conversion,
+            reason = "resource_size_t is u32 on some 32-bit configs"
+        )]
+        let bar2_start = u64::from(pdev.resource_start(Bar2::BAR)?);
         let mrs = MrTable::new(pdev.as_ref(), &hca.dev_cap)?;
         let adapter = Arc::pin_init(
             try_pin_init!(Adapter {
@@ -472,6 +484,8 @@ impl Mlx4BfDriver {
                 umem,
                 areas <- new_mutex!(0),
                 mrs <- new_mutex!(mrs),
+                bar2_start,
+                user_maps <- new_mutex!(UserMaps::new()),
                 events <- new_poll_condvar!("mlx4_bf events"),
                 stats <- DeviceStats::new(),
                 debugfs: Dir::new(name),
@@ -543,6 +557,8 @@ impl pci::Driver for Mlx4BfDriver {
     /// The adapter is taken down here, while the device is still bound:
     /// open contexts then get -ENODEV (see `hca.rs`).
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // No process writes to the BAR from here on.
+        this.hca_up.adapter.user_maps.lock().revoke();
         this.hca_up.shutdown(pdev.as_ref());
     }
 }

@@ -61,7 +61,7 @@ const _: () = assert!(RQ_STRIDE < SQ_STRIDE && RQ_OFFSET == SQ_ENTRIES as usize 
 const CTRL_SRCRB_FLAGS: usize = 8;
 pub(crate) const CTRL_CQ_UPDATE: u32 = 3 << 2;
 /// Owner bit of `owner_opcode`.
-const CTRL_OWNER: u32 = 1 << 31;
+pub(crate) const CTRL_OWNER: u32 = 1 << 31;
 
 /// Asks for a completion of this WQE. The kernel owns the send queue and
 /// needs the CQE to know when the slot is free again, so every WQE posted to
@@ -99,6 +99,9 @@ pub(crate) struct QpParams {
     pub(crate) buf_dma: u64,
     /// DMA address of its RQ doorbell record.
     pub(crate) rq_db_dma: u64,
+    /// The reserved lkey names DMA addresses: only for QPs whose WQEs the
+    /// kernel writes, never for one user space posts to.
+    pub(crate) rlkey: bool,
 }
 
 fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
@@ -114,7 +117,7 @@ fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
     put8(ctx, QPC_MTU_MSGMAX, MTU_MSGMAX)?;
     put8(ctx, QPC_RQ_SIZE_STRIDE, RQ_SIZE_STRIDE)?;
     put8(ctx, QPC_SQ_SIZE_STRIDE, SQ_SIZE_STRIDE)?;
-    put8(ctx, QPC_RLKEY, RLKEY)?;
+    put8(ctx, QPC_RLKEY, if p.rlkey { RLKEY } else { 0 })?;
     put32(ctx, QPC_USR_PAGE, p.uar)?;
     put32(ctx, QPC_LOCAL_QPN, p.qpn)?;
     put32(ctx, QPC_REMOTE_QPN, p.remote_qpn)?;

@@ -19,6 +19,12 @@
 //!   +8 KiB  RQ_ENTRIES receive buffers of RECV_BUF_SIZE read-only
 //!   +24 KiB the WQE page: POST_SEND's staged WQE        read-write
 //! ```
+//!
+//! A QP whose send queue user space owns (`abi::QP_F_USER_SEND`) receives
+//! nothing and posts no staged WQE: its QP buffer (send queue, receive
+//! queue, RQ doorbell record, `QP_BUF_BYTES`) takes the place of the receive
+//! buffers and the WQE page, read-write. All QPs of a context are of one
+//! kind, so the mapping's permissions follow from the context.
 
 use kernel::{
     bindings,
@@ -29,7 +35,10 @@ use kernel::{
     sync::aref::ARef,
 };
 
-use crate::{cq::CQE_SIZE, MAX_QPS_PER_CONTEXT, RECV_BUF_SIZE, RQ_ENTRIES};
+use crate::{
+    cq::CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES,
+    SQ_STRIDE,
+};
 
 const PAGE: usize = 4096;
 /// CQEs in a receive CQ: one page.
@@ -41,12 +50,15 @@ pub(crate) const RECV_OFFSET: usize = 2 * PAGE;
 const RECV_BYTES: usize = RQ_ENTRIES as usize * RECV_BUF_SIZE;
 pub(crate) const WQE_OFFSET: usize = RECV_OFFSET + RECV_BYTES;
 pub(crate) const QP_AREA_BYTES: usize = WQE_OFFSET + PAGE;
+/// The QP buffer of a QP user space posts to.
+pub(crate) const USER_QP_OFFSET: usize = RECV_OFFSET;
 const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
 /// Contexts that may hold an area at once (each keeps it until closed).
 pub(crate) const AREAS: usize = 32;
 
 const _: () = assert!(RCQ_ENTRIES as usize * CQE_SIZE == PAGE);
 const _: () = assert!(RECV_BYTES.is_multiple_of(PAGE));
+const _: () = assert!(USER_QP_OFFSET + QP_BUF_BYTES <= QP_AREA_BYTES);
 
 /// The areas of one adapter.
 pub(crate) struct UserMem {
@@ -75,8 +87,9 @@ impl UserMem {
     }
 
     /// Maps the part of area `area` that `vma` asks for: one region of a
-    /// QP index, read-only unless it is the doorbell record or WQE page.
-    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew) -> Result {
+    /// QP index, read-only unless it is the doorbell record or WQE page, or
+    /// the QP buffer of a context whose QPs user space posts to.
+    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, user_send: bool) -> Result {
         let mem = self.areas.get(area).ok_or(EINVAL)?;
         let len = vma.end() - vma.start();
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
@@ -85,6 +98,7 @@ impl UserMem {
         let within = start % QP_AREA_BYTES;
         let (region, writable) = match within {
             CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),
+            USER_QP_OFFSET if user_send => (QP_BUF_BYTES, true),
             CQ_DB_OFFSET | WQE_OFFSET => (PAGE, true),
             RECV_OFFSET => (RECV_BYTES, false),
             _ => return Err(EINVAL),
@@ -144,6 +158,29 @@ impl Area<'_> {
         // may read it (or write the doorbell page) meanwhile, which only
         // affects itself.
         unsafe { core::ptr::write_bytes(p, 0, QP_AREA_BYTES) };
+        Ok(())
+    }
+
+    /// Starts the QP buffer of a user-posted QP at index `qp` as
+    /// `qp::init_sq_ownership()` does: cleared, every send WQE's owner bit
+    /// set. Only the process that maps it may be writing it meanwhile
+    /// (raw stores, no reference to the memory), which harms only itself:
+    /// the adapter checks every WQE of such a QP.
+    pub(crate) fn init_user_qp(&self, qp: usize) -> Result {
+        let p = self.ptr(qp * QP_AREA_BYTES + USER_QP_OFFSET, QP_BUF_BYTES)?;
+        // SAFETY: In bounds (`ptr`), and not read by the device: the QP
+        // that will use it is not created yet, or was just reset.
+        unsafe { core::ptr::write_bytes(p, 0, QP_BUF_BYTES) };
+        for i in 0..SQ_ENTRIES as usize {
+            // SAFETY: Slot `i` lies in the send queue, at the start of the
+            // buffer (`SQ_ENTRIES * SQ_STRIDE < QP_BUF_BYTES`), 4-byte aligned.
+            unsafe {
+                core::ptr::write_volatile(
+                    p.add(i * SQ_STRIDE).cast::<u32>(),
+                    crate::qp::CTRL_OWNER.to_be(),
+                )
+            };
+        }
         Ok(())
     }
 

@@ -32,6 +32,8 @@ unsafe impl AsBytes for abi::PostResult {}
 unsafe impl AsBytes for abi::Stats {}
 // SAFETY: As above.
 unsafe impl AsBytes for abi::MrInfo {}
+// SAFETY: As above.
+unsafe impl AsBytes for abi::QpSendInfo {}
 
 // The kernel crate's `error::code` has neither of these two in 7.2.
 

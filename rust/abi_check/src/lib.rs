@@ -72,6 +72,11 @@ mod tests {
             [mr_handle, lkey, rkey, reserved]
         );
         same_layout!(
+            c::mlx4_bf_qp_send_info,
+            abi::QpSendInfo,
+            [sq_offset, sq_entries, sq_stride, bf_buf_size, bf_reg_offset]
+        );
+        same_layout!(
             c::mlx4_bf_context_info,
             abi::ContextInfo,
             [uar_index, reserved, uar_offset, bf_offset]
@@ -162,6 +167,8 @@ mod tests {
             (c::MLX4_BF_ATTR_MR_ACCESS, abi::ATTR_MR_ACCESS),
             (c::MLX4_BF_ATTR_MR_INFO, abi::ATTR_MR_INFO),
             (c::MLX4_BF_ATTR_MR_HANDLE, abi::ATTR_MR_HANDLE),
+            (c::MLX4_BF_ATTR_QP_FLAGS, abi::ATTR_QP_FLAGS),
+            (c::MLX4_BF_ATTR_QP_SEND_INFO, abi::ATTR_QP_SEND_INFO),
         ] {
             assert_eq!(cv as u16, rv);
         }
@@ -178,6 +185,7 @@ mod tests {
             (c::MLX4_BF_ARM_F_SOLICITED, abi::ARM_F_SOLICITED),
             (c::MLX4_BF_ACCESS_LOCAL_WRITE, abi::ACCESS_LOCAL_WRITE),
             (c::MLX4_BF_ACCESS_REMOTE_WRITE, abi::ACCESS_REMOTE_WRITE),
+            (c::MLX4_BF_QP_F_USER_SEND, abi::QP_F_USER_SEND),
         ] {
             assert_eq!(cv as u32, rv);
         }
@@ -197,5 +205,7 @@ mod tests {
             assert_eq!(cv as u32, rv as u32);
         }
         assert_eq!(c::MLX4_BF_REJECT_MAX as usize, abi::REJECT_MAX);
+        assert_eq!(c::MLX4_BF_MMAP_UAR_PAGE as u64, abi::MMAP_UAR_PAGE);
+        assert_eq!(c::MLX4_BF_MMAP_BF_PAGE as u64, abi::MMAP_BF_PAGE);
     }
 }

@@ -5,7 +5,7 @@
 //! `rust/abi_check` compares every size, offset and constant here with what
 //! bindgen reads from the C header.
 
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 pub const IOCTL_MAGIC: u32 = 0xBF;
 /// `_IOWR(MLX4_BF_IOCTL_MAGIC, 1, struct mlx4_bf_ioctl_hdr)` (asm-generic encoding).
 pub const IOCTL: u32 =
@@ -51,6 +51,14 @@ pub const ATTR_MR_LENGTH: u16 = 16;
 pub const ATTR_MR_ACCESS: u16 = 17;
 pub const ATTR_MR_INFO: u16 = 18;
 pub const ATTR_MR_HANDLE: u16 = 19;
+pub const ATTR_QP_FLAGS: u16 = 20;
+pub const ATTR_QP_SEND_INFO: u16 = 21;
+
+pub const QP_F_USER_SEND: u32 = 1 << 0;
+pub const QP_F_ALL: u32 = QP_F_USER_SEND;
+
+pub const MMAP_UAR_PAGE: u64 = 0x10_0000;
+pub const MMAP_BF_PAGE: u64 = 0x10_1000;
 pub const MAX_PAYLOAD: usize = 1024;
 
 pub const ARM_F_SOLICITED: u32 = 1 << 0;
@@ -139,6 +147,17 @@ pub struct MrInfo {
     pub lkey: u32,
     pub rkey: u32,
     pub reserved: u32,
+}
+
+/// `struct mlx4_bf_qp_send_info`
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpSendInfo {
+    pub sq_offset: u64,
+    pub sq_entries: u32,
+    pub sq_stride: u32,
+    pub bf_buf_size: u32,
+    pub bf_reg_offset: u32,
 }
 
 /// `struct mlx4_bf_context_info`

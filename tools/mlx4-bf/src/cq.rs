@@ -17,7 +17,7 @@ use crate::device::{Device, Mapping};
 /// Bytes of the legacy CQE; a 64-byte entry keeps it in its upper half.
 pub const CQE_LEN: usize = 32;
 /// Byte 0x1f: owner bit 7, opcode bits 4..0.
-const OWNER_SR_OPCODE: usize = 0x1f;
+pub const OWNER_SR_OPCODE: usize = 0x1f;
 const OWNER: u8 = 0x80;
 const OPCODE_MASK: u8 = 0x1f;
 

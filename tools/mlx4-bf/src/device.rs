@@ -137,6 +137,20 @@ impl Device {
         Ok(qp)
     }
 
+    /// CREATE_QP of a QP whose send queue user space owns
+    /// (`abi::QP_F_USER_SEND`; the context's QPs are all of that kind then).
+    pub fn create_user_qp(&self) -> io::Result<(abi::QpInfo, abi::QpSendInfo)> {
+        let mut qp = abi::QpInfo::default();
+        let mut send = abi::QpSendInfo::default();
+        self.call(
+            Call::new(abi::OBJECT_QP, abi::METHOD_CREATE_QP)
+                .inline_u32(abi::ATTR_QP_FLAGS, abi::QP_F_USER_SEND)
+                .output(abi::ATTR_QP_INFO, &mut qp)
+                .output(abi::ATTR_QP_SEND_INFO, &mut send),
+        )?;
+        Ok((qp, send))
+    }
+
     pub fn post_send(
         &self,
         qp: &abi::QpInfo,

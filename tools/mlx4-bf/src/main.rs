@@ -23,12 +23,13 @@ mod device;
 mod mr;
 mod report;
 mod stats;
+mod userqp;
 
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
-use cmd::{bench, info, lat, pingpong, post, stress};
+use cmd::{bench, info, lat, pingpong, post, stress, userpost};
 use common::open;
 
 #[derive(Parser)]
@@ -73,6 +74,14 @@ enum Command {
     /// reposts one receive WQE, as for a SEND. Tables and files are headed
     /// and named with the op.
     Pingpong(pingpong::Args),
+    /// The post's cost by ioctl against rdma-core's way, per payload size.
+    ///
+    /// A second context posts to a QP whose send queue it owns
+    /// (MLX4_BF_QP_F_USER_SEND): the WQE into the mapped send queue, then
+    /// to the mapped BlueFlame page (or the doorbell), by stores on x86 and
+    /// by the s390_pci_mmio_write system call on s390. Interleaved with the
+    /// ioctl's staged BlueFlame and doorbell posts and the no-op ioctl.
+    Userpost(userpost::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -83,6 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(&open(&cli.device)?, a),
         Command::Stress(a) => stress::run(&cli.device, a),
         Command::Pingpong(a) => pingpong::run(&cli.device, a),
+        Command::Userpost(a) => userpost::run(&cli.device, a),
     }
 }
 
@@ -136,6 +146,7 @@ mod tests {
             "mlx4-bf pingpong --op send --procs --path db --wait event",
             "mlx4-bf post --size 2000 --hexdump",
             "mlx4-bf stress --threads 2 --seconds 1 --size 2000",
+            "mlx4-bf userpost --icount --min 4 --max 208 --step 68 --iters 300",
         ] {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert!(Cli::try_parse_from(&words).is_ok(), "{line}");

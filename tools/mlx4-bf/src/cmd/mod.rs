@@ -8,3 +8,4 @@ pub mod lat;
 pub mod pingpong;
 pub mod post;
 pub mod stress;
+pub mod userpost;

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `userpost`: what a post costs through the ioctl (the kernel copies,
+//! checks and writes the WQE) against rdma-core's way (user space writes the
+//! WQE to its send queue and to the BlueFlame page; on s390 through the
+//! `s390_pci_mmio_write` system call), per payload size, interleaved.
+
+use std::{fmt::Write as _, fs, io, path::Path, path::PathBuf, time::Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use mlx4_bf_core::{abi, wqe};
+
+use crate::{
+    common::{bf_cutoff, ioerr, open, post_staged_timed, writer_name, Sweep, WriteScratch, WARMUP},
+    stats::summarize,
+    userqp::{UserPath, UserQp},
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    sweep: Sweep,
+    /// Where userpost.txt goes.
+    #[arg(long, default_value = "results")]
+    out_dir: PathBuf,
+    /// The guest runs under QEMU's `-icount shift=0`: report instructions.
+    #[arg(long)]
+    icount: bool,
+}
+
+/// The paths, in the table's order.
+const PATHS: [&str; 5] = ["noop", "ioctl_bf", "ioctl_db", "user_bf", "user_db"];
+
+pub fn run(path: &Path, args: &Args) -> Result<()> {
+    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
+    let (scale, unit) = if args.icount {
+        (1000.0, "guest instructions (QEMU -icount shift=0)")
+    } else {
+        (1.0, "microseconds (wall clock)")
+    };
+    // The ioctl's context, and one whose QP's send queue is user space's:
+    // a context posts one way only.
+    let kdev = open(path)?;
+    let udev = open(path)?;
+    let info = kdev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
+    let kqp = kdev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let mut uqp = UserQp::create(&udev)?;
+    let cutoff = bf_cutoff(&info);
+    let sizes: Vec<usize> = sweep
+        .sizes()?
+        .into_iter()
+        .filter(|&s| s <= cutoff)
+        .collect();
+    if sizes.is_empty() {
+        bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
+    }
+    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let kscratch = WriteScratch::new(&kdev, &info, largest)?;
+    let uscratch = WriteScratch::new(&udev, &info, largest)?;
+    let page = kdev
+        .map(kqp.wqe_offset, 4096, true)
+        .map_err(ioerr("mmap of the WQE page"))?;
+    let mut txt = format!(
+        "# mlx4-bf userpost: {} writer, {} interleaved rounds per size\n\
+         # medians in {unit}; ioctl = POST_SEND of a staged WQE, user = rdma-core's\n\
+         # way (WQE into the mapped send queue, then {}), completions reaped in both\n\
+         #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} user_bf/ioctl_bf user_db/ioctl_db\n",
+        writer_name(info.writer),
+        sweep.iters,
+        if cfg!(target_arch = "s390x") {
+            "s390_pci_mmio_write() to the mapped BlueFlame page or doorbell"
+        } else {
+            "stores to the mapped BlueFlame page or doorbell"
+        },
+        PATHS[0],
+        PATHS[1],
+        PATHS[2],
+        PATHS[3],
+        PATHS[4],
+    );
+    let (mut kbuf, mut ubuf) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
+    for &size in &sizes {
+        let no_fit = || anyhow!("a {size}-byte payload does not fit a WQE");
+        let (klen, _) = kscratch.build(&mut kbuf, size, false).ok_or_else(no_fit)?;
+        let (ulen, _) = uscratch.build(&mut ubuf, size, false).ok_or_else(no_fit)?;
+        let (kwqe, uwqe) = (&kbuf[..klen], &ubuf[..ulen]);
+        let mut samples: [Vec<f64>; 5] = Default::default();
+        for round in 0..(sweep.iters + WARMUP) {
+            for k in 0..PATHS.len() {
+                // Rotate the order so no path always runs first.
+                let which = (round as usize + k) % PATHS.len();
+                let t = Instant::now();
+                match which {
+                    0 => kdev.noop(),
+                    1 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_REQUIRE_BF),
+                    2 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_FORCE_DOORBELL),
+                    3 => user_post(&mut uqp, uwqe, UserPath::BlueFlame),
+                    _ => user_post(&mut uqp, uwqe, UserPath::Doorbell),
+                }
+                .map_err(ioerr("userpost"))?;
+                let us = t.elapsed().as_secs_f64() * 1e6 * scale;
+                if round >= WARMUP {
+                    samples[which].push(us);
+                }
+            }
+        }
+        let med: Vec<f64> = samples
+            .iter()
+            .map(|s| summarize(s).map(|s| s.typical).ok_or_else(|| anyhow!("no samples")))
+            .collect::<Result<_>>()?;
+        let _ = writeln!(
+            txt,
+            "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<16.2} {:.2}",
+            med[0],
+            med[1],
+            med[2],
+            med[3],
+            med[4],
+            med[3] / med[1],
+            med[4] / med[2]
+        );
+    }
+    while uqp.outstanding() != 0 {
+        uqp.reap()?;
+    }
+    print!("{txt}");
+    let p = out_dir.join("userpost.txt");
+    fs::write(&p, &txt).with_context(|| format!("cannot write {}", p.display()))?;
+    kscratch.close()?;
+    uscratch.close()?;
+    println!("wrote userpost.txt to {}", out_dir.display());
+    Ok(())
+}
+
+/// One user-space post, after consuming the completions that arrived (the
+/// ioctl reaps its send CQ the same way); waits while the queue is full.
+fn user_post(qp: &mut UserQp, wqe: &[u8], path: UserPath) -> io::Result<()> {
+    loop {
+        qp.reap().map_err(io::Error::other)?;
+        match qp.post(wqe, path) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => std::thread::yield_now(),
+            r => return r,
+        }
+    }
+}

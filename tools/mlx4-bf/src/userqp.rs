@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP whose send queue this process owns (`abi::QP_F_USER_SEND`), posted
+//! to as rdma-core's mlx4 provider does: the WQE into the mapped send queue,
+//! then to the context's BlueFlame page (or the doorbell in its UAR page),
+//! with no system call on x86 and `s390_pci_mmio_write()` on s390, where user
+//! space cannot store to a BAR. Send completions arrive in the QP's own CQ.
+
+use std::{
+    io,
+    sync::atomic::{fence, AtomicU32, AtomicU8, Ordering},
+};
+
+use anyhow::{bail, Context, Result};
+use mlx4_bf_core::{abi, wqe};
+
+use crate::{
+    cq::{cqe_is_sw, set_ci_bytes, Cqe, CQE_LEN, OWNER_SR_OPCODE},
+    device::{Device, Mapping},
+};
+
+/// `srcrb_flags` (ctrl + 8): MLX4_WQE_CTRL_CQ_UPDATE, a CQE for this WQE.
+const CTRL_CQ_UPDATE: u32 = 3 << 2;
+/// UAR + 0x14: the send doorbell.
+const UAR_SEND_DOORBELL: usize = 0x14;
+
+/// How a WQE reaches the adapter.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum UserPath {
+    BlueFlame,
+    Doorbell,
+}
+
+pub struct UserQp {
+    pub qp: abi::QpInfo,
+    pub send: abi::QpSendInfo,
+    sq: Mapping,
+    cq: Mapping,
+    cq_db: Mapping,
+    bf: Mapping,
+    uar: Mapping,
+    /// WQEs posted and completed (not wrapped), CQEs consumed.
+    head: u32,
+    tail: u32,
+    /// Offset of the next BlueFlame buffer in the page.
+    bf_half: u32,
+}
+
+impl UserQp {
+    /// Creates the QP and maps its queues and the context's two pages.
+    pub fn create(dev: &Device) -> Result<Self> {
+        let (qp, send) = dev
+            .create_user_qp()
+            .context("CREATE_QP with MLX4_BF_QP_F_USER_SEND")?;
+        if !send.sq_entries.is_power_of_two() || !qp.cq_entries.is_power_of_two() {
+            bail!("the driver reports queues that are not a power of two");
+        }
+        let sq_bytes = send.sq_entries as usize * send.sq_stride as usize;
+        let cq_bytes = qp.cq_entries as usize * qp.cqe_size as usize;
+        Ok(UserQp {
+            sq: dev
+                .map(send.sq_offset, sq_bytes, true)
+                .context("mmap of the send queue")?,
+            cq: dev
+                .map(qp.cq_offset, cq_bytes, false)
+                .context("mmap of the CQ")?,
+            cq_db: dev
+                .map(qp.cq_db_offset, 4096, true)
+                .context("mmap of the CQ consumer index")?,
+            bf: dev
+                .map(abi::MMAP_BF_PAGE, 4096, true)
+                .context("mmap of the BlueFlame page")?,
+            uar: dev
+                .map(abi::MMAP_UAR_PAGE, 4096, true)
+                .context("mmap of the UAR page")?,
+            qp,
+            send,
+            head: 0,
+            tail: 0,
+            bf_half: 0,
+        })
+    }
+
+    /// WQEs posted whose completion has not been consumed.
+    pub fn outstanding(&self) -> u32 {
+        self.head.wrapping_sub(self.tail)
+    }
+
+    /// Posts `wqe` (built without owner bit, counter or `bf_qpn`) by `path`.
+    /// `-ENOSPC` while the send queue is full: consume completions first.
+    pub fn post(&mut self, wqe: &[u8], path: UserPath) -> io::Result<()> {
+        let stride = self.send.sq_stride as usize;
+        let bf_ok = wqe.len() <= self.send.bf_buf_size as usize;
+        if wqe.len() < 16 || wqe.len() > stride || (path == UserPath::BlueFlame && !bf_ok) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if self.outstanding() >= self.send.sq_entries {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        let mut buf = [0u8; 1024];
+        let len = wqe.len();
+        let burst = wqe::bf_burst_len(len);
+        buf[..len].copy_from_slice(wqe);
+        let flags = u32::from_be_bytes(buf[8..12].try_into().unwrap_or_default());
+        buf[8..12].copy_from_slice(&(flags | CTRL_CQ_UPDATE).to_be_bytes());
+        let entries = self.send.sq_entries;
+        match path {
+            UserPath::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], self.qp.qpn, self.head, entries),
+            UserPath::Doorbell => wqe::stamp_doorbell(&mut buf[..len], self.head, entries),
+        }
+        let slot = (self.head & (entries - 1)) as usize * stride;
+        // SAFETY: the slot lies in the send-queue mapping (slot < entries,
+        // len <= stride); the adapter reads it only once the owner bit,
+        // stored last below, says it is valid.
+        unsafe {
+            let dst = self.sq.as_ptr().add(slot);
+            std::ptr::copy_nonoverlapping(buf[4..].as_ptr(), dst.add(4), len - 4);
+            fence(Ordering::Release);
+            AtomicU32::from_ptr(dst.cast())
+                .store(u32::from_ne_bytes(buf[..4].try_into().unwrap_or_default()), Ordering::Relaxed);
+        }
+        // The WQE in memory before the adapter hears of it.
+        fence(Ordering::SeqCst);
+        match path {
+            UserPath::BlueFlame => {
+                let off = (self.send.bf_reg_offset + self.bf_half) as usize;
+                // SAFETY: `off + burst` <= the register (burst <= bf_buf_size,
+                // checked above), inside the BlueFlame page mapping.
+                unsafe { mmio_write(self.bf.as_ptr().add(off), &buf[..burst])? };
+                self.bf_half ^= self.send.bf_buf_size;
+            }
+            UserPath::Doorbell => {
+                let db = wqe::doorbell_bytes(self.qp.qpn);
+                // SAFETY: the send doorbell lies in the UAR page mapping.
+                unsafe { mmio_write(self.uar.as_ptr().add(UAR_SEND_DOORBELL), &db)? };
+            }
+        }
+        self.head = self.head.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Consumes the send completions that arrived; the first error CQE
+    /// fails (the QP is then in ERR).
+    pub fn reap(&mut self) -> Result<u32> {
+        let mut n = 0;
+        while self.tail != self.head {
+            let (size, entries) = (self.qp.cqe_size as usize, self.qp.cq_entries);
+            let slot = (self.tail & (entries - 1)) as usize;
+            // SAFETY: slot < cq_entries: the legacy 32 bytes of the entry lie
+            // inside the CQ mapping.
+            let p = unsafe { self.cq.as_ptr().add(slot * size + size - CQE_LEN) };
+            // SAFETY: inside the mapping; the adapter writes it concurrently.
+            let own = unsafe { AtomicU8::from_ptr(p.add(OWNER_SR_OPCODE)) }.load(Ordering::Acquire);
+            if !cqe_is_sw(own, self.tail, entries) {
+                break;
+            }
+            let mut b = [0u8; CQE_LEN];
+            // SAFETY: 32 bytes inside the mapping, the adapter's done with them.
+            unsafe { std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), CQE_LEN) };
+            let cqe = Cqe::parse(&b);
+            self.tail = self.tail.wrapping_add(1);
+            let v = u32::from_ne_bytes(set_ci_bytes(self.tail));
+            // SAFETY: the first 4 bytes of the consumer-index page, aligned.
+            unsafe { AtomicU32::from_ptr(self.cq_db.as_ptr().cast()) }.store(v, Ordering::Release);
+            if cqe.is_error() {
+                bail!("send completion with error: {cqe:?}");
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Writes `bytes` to the mapped BAR at `dst`: 8-byte stores on x86 (the
+/// write-combining buffer flushed with `sfence`), one 4-byte store for a
+/// doorbell.
+///
+/// # Safety
+///
+/// `dst .. dst + bytes.len()` lies in a live writable mapping of the BAR.
+#[cfg(not(target_arch = "s390x"))]
+unsafe fn mmio_write(dst: *mut u8, bytes: &[u8]) -> io::Result<()> {
+    if bytes.len() == 4 {
+        // SAFETY: by the caller's guarantee; the doorbell is 4-byte aligned.
+        unsafe { dst.cast::<u32>().write_volatile(u32::from_ne_bytes(bytes.try_into().unwrap_or_default())) };
+    } else {
+        for (i, q) in bytes.chunks_exact(8).enumerate() {
+            // SAFETY: by the caller's guarantee; 8-byte aligned offsets.
+            unsafe {
+                dst.add(i * 8)
+                    .cast::<u64>()
+                    .write_volatile(u64::from_ne_bytes(q.try_into().unwrap_or_default()))
+            };
+        }
+    }
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+/// s390 without MIO: `s390_pci_mmio_write()` looks the PFN up in this
+/// process's mapping and writes through the kernel's `zpci_memcpy_toio()`
+/// (store blocks, or one PCISTG for a doorbell).
+///
+/// # Safety
+///
+/// `dst .. dst + bytes.len()` lies in a live writable mapping of the BAR.
+#[cfg(target_arch = "s390x")]
+unsafe fn mmio_write(dst: *mut u8, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: the kernel checks `dst` against this process's mappings and
+    // reads `bytes.len()` bytes from `bytes`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_s390_pci_mmio_write,
+            dst as libc::c_ulong,
+            bytes.as_ptr(),
+            bytes.len(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

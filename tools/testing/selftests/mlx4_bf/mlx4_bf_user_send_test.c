@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * QPs whose send queue user space owns (MLX4_BF_QP_F_USER_SEND, ABI 4), as
+ * rdma-core posts on mlx4: the WQE into the mapped send queue, then to the
+ * context's BlueFlame page (mmap at MLX4_BF_MMAP_BF_PAGE) or the doorbell in
+ * its UAR page (MLX4_BF_MMAP_UAR_PAGE). On x86 by stores to the mappings; on
+ * s390, which has no user-space MMIO without MIO, by the
+ * s390_pci_mmio_write() system call on them. A context posts one way only,
+ * and only a context that posts from user space maps the pages. What the
+ * adapter executed is checked in the analyzer and in the target memory.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "mlx4_bf_queue.h"
+#include "mlx4_bf_model.h"
+
+#define PAGE		4096
+#define SEND_DOORBELL	0x14
+/* CQE byte 31 of a send completion: IS_SEND (0x40) and the WQE's opcode. */
+#define SEND_CQE_MASK		0x5f
+#define SEND_CQE_RDMA_WRITE	(0x40 | OP_RDMA_WRITE)
+
+static int create_user_qp(int fd, struct mlx4_bf_qp_info *qp, struct mlx4_bf_qp_send_info *sq)
+{
+	struct call c;
+
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CREATE_QP);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_FLAGS, MLX4_BF_QP_F_USER_SEND);
+	call_attr(&c, MLX4_BF_ATTR_QP_INFO, sizeof(*qp), (uintptr_t)qp);
+	if (sq)
+		call_attr(&c, MLX4_BF_ATTR_QP_SEND_INFO, sizeof(*sq), (uintptr_t)sq);
+	return call_do(fd, &c);
+}
+
+static void *map_at(int fd, __u64 offset, size_t len, int prot, int flags)
+{
+	void *p = mmap(NULL, len, prot, flags, fd, offset);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* @len bytes to a mapped BAR page: 8-byte stores, or one syscall on s390. */
+static int bar_write(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#ifdef __s390x__
+	return syscall(__NR_s390_pci_mmio_write, (unsigned long)dst, src, len) ? -errno : 0;
+#else
+	if (len == 4) {
+		uint32_t v;
+
+		memcpy(&v, src, 4);
+		__atomic_store_n((uint32_t *)dst, v, __ATOMIC_RELAXED);
+	} else {
+		for (size_t i = 0; i < len; i += 8) {
+			uint64_t v;
+
+			memcpy(&v, src + i, 8);
+			__atomic_store_n((uint64_t *)(dst + i), v, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return 0;
+#endif
+}
+
+/* A context with one user-posted QP, its queues and pages mapped. */
+FIXTURE(user)
+{
+	struct model m;
+	int have_model;
+	int fd;
+	struct mlx4_bf_device_info dev;
+	struct mlx4_bf_qp_info qp;
+	struct mlx4_bf_qp_send_info sq;
+	uint8_t *sqbuf, *cq, *cq_db, *bf, *uar;
+	struct sink sink;
+	uint32_t head, ci;
+};
+
+FIXTURE_SETUP(user)
+{
+	self->fd = open(DEV_PATH, O_RDWR);
+	if (self->fd < 0)
+		SKIP(return, NO_DEVICE);
+	self->have_model = !model_open(&self->m);
+	ASSERT_EQ(0, query_device(self->fd, &self->dev));
+	ASSERT_EQ(0, create_user_qp(self->fd, &self->qp, &self->sq));
+	self->sqbuf = map_at(self->fd, self->sq.sq_offset, self->sq.sq_entries * self->sq.sq_stride,
+			     PROT_READ | PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(NULL, self->sqbuf);
+	self->cq = map_at(self->fd, self->qp.cq_offset, self->qp.cq_entries * self->qp.cqe_size,
+			  PROT_READ, MAP_SHARED);
+	ASSERT_NE(NULL, self->cq);
+	self->cq_db = map_at(self->fd, self->qp.cq_db_offset, PAGE, PROT_READ | PROT_WRITE,
+			     MAP_SHARED);
+	ASSERT_NE(NULL, self->cq_db);
+	self->bf = map_at(self->fd, MLX4_BF_MMAP_BF_PAGE, PAGE, PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(NULL, self->bf);
+	self->uar = map_at(self->fd, MLX4_BF_MMAP_UAR_PAGE, PAGE, PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(NULL, self->uar);
+	ASSERT_EQ(0, sink_open(self->fd, &self->sink));
+}
+
+FIXTURE_TEARDOWN(user)
+{
+	if (self->fd < 0)
+		return;
+	if (self->have_model)
+		model_close(&self->m);
+	close(self->fd);
+}
+
+/* Stamps and writes WQE number self->head into the send queue, owner last. */
+static void put_in_sq(FIXTURE_DATA(user) *self, uint8_t *wqe, int len, int bf)
+{
+	uint8_t *slot = self->sqbuf + (self->head % self->sq.sq_entries) * self->sq.sq_stride;
+	uint32_t owner = (self->head & self->sq.sq_entries) ? 1u << 31 : 0;
+	uint32_t first;
+
+	stamp_cq_update(wqe);
+	if (bf) {
+		put_be32(wqe, get_be32(wqe) | (self->head & 0xffff) << 8);
+		put_be32(wqe + 4, get_be32(wqe + 4) | self->qp.qpn << 8);
+	}
+	put_be32(wqe, get_be32(wqe) | owner);
+	memcpy(slot + 4, wqe + 4, len - 4);
+	memcpy(&first, wqe, 4);
+	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Waits for the send CQE of the last WQE and consumes it; its opcode byte. */
+static int wait_send_cqe(FIXTURE_DATA(user) *self)
+{
+	const uint8_t *cqe = self->cq + (self->ci % self->qp.cq_entries) * self->qp.cqe_size;
+	uint64_t end = now_ns() + 2000000000ull;
+	uint8_t op_own;
+	uint32_t v;
+
+	for (;;) {
+		op_own = __atomic_load_n(&cqe[31], __ATOMIC_ACQUIRE);
+		if (!!(op_own & CQE_OWNER) == !!(self->ci & self->qp.cq_entries))
+			break;
+		if (now_ns() > end)
+			return -1;
+		sched_yield();
+	}
+	v = htonl(++self->ci & 0xffffff);
+	__atomic_store_n((uint32_t *)self->cq_db, v, __ATOMIC_RELEASE);
+	return op_own;
+}
+
+static int wait_landed(const uint8_t *dst, const uint8_t *want, size_t len)
+{
+	uint64_t end = now_ns() + 2000000000ull;
+
+	while (memcmp(dst, want, len)) {
+		if (now_ns() > end)
+			return -1;
+		sched_yield();
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+TEST_F(user, create_reports_the_send_queue_it_maps)
+{
+	EXPECT_EQ(self->dev.sq_entries, self->sq.sq_entries);
+	EXPECT_GE(self->sq.sq_stride, self->dev.max_bf_wqe_size);
+	EXPECT_EQ(self->dev.bf_buf_size, self->sq.bf_buf_size);
+	EXPECT_EQ(0, self->sq.bf_reg_offset);
+	/* Every WQE starts invalid for the first pass: owner bit set. */
+	for (__u32 i = 0; i < self->sq.sq_entries; i++)
+		EXPECT_EQ(1u << 31, get_be32(self->sqbuf + i * self->sq.sq_stride));
+}
+
+TEST_F(user, blueflame_post_from_user_space_lands)
+{
+	uint8_t wqe[MAX_WQE + 64], want[256], last[256];
+	int len = build_rdma_write(wqe, 100, 7, sink_addr(&self->sink), self->sink.mr.rkey);
+	int burst = (len + 63) / 64 * 64;
+	uint64_t bf0 = 0, rdma0 = 0, dma0 = 0;
+
+	if (self->have_model) {
+		bf0 = model_read(&self->m, MODEL_WQE_BF);
+		dma0 = model_read(&self->m, MODEL_WQE_DMA);
+		rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
+	}
+	put_in_sq(self, wqe, len, 1);
+	memset(wqe + len, 0, burst - len);
+	ASSERT_EQ(0, bar_write(self->bf + self->sq.bf_reg_offset, wqe, burst));
+	rdma_write_pattern(want, 100, 7);
+	ASSERT_EQ(0, wait_landed(self->sink.buf, want, 100));
+	EXPECT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
+	if (!self->have_model)
+		return;
+	EXPECT_EQ(bf0 + 1, model_read(&self->m, MODEL_WQE_BF));
+	EXPECT_EQ(dma0, model_read(&self->m, MODEL_WQE_DMA));
+	EXPECT_EQ(rdma0 + 1, model_read(&self->m, MODEL_RDMA_WRITES));
+	/* Executed from exactly the bytes written, on this context's page. */
+	EXPECT_EQ(self->qp.qpn, (__u32)model_read(&self->m, MODEL_LAST_QPN));
+	EXPECT_EQ(MODEL_SOURCE_BF, (__u32)(model_read(&self->m, MODEL_LAST_QPN) >> 32));
+	for (int i = 0; i < burst; i += 8) {
+		uint64_t v = model_read_raw(&self->m, MODEL_LAST_BYTES + i);
+
+		memcpy(last + i, &v, 8);
+	}
+	EXPECT_EQ(0, memcmp(last, wqe, len));
+}
+
+TEST_F(user, doorbell_post_from_user_space_lands)
+{
+	uint8_t wqe[MAX_WQE + 64], want[256], db[4];
+	int len = build_rdma_write(wqe, 60, 3, sink_addr(&self->sink), self->sink.mr.rkey);
+	uint64_t dma0 = 0, doorbells0 = 0;
+
+	if (self->have_model) {
+		dma0 = model_read(&self->m, MODEL_WQE_DMA);
+		doorbells0 = model_read(&self->m, MODEL_DOORBELLS);
+	}
+	put_in_sq(self, wqe, len, 0);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	rdma_write_pattern(want, 60, 3);
+	ASSERT_EQ(0, wait_landed(self->sink.buf, want, 60));
+	EXPECT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
+	if (!self->have_model)
+		return;
+	EXPECT_EQ(dma0 + 1, model_read(&self->m, MODEL_WQE_DMA));
+	EXPECT_EQ(doorbells0 + 1, model_read(&self->m, MODEL_DOORBELLS));
+}
+
+TEST_F(user, a_full_pass_of_the_send_queue_completes)
+{
+	uint8_t wqe[MAX_WQE + 64], want[256];
+	__u32 n = 2 * self->sq.sq_entries + 1;
+
+	for (__u32 i = 0; i < n; i++) {
+		int len = build_rdma_write(wqe, 32, (uint8_t)i, sink_addr(&self->sink),
+					   self->sink.mr.rkey);
+		int burst = (len + 63) / 64 * 64;
+
+		put_in_sq(self, wqe, len, 1);
+		memset(wqe + len, 0, burst - len);
+		/* Alternating between the register's two buffers. */
+		ASSERT_EQ(0, bar_write(self->bf + (i & 1) * self->sq.bf_buf_size, wqe, burst));
+		self->head++;
+		ASSERT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
+		rdma_write_pattern(want, 32, (uint8_t)i);
+		ASSERT_EQ(0, wait_landed(self->sink.buf, want, 32));
+	}
+}
+
+TEST_F(user, post_send_on_it_is_einval)
+{
+	uint8_t wqe[MAX_WQE + 64];
+	int len = build_rdma_write(wqe, 8, 0, sink_addr(&self->sink), self->sink.mr.rkey);
+
+	EXPECT_EQ(-EINVAL, post_send(self->fd, self->qp.qp_handle, wqe, len, 0, NULL));
+}
+
+TEST_F(user, post_recv_on_it_is_eopnotsupp)
+{
+	EXPECT_EQ(-EOPNOTSUPP, post_recv(self->fd, self->qp.qp_handle, 1));
+}
+
+TEST_F(user, a_kernel_posted_qp_in_the_same_context_is_einval)
+{
+	struct mlx4_bf_qp_info qp;
+
+	EXPECT_EQ(-EINVAL, create_qp(self->fd, &qp));
+}
+
+TEST_F(user, bar_pages_map_one_shared_page)
+{
+	EXPECT_EQ(NULL, map_at(self->fd, MLX4_BF_MMAP_BF_PAGE, 2 * PAGE, PROT_WRITE, MAP_SHARED));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, map_at(self->fd, MLX4_BF_MMAP_BF_PAGE, PAGE, PROT_WRITE, MAP_PRIVATE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, map_at(self->fd, MLX4_BF_MMAP_BF_PAGE + PAGE, PAGE, PROT_WRITE,
+			       MAP_SHARED));
+}
+
+TEST(kernel_posting_context_cannot_map_its_pages)
+{
+	struct mlx4_bf_qp_info qp;
+	int fd = open(DEV_PATH, O_RDWR);
+
+	if (fd < 0)
+		SKIP(return, NO_DEVICE);
+	ASSERT_EQ(0, create_qp(fd, &qp));
+	EXPECT_EQ(NULL, map_at(fd, MLX4_BF_MMAP_BF_PAGE, PAGE, PROT_WRITE, MAP_SHARED));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(NULL, map_at(fd, MLX4_BF_MMAP_UAR_PAGE, PAGE, PROT_WRITE, MAP_SHARED));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-EINVAL, create_user_qp(fd, &qp, &(struct mlx4_bf_qp_send_info){ 0 }));
+	close(fd);
+}
+
+TEST(mapping_a_page_makes_the_context_post_from_user_space)
+{
+	struct mlx4_bf_qp_info qp;
+	struct mlx4_bf_qp_send_info sq;
+	int fd = open(DEV_PATH, O_RDWR);
+	void *bf;
+
+	if (fd < 0)
+		SKIP(return, NO_DEVICE);
+	bf = map_at(fd, MLX4_BF_MMAP_BF_PAGE, PAGE, PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(NULL, bf);
+	EXPECT_EQ(-EINVAL, create_qp(fd, &qp));
+	EXPECT_EQ(0, create_user_qp(fd, &qp, &sq));
+	munmap(bf, PAGE);
+	close(fd);
+}
+
+TEST(user_send_needs_the_send_info_output)
+{
+	struct mlx4_bf_qp_info qp;
+	struct call c;
+	int fd = open(DEV_PATH, O_RDWR);
+
+	if (fd < 0)
+		SKIP(return, NO_DEVICE);
+	EXPECT_EQ(-EINVAL, create_user_qp(fd, &qp, NULL));
+	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CREATE_QP);
+	call_inline_u32(&c, MLX4_BF_ATTR_QP_FLAGS, 1u << 5);
+	call_attr(&c, MLX4_BF_ATTR_QP_INFO, sizeof(qp), (uintptr_t)&qp);
+	EXPECT_EQ(-EINVAL, call_do(fd, &c));
+	/* Nothing was decided by the refusals: a kernel-posted QP is fine. */
+	EXPECT_EQ(0, create_qp(fd, &qp));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
