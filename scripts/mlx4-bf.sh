@@ -259,8 +259,11 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # instructions, deterministic; or in wall-clock time (wall).
 	   icount=()
 	   [ "${BENCH_CLOCK:-icount}" = icount ] && icount=(--icount)
+	   # Then the ioctl against rdma-core's way of posting (userpost).
 	   vm_boot run "/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
-		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} && $send_back" \
+		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
+		/work/mlx4-bf userpost ${icount[*]} --out-dir /tmp/results \
+		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} && $send_back" \
 		"${icount[@]}" --save-files "$TOP/results" -- "$OUT/guest"
 	   # Scaling needs vCPUs running side by side, and the ping-pong the
 	   # model's asynchronous answers: never under -icount. The stress

@@ -3,7 +3,9 @@
  * Lifetimes: unbinding the adapter while processes post, closing after the
  * unbind, binding it again. Runs last: it leaves the adapter bound again.
  */
+#include <setjmp.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -141,6 +143,64 @@ TEST(memory_regions_across_unbind)
 	EXPECT_EQ(0, reg_mr(fd, (uintptr_t)buf, 4096, 0, &mr)) TH_LOG("after the rebind");
 	close(fd);
 	munmap(buf, 4 * 4096);
+}
+
+/*
+ * One store to the BlueFlame page of a user-posting context (the mapping is
+ * not inherited by a child: VM_DONTCOPY): 1 if the page is gone (SIGBUS; on
+ * s390 the s390_pci_mmio_write() system call fails instead), 0 if the store
+ * went through.
+ */
+#ifdef __s390x__
+static int store_to_page(uint8_t *page)
+{
+	uint64_t zero = 0;
+
+	/* No PTE to look the PFN up in: follow_pfnmap_start() fails. */
+	return syscall(__NR_s390_pci_mmio_write, (unsigned long)page, &zero, 8) != 0;
+}
+#else
+static sigjmp_buf bus_error;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_error, 1);
+}
+
+static int store_to_page(uint8_t *page)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int gone;
+
+	sigaction(SIGBUS, &sa, &old);
+	gone = sigsetjmp(bus_error, 1);
+	if (!gone)
+		__atomic_store_n((uint64_t *)page, 0, __ATOMIC_RELAXED);
+	sigaction(SIGBUS, &old, NULL);
+	return gone;
+}
+#endif
+
+TEST(bar_page_mappings_are_zapped_at_unbind)
+{
+	char bdf[64];
+	uint8_t *bf;
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	bf = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, MLX4_BF_MMAP_BF_PAGE);
+	ASSERT_NE(MAP_FAILED, bf);
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	/* The page is gone from the process: nothing reaches the device. */
+	EXPECT_EQ(1, store_to_page(bf));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, MLX4_BF_MMAP_BF_PAGE));
+	munmap(bf, 4096);
+	EXPECT_EQ(0, close(fd));
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
 }
 
 /*
