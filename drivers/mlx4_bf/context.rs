@@ -510,7 +510,11 @@ impl Context {
     }
 
     /// A QP's buffer as a new QP's: in the QP pool, or in the area.
-    fn init_any_qp_buffer(&self, state: &State, (slot, index, user_send): (usize, usize, bool)) -> Result {
+    fn init_any_qp_buffer(
+        &self,
+        state: &State,
+        (slot, index, user_send): (usize, usize, bool),
+    ) -> Result {
         if user_send {
             self.user_area(state)?.init_user_qp(index)
         } else {

@@ -87,13 +87,7 @@ impl UserMaps {
         // every open file and lives as long as it.
         let mapping = unsafe { (*file.as_ptr()).f_mapping };
         if !self.files.iter().any(|m| m.uar_index == uar_index) {
-            self.files.push(
-                Mapped {
-                    uar_index,
-                    mapping,
-                },
-                GFP_KERNEL,
-            )?;
+            self.files.push(Mapped { uar_index, mapping }, GFP_KERNEL)?;
         }
         let raw = vma.as_ptr();
         let (phys, write_combining) = match page {
@@ -110,9 +104,9 @@ impl UserMaps {
             }
             bindings::remap_pfn_range(
                 raw,
-                vma.start() as _,
-                (phys / PAGE as u64) as _,
-                PAGE as _,
+                vma.start(),
+                (phys / PAGE as u64) as usize,
+                PAGE,
                 (*raw).vm_page_prot,
             )
         };
@@ -135,8 +129,8 @@ impl UserMaps {
             unsafe {
                 bindings::unmap_mapping_range(
                     m.mapping,
-                    abi::MMAP_UAR_PAGE as _,
-                    (2 * PAGE) as _,
+                    abi::MMAP_UAR_PAGE as i64,
+                    (2 * PAGE) as i64,
                     1,
                 )
             };

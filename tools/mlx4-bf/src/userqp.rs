@@ -105,7 +105,9 @@ impl UserQp {
         buf[8..12].copy_from_slice(&(flags | CTRL_CQ_UPDATE).to_be_bytes());
         let entries = self.send.sq_entries;
         match path {
-            UserPath::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], self.qp.qpn, self.head, entries),
+            UserPath::BlueFlame => {
+                wqe::stamp_blueflame(&mut buf[..len], self.qp.qpn, self.head, entries)
+            }
             UserPath::Doorbell => wqe::stamp_doorbell(&mut buf[..len], self.head, entries),
         }
         let slot = (self.head & (entries - 1)) as usize * stride;
@@ -116,8 +118,10 @@ impl UserQp {
             let dst = self.sq.as_ptr().add(slot);
             std::ptr::copy_nonoverlapping(buf[4..].as_ptr(), dst.add(4), len - 4);
             fence(Ordering::Release);
-            AtomicU32::from_ptr(dst.cast())
-                .store(u32::from_ne_bytes(buf[..4].try_into().unwrap_or_default()), Ordering::Relaxed);
+            AtomicU32::from_ptr(dst.cast()).store(
+                u32::from_ne_bytes(buf[..4].try_into().unwrap_or_default()),
+                Ordering::Relaxed,
+            );
         }
         // The WQE in memory before the adapter hears of it.
         fence(Ordering::SeqCst);
@@ -182,7 +186,10 @@ impl UserQp {
 unsafe fn mmio_write(dst: *mut u8, bytes: &[u8]) -> io::Result<()> {
     if bytes.len() == 4 {
         // SAFETY: by the caller's guarantee; the doorbell is 4-byte aligned.
-        unsafe { dst.cast::<u32>().write_volatile(u32::from_ne_bytes(bytes.try_into().unwrap_or_default())) };
+        unsafe {
+            dst.cast::<u32>()
+                .write_volatile(u32::from_ne_bytes(bytes.try_into().unwrap_or_default()))
+        };
     } else {
         for (i, q) in bytes.chunks_exact(8).enumerate() {
             // SAFETY: by the caller's guarantee; 8-byte aligned offsets.

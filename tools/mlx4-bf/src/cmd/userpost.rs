@@ -107,7 +107,11 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
         }
         let med: Vec<f64> = samples
             .iter()
-            .map(|s| summarize(s).map(|s| s.typical).ok_or_else(|| anyhow!("no samples")))
+            .map(|s| {
+                summarize(s)
+                    .map(|s| s.typical)
+                    .ok_or_else(|| anyhow!("no samples"))
+            })
             .collect::<Result<_>>()?;
         let _ = writeln!(
             txt,

@@ -114,8 +114,12 @@ FIXTURE_TEARDOWN(user)
 	close(self->fd);
 }
 
-/* Stamps and writes WQE number self->head into the send queue, owner last. */
-static void put_in_sq(FIXTURE_DATA(user) *self, uint8_t *wqe, int len, int bf)
+/*
+ * Stamps and writes WQE number self->head into the send queue, owner last.
+ * (struct _test_data_user is FIXTURE_DATA(user), spelled so checkpatch
+ * sees a type.)
+ */
+static void put_in_sq(struct _test_data_user *self, uint8_t *wqe, int len, int bf)
 {
 	uint8_t *slot = self->sqbuf + (self->head % self->sq.sq_entries) * self->sq.sq_stride;
 	uint32_t owner = (self->head & self->sq.sq_entries) ? 1u << 31 : 0;
@@ -134,7 +138,7 @@ static void put_in_sq(FIXTURE_DATA(user) *self, uint8_t *wqe, int len, int bf)
 }
 
 /* Waits for the send CQE of the last WQE and consumes it; its opcode byte. */
-static int wait_send_cqe(FIXTURE_DATA(user) *self)
+static int wait_send_cqe(struct _test_data_user *self)
 {
 	const uint8_t *cqe = self->cq + (self->ci % self->qp.cq_entries) * self->qp.cqe_size;
 	uint64_t end = now_ns() + 2000000000ull;
