@@ -273,7 +273,9 @@ bench)     need_kdir; build_selftests "$KDIR"
 		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
 		cat /tmp/results/stress.txt &&
 		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
-			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300}; rc=\$?;
+			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
+		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
+			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
 pingpong)  need_kdir; build_selftests "$KDIR"
@@ -283,7 +285,9 @@ pingpong)  need_kdir; build_selftests "$KDIR"
 	   # answers asynchronously: never under -icount).
 	   vm_boot run "mkdir -p /tmp/results &&
 		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
-			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300}; rc=\$?;
+			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
+		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
+			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		--save-files "$TOP/results" -- "$OUT/guest" ;;
 profile)   need_kdir

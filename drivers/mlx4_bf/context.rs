@@ -311,6 +311,8 @@ impl Context {
     /// A context whose QPs the kernel posts to never maps them: the
     /// reserved lkey its QPs may use would reach any memory.
     fn map_bar_page(&self, file: &File, vma: &VmaNew, offset: u64) -> Result {
+        // A mapping that cannot be made decides nothing.
+        crate::usermap::check(vma)?;
         if self.claim_send_mode(SEND_USER).is_err() {
             return Err(EPERM);
         }

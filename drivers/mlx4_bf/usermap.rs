@@ -29,6 +29,14 @@ const PAGE: usize = 4096;
 /// The two pages are adjacent in the file's offsets: one zap covers both.
 const _: () = assert!(abi::MMAP_BF_PAGE == abi::MMAP_UAR_PAGE + PAGE as u64);
 
+/// What a mapping of a BAR page must be: one shared page.
+pub(crate) fn check(vma: &VmaNew) -> Result {
+    if vma.end() - vma.start() != PAGE || vma.flags() & flags::SHARED == 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 /// The address space of one file that maps a page of the BAR.
 struct Mapped {
     /// The context (its UAR index) whose file it is.
@@ -77,9 +85,7 @@ impl UserMaps {
         if self.revoked {
             return Err(ENODEV);
         }
-        if vma.end() - vma.start() != PAGE || vma.flags() & flags::SHARED == 0 {
-            return Err(EINVAL);
-        }
+        check(vma)?;
         vma.try_clear_mayexec()?;
         vma.set_dontcopy();
         vma.set_dontexpand();

@@ -36,6 +36,16 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// The sweep's sizes that fit a BlueFlame post, and that limit.
+    pub fn bf_sizes(&self, info: &abi::DeviceInfo) -> Result<(Vec<usize>, usize)> {
+        let cutoff = bf_cutoff(info);
+        let sizes: Vec<usize> = self.sizes()?.into_iter().filter(|&s| s <= cutoff).collect();
+        if sizes.is_empty() {
+            bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
+        }
+        Ok((sizes, cutoff))
+    }
+
     pub fn sizes(&self) -> Result<Vec<usize>> {
         if self.min > self.max {
             bail!("--min {} is above --max {}", self.min, self.max);

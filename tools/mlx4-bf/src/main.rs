@@ -81,6 +81,7 @@ enum Command {
     /// to the mapped BlueFlame page (or the doorbell), by stores on x86 and
     /// by the s390_pci_mmio_write system call on s390. Interleaved with the
     /// ioctl's staged BlueFlame and doorbell posts and the no-op ioctl.
+    /// --pingpong: ib_write_lat-style RDMA-write ping-pong both ways instead.
     Userpost(userpost::Args),
 }
 
@@ -147,6 +148,7 @@ mod tests {
             "mlx4-bf post --size 2000 --hexdump",
             "mlx4-bf stress --threads 2 --seconds 1 --size 2000",
             "mlx4-bf userpost --icount --min 4 --max 208 --step 68 --iters 300",
+            "mlx4-bf userpost --pingpong --min 4 --max 208 --step 68 --iters 300",
         ] {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert!(Cli::try_parse_from(&words).is_ok(), "{line}");
@@ -157,6 +159,7 @@ mod tests {
             "mlx4-bf pingpong --iters 3",
             "mlx4-bf pingpong --op rdma-write",
             "mlx4-bf stress --size 70000",
+            "mlx4-bf userpost --icount --pingpong",
         ] {
             let words: Vec<&str> = bad.split_whitespace().collect();
             assert!(Cli::try_parse_from(&words).is_err(), "{bad}");

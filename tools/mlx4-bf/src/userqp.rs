@@ -91,13 +91,16 @@ impl UserQp {
     pub fn post(&mut self, wqe: &[u8], path: UserPath) -> io::Result<()> {
         let stride = self.send.sq_stride as usize;
         let bf_ok = wqe.len() <= self.send.bf_buf_size as usize;
-        if wqe.len() < 16 || wqe.len() > stride || (path == UserPath::BlueFlame && !bf_ok) {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN.next_multiple_of(64)];
+        if wqe.len() < 16
+            || wqe.len() > stride.min(wqe::MAX_WQE_LEN)
+            || (path == UserPath::BlueFlame && !bf_ok)
+        {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         if self.outstanding() >= self.send.sq_entries {
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
         }
-        let mut buf = [0u8; 1024];
         let len = wqe.len();
         let burst = wqe::bf_burst_len(len);
         buf[..len].copy_from_slice(wqe);

@@ -5,14 +5,13 @@
 
 use std::{fmt::Write as _, fs, io, path::PathBuf, time::Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
     common::{
-        bf_cutoff, ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep,
-        WriteScratch, WARMUP,
+        ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep, WriteScratch, WARMUP,
     },
     device::Device,
     report,
@@ -114,15 +113,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     };
     let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let cutoff = bf_cutoff(&info);
-    let sizes: Vec<usize> = sweep
-        .sizes()?
-        .into_iter()
-        .filter(|&s| s <= cutoff)
-        .collect();
-    if sizes.is_empty() {
-        bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
-    }
+    let (sizes, cutoff) = sweep.bf_sizes(&info)?;
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     // Every post is an RDMA write into a region of this context (the QP is
     // connected to itself), registered before the timed rounds.

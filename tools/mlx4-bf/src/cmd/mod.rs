@@ -9,3 +9,4 @@ pub mod pingpong;
 pub mod post;
 pub mod stress;
 pub mod userpost;
+pub mod writelat;

@@ -7,11 +7,12 @@
 
 use std::{fmt::Write as _, fs, io, path::Path, path::PathBuf, time::Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    common::{bf_cutoff, ioerr, open, post_staged_timed, writer_name, Sweep, WriteScratch, WARMUP},
+    cmd::writelat,
+    common::{ioerr, open, post_staged_timed, writer_name, Sweep, WriteScratch, WARMUP},
     stats::summarize,
     userqp::{UserPath, UserQp},
 };
@@ -24,14 +25,22 @@ pub struct Args {
     #[arg(long, default_value = "results")]
     out_dir: PathBuf,
     /// The guest runs under QEMU's `-icount shift=0`: report instructions.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pingpong")]
     icount: bool,
+    /// Instead of the cost per post: ib_write_lat-style RDMA-write ping-pong
+    /// between two contexts, by ioctl and from user space, in wall-clock
+    /// time (never under -icount: the model answers in real time).
+    #[arg(long)]
+    pingpong: bool,
 }
 
 /// The paths, in the table's order.
 const PATHS: [&str; 5] = ["noop", "ioctl_bf", "ioctl_db", "user_bf", "user_db"];
 
 pub fn run(path: &Path, args: &Args) -> Result<()> {
+    if args.pingpong {
+        return pingpong(path, args);
+    }
     let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
     let (scale, unit) = if args.icount {
         (1000.0, "guest instructions (QEMU -icount shift=0)")
@@ -45,15 +54,7 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     let info = kdev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let kqp = kdev.create_qp().map_err(ioerr("CREATE_QP"))?;
     let mut uqp = UserQp::create(&udev)?;
-    let cutoff = bf_cutoff(&info);
-    let sizes: Vec<usize> = sweep
-        .sizes()?
-        .into_iter()
-        .filter(|&s| s <= cutoff)
-        .collect();
-    if sizes.is_empty() {
-        bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
-    }
+    let (sizes, _) = sweep.bf_sizes(&info)?;
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let kscratch = WriteScratch::new(&kdev, &info, largest)?;
@@ -134,6 +135,38 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     kscratch.close()?;
     uscratch.close()?;
     println!("wrote userpost.txt to {}", out_dir.display());
+    Ok(())
+}
+
+/// The two ways of posting in an ib_write_lat ping-pong, per size.
+fn pingpong(path: &Path, args: &Args) -> Result<()> {
+    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
+    let info = open(path)?.query_device().map_err(ioerr("QUERY_DEVICE"))?;
+    let (sizes, _) = sweep.bf_sizes(&info)?;
+    let sizes: Vec<usize> = sizes.into_iter().map(|s| s.next_multiple_of(4)).collect();
+    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let ioctl = writelat::one_way_us(path, &info, false, &sizes, sweep.iters, WARMUP)?;
+    let user = writelat::one_way_us(path, &info, true, &sizes, sweep.iters, WARMUP)?;
+    let mut txt = format!(
+        "# mlx4-bf userpost --pingpong: ib_write_lat-style RDMA-write ping-pong between two contexts,\n\
+         # BlueFlame, {} writer, {} iterations per size; t_typical = median round trip / 2, microseconds\n\
+         # (wall clock under emulation); ioctl = POST_SEND, user = {}\n\
+         #bytes   ioctl[usec]  user[usec]   user/ioctl\n",
+        writer_name(info.writer),
+        sweep.iters,
+        if cfg!(target_arch = "s390x") {
+            "s390_pci_mmio_write() to the mapped BlueFlame page"
+        } else {
+            "stores to the mapped BlueFlame page"
+        },
+    );
+    for ((size, k), u) in sizes.iter().zip(&ioctl).zip(&user) {
+        let _ = writeln!(txt, "{size:<8} {k:<12.2} {u:<12.2} {:.2}", u / k);
+    }
+    print!("{txt}");
+    let p = out_dir.join("userpost-pingpong.txt");
+    fs::write(&p, &txt).with_context(|| format!("cannot write {}", p.display()))?;
+    println!("wrote userpost-pingpong.txt to {}", out_dir.display());
     Ok(())
 }
 

@@ -15,7 +15,7 @@ if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
 	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
 	exit 4
 fi
-echo "1..9"
+echo "1..10"
 
 check() { # name expected-text command...
 	name=$1 want=$2
@@ -70,4 +70,7 @@ ok_if rdma_write_imm_pingpong_lands_its_data \
 ok_if userpost_compares_user_and_ioctl_posts sh -c \
 	"'$HELPER' userpost --min 4 --max 208 --step 204 --iters 20 --out-dir /tmp/userpost |
 	 grep '^208 ' >/dev/null"
+ok_if userpost_pingpong_runs_both_ways sh -c \
+	"'$HELPER' userpost --pingpong --min 4 --max 8 --step 4 --iters 20 --out-dir /tmp/userpost |
+	 grep '^8 ' >/dev/null"
 exit $fail

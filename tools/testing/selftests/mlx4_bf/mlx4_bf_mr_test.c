@@ -52,20 +52,6 @@ static uint8_t *map_pages(int pages, int prot)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Waits up to 2 s for the @len bytes at @dst to read @want; 0 once they do. */
-static int wait_landed(const uint8_t *dst, const uint8_t *want, size_t len)
-{
-	uint64_t end = now_ns() + 2000000000ull;
-
-	while (memcmp(dst, want, len)) {
-		if (now_ns() > end)
-			return -1;
-		sched_yield();
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	}
-	return 0;
-}
-
 /*
  * The model's fault counters when the program started: no test may make
  * the adapter see a protection fault (the last test compares). Read before

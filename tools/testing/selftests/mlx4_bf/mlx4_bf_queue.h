@@ -166,6 +166,20 @@ static inline uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* Waits up to 2 s for the @len bytes at @dst to read @want; 0 once they do. */
+static inline int wait_landed(const uint8_t *dst, const uint8_t *want, size_t len)
+{
+	uint64_t end = now_ns() + 2000000000ull;
+
+	while (memcmp(dst, want, len)) {
+		if (now_ns() > end)
+			return -1;
+		sched_yield();
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
 /* Spins up to @ms for the next CQE; NULL on timeout. */
 static inline const uint8_t *ep_wait(struct endpoint *e, int ms)
 {

@@ -158,19 +158,6 @@ static int wait_send_cqe(struct _test_data_user *self)
 	return op_own;
 }
 
-static int wait_landed(const uint8_t *dst, const uint8_t *want, size_t len)
-{
-	uint64_t end = now_ns() + 2000000000ull;
-
-	while (memcmp(dst, want, len)) {
-		if (now_ns() > end)
-			return -1;
-		sched_yield();
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	}
-	return 0;
-}
-
 TEST_F(user, create_reports_the_send_queue_it_maps)
 {
 	EXPECT_EQ(self->dev.sq_entries, self->sq.sq_entries);
