@@ -1180,10 +1180,9 @@ fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
     };
 }
 
-/// Copies a stamped WQE into its send-queue slot, the control segment's first
-/// word last, so the adapter never sees a valid owner bit on a partial WQE.
-/// Eight bytes at a time, not `memcpy` (whose `rep movsb` costs one
-/// instruction per byte under `-icount`, Documentation/performance.rst).
+/// Copies a stamped WQE (8-byte aligned: the WQE buffer) into its
+/// send-queue slot, the control segment's first word last, so the adapter
+/// never sees a valid owner bit on a partial WQE (`copy.rs`).
 fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
     let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let len = wqe_bytes.len();
@@ -1191,18 +1190,18 @@ fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
         return;
     }
     let src = wqe_bytes.as_ptr();
+    if !(src as usize).is_multiple_of(8) {
+        return;
+    }
     // SAFETY: `base + SQ_STRIDE` lies inside the pool and `16 <= len <=
     // SQ_STRIDE`, a multiple of 8 (checked above); the slot is 1 KiB
     // aligned in the page-aligned pool. It belongs to this QP, whose
     // context lock the caller holds, and is free (its last WQE completed):
     // the device ignores it until the first word gives it the pass's owner
-    // bit. `src` has `len` bytes, read unaligned.
+    // bit. `src` has `len` bytes, 8-byte aligned (checked).
     unsafe {
         let dst = hw.qp_pool.as_mut_ptr().cast::<u8>().add(base);
-        for i in 1..len / 8 {
-            let v = src.add(8 * i).cast::<u64>().read_unaligned();
-            core::ptr::write_volatile(dst.add(8 * i).cast::<u64>(), v);
-        }
+        crate::copy::qwords(dst.add(8).cast(), src.add(8).cast(), len / 8 - 1);
         let v = src.add(4).cast::<u32>().read_unaligned();
         core::ptr::write_volatile(dst.add(4).cast::<u32>(), v);
         crate::writer::wmb();

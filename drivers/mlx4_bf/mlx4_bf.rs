@@ -53,6 +53,7 @@ mod bar2;
 mod be;
 mod cmd;
 mod context;
+mod copy;
 mod cq;
 mod eq;
 mod events;

@@ -80,20 +80,6 @@ pub(crate) struct Bundle<'a> {
     used: u32,
 }
 
-/// `struct mlx4_bf_attr` from its bytes, as user space laid it out.
-fn parse_attr(b: &[u8]) -> Attr {
-    let u16_at = |at: usize| u16::from_ne_bytes([b[at], b[at + 1]]);
-    // Byte by byte: a `copy_from_slice` here is a `memcpy` call per attribute.
-    let data = [b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]];
-    Attr {
-        attr_id: u16_at(0),
-        len: u16_at(2),
-        flags: u16_at(4),
-        reserved: u16_at(6),
-        data: u64::from_ne_bytes(data),
-    }
-}
-
 impl<'a> Bundle<'a> {
     /// Reads and checks the header and attributes at user address `arg`:
     /// two copies from user space, however many attributes. Inlined into the
@@ -104,7 +90,17 @@ impl<'a> Bundle<'a> {
             .reader()
             .read()?;
         let count = abi::check_hdr(&hdr).map_err(|_| EINVAL)?;
-        let mut raw = [MaybeUninit::<u8>::uninit(); MAX_ATTRS * ATTR_LEN];
+        // The attributes straight into the caller's store: `struct
+        // mlx4_bf_attr` is integers only, so any bytes are a valid `Attr`
+        // (native-endian, as user space laid them out).
+        // SAFETY: The store is `MAX_ATTRS` `Attr`s, as many bytes as viewed
+        // here, and is only written through this view until the loop below.
+        let raw = unsafe {
+            core::slice::from_raw_parts_mut(
+                attrs.as_mut_ptr().cast::<MaybeUninit<u8>>(),
+                MAX_ATTRS * ATTR_LEN,
+            )
+        };
         if count != 0 {
             UserSlice::new(UserPtr::from_addr(arg + HDR_LEN), count * ATTR_LEN)
                 .reader()
@@ -112,11 +108,8 @@ impl<'a> Bundle<'a> {
         }
         let mut by_id = 0u128;
         for i in 0..count {
-            // SAFETY: `read_raw()` initialized the first `count * ATTR_LEN` bytes.
-            let bytes = unsafe {
-                core::slice::from_raw_parts(raw.as_ptr().add(i * ATTR_LEN).cast::<u8>(), ATTR_LEN)
-            };
-            let attr = parse_attr(bytes);
+            // SAFETY: `read_raw()` initialized the first `count` attributes.
+            let attr = unsafe { attrs[i].assume_init_ref() };
             let id = usize::from(attr.attr_id);
             // Unknown flag bits are reserved; an attribute given twice is
             // ambiguous (an unknown id twice too: it is never looked up).
@@ -125,7 +118,7 @@ impl<'a> Bundle<'a> {
             } else {
                 attrs[..i]
                     .iter()
-                    // SAFETY: The first `i` were written in earlier rounds.
+                    // SAFETY: As above (`i < count`).
                     .any(|a| unsafe { a.assume_init_ref() }.attr_id == attr.attr_id)
             };
             if attr.reserved != 0 || attr.flags & !ATTR_F_MANDATORY != 0 || twice {
@@ -134,7 +127,6 @@ impl<'a> Bundle<'a> {
             if id < ATTR_IDS {
                 by_id |= (i as u128 + 1) << (4 * id);
             }
-            attrs[i].write(attr);
         }
         Ok(Bundle {
             object_id: hdr.object_id,
