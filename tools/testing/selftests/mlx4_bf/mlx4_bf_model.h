@@ -125,6 +125,25 @@ static inline void mmio_store32(uint8_t *addr, uint32_t raw)
 #define NO_DEVICE	DEV_PATH " is missing: mlx4_bf not loaded or not bound"
 #define NO_ANALYZER	"no device model behind mlx4_bf (no analyzer)"
 
+/*
+ * Protection faults a test makes the adapter see on purpose: a WQE that user
+ * space wrote itself (a user-posted QP, which the kernel does not check).
+ * Each is one line, "local" or "remote", in this file, which the suite's
+ * last check (mlx4_bf_invariants) subtracts from the model's fault counters:
+ * every other fault is one the kernel let through.
+ */
+#define DECLARED_FAULTS	"/tmp/mlx4_bf_declared_faults"
+
+static inline void declare_fault(const char *kind)
+{
+	FILE *f = fopen(DECLARED_FAULTS, "a");
+
+	if (f) {
+		fprintf(f, "%s\n", kind);
+		fclose(f);
+	}
+}
+
 struct model {
 	uint8_t *diag;
 	void *map;

@@ -23,6 +23,8 @@
 /* CQE byte 31 of a send completion: IS_SEND (0x40) and the WQE's opcode. */
 #define SEND_CQE_MASK		0x5f
 #define SEND_CQE_RDMA_WRITE	(0x40 | OP_RDMA_WRITE)
+/* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
+#define RESERVED_LKEY		0x00000008
 
 static int create_user_qp(int fd, struct mlx4_bf_qp_info *qp, struct mlx4_bf_qp_send_info *sq)
 {
@@ -244,6 +246,66 @@ TEST_F(user, a_full_pass_of_the_send_queue_completes)
 		rdma_write_pattern(want, 32, (uint8_t)i);
 		ASSERT_EQ(0, wait_landed(self->sink.buf, want, 32));
 	}
+}
+
+/*
+ * What keeps a user-posted QP safe is the adapter: no rlkey in its context,
+ * so a gather naming the reserved lkey (a DMA address, as the kernel's own
+ * WQEs use it) is a local protection error, and nothing is read or written.
+ */
+TEST_F(user, the_adapter_refuses_the_reserved_lkey)
+{
+	struct sge sg = { .addr = 0x1000, .length = 64, .lkey = RESERVED_LKEY };
+	uint8_t wqe[MAX_WQE + 64], db[4];
+	uint64_t faults0, rdma0;
+	int len, op;
+
+	if (!self->have_model || model_version(&self->m) < 4)
+		SKIP(return, NO_ANALYZER " (diag version 4)");
+	faults0 = model_read(&self->m, MODEL_LOCAL_PROT_FAULTS);
+	rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
+	memset(self->sink.buf, 0xee, 64);
+	len = build_gather(wqe, OP_RDMA_WRITE, sink_addr(&self->sink), self->sink.mr.rkey, &sg, 1);
+	put_in_sq(self, wqe, len, 0);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	declare_fault("local");
+	op = wait_send_cqe(self);
+	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, op & SEND_CQE_MASK);
+	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
+	EXPECT_EQ(rdma0, model_read(&self->m, MODEL_RDMA_WRITES));
+	for (int i = 0; i < 64; i++)
+		ASSERT_EQ(0xee, self->sink.buf[i]);
+}
+
+/*
+ * An RDMA write naming a region of another context by its rkey: the
+ * responder's protection domain differs, a remote access error.
+ */
+TEST_F(user, the_adapter_refuses_a_foreign_rkey)
+{
+	uint8_t wqe[MAX_WQE + 64], db[4];
+	struct sink other = { 0 };
+	uint64_t faults0;
+	int fd, len;
+
+	if (!self->have_model || model_version(&self->m) < 4)
+		SKIP(return, NO_ANALYZER " (diag version 4)");
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, sink_open(fd, &other));
+	memset(other.buf, 0xee, 64);
+	faults0 = model_read(&self->m, MODEL_REMOTE_ACCESS_FAULTS);
+	len = build_rdma_write(wqe, 32, 1, sink_addr(&other), other.mr.rkey);
+	put_in_sq(self, wqe, len, 0);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	declare_fault("remote");
+	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_REMOTE_ACCESS_FAULTS));
+	for (int i = 0; i < 64; i++)
+		ASSERT_EQ(0xee, other.buf[i]);
+	close(fd);
 }
 
 TEST_F(user, post_send_on_it_is_einval)
