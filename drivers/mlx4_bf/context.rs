@@ -663,6 +663,10 @@ impl Context {
     /// Looks at the receive CQ of QP `index`: an error CQE there means the
     /// QP is in ERR, and sends must not reach it any more.
     fn scan_recv(&self, state: &mut State, index: usize) -> Result {
+        // No receive WQE outstanding, no CQE to read: a sender's case.
+        if state.qps[index].as_ref().is_some_and(|q| q.recv.idle()) {
+            return Ok(());
+        }
         let area = self.user_area(state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
@@ -1085,43 +1089,48 @@ impl Context {
             wqe_index: head & (SQ_ENTRIES - 1),
             ..Default::default()
         };
-        let (offset, burst) = {
-            let hw = self.hw()?;
-            match path {
-                wqe::Path::BlueFlame => {
-                    let burst = wqe::bf_burst_len(len);
-                    zero_qwords(&mut buf[len..burst]);
-                    let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
-                        + *bf_half as usize;
-                    result.path = abi::PATH_BLUEFLAME;
-                    result.bf_offset = caps.bf_area().0 + offset as u64;
-                    result.bytes_written = burst as u32;
-                    Writer::check(hw.bar2.bf(), offset, burst)?;
-                    if out.is_some() {
-                        result.store_blocks =
-                            self.adapter
-                                .writer
-                                .blocks(hw.bar2.bf(), offset, &buf[..burst]);
-                    }
-                    (offset, burst)
-                }
-                wqe::Path::Doorbell => {
-                    let doorbell = caps.doorbell_offset(self.uar_index) as usize;
-                    hw.bar2.uar().io_addr::<u32>(doorbell)?;
-                    result.path = abi::PATH_DOORBELL;
-                    result.bf_offset = doorbell as u64;
-                    result.bytes_written = 4;
-                    (doorbell, 4)
-                }
+        let (offset, burst) = match path {
+            wqe::Path::BlueFlame => {
+                let burst = wqe::bf_burst_len(len);
+                zero_qwords(&mut buf[len..burst]);
+                let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
+                    + *bf_half as usize;
+                result.path = abi::PATH_BLUEFLAME;
+                result.bf_offset = caps.bf_area().0 + offset as u64;
+                result.bytes_written = burst as u32;
+                (offset, burst)
             }
+            wqe::Path::Doorbell => {
+                let doorbell = caps.doorbell_offset(self.uar_index) as usize;
+                result.path = abi::PATH_DOORBELL;
+                result.bf_offset = doorbell as u64;
+                result.bytes_written = 4;
+                (doorbell, 4)
+            }
+        };
+        // The offsets against the mapped BAR: nothing fails after them.
+        let check = |hw: &Hw| match path {
+            wqe::Path::BlueFlame => Writer::check(hw.bar2.bf(), offset, burst),
+            wqe::Path::Doorbell => hw.bar2.uar().io_addr::<u32>(offset).map(|_| ()),
         };
         // Copying the result out is the one step that could fail after the
         // device saw the WQE: it goes first, so a failed call posted nothing.
         if let Some(i) = out {
+            {
+                let hw = self.hw()?;
+                check(&hw)?;
+                if path == wqe::Path::BlueFlame {
+                    result.store_blocks =
+                        self.adapter
+                            .writer
+                            .blocks(hw.bar2.bf(), offset, &buf[..burst]);
+                }
+            }
             b.write(i, &result)?;
         }
 
         let hw = self.hw()?;
+        check(&hw)?;
         let _posting = hca.posting.try_access().ok_or(ENODEV)?;
         // From here on nothing fails: the offsets were checked above.
         if payload_len != 0 {

@@ -191,6 +191,7 @@ impl<'a> Bundle<'a> {
     }
 
     /// An input passed by pointer: its user slice.
+    #[inline]
     pub(crate) fn input_ptr(&mut self, attr_id: u16) -> Option<UserSlice> {
         let (_, a) = self.find(attr_id)?;
         Some(UserSlice::new(
@@ -200,6 +201,7 @@ impl<'a> Bundle<'a> {
     }
 
     /// Marks an output attribute as present; write it with [`Self::write`].
+    #[inline]
     pub(crate) fn output(&mut self, attr_id: u16) -> Option<usize> {
         self.find(attr_id).map(|(i, _)| i)
     }
@@ -225,11 +227,18 @@ impl<'a> Bundle<'a> {
     }
 
     /// After a method took its attributes: refuses unknown mandatory ones.
+    #[inline]
     pub(crate) fn check_unused(&self) -> Result {
         let unused = !self.used & ((1u32 << self.count) - 1);
         if unused == 0 {
             return Ok(());
         }
+        self.check_unknown(unused)
+    }
+
+    /// The attributes no method took: only optional ones may be among them.
+    #[cold]
+    fn check_unknown(&self, unused: u32) -> Result {
         let unknown_mandatory = (0..self.count)
             .any(|i| unused & (1 << i) != 0 && self.attr(i).flags & ATTR_F_MANDATORY != 0);
         if unknown_mandatory {
