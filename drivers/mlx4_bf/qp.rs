@@ -66,6 +66,7 @@ pub(crate) const CTRL_OWNER: u32 = 1 << 31;
 /// Asks for a completion of this WQE. The kernel owns the send queue and
 /// needs the CQE to know when the slot is free again, so every WQE posted to
 /// the adapter carries it, whatever user space set.
+#[inline]
 pub(crate) fn stamp_cq_update(wqe: &mut [u8]) -> Result {
     let at = CTRL_SRCRB_FLAGS;
     let b = wqe.get_mut(at..at + 4).ok_or(EINVAL)?;

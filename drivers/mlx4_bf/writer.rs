@@ -133,8 +133,21 @@ impl Writer {
                 // adapter may fall back to reading it there (`writel()`'s
                 // barrier, mlx4_en's wmb() before `mlx4_bf_copy()`).
                 wmb();
+                let src = burst.as_ptr() as usize;
+                if store_block::whole_blocks(src, dst, burst.len()) {
+                    // The plan's pieces, without planning: 128-byte blocks.
+                    let mut blocks = 0;
+                    for (i, block) in burst.chunks(store_block::MAX_BLOCK).enumerate() {
+                        let to = (dst + i * store_block::MAX_BLOCK) as *mut c_void;
+                        // SAFETY: As below: inside `area`, whole 64-bit words.
+                        unsafe { mmio::store_block(to, block)? };
+                        wmb();
+                        blocks += 1;
+                    }
+                    return Ok(blocks);
+                }
                 let mut blocks = 0;
-                for piece in store_block::plan(burst.as_ptr() as usize, dst, burst.len()) {
+                for piece in store_block::plan(src, dst, burst.len()) {
                     let src = &burst[piece.offset()..piece.offset() + piece.len()];
                     let to = (dst + piece.offset()) as *mut c_void;
                     match piece {

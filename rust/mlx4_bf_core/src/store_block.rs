@@ -93,6 +93,19 @@ impl Iterator for Plan {
     }
 }
 
+/// Whether the plan of a copy is nothing but store blocks of `MAX_BLOCK`
+/// bytes in order, the last one possibly shorter: so for a BlueFlame burst
+/// (whole 64-byte chunks) from an 8-byte aligned buffer that does not cross
+/// a 4 KiB boundary. The writer's fast path, which then skips the plan
+/// (property-tested against it).
+#[inline]
+pub fn whole_blocks(src: usize, dst: usize, len: usize) -> bool {
+    len != 0
+        && len.is_multiple_of(64)
+        && (src | dst) & 7 == 0
+        && (src & (BOUNDARY - 1)) + len <= BOUNDARY
+}
+
 /// Number of store blocks (PCISTB) a copy takes.
 pub fn block_count(src: usize, dst: usize, len: usize) -> usize {
     plan(src, dst, len)

@@ -196,11 +196,13 @@ pub enum Path {
 /// Does a WQE fit one BlueFlame buffer? The whole buffer is usable:
 /// `size <= bf_buf_size / 16` (the classic `<` lost 241..256-byte WQEs,
 /// i.e. RDMA-write payloads of 193..208 bytes).
+#[inline]
 pub fn fits_blueflame(info: &WqeInfo, bf_buf_size: u32) -> bool {
     info.gather_segs == 0 && info.size16 <= bf_buf_size / 16
 }
 
 /// Chooses the path for a valid WQE under the caller's `flags`.
+#[inline]
 pub fn choose_path(info: &WqeInfo, flags: u32, bf_buf_size: u32) -> Result<Path, Reject> {
     let fits = fits_blueflame(info, bf_buf_size);
     if flags & POST_F_FORCE_DOORBELL != 0 {
@@ -219,12 +221,14 @@ pub fn choose_path(info: &WqeInfo, flags: u32, bf_buf_size: u32) -> Result<Path,
 }
 
 /// Bytes a BlueFlame post writes: the WQE padded to 64 bytes.
+#[inline]
 pub fn bf_burst_len(wqe_len: usize) -> usize {
     wqe_len.next_multiple_of(BF_CHUNK)
 }
 
 /// Owner bit for send-queue index `head` of a queue of `entries` (a power of
 /// two): set on every other pass, as mlx4 does.
+#[inline]
 pub fn owner_bit(head: u32, entries: u32) -> u32 {
     if head & entries != 0 {
         CTRL_OWNER
@@ -236,6 +240,7 @@ pub fn owner_bit(head: u32, entries: u32) -> u32 {
 /// Stamps what only the kernel may set before a BlueFlame post: owner bit,
 /// WQE counter (`head & 0xffff` in bits 8..23 of `owner_opcode`) and
 /// `bf_qpn` (`qpn << 8`), as libmlx4's BlueFlame path does.
+#[inline]
 pub fn stamp_blueflame(wqe: &mut [u8], qpn: u32, head: u32, entries: u32) {
     let owner_opcode = be32(wqe, 0) | owner_bit(head, entries) | ((head & 0xffff) << 8);
     put_be32(wqe, 0, owner_opcode);
@@ -243,6 +248,7 @@ pub fn stamp_blueflame(wqe: &mut [u8], qpn: u32, head: u32, entries: u32) {
 }
 
 /// Stamps the owner bit before a doorbell post.
+#[inline]
 pub fn stamp_doorbell(wqe: &mut [u8], head: u32, entries: u32) {
     put_be32(wqe, 0, be32(wqe, 0) | owner_bit(head, entries));
 }

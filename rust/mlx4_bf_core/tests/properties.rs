@@ -4,7 +4,7 @@
 
 use mlx4_bf_core::{
     abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF},
-    store_block::{plan, Piece, MAX_BLOCK},
+    store_block::{plan, whole_blocks, Piece, MAX_BLOCK},
     wqe,
 };
 use proptest::prelude::*;
@@ -63,6 +63,29 @@ proptest! {
     /// The store-block plan covers the copy exactly, with pieces whose
     /// memory source never crosses 4 KiB (zpci_memcpy_toio's rule), at most
     /// 128 bytes, blocks only above 8 bytes.
+    /// Where the writer's fast path writes 128-byte blocks in order, the
+    /// plan says exactly that.
+    #[test]
+    fn whole_blocks_is_the_plan(src in 0usize..3 * 4096, dst in 0usize..4096, len in 0usize..600) {
+        if whole_blocks(src, dst, len) {
+            let want: Vec<Piece> = (0..len)
+                .step_by(MAX_BLOCK)
+                .map(|offset| Piece::Block { offset, len: MAX_BLOCK.min(len - offset) })
+                .collect();
+            prop_assert_eq!(plan(src, dst, len).collect::<Vec<_>>(), want);
+        }
+    }
+
+    /// Every BlueFlame burst from the 1 KiB aligned WQE buffer takes it.
+    #[test]
+    fn bursts_from_the_wqe_buffer_are_whole_blocks(
+        src in (0usize..16).prop_map(|k| k * 1024),
+        dst in (0usize..512).prop_map(|k| k * 8),
+        len in (1usize..=16).prop_map(|k| k * 64),
+    ) {
+        prop_assert!(whole_blocks(src, dst, len));
+    }
+
     #[test]
     fn store_block_plan_is_exact(src in 0usize..1 << 20, dst in 0usize..1 << 20, len in 0usize..2048) {
         let mut next = 0;
