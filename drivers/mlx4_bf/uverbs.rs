@@ -74,9 +74,11 @@ pub(crate) struct Bundle<'a> {
     /// The first `count` are initialized.
     attrs: &'a AttrStore,
     count: usize,
-    /// Four bits per attribute id below `ATTR_IDS`: 1 + its index in
-    /// `attrs`, 0 if absent; larger ids are unknown to every method.
-    by_id: u128,
+    /// Per attribute id below `ATTR_IDS`: 1 + its index in `attrs`, 0 if
+    /// absent; larger ids are unknown to every method. A byte each: one
+    /// load per lookup (as four bits of a `u128`, every lookup was a
+    /// 128-bit shift).
+    by_id: [u8; ATTR_IDS],
     used: u32,
 }
 
@@ -106,7 +108,7 @@ impl<'a> Bundle<'a> {
                 .reader()
                 .read_raw(&mut raw[..count * ATTR_LEN])?;
         }
-        let mut by_id = 0u128;
+        let mut by_id = [0u8; ATTR_IDS];
         for i in 0..count {
             // SAFETY: `read_raw()` initialized the first `count` attributes.
             let attr = unsafe { attrs[i].assume_init_ref() };
@@ -114,7 +116,7 @@ impl<'a> Bundle<'a> {
             // Unknown flag bits are reserved; an attribute given twice is
             // ambiguous (an unknown id twice too: it is never looked up).
             let twice = if id < ATTR_IDS {
-                by_id >> (4 * id) & 0xf != 0
+                by_id[id] != 0
             } else {
                 attrs[..i]
                     .iter()
@@ -125,7 +127,7 @@ impl<'a> Bundle<'a> {
                 return Err(EINVAL);
             }
             if id < ATTR_IDS {
-                by_id |= (i as u128 + 1) << (4 * id);
+                by_id[id] = i as u8 + 1;
             }
         }
         Ok(Bundle {
@@ -145,7 +147,7 @@ impl<'a> Bundle<'a> {
         if id >= ATTR_IDS {
             return None;
         }
-        let i = ((self.by_id >> (4 * id)) & 0xf) as usize;
+        let i = usize::from(self.by_id[id]);
         let i = i.checked_sub(1)?;
         self.used |= 1 << i;
         Some((i, self.attr(i)))
