@@ -213,9 +213,11 @@ impl MiscDevice for Context {
         Ok(ctx)
     }
 
-    /// Runs under the process's `mmap_lock`, so it takes no lock of ours:
-    /// the context's mutex is held around copies from and to user space,
-    /// which may fault and take `mmap_lock` (lockdep saw the cycle).
+    /// Runs under the process's `mmap_lock`, so it takes no lock that is
+    /// held around copies from and to user space (the context's mutex is:
+    /// they may fault and take `mmap_lock`, lockdep saw the cycle); the
+    /// adapter's `user_maps` lock is held around nothing but mapping and
+    /// zapping BAR pages.
     fn mmap(me: Pin<&Context>, file: &File, vma: &VmaNew) -> Result {
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
         let offset = unsafe { (*vma.as_ptr()).vm_pgoff } as u64 * 4096;
