@@ -26,7 +26,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::{
-        atomic::{Acquire, Atomic, Relaxed, Release},
+        atomic::{Acquire, Atomic, Release},
         poll::PollTable,
         Arc, Mutex,
     },
@@ -84,8 +84,6 @@ struct Qp {
     tail: u32,
     /// An error CQE arrived, the QP is in ERR.
     failed: bool,
-    /// User space owns its send queue (`abi::QP_F_USER_SEND`).
-    user_send: bool,
 }
 
 /// The WQE being posted, padded to whole 64-byte chunks with zeroes. Aligned
@@ -220,9 +218,10 @@ impl MiscDevice for Context {
     /// zapping BAR pages.
     fn mmap(me: Pin<&Context>, file: &File, vma: &VmaNew) -> Result {
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
-        let offset = unsafe { (*vma.as_ptr()).vm_pgoff } as u64 * 4096;
-        if offset == abi::MMAP_UAR_PAGE || offset == abi::MMAP_BF_PAGE {
-            return me.map_bar_page(file, vma, offset);
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
+        let offset = pgoff.checked_mul(4096).ok_or(EINVAL)?;
+        if offset as u64 == abi::MMAP_UAR_PAGE || offset as u64 == abi::MMAP_BF_PAGE {
+            return me.map_bar_page(file, vma, offset as u64);
         }
         let area = me.area_index.load(Acquire);
         if area == NO_AREA {
@@ -230,8 +229,9 @@ impl MiscDevice for Context {
         }
         // Any QP index of the context's own area: its memory is the
         // context's for its lifetime, with or without a QP there now.
-        let user_send = me.send_mode.load(Acquire) == SEND_USER;
-        me.adapter.umem.mmap(area as usize, vma, user_send)
+        me.adapter
+            .umem
+            .mmap(area as usize, vma, offset, me.user_posted())
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -294,6 +294,12 @@ impl Context {
     /// an RCU read-side section: nothing may sleep while it is held.
     fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Hw>> {
         self.adapter.hw.try_access().ok_or(ENODEV)
+    }
+
+    /// User space owns the send queues of this context's QPs
+    /// (`abi::QP_F_USER_SEND`): all of them, or none.
+    fn user_posted(&self) -> bool {
+        self.send_mode.load(Acquire) == SEND_USER
     }
 
     /// Fixes how the context's QPs post, unless it was fixed the other way.
@@ -592,7 +598,6 @@ impl Context {
             head: 0,
             tail: 0,
             failed: false,
-            user_send,
         };
         let at = (slot, index, user_send);
         let created = self
@@ -695,7 +700,7 @@ impl Context {
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
-        if qp.user_send {
+        if self.user_posted() {
             // Its buffer holds no receive buffers (`umem.rs`).
             return Err(crate::uverbs::eopnotsupp());
         }
@@ -727,13 +732,12 @@ impl Context {
         let index = self.find_qp(state, handle)?;
         self.reap(hca, state)?;
         self.scan_recv(state, index)?;
-        let (slot, qpn, cqn_recv, busy, user_send) = match &state.qps[index] {
+        let (slot, qpn, cqn_recv, busy) = match &state.qps[index] {
             Some(q) => (
                 q.slot,
                 q.qpn,
                 q.recv.cqn,
                 q.head != q.tail || !q.recv.idle(),
-                q.user_send,
             ),
             None => return Err(ENOENT),
         };
@@ -743,7 +747,7 @@ impl Context {
         }
         // A user-posted QP's sends in flight are dropped, as by a verbs
         // modify to RESET: its send queue starts again at WQE 0.
-        let at = (slot, index, user_send);
+        let at = (slot, index, self.user_posted());
         let params = self.qp_params(state, at, qpn, remote, cqn_recv)?;
         self.init_any_qp_buffer(state, at)?;
         let reconnected = hca.reconnect_qp(&params, slot);
@@ -996,7 +1000,7 @@ impl Context {
         let qp_index = self
             .find_qp(state, handle)
             .map_err(|e| self.reject(Reject::Qp, e))?;
-        if self.send_mode.load(Relaxed) == SEND_USER {
+        if self.user_posted() {
             // User space owns the send queues of this context's QPs.
             return Err(self.reject(Reject::Qp, EINVAL));
         }

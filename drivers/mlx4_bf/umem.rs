@@ -89,12 +89,10 @@ impl UserMem {
     /// Maps the part of area `area` that `vma` asks for: one region of a
     /// QP index, read-only unless it is the doorbell record or WQE page, or
     /// the QP buffer of a context whose QPs user space posts to.
-    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, user_send: bool) -> Result {
+    /// `start` is the mapping's file offset (`vm_pgoff` in bytes).
+    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, start: usize, user_send: bool) -> Result {
         let mem = self.areas.get(area).ok_or(EINVAL)?;
         let len = vma.end() - vma.start();
-        // SAFETY: `vma` is the VMA being set up by this mmap() call.
-        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
-        let start = pgoff.checked_mul(PAGE).ok_or(EINVAL)?;
         let within = start % QP_AREA_BYTES;
         let (region, writable) = match within {
             CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),
