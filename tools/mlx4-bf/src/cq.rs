@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A QP's receive side as user space sees it (ABI 2): the receive CQ ring,
-//! its consumer-index page and the receive buffers, all mapped from the
-//! device file, and the receive CQE (`struct mlx4_cqe`, big-endian fields).
+//! A QP's CQ as user space polls it (the ring and its consumer-index page,
+//! mapped from the device file), a QP's receive side (ABI 2: that CQ and the
+//! receive buffers), and the CQE (`struct mlx4_cqe`, big-endian fields).
 
 use std::{
     io, ptr,
@@ -17,7 +17,7 @@ use crate::device::{Device, Mapping};
 /// Bytes of the legacy CQE; a 64-byte entry keeps it in its upper half.
 pub const CQE_LEN: usize = 32;
 /// Byte 0x1f: owner bit 7, opcode bits 4..0.
-pub const OWNER_SR_OPCODE: usize = 0x1f;
+const OWNER_SR_OPCODE: usize = 0x1f;
 const OWNER: u8 = 0x80;
 const OPCODE_MASK: u8 = 0x1f;
 
@@ -178,20 +178,19 @@ pub fn syndrome_name(s: u8) -> &'static str {
     }
 }
 
-/// The receive side of one QP, mapped.
-pub struct RecvQueue {
-    pub qp: abi::QpInfo,
-    cq: Mapping,
-    cq_db: Mapping,
-    bufs: Mapping,
+/// A QP's CQ as user space polls it: the ring and the consumer-index page.
+pub struct CqRing {
+    ring: Mapping,
+    db: Mapping,
+    entries: u32,
+    cqe_size: u32,
     /// CQEs consumed so far (not wrapped).
     pub ci: u32,
 }
 
-impl RecvQueue {
-    /// Maps the CQ ring, its consumer-index page and the receive buffers of
-    /// `qp` from `dev`.
-    pub fn map(dev: &Device, qp: abi::QpInfo) -> Result<Self> {
+impl CqRing {
+    /// Maps the CQ of `qp` from `dev`.
+    pub fn map(dev: &Device, qp: &abi::QpInfo) -> Result<Self> {
         let (entries, size) = (qp.cq_entries as usize, qp.cqe_size as usize);
         if !qp.cq_entries.is_power_of_two() || !(size == 32 || size == 64) {
             bail!(
@@ -199,45 +198,31 @@ impl RecvQueue {
                  not a power of two of 32- or 64-byte CQEs"
             );
         }
-        if qp.rq_entries == 0 || qp.recv_buf_size == 0 {
-            bail!(
-                "the driver reports {} receive buffers of {} bytes",
-                qp.rq_entries,
-                qp.recv_buf_size
-            );
-        }
-        let cq = dev
+        let ring = dev
             .map(qp.cq_offset, entries * size, false)
-            .context("mmap of the receive CQ")?;
-        let cq_db = dev
+            .context("mmap of the CQ")?;
+        let db = dev
             .map(qp.cq_db_offset, 4096, true)
             .context("mmap of the CQ consumer index")?;
-        let bufs = dev
-            .map(
-                qp.recv_offset,
-                qp.rq_entries as usize * qp.recv_buf_size as usize,
-                false,
-            )
-            .context("mmap of the receive buffers")?;
-        Ok(Self::from_mappings(qp, cq, cq_db, bufs))
+        Ok(Self::from_mappings(qp, ring, db))
     }
 
-    fn from_mappings(qp: abi::QpInfo, cq: Mapping, cq_db: Mapping, bufs: Mapping) -> Self {
-        RecvQueue {
-            qp,
-            cq,
-            cq_db,
-            bufs,
+    fn from_mappings(qp: &abi::QpInfo, ring: Mapping, db: Mapping) -> Self {
+        CqRing {
+            ring,
+            db,
+            entries: qp.cq_entries,
+            cqe_size: qp.cqe_size,
             ci: 0,
         }
     }
 
     /// The legacy 32 bytes of entry `n`.
     fn cqe_ptr(&self, n: u32) -> *const u8 {
-        let size = self.qp.cqe_size as usize;
-        let slot = (n & (self.qp.cq_entries - 1)) as usize;
-        // SAFETY: slot < cq_entries, so the entry lies inside the mapping.
-        unsafe { self.cq.as_ptr().add(slot * size + size - CQE_LEN) }
+        let size = self.cqe_size as usize;
+        let slot = (n & (self.entries - 1)) as usize;
+        // SAFETY: slot < entries, so the entry lies inside the mapping.
+        unsafe { self.ring.as_ptr().add(slot * size + size - CQE_LEN) }
     }
 
     /// Is the next CQE (number `ci`) software's? One load of its owner byte.
@@ -246,7 +231,7 @@ impl RecvQueue {
         // SAFETY: inside the CQ mapping; the adapter writes it concurrently,
         // so read it atomically.
         let b = unsafe { AtomicU8::from_ptr(p.cast_mut()) }.load(Ordering::Relaxed);
-        cqe_is_sw(b, self.ci, self.qp.cq_entries)
+        cqe_is_sw(b, self.ci, self.entries)
     }
 
     /// Reads the next CQE, which [`ready`](Self::ready) said is software's:
@@ -258,6 +243,54 @@ impl RecvQueue {
         // an entry whose owner bit is software's.
         unsafe { ptr::copy_nonoverlapping(self.cqe_ptr(self.ci), b.as_mut_ptr(), CQE_LEN) };
         Cqe::parse(&b)
+    }
+
+    /// Consumes the current CQE: publishes `ci + 1` to the adapter.
+    pub fn consume(&mut self) {
+        self.ci = self.ci.wrapping_add(1);
+        let v = u32::from_ne_bytes(set_ci_bytes(self.ci));
+        // SAFETY: the first 4 bytes of the consumer-index page, aligned.
+        unsafe { AtomicU32::from_ptr(self.db.as_ptr().cast()) }.store(v, Ordering::Release);
+    }
+}
+
+/// The receive side of one QP, mapped.
+pub struct RecvQueue {
+    pub qp: abi::QpInfo,
+    cq: CqRing,
+    bufs: Mapping,
+}
+
+impl RecvQueue {
+    /// Maps the CQ ring, its consumer-index page and the receive buffers of
+    /// `qp` from `dev`.
+    pub fn map(dev: &Device, qp: abi::QpInfo) -> Result<Self> {
+        if qp.rq_entries == 0 || qp.recv_buf_size == 0 {
+            bail!(
+                "the driver reports {} receive buffers of {} bytes",
+                qp.rq_entries,
+                qp.recv_buf_size
+            );
+        }
+        let cq = CqRing::map(dev, &qp).context("the receive CQ")?;
+        let bufs = dev
+            .map(
+                qp.recv_offset,
+                qp.rq_entries as usize * qp.recv_buf_size as usize,
+                false,
+            )
+            .context("mmap of the receive buffers")?;
+        Ok(RecvQueue { qp, cq, bufs })
+    }
+
+    /// Is the next receive CQE there?
+    pub fn ready(&self) -> bool {
+        self.cq.ready()
+    }
+
+    /// Reads the next CQE, which [`ready`](Self::ready) said is there.
+    pub fn read(&self) -> Cqe {
+        self.cq.read()
     }
 
     /// The receive buffer of receive WQE `wqe_index`, `len` bytes of it.
@@ -272,12 +305,9 @@ impl RecvQueue {
         Ok(unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(i * size), len) })
     }
 
-    /// Consumes the current CQE: publishes `ci + 1` to the adapter.
+    /// Consumes the current CQE.
     pub fn consume(&mut self) {
-        self.ci = self.ci.wrapping_add(1);
-        let v = u32::from_ne_bytes(set_ci_bytes(self.ci));
-        // SAFETY: the first 4 bytes of the consumer-index page, aligned.
-        unsafe { AtomicU32::from_ptr(self.cq_db.as_ptr().cast()) }.store(v, Ordering::Release);
+        self.cq.consume()
     }
 }
 
@@ -416,7 +446,11 @@ mod tests {
         for i in 0..4 {
             unsafe { *cq_hw.as_ptr().add(i * 32 + 31) = 0x80 };
         }
-        let mut rq = RecvQueue::from_mappings(qp, cq, db, bufs);
+        let mut rq = RecvQueue {
+            cq: CqRing::from_mappings(&qp, cq, db),
+            qp,
+            bufs,
+        };
         for n in 0u32..10 {
             assert!(!rq.ready(), "CQE {n} before it is written");
             let slot = (n % 4) as usize;

@@ -8,14 +8,14 @@
 
 use std::{
     io,
-    sync::atomic::{fence, AtomicU32, AtomicU8, Ordering},
+    sync::atomic::{fence, AtomicU32, Ordering},
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    cq::{cqe_is_sw, set_ci_bytes, Cqe, CQE_LEN, OWNER_SR_OPCODE},
+    cq::CqRing,
     device::{Device, Mapping},
 };
 
@@ -23,6 +23,13 @@ use crate::{
 const CTRL_CQ_UPDATE: u32 = 3 << 2;
 /// UAR + 0x14: the send doorbell.
 const UAR_SEND_DOORBELL: usize = 0x14;
+
+/// How this process writes the BAR pages, for reports.
+pub const BAR_WRITES: &str = if cfg!(target_arch = "s390x") {
+    "s390_pci_mmio_write() to"
+} else {
+    "stores to"
+};
 
 /// How a WQE reaches the adapter.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -35,8 +42,8 @@ pub struct UserQp {
     pub qp: abi::QpInfo,
     pub send: abi::QpSendInfo,
     sq: Mapping,
-    cq: Mapping,
-    cq_db: Mapping,
+    /// Its CQ: its send completions go there.
+    cq: CqRing,
     bf: Mapping,
     uar: Mapping,
     /// WQEs posted and completed (not wrapped), CQEs consumed.
@@ -52,21 +59,15 @@ impl UserQp {
         let (qp, send) = dev
             .create_user_qp()
             .context("CREATE_QP with MLX4_BF_QP_F_USER_SEND")?;
-        if !send.sq_entries.is_power_of_two() || !qp.cq_entries.is_power_of_two() {
-            bail!("the driver reports queues that are not a power of two");
+        if !send.sq_entries.is_power_of_two() {
+            bail!("the driver reports a send queue that is not a power of two");
         }
         let sq_bytes = send.sq_entries as usize * send.sq_stride as usize;
-        let cq_bytes = qp.cq_entries as usize * qp.cqe_size as usize;
         Ok(UserQp {
             sq: dev
                 .map(send.sq_offset, sq_bytes, true)
                 .context("mmap of the send queue")?,
-            cq: dev
-                .map(qp.cq_offset, cq_bytes, false)
-                .context("mmap of the CQ")?,
-            cq_db: dev
-                .map(qp.cq_db_offset, 4096, true)
-                .context("mmap of the CQ consumer index")?,
+            cq: CqRing::map(dev, &qp)?,
             bf: dev
                 .map(abi::MMAP_BF_PAGE, 4096, true)
                 .context("mmap of the BlueFlame page")?,
@@ -150,31 +151,28 @@ impl UserQp {
     /// fails (the QP is then in ERR).
     pub fn reap(&mut self) -> Result<u32> {
         let mut n = 0;
-        while self.tail != self.head {
-            let (size, entries) = (self.qp.cqe_size as usize, self.qp.cq_entries);
-            let slot = (self.tail & (entries - 1)) as usize;
-            // SAFETY: slot < cq_entries: the legacy 32 bytes of the entry lie
-            // inside the CQ mapping.
-            let p = unsafe { self.cq.as_ptr().add(slot * size + size - CQE_LEN) };
-            // SAFETY: inside the mapping; the adapter writes it concurrently.
-            let own = unsafe { AtomicU8::from_ptr(p.add(OWNER_SR_OPCODE)) }.load(Ordering::Acquire);
-            if !cqe_is_sw(own, self.tail, entries) {
-                break;
-            }
-            let mut b = [0u8; CQE_LEN];
-            // SAFETY: 32 bytes inside the mapping, the adapter's done with them.
-            unsafe { std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), CQE_LEN) };
-            let cqe = Cqe::parse(&b);
+        while self.tail != self.head && self.cq.ready() {
+            let cqe = self.cq.read();
+            self.cq.consume();
             self.tail = self.tail.wrapping_add(1);
-            let v = u32::from_ne_bytes(set_ci_bytes(self.tail));
-            // SAFETY: the first 4 bytes of the consumer-index page, aligned.
-            unsafe { AtomicU32::from_ptr(self.cq_db.as_ptr().cast()) }.store(v, Ordering::Release);
             if cqe.is_error() {
                 bail!("send completion with error: {cqe:?}");
             }
             n += 1;
         }
         Ok(n)
+    }
+
+    /// Posts `wqe` by `path` after consuming the completions that arrived,
+    /// waiting while the send queue is full.
+    pub fn post_waiting(&mut self, wqe: &[u8], path: UserPath) -> Result<()> {
+        loop {
+            self.reap()?;
+            match self.post(wqe, path) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => std::thread::yield_now(),
+                r => return r.map_err(|e| anyhow!("user-space post: {e}")),
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::{
     cmd::writelat,
     common::{ioerr, open, post_staged_timed, writer_name, Sweep, WriteScratch, WARMUP},
     stats::summarize,
-    userqp::{UserPath, UserQp},
+    userqp::{self, UserPath, UserQp},
 };
 
 #[derive(clap::Args)]
@@ -65,15 +65,11 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     let mut txt = format!(
         "# mlx4-bf userpost: {} writer, {} interleaved rounds per size\n\
          # medians in {unit}; ioctl = POST_SEND of a staged WQE, user = rdma-core's\n\
-         # way (WQE into the mapped send queue, then {}), completions reaped in both\n\
+         # way (WQE into the mapped send queue, then {} the mapped BlueFlame page or doorbell), completions reaped in both\n\
          #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} user_bf/ioctl_bf user_db/ioctl_db\n",
         writer_name(info.writer),
         sweep.iters,
-        if cfg!(target_arch = "s390x") {
-            "s390_pci_mmio_write() to the mapped BlueFlame page or doorbell"
-        } else {
-            "stores to the mapped BlueFlame page or doorbell"
-        },
+        userqp::BAR_WRITES,
         PATHS[0],
         PATHS[1],
         PATHS[2],
@@ -96,8 +92,12 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
                     0 => kdev.noop(),
                     1 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_REQUIRE_BF),
                     2 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_FORCE_DOORBELL),
-                    3 => user_post(&mut uqp, uwqe, UserPath::BlueFlame),
-                    _ => user_post(&mut uqp, uwqe, UserPath::Doorbell),
+                    3 => uqp
+                        .post_waiting(uwqe, UserPath::BlueFlame)
+                        .map_err(io::Error::other),
+                    _ => uqp
+                        .post_waiting(uwqe, UserPath::Doorbell)
+                        .map_err(io::Error::other),
                 }
                 .map_err(ioerr("userpost"))?;
                 let us = t.elapsed().as_secs_f64() * 1e6 * scale;
@@ -150,15 +150,11 @@ fn pingpong(path: &Path, args: &Args) -> Result<()> {
     let mut txt = format!(
         "# mlx4-bf userpost --pingpong: ib_write_lat-style RDMA-write ping-pong between two contexts,\n\
          # BlueFlame, {} writer, {} iterations per size; t_typical = median round trip / 2, microseconds\n\
-         # (wall clock under emulation); ioctl = POST_SEND, user = {}\n\
+         # (wall clock under emulation); ioctl = POST_SEND, user = {} the mapped BlueFlame page\n\
          #bytes   ioctl[usec]  user[usec]   user/ioctl\n",
         writer_name(info.writer),
         sweep.iters,
-        if cfg!(target_arch = "s390x") {
-            "s390_pci_mmio_write() to the mapped BlueFlame page"
-        } else {
-            "stores to the mapped BlueFlame page"
-        },
+        userqp::BAR_WRITES,
     );
     for ((size, k), u) in sizes.iter().zip(&ioctl).zip(&user) {
         let _ = writeln!(txt, "{size:<8} {k:<12.2} {u:<12.2} {:.2}", u / k);
@@ -168,16 +164,4 @@ fn pingpong(path: &Path, args: &Args) -> Result<()> {
     fs::write(&p, &txt).with_context(|| format!("cannot write {}", p.display()))?;
     println!("wrote userpost-pingpong.txt to {}", out_dir.display());
     Ok(())
-}
-
-/// One user-space post, after consuming the completions that arrived (the
-/// ioctl reaps its send CQ the same way); waits while the queue is full.
-fn user_post(qp: &mut UserQp, wqe: &[u8], path: UserPath) -> io::Result<()> {
-    loop {
-        qp.reap().map_err(io::Error::other)?;
-        match qp.post(wqe, path) {
-            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => std::thread::yield_now(),
-            r => return r,
-        }
-    }
 }

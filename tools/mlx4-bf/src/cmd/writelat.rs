@@ -46,13 +46,7 @@ impl Poster {
             Poster::Ioctl(dev, qp) => {
                 post_timed(dev, qp, wqe, abi::POST_F_REQUIRE_BF).map_err(ioerr("POST_SEND"))
             }
-            Poster::User(_, qp) => loop {
-                qp.reap()?;
-                match qp.post(wqe, UserPath::BlueFlame) {
-                    Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => thread::yield_now(),
-                    r => return r.map_err(|e| anyhow!("user-space post: {e}")),
-                }
-            },
+            Poster::User(_, qp) => qp.post_waiting(wqe, UserPath::BlueFlame),
         }
     }
 
