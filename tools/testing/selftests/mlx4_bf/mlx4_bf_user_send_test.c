@@ -78,9 +78,11 @@ FIXTURE(user)
 	struct mlx4_bf_device_info dev;
 	struct mlx4_bf_qp_info qp;
 	struct mlx4_bf_qp_send_info sq;
-	uint8_t *sqbuf, *cq, *cq_db, *bf, *uar;
+	uint8_t *sqbuf, *bf, *uar;
+	/* Its CQ (no receive buffers), polled with ep_wait()/ep_consume(). */
+	struct endpoint ep;
 	struct sink sink;
-	uint32_t head, ci;
+	uint32_t head;
 };
 
 FIXTURE_SETUP(user)
@@ -94,12 +96,13 @@ FIXTURE_SETUP(user)
 	self->sqbuf = map_at(self->fd, self->sq.sq_offset, self->sq.sq_entries * self->sq.sq_stride,
 			     PROT_READ | PROT_WRITE, MAP_SHARED);
 	ASSERT_NE(NULL, self->sqbuf);
-	self->cq = map_at(self->fd, self->qp.cq_offset, self->qp.cq_entries * self->qp.cqe_size,
-			  PROT_READ, MAP_SHARED);
-	ASSERT_NE(NULL, self->cq);
-	self->cq_db = map_at(self->fd, self->qp.cq_db_offset, PAGE, PROT_READ | PROT_WRITE,
+	self->ep.qp = self->qp;
+	self->ep.cq = map_at(self->fd, self->qp.cq_offset, self->qp.cq_entries * self->qp.cqe_size,
+			     PROT_READ, MAP_SHARED);
+	ASSERT_NE(NULL, self->ep.cq);
+	self->ep.db = map_at(self->fd, self->qp.cq_db_offset, PAGE, PROT_READ | PROT_WRITE,
 			     MAP_SHARED);
-	ASSERT_NE(NULL, self->cq_db);
+	ASSERT_NE(NULL, self->ep.db);
 	self->bf = map_at(self->fd, MLX4_BF_MMAP_BF_PAGE, PAGE, PROT_WRITE, MAP_SHARED);
 	ASSERT_NE(NULL, self->bf);
 	self->uar = map_at(self->fd, MLX4_BF_MMAP_UAR_PAGE, PAGE, PROT_WRITE, MAP_SHARED);
@@ -117,46 +120,40 @@ FIXTURE_TEARDOWN(user)
 }
 
 /*
- * Stamps and writes WQE number self->head into the send queue, owner last.
- * (struct _test_data_user is FIXTURE_DATA(user), spelled so checkpatch
- * sees a type.)
+ * Stamps WQE number self->head as the kernel would (expected_bf() for
+ * BlueFlame: owner, counter, QPN, padded to its burst; else the owner bit
+ * only) into @out and writes it into the send queue, the first word last.
+ * Returns the bytes to write to the BlueFlame page. (struct
+ * _test_data_user is FIXTURE_DATA(user), spelled so checkpatch sees a type.)
  */
-static void put_in_sq(struct _test_data_user *self, uint8_t *wqe, int len, int bf)
+static int put_in_sq(struct _test_data_user *self, uint8_t *wqe, int len, int bf, uint8_t *out)
 {
 	uint8_t *slot = self->sqbuf + (self->head % self->sq.sq_entries) * self->sq.sq_stride;
-	uint32_t owner = (self->head & self->sq.sq_entries) ? 1u << 31 : 0;
+	int burst = len;
 	uint32_t first;
 
 	stamp_cq_update(wqe);
-	if (bf) {
-		put_be32(wqe, get_be32(wqe) | (self->head & 0xffff) << 8);
-		put_be32(wqe + 4, get_be32(wqe + 4) | self->qp.qpn << 8);
-	}
-	put_be32(wqe, get_be32(wqe) | owner);
-	memcpy(slot + 4, wqe + 4, len - 4);
-	memcpy(&first, wqe, 4);
+	if (bf)
+		burst = expected_bf(out, wqe, len, self->qp.qpn, self->head, self->sq.sq_entries);
+	else
+		expected_doorbell_wqe(out, wqe, len, self->head, self->sq.sq_entries);
+	memcpy(slot + 4, out + 4, len - 4);
+	memcpy(&first, out, 4);
 	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return burst;
 }
 
 /* Waits for the send CQE of the last WQE and consumes it; its opcode byte. */
 static int wait_send_cqe(struct _test_data_user *self)
 {
-	const uint8_t *cqe = self->cq + (self->ci % self->qp.cq_entries) * self->qp.cqe_size;
-	uint64_t end = now_ns() + 2000000000ull;
-	uint8_t op_own;
-	uint32_t v;
+	const uint8_t *cqe = ep_wait(&self->ep, 2000);
+	int op_own;
 
-	for (;;) {
-		op_own = __atomic_load_n(&cqe[31], __ATOMIC_ACQUIRE);
-		if (!!(op_own & CQE_OWNER) == !!(self->ci & self->qp.cq_entries))
-			break;
-		if (now_ns() > end)
-			return -1;
-		sched_yield();
-	}
-	v = htonl(++self->ci & 0xffffff);
-	__atomic_store_n((uint32_t *)self->cq_db, v, __ATOMIC_RELEASE);
+	if (!cqe)
+		return -1;
+	op_own = cqe[31];
+	ep_consume(&self->ep);
 	return op_own;
 }
 
@@ -173,19 +170,18 @@ TEST_F(user, create_reports_the_send_queue_it_maps)
 
 TEST_F(user, blueflame_post_from_user_space_lands)
 {
-	uint8_t wqe[MAX_WQE + 64], want[256], last[256];
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], want[256], last[256];
 	int len = build_rdma_write(wqe, 100, 7, sink_addr(&self->sink), self->sink.mr.rkey);
-	int burst = (len + 63) / 64 * 64;
 	uint64_t bf0 = 0, rdma0 = 0, dma0 = 0;
+	int burst;
 
 	if (self->have_model) {
 		bf0 = model_read(&self->m, MODEL_WQE_BF);
 		dma0 = model_read(&self->m, MODEL_WQE_DMA);
 		rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
 	}
-	put_in_sq(self, wqe, len, 1);
-	memset(wqe + len, 0, burst - len);
-	ASSERT_EQ(0, bar_write(self->bf + self->sq.bf_reg_offset, wqe, burst));
+	burst = put_in_sq(self, wqe, len, 1, out);
+	ASSERT_EQ(0, bar_write(self->bf + self->sq.bf_reg_offset, out, burst));
 	rdma_write_pattern(want, 100, 7);
 	ASSERT_EQ(0, wait_landed(self->sink.buf, want, 100));
 	EXPECT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
@@ -202,12 +198,12 @@ TEST_F(user, blueflame_post_from_user_space_lands)
 
 		memcpy(last + i, &v, 8);
 	}
-	EXPECT_EQ(0, memcmp(last, wqe, len));
+	EXPECT_EQ(0, memcmp(last, out, len));
 }
 
 TEST_F(user, doorbell_post_from_user_space_lands)
 {
-	uint8_t wqe[MAX_WQE + 64], want[256], db[4];
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], want[256], db[4];
 	int len = build_rdma_write(wqe, 60, 3, sink_addr(&self->sink), self->sink.mr.rkey);
 	uint64_t dma0 = 0, doorbells0 = 0;
 
@@ -215,7 +211,7 @@ TEST_F(user, doorbell_post_from_user_space_lands)
 		dma0 = model_read(&self->m, MODEL_WQE_DMA);
 		doorbells0 = model_read(&self->m, MODEL_DOORBELLS);
 	}
-	put_in_sq(self, wqe, len, 0);
+	put_in_sq(self, wqe, len, 0, out);
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	rdma_write_pattern(want, 60, 3);
@@ -229,18 +225,16 @@ TEST_F(user, doorbell_post_from_user_space_lands)
 
 TEST_F(user, a_full_pass_of_the_send_queue_completes)
 {
-	uint8_t wqe[MAX_WQE + 64], want[256];
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], want[256];
 	__u32 n = 2 * self->sq.sq_entries + 1;
 
 	for (__u32 i = 0; i < n; i++) {
 		int len = build_rdma_write(wqe, 32, (uint8_t)i, sink_addr(&self->sink),
 					   self->sink.mr.rkey);
-		int burst = (len + 63) / 64 * 64;
+		int burst = put_in_sq(self, wqe, len, 1, out);
 
-		put_in_sq(self, wqe, len, 1);
-		memset(wqe + len, 0, burst - len);
 		/* Alternating between the register's two buffers. */
-		ASSERT_EQ(0, bar_write(self->bf + (i & 1) * self->sq.bf_buf_size, wqe, burst));
+		ASSERT_EQ(0, bar_write(self->bf + (i & 1) * self->sq.bf_buf_size, out, burst));
 		self->head++;
 		ASSERT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
 		rdma_write_pattern(want, 32, (uint8_t)i);
@@ -256,7 +250,7 @@ TEST_F(user, a_full_pass_of_the_send_queue_completes)
 TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 {
 	struct sge sg = { .addr = 0x1000, .length = 64, .lkey = RESERVED_LKEY };
-	uint8_t wqe[MAX_WQE + 64], db[4];
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], db[4];
 	uint64_t faults0, rdma0;
 	int len, op;
 
@@ -266,7 +260,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 	rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
 	memset(self->sink.buf, 0xee, 64);
 	len = build_gather(wqe, OP_RDMA_WRITE, sink_addr(&self->sink), self->sink.mr.rkey, &sg, 1);
-	put_in_sq(self, wqe, len, 0);
+	put_in_sq(self, wqe, len, 0, out);
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("local");
@@ -284,7 +278,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
  */
 TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 {
-	uint8_t wqe[MAX_WQE + 64], db[4];
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], db[4];
 	struct sink other = { 0 };
 	uint64_t faults0;
 	int fd, len;
@@ -297,7 +291,7 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	memset(other.buf, 0xee, 64);
 	faults0 = model_read(&self->m, MODEL_REMOTE_ACCESS_FAULTS);
 	len = build_rdma_write(wqe, 32, 1, sink_addr(&other), other.mr.rkey);
-	put_in_sq(self, wqe, len, 0);
+	put_in_sq(self, wqe, len, 0, out);
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("remote");
