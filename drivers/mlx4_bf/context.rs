@@ -65,6 +65,8 @@ const SEND_KERNEL: u32 = 1;
 const SEND_USER: u32 = 2;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
+/// Send-queue slots in use at which a post reaps the CQ first.
+const REAP_AT: u32 = SQ_ENTRIES / 2;
 
 struct Qp {
     qpn: u32,
@@ -669,11 +671,17 @@ impl Context {
 
     /// Looks at the receive CQ of QP `index`: an error CQE there means the
     /// QP is in ERR, and sends must not reach it any more.
+    #[inline(always)]
     fn scan_recv(&self, state: &mut State, index: usize) -> Result {
         // No receive WQE outstanding, no CQE to read: a sender's case.
         if state.qps[index].as_ref().is_some_and(|q| q.recv.idle()) {
             return Ok(());
         }
+        self.scan_recv_cq(state, index)
+    }
+
+    #[inline(never)]
+    fn scan_recv_cq(&self, state: &mut State, index: usize) -> Result {
         let area = self.user_area(state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
@@ -826,8 +834,9 @@ impl Context {
             return Ok(());
         };
         let hw = self.hw()?;
-        cq.poll(&hw.hca, |c| {
-            hca.stats.cqe(c.error.is_some());
+        let mut errors = 0;
+        let n = cq.poll(&hw.hca, |c| {
+            errors += u32::from(c.error.is_some());
             let Some(qp) = qps.iter_mut().flatten().find(|q| q.qpn == c.qpn) else {
                 return;
             };
@@ -841,42 +850,46 @@ impl Context {
                 qp.failed = true;
             }
         })?;
+        hca.stats.cqes(n, errors);
         Ok(())
     }
 
-    /// Reaps the CQ and makes sure QP `index` has a free
-    /// send-queue slot, waiting briefly for the device if it has none.
+    /// Makes sure QP `index` has a free send-queue slot, waiting briefly
+    /// for the device if it has none. The CQ is reaped only once the QP
+    /// uses `REAP_AT` slots: one reap then takes several CQEs, and most
+    /// posts read none. An error CQE is found there too, so a failed QP's
+    /// posts fail with -EIO at the latest `REAP_AT` posts later (the
+    /// adapter flushes those in between).
     fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
-        // A QP in error never frees a slot again: -EIO at once, not -EAGAIN
-        // after the wait.
-        let full = |s: &State| {
-            s.qps[index]
-                .as_ref()
-                .is_some_and(|q| !q.failed && q.head.wrapping_sub(q.tail) >= SQ_ENTRIES)
-        };
-        self.reap(hca, state)?;
-        if full(state) {
-            // Polls DMA memory, sleeping in between (outside the RCU section).
-            let waited = read_poll_timeout(
-                || {
-                    self.reap(hca, state)?;
-                    Ok(full(state))
-                },
-                |full| !*full,
-                Delta::from_micros(20),
-                Delta::from_micros(SQ_FULL_WAIT_US),
-            );
-            hca.stats.sq_full(waited.is_err());
-            match waited {
-                Err(e) if e == ETIMEDOUT => return Err(EAGAIN),
-                Err(e) => return Err(e),
-                Ok(_) => (),
-            }
-        }
-        match &state.qps[index] {
-            Some(qp) if qp.failed => Err(EIO),
-            Some(_) => Ok(()),
+        // Slots in use; a QP in error never frees one again: -EIO at once,
+        // not -EAGAIN after the wait.
+        let in_use = |s: &State| match &s.qps[index] {
+            Some(q) if q.failed => Err(EIO),
+            Some(q) => Ok(q.head.wrapping_sub(q.tail)),
             None => Err(ENOENT),
+        };
+        if in_use(state)? < REAP_AT {
+            return Ok(());
+        }
+        self.reap(hca, state)?;
+        if in_use(state)? < SQ_ENTRIES {
+            return Ok(());
+        }
+        // Polls DMA memory, sleeping in between (outside the RCU section).
+        let waited = read_poll_timeout(
+            || {
+                self.reap(hca, state)?;
+                in_use(state)
+            },
+            |n| *n < SQ_ENTRIES,
+            Delta::from_micros(20),
+            Delta::from_micros(SQ_FULL_WAIT_US),
+        );
+        hca.stats.sq_full(waited.is_err());
+        match waited {
+            Err(e) if e == ETIMEDOUT => Err(EAGAIN),
+            Err(e) => Err(e),
+            Ok(_) => Ok(()),
         }
     }
 

@@ -198,10 +198,12 @@ impl HcaStats {
         self.eqes_cmd.load(Relaxed)
     }
 
-    pub(crate) fn cqe(&self, error: bool) {
-        self.cqes.add(1u64, Relaxed);
-        if error {
-            self.cqe_errors.add(1u64, Relaxed);
+    /// `n` CQEs reaped, `errors` of them error CQEs: one atomic per reap,
+    /// not per CQE, on these device-wide counters.
+    pub(crate) fn cqes(&self, n: u32, errors: u32) {
+        self.cqes.add(u64::from(n), Relaxed);
+        if errors != 0 {
+            self.cqe_errors.add(u64::from(errors), Relaxed);
         }
     }
 
