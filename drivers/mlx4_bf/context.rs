@@ -65,8 +65,6 @@ const SEND_KERNEL: u32 = 1;
 const SEND_USER: u32 = 2;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
-/// Send-queue slots in use at which a post reaps the CQ first.
-const REAP_AT: u32 = SQ_ENTRIES / 2;
 
 struct Qp {
     qpn: u32,
@@ -855,12 +853,22 @@ impl Context {
     }
 
     /// Makes sure QP `index` has a free send-queue slot, waiting briefly
-    /// for the device if it has none. The CQ is reaped only once the QP
-    /// uses `REAP_AT` slots: one reap then takes several CQEs, and most
-    /// posts read none. An error CQE is found there too, so a failed QP's
-    /// posts fail with -EIO at the latest `REAP_AT` posts later (the
-    /// adapter flushes those in between).
+    /// for the device if it has none. The CQ is reaped only when the send
+    /// queue is full: one reap then takes up to a queue of CQEs, whatever
+    /// the adapter finished, and most posts read none. An error CQE is
+    /// found there too, so a failed QP's posts fail with -EIO at the
+    /// latest a queue later (the adapter flushes those in between, as a
+    /// verbs QP the hardware moved to ERR).
+    #[inline(always)]
     fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
+        match &state.qps[index] {
+            Some(q) if !q.failed && q.head.wrapping_sub(q.tail) < SQ_ENTRIES => Ok(()),
+            _ => self.reap_for_room(hca, state, index),
+        }
+    }
+
+    #[inline(never)]
+    fn reap_for_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
         // Slots in use; a QP in error never frees one again: -EIO at once,
         // not -EAGAIN after the wait.
         let in_use = |s: &State| match &s.qps[index] {
@@ -868,7 +876,7 @@ impl Context {
             Some(q) => Ok(q.head.wrapping_sub(q.tail)),
             None => Err(ENOENT),
         };
-        if in_use(state)? < REAP_AT {
+        if in_use(state)? < SQ_ENTRIES {
             return Ok(());
         }
         self.reap(hca, state)?;
