@@ -1156,14 +1156,16 @@ impl Context {
             b.write(i, &result)?;
         }
 
-        let hw = self.hw()?;
-        check(&hw)?;
-        let _posting = hca.posting.try_access().ok_or(ENODEV)?;
+        // One RCU read-side section for the hardware and the posting gate.
+        let rcu = kernel::sync::rcu::read_lock();
+        let hw = self.adapter.hw.try_access_with_guard(&rcu).ok_or(ENODEV)?;
+        check(hw)?;
+        hca.posting.try_access_with_guard(&rcu).ok_or(ENODEV)?;
         // From here on nothing fails: the offsets were checked above.
         if payload_len != 0 {
-            write_send_buf(&hw, send_buf, &kbuf[..payload_len]);
+            write_send_buf(hw, send_buf, &kbuf[..payload_len]);
         }
-        write_sq_slot(&hw, qp, &buf[..len]);
+        write_sq_slot(hw, qp, &buf[..len]);
         match path {
             wqe::Path::BlueFlame => {
                 let blocks = self
