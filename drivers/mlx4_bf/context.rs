@@ -656,6 +656,10 @@ impl Context {
         let index = self.find_qp(&state, handle)?;
         if let Some(q) = state.qps[index].take() {
             self.destroy_hw_qp(&q);
+            // Its CQEs left in the CQ (a post reaps only a full queue) name
+            // a QPN a new QP may get: consume them now that the reset QP
+            // writes no more; they match no QP. Unbound: nothing to reap.
+            let _ = self.reap(self.hca(), &mut state);
             self.release_cq_if_idle(&mut state);
             // Its QPN may go to another context's QP now.
             for p in state.qps.iter_mut().flatten() {
