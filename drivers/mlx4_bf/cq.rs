@@ -3,8 +3,9 @@
 //! A context's completion queue (`mlx4/cq.c`, libmlx4's `cq.c`).
 //!
 //! The kernel owns the send queues, so it must learn when their slots are
-//! free: every WQE it posts asks for a CQE (CQ_UPDATE), and
-//! each post first reaps the context's CQ. Reaping reads DMA memory only (the
+//! free: every WQE it posts asks for a CQE (CQ_UPDATE), and a post that
+//! finds its send queue full reaps the context's CQ (so do CONNECT_QP,
+//! DEREG_MR and DESTROY_QP). Reaping reads DMA memory only (the
 //! CQE owner bit, `wqe_index`) and writes the consumer index into the CQ's
 //! doorbell record, also DMA memory: the hot path never reads MMIO. The CQ is
 //! never armed, so it raises no completion events.
