@@ -183,8 +183,9 @@ impl Area<'_> {
     }
 
     /// Copies `out.len()` bytes (a multiple of 8) from `off`, which user
-    /// space may be writing meanwhile: 8-byte volatile loads (READ_ONCE),
-    /// no `memcpy`; the caller checks the copy, never the source.
+    /// space may be writing meanwhile: whole 8-byte loads (`copy::qwords`),
+    /// never torn or merged, no `memcpy`; the caller checks the copy, never
+    /// the source.
     pub(crate) fn read_qwords(&self, off: usize, out: &mut [u8]) -> Result {
         if off % 8 != 0 || out.len() % 8 != 0 {
             return Err(EINVAL);
