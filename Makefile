@@ -9,7 +9,7 @@
 #
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
-# Also: make module | kernel | setup | versions | vm-run CMD='...' [EXTRA=dir] |
+# Also: make module | kernel | setup | setup-check | versions | vm-run CMD='...' [EXTRA=dir] |
 # vm-shell | qemu | clean. ARCH=s390 selects the s390x test bed (cross-built
 # kernel and module, the s390x QEMU, the adapter behind zPCI); KCONFIG=debug
 # selects the debug kernel; KDIR=<built tree>
@@ -21,7 +21,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench profile pingpong fuzz lint host-test versions setup kernel qemu module vm-run vm-shell clean
+.PHONY: run test bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -52,6 +52,10 @@ versions:
 
 setup:
 	@$(RUN) setup
+
+# A throw-away root from scratch, whatever the cache holds (the recipe's check).
+setup-check:
+	@scripts/setup-check.sh
 
 kernel:
 	@$(RUN) kernel

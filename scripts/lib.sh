@@ -37,9 +37,11 @@ esac
 log() { printf '>>> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# The toolchain root's directory, keyed by its recipe (scripts/setup-root.sh).
+# The toolchain root's directory, keyed by its recipe (scripts/setup-root.sh and
+# the s390x busybox it builds, scripts/build-busybox.sh).
 root_dir() {
-	echo "$CACHE/root-$(sha256sum "$TOP/scripts/setup-root.sh" | cut -c1-16)"
+	echo "$CACHE/root-$(cat "$TOP/scripts/setup-root.sh" "$TOP/scripts/build-busybox.sh" |
+		sha256sum | cut -c1-16)"
 }
 
 # in_root_at ROOT CMD...: run CMD inside the toolchain root with bubblewrap.

@@ -8,10 +8,12 @@
 # one QEMU serve the kernel, the module, the tools and the guest. For s390x it
 # also holds the cross gcc and libc, QEMU's build dependencies (the s390x QEMU
 # is built from source with a fix: scripts/build-qemu.sh), backports' s390x
-# QEMU for its firmware, and an s390x static busybox ($S390X_BUSYBOX).
+# QEMU for its firmware, and an s390x static busybox ($S390X_BUSYBOX) built
+# from Debian's source (scripts/build-busybox.sh). Every apt index it uses is
+# amd64 or a source index: none of another architecture.
 #
-# The root is created once and reused; its directory is keyed by this file, so
-# a changed recipe makes a new root. The versions actually installed are
+# The root is created once and reused; its directory is keyed by this file and
+# build-busybox.sh, so a changed recipe makes a new root. The versions actually installed are
 # recorded in $ROOT/etc/mlx4-bf-toolchain (printed by make test, hashed into
 # every build's cache key). On the host this installs only debootstrap and
 # bubblewrap.
@@ -83,12 +85,21 @@ done
 start=$SECONDS
 tmp=$ROOT.tmp
 rm -rf "$tmp"
-log "root: debootstrap $SUITE into $tmp (about 3 minutes)"
-debootstrap --variant=minbase "$SUITE" "$tmp" "$mirror" >"$CACHE/debootstrap.log" 2>&1 ||
-	{ tail -n 20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
+log "root: debootstrap $SUITE into $tmp (about 1 minute)"
+for try in 1 2 3; do
+	debootstrap --variant=minbase "$SUITE" "$tmp" "$mirror" >"$CACHE/debootstrap.log" 2>&1 && break
+	tail -n 20 "$CACHE/debootstrap.log" >&2
+	[ "$try" = 3 ] && die "debootstrap failed three times (log: $CACHE/debootstrap.log)"
+	log "root: debootstrap failed; trying again in 30 s"
+	rm -rf "$tmp"
+	sleep 30
+done
 
+# Every index is of the host's own architecture (amd64) or a source index:
+# nothing of another architecture (the s390x guest's busybox is built from
+# source, scripts/build-busybox.sh).
 cat >"$tmp/etc/apt/sources.list" <<-SRC
-deb $mirror $SUITE main
+deb [arch=amd64] $mirror $SUITE main
 deb [arch=amd64] $mirror $SUITE-updates main
 deb [arch=amd64] $mirror $SUITE-backports main
 deb-src $mirror $SUITE main
@@ -105,14 +116,61 @@ Package: *
 Pin: release n=sid
 Pin-Priority: 1
 PIN
-printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
-	>"$tmp/etc/apt/apt.conf.d/90mlx4-bf"
+# apt retries a failed download itself (a mirror that answers 5xx or is
+# synced under us); no translations: nothing reads them.
+cat >"$tmp/etc/apt/apt.conf.d/90mlx4-bf" <<-CONF
+APT::Install-Recommends "false";
+APT::Install-Suggests "false";
+Acquire::Retries "5";
+Acquire::Languages "none";
+CONF
 mkdir -p "$tmp/etc/ssl/certs"
 
-# The s390x architecture only for busybox-static:s390x (the s390x guest's
-# shell), unpacked to $S390X_BUSYBOX, never installed; from trixie main only
-# (the mirror's s390x indices of trixie-updates and -backports have failed
-# their size check).
+# apt-get update, retried while an index the recipe uses fails; one it does not
+# use (point-release updates, backports' sources) may fail with a warning.
+# Needed: trixie's and backports' binaries (the installs), trixie's sources
+# (busybox), sid's amd64 binaries (linux-source) and sources (QEMU).
+NEEDED_INDICES=('trixie/main/binary-*' trixie/main/source 'trixie-backports/main/binary-*'
+                'sid/main/binary-*' sid/main/source)
+needed_index() {
+	local index=$1 pattern
+	for pattern in "${NEEDED_INDICES[@]}"; do
+		# A suite's Release file fails every index of the suite.
+		# shellcheck disable=SC2053
+		[[ $index == $pattern || ${pattern%%/*}/InRelease == "$index" ||
+		   ${pattern%%/*}/Release == "$index" ]] && return 0
+	done
+	return 1
+}
+apt_update() {
+	local log=$CACHE/apt-update.log try index failed needed
+	for try in 1 2 3; do
+		in_root_at "$tmp" apt-get update >"$log" 2>&1 && return 0
+		# "E: Failed to fetch MIRROR/dists/SUITE/COMPONENT/KIND/FILE  reason"
+		failed=$(sed -n 's|.*Failed to fetch [^ ]*/dists/\([^ ]*\) .*|\1|p' "$log" |
+			sed -E 's#^([^/]+/(InRelease|Release))$#\1#; t; s#^([^/]+/[^/]+/[^/]+)/.*#\1#' |
+			sort -u)
+		[ -n "$failed" ] || { tail -n 20 "$log" >&2; die "apt-get update failed in the root (log: $log)"; }
+		needed=
+		for index in $failed; do
+			if needed_index "$index"; then
+				needed="$needed $index"
+			else
+				log "WARNING: the mirror's $index index failed; the recipe does not use it"
+			fi
+		done
+		[ -z "$needed" ] && return 0
+		grep -E '^(E|W): ' "$log" >&2 || true
+		[ "$try" = 3 ] && break
+		log "root: the mirror's$needed index failed its check; trying again in 60 s"
+		sleep 60
+	done
+	die "the mirror ($mirror) is inconsistent: the index the root needs,$needed, failed to download" \
+	    "or does not match the mirror's own Release file (the E: lines above; log: $log)." \
+	    "Try again later, or point the host's apt sources at another mirror."
+}
+apt_update
+
 # python3-venv (QEMU's configure makes a venv) pulls in ca-certificates, whose
 # postinst replaces /etc/ssl/certs/ca-certificates.crt: the host's bundle is
 # bound over it (in_root_at), so it is unmounted first, in this command's
@@ -121,17 +179,11 @@ in_root_at "$tmp" sh -c "
 	set -e
 	export DEBIAN_FRONTEND=noninteractive
 	umount /etc/ssl/certs/ca-certificates.crt
-	dpkg --add-architecture s390x
-	apt-get update -qq
 	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
 	apt-get install -y -qq ${PKGS[*]} ${S390X_PKGS[*]} >/dev/null
-	cd /tmp && dir=\$(mktemp -d) && cd \$dir
-	apt-get -o APT::Sandbox::User=root download -qq busybox-static:s390x
-	dpkg-deb -x busybox-static_*_s390x.deb x
-	install -D x/usr/bin/busybox $S390X_BUSYBOX
-	cd / && rm -rf \$dir
-	apt-get clean
-" || die "installing the toolchain into the root failed"
+" || die "installing the toolchain into the root failed (apt-get install; the lines above say which package)"
+in_root_at "$tmp" "$TOP/scripts/build-busybox.sh" || die "building the s390x busybox failed"
+in_root_at "$tmp" apt-get clean
 
 # What the root holds, as the cache keys and make test's header see it.
 in_root_at "$tmp" sh -c '
@@ -145,7 +197,7 @@ in_root_at "$tmp" sh -c '
 	echo "qemu: $(qemu-system-x86_64 --version | head -n1)"
 	echo "s390x-gcc: $(s390x-linux-gnu-gcc --version | head -n1)"
 	echo "qemu-s390x-firmware: $(dpkg-query -W -f "\${Version}" qemu-system-s390x)"
-	echo "busybox-s390x: $(file -b '"$S390X_BUSYBOX"' | cut -d, -f1-3)"
+	echo "busybox-s390x: Debian source $(cat '"$S390X_BUSYBOX"'.version), $(file -b '"$S390X_BUSYBOX"' | cut -d, -f1-3)"
 	echo "packages: $(dpkg-query -W | sha256sum | cut -c1-16)"
 ' >"$tmp/etc/mlx4-bf-toolchain.new"
 grep -q '^rustc: rustc 1\.9[6-9]\|^rustc: rustc 1\.[1-9][0-9][0-9]' "$tmp/etc/mlx4-bf-toolchain.new" ||
