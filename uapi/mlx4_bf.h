@@ -126,6 +126,52 @@ enum mlx4_bf_qp_method {
 	MLX4_BF_METHOD_ARM_CQ,
 };
 
+/*
+ * What MLX4_BF_METHOD_POST_SEND returns. 0: the WQE is in the send queue and
+ * the adapter was told (BlueFlame or doorbell); it completes later, and an
+ * error it meets then is reported by a later call (-EIO below). Otherwise
+ * nothing was posted:
+ *   -EINVAL   a malformed call (an attribute missing, repeated or of the
+ *             wrong size, unknown POST_FLAGS), a WQE length of 0, above the
+ *             limit or (from the WQE page) not a multiple of 16, a WQE that
+ *             fails validation (opcode, segment sizes and order, inline
+ *             padding, a payload with a WQE that carries one), FORCE_BF for
+ *             a WQE that does not fit the BlueFlame buffer, or a QP whose
+ *             send queue user space owns;
+ *   -ENOENT   no QP of this context has that handle;
+ *   -EACCES   a gather segment or remote address segment outside the
+ *             memory regions it may name (above);
+ *   -EFAULT   the WQE, the payload or the result could not be copied;
+ *   -EAGAIN   the send queue is full: sq_entries (struct
+ *             mlx4_bf_device_info) posted WQEs the adapter has not completed. The kernel then takes every send
+ *             completion there is and waits up to 5 ms for one more before
+ *             it gives up; call again (a peer that does not post receives,
+ *             or a slow adapter, keeps the queue full);
+ *   -EIO      the QP is in the error state: an earlier WQE of it completed
+ *             with an error (a SEND that met no receive WQE at the peer, or
+ *             a message larger than its receive buffer; an RDMA write whose
+ *             rkey, range or access the peer's adapter refused; a peer QP
+ *             destroyed or connected elsewhere), or its receive CQ holds an
+ *             error CQE. The adapter flushes every WQE posted after the
+ *             failing one without executing it. The kernel reads send
+ *             completions only when the send queue is full (and at
+ *             CONNECT_QP, DEREG_MR and DESTROY_QP), so -EIO comes at the
+ *             latest one send queue after the post that failed; the calls in
+ *             between returned 0 and were flushed. The QP stays in error:
+ *             CONNECT_QP takes it through RESET again (once its receive
+ *             queue is drained), or DESTROY_QP it;
+ *   -ENODEV   the adapter was unbound: every method fails so; close the file;
+ *   -EOPNOTSUPP, -EPROTONOSUPPORT  as for every method (the header above).
+ *
+ * What MLX4_BF_METHOD_POST_RECV returns: 0, the receive WQEs are the
+ * adapter's; -EINVAL a count of 0 or above rq_entries; -ENOENT no such QP;
+ * -EOPNOTSUPP a QP whose send queue user space owns (it has no receive
+ * queue); -EIO the QP is in the error state (its receive CQ holds an error
+ * CQE: as for POST_SEND); -ENOSPC the receive queue has no room for that
+ * many: consume receive completions (and store set_ci) first, as for
+ * ibv_post_recv()'s ENOMEM; -ENODEV the adapter was unbound.
+ */
+
 enum mlx4_bf_mr_method {
 	/*
 	 * in MLX4_BF_ATTR_MR_ADDR, MLX4_BF_ATTR_MR_LENGTH,
@@ -332,6 +378,14 @@ struct mlx4_bf_context_info {
  * set_ci. poll() on the device file reports POLLIN while a receive CQ has a
  * CQE at its set_ci; an armed CQ (MLX4_BF_METHOD_ARM_CQ) wakes it with the
  * next completion. Send completions are the kernel's.
+ *
+ * mmap() maps only the regions of a QP the context has now: an offset of a
+ * QP it never created, or destroyed, fails with -EINVAL. A mapping made
+ * before MLX4_BF_METHOD_DESTROY_QP stays valid and keeps showing the
+ * context's own memory, which the next QP created at the same offsets
+ * finds cleared; the memory never goes to another context before this one
+ * is closed (every mapping holds the file open), and a context never sees
+ * a byte another context left there.
  */
 struct mlx4_bf_qp_info {
 	__u32 qp_handle;
