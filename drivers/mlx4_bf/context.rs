@@ -17,6 +17,7 @@
 //! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use kernel::{
+    bindings,
     debugfs::Scope,
     fs::File,
     io::{poll::read_poll_timeout, Io},
@@ -26,7 +27,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::{
-        atomic::{Acquire, Atomic, Release},
+        atomic::{Acquire, Atomic, Relaxed, Release},
         poll::PollTable,
         Arc, Mutex,
     },
@@ -46,7 +47,7 @@ use crate::{
     region,
     stats::Stats,
     umem::{self, Area, QP_AREA_BYTES},
-    usermap::BarPage,
+    usermap::{BarPage, Fault, VmOps},
     uverbs::Bundle,
     wqe,
     writer::Writer,
@@ -98,6 +99,9 @@ struct State {
     cq: Option<Cq>,
     /// Its area of `Adapter::umem`, from its first QP until it is closed.
     area: Option<usize>,
+    /// A QP or receive CQ of its area could not be taken out of the
+    /// device, which may still write there: the area is never reused.
+    area_in_hw: bool,
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
     wqe: WqeBuf,
@@ -108,33 +112,6 @@ struct State {
     mrs: CtxMrs,
 }
 
-/// A reference on this module, held by each open file.
-///
-/// The 7.2 kernel crate builds misc `file_operations` without `.owner`, so
-/// the VFS takes no module reference for an open file and `rmmod` would pull
-/// the code from under it. Each context takes one instead and drops it last.
-/// What remains unprotected is the return path of `release()` after the
-/// final `module_put()`; an `owner` in `MiscDeviceOptions` would close it.
-struct ModuleRef;
-
-impl ModuleRef {
-    fn get() -> Result<Self> {
-        // SAFETY: `THIS_MODULE` is this module, live while its code runs.
-        if unsafe { kernel::bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
-            Ok(ModuleRef)
-        } else {
-            Err(ENODEV)
-        }
-    }
-}
-
-impl Drop for ModuleRef {
-    fn drop(&mut self) {
-        // SAFETY: Pairs with the successful `try_module_get()` in `get()`.
-        unsafe { kernel::bindings::module_put(crate::THIS_MODULE.as_ptr()) };
-    }
-}
-
 #[pin_data(PinnedDrop)]
 pub(crate) struct Context {
     adapter: Arc<Adapter>,
@@ -143,14 +120,15 @@ pub(crate) struct Context {
     state: Mutex<State>,
     /// `State::area` for `mmap()`, which may not take the mutex; set once.
     area_index: Atomic<u32>,
+    /// The QP indices of the area with a QP now (bit = index), for
+    /// `mmap()`; written under `state`'s mutex.
+    qp_mask: Atomic<u32>,
     /// `SEND_UNSET`, `SEND_KERNEL` or `SEND_USER`; set once.
     send_mode: Atomic<u32>,
     stats: Arc<Stats>,
     /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
     #[pin]
     debugfs: Scope<Arc<Stats>>,
-    /// Last, so it is dropped after everything else.
-    _module: ModuleRef,
 }
 
 fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
@@ -167,7 +145,6 @@ impl MiscDevice for Context {
         // for open() under misc_mtx).
         let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
         let adapter = dev.adapter.clone();
-        let module = ModuleRef::get()?;
         let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(
@@ -187,11 +164,13 @@ impl MiscDevice for Context {
             adapter: owner,
             uar_index,
             area_index: Atomic::new(NO_AREA),
+            qp_mask: Atomic::new(0),
             send_mode: Atomic::new(SEND_UNSET),
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
                 cq: None,
                 area: None,
+                area_in_hw: false,
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
                 payload: [0; abi::MAX_PAYLOAD],
@@ -202,20 +181,20 @@ impl MiscDevice for Context {
             debugfs <- adapter.debugfs.scope(ctx_stats, &dir_name, |s, dir| {
                 dir.read_callback_file(c"stats", s, &show_stats)
             }),
-            _module: module,
         });
         let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
         adapter.stats.attach(&ctx.stats)?;
-        events::install_poll(file);
+        // The file holds a reference on this module from here on.
+        events::install_fops(file)?;
         Ok(ctx)
     }
 
     /// Runs under the process's `mmap_lock`, so it takes no lock that is
     /// held around copies from and to user space (the context's mutex is:
     /// they may fault and take `mmap_lock`, lockdep saw the cycle); the
-    /// adapter's `user_maps` lock is held around nothing but mapping and
-    /// zapping BAR pages.
+    /// adapter's `user_maps` lock is held around nothing but preparing,
+    /// faulting in and zapping BAR pages.
     fn mmap(me: Pin<&Context>, file: &File, vma: &VmaNew) -> Result {
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
@@ -223,12 +202,17 @@ impl MiscDevice for Context {
         if offset as u64 == abi::MMAP_UAR_PAGE || offset as u64 == abi::MMAP_BF_PAGE {
             return me.map_bar_page(file, vma, offset as u64);
         }
+        // Nothing new is mapped once the adapter is unbound.
+        drop(me.hw()?);
         let area = me.area_index.load(Acquire);
-        if area == NO_AREA {
+        let index = offset / umem::QP_AREA_BYTES;
+        // Only the QP indices with a QP of this context now. A mapping made
+        // earlier outlives DESTROY_QP: it still shows the context's own
+        // memory, cleared again when a QP is created there.
+        let created = me.qp_mask.load(Acquire);
+        if area == NO_AREA || index >= MAX_QPS_PER_CONTEXT || created & (1 << index) == 0 {
             return Err(EINVAL);
         }
-        // Any QP index of the context's own area: its memory is the
-        // context's for its lifetime, with or without a QP there now.
         me.adapter
             .umem
             .mmap(area as usize, vma, offset, me.user_posted())
@@ -266,7 +250,7 @@ impl PinnedDrop for Context {
         let mut state = self.state.lock();
         for i in 0..MAX_QPS_PER_CONTEXT {
             if let Some(qp) = state.qps[i].take() {
-                self.destroy_hw_qp(&qp);
+                state.area_in_hw |= !self.destroy_hw_qp(&qp);
             }
         }
         self.release_cq_if_idle(&mut state);
@@ -280,13 +264,33 @@ impl PinnedDrop for Context {
             drop(pinned);
         }
         if let Some(area) = state.area.take() {
-            *self.adapter.areas.lock() &= !(1 << area);
+            if state.area_in_hw {
+                kernel::pr_warn!("area {area} kept: the adapter may still write it\n");
+            } else {
+                *self.adapter.areas.lock() &= !(1 << area);
+            }
         }
         drop(state);
         self.adapter.user_maps.lock().forget(self.uar_index);
         self.adapter.stats.detach(&self.stats);
         self.adapter.uars.lock().free(self.uar_index);
     }
+}
+
+/// The operations of a UAR or BlueFlame page mapping.
+static BAR_PAGE_OPS: VmOps = VmOps::new(bar_page_fault);
+
+/// # Safety
+///
+/// Called by the mm core for a fault in a VMA that `map_bar_page()` set up.
+unsafe extern "C" fn bar_page_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
+    // SAFETY: The mm core hands us the fault being handled, in a VMA set up
+    // by `map_bar_page()` (the only user of `BAR_PAGE_OPS`).
+    let fault = unsafe { Fault::from_raw(vmf) };
+    // SAFETY: That VMA's private data is the context of the file it holds
+    // open: pinned, and alive until the file is released, after the VMA.
+    let ctx = unsafe { &*fault.private().cast::<Context>() };
+    ctx.bar_page_fault(&fault)
 }
 
 impl Context {
@@ -324,19 +328,37 @@ impl Context {
         if self.claim_send_mode(SEND_USER).is_err() {
             return Err(EPERM);
         }
-        let caps = &self.adapter.caps;
-        let start = self.adapter.bar2_start;
-        let page = if offset == abi::MMAP_BF_PAGE {
-            BarPage::BlueFlame(start + caps.bf_page_offset(self.uar_index))
-        } else {
-            BarPage::Uar(start + caps.uar_offset(self.uar_index))
-        };
-        // Under the lock unbind revokes them with: mapped before, zapped.
+        let page = self.bar_page(offset);
+        // Under the lock unbind revokes them with: prepared before, zapped.
         let mut maps = self.adapter.user_maps.lock();
         if self.hw().is_err() {
             return Err(ENODEV);
         }
-        maps.map(self.uar_index, file, vma, page)
+        // The VMA holds the file open, so this context outlives it.
+        let private = core::ptr::from_ref(self).cast();
+        maps.prepare(self.uar_index, file, vma, &page, (&BAR_PAGE_OPS, private))
+    }
+
+    /// The page of BAR2 that mmap() offset `offset` maps for this context.
+    fn bar_page(&self, offset: u64) -> BarPage {
+        let caps = &self.adapter.caps;
+        let start = self.adapter.bar2_start;
+        if offset == abi::MMAP_BF_PAGE {
+            BarPage::BlueFlame(start + caps.bf_page_offset(self.uar_index))
+        } else {
+            BarPage::Uar(start + caps.uar_offset(self.uar_index))
+        }
+    }
+
+    /// The first access to a page `map_bar_page()` set up: the page goes
+    /// in while the adapter is bound, under the lock unbind revokes with.
+    fn bar_page_fault(&self, fault: &Fault) -> bindings::vm_fault_t {
+        let page = self.bar_page(fault.offset());
+        let maps = self.adapter.user_maps.lock();
+        if self.hw().is_err() {
+            return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+        }
+        maps.insert(fault, &page)
     }
 
     fn query_device(&self, b: &mut Bundle<'_>) -> Result {
@@ -448,15 +470,27 @@ impl Context {
             .write(out, &info)
             .and_then(|()| send_out.map_or(Ok(()), |o| b.write(o, &send_info)));
         if let Err(e) = written {
-            self.destroy_hw_qp(&qp);
+            state.area_in_hw |= !self.destroy_hw_qp(&qp);
             self.release_cq_if_idle(&mut state);
             return Err(e);
         }
         state.qps[index] = Some(qp);
+        self.set_qp_mapped(index, true);
         Ok(())
     }
 
-    /// The context's area of shared memory, taken with its first QP.
+    /// Whether `mmap()` may map QP index `index` (under `state`'s mutex,
+    /// the only writer).
+    fn set_qp_mapped(&self, index: usize, created: bool) {
+        let mask = self.qp_mask.load(Relaxed);
+        let bit = 1u32 << index;
+        self.qp_mask
+            .store(if created { mask | bit } else { mask & !bit }, Release);
+    }
+
+    /// The context's area of shared memory, taken with its first QP and
+    /// cleared whole then: it may hold the bytes of the context that had
+    /// it before (receive buffers, WQE pages, user send queues).
     fn area(&self, state: &mut State) -> Result<usize> {
         if let Some(area) = state.area {
             return Ok(area);
@@ -470,6 +504,7 @@ impl Context {
             );
             return Err(ENOSPC);
         }
+        self.adapter.umem.area(area)?.clear_all();
         *used |= 1 << area;
         state.area = Some(area);
         self.area_index.store(area as u32, Release);
@@ -613,12 +648,14 @@ impl Context {
     }
 
     /// 2RST_QP (nothing if unbind did it already), HW2SW_CQ of its receive
-    /// CQ, and its buffer given back.
-    fn destroy_hw_qp(&self, qp: &Qp) {
+    /// CQ, and its buffer given back. Returns whether the device let go of
+    /// both: if not, it may still write the QP's part of the area.
+    fn destroy_hw_qp(&self, qp: &Qp) -> bool {
         let hca = self.hca();
         hca.destroy_qp(qp.slot);
         hca.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
         self.free_slot(qp.slot);
+        !hca.qp_in_hw(qp.slot) && !hca.recv_cq_in_hw(qp.recv.live_bit)
     }
 
     /// Gives QP buffer `slot` back, unless a QP the device could not reset
@@ -655,7 +692,8 @@ impl Context {
         let mut state = self.state.lock();
         let index = self.find_qp(&state, handle)?;
         if let Some(q) = state.qps[index].take() {
-            self.destroy_hw_qp(&q);
+            self.set_qp_mapped(index, false);
+            state.area_in_hw |= !self.destroy_hw_qp(&q);
             // Its CQEs left in the CQ (a post reaps only a full queue) name
             // a QPN a new QP may get: consume them now that the reset QP
             // writes no more; they match no QP. Unbound: nothing to reap.
@@ -800,6 +838,8 @@ impl Context {
             return Err(ENOENT);
         };
         let hw = self.hw()?;
+        // A doorbell like a post's: none after unbind has reset the CQs.
+        let _posting = self.hca().posting.try_access().ok_or(ENODEV)?;
         let uar = self.adapter.caps.uar_offset(self.uar_index) as usize;
         qp.recv
             .arm(&area, hw.bar2.uar(), uar, flags & abi::ARM_F_SOLICITED != 0)

@@ -6,7 +6,11 @@
 //! operations the crate builds for `Context` are copied, at compile time,
 //! into a table that adds one, and `open()` installs it on the file as
 //! `misc_open()` itself installs the misc device's table (`replace_fops()`).
-//! A `poll` in `MiscDevice` would make this file go away.
+//! The crate's table has no `owner` either, so no reference on this module
+//! is held for an open file; ours names this module (as Rust binder's
+//! table does), and the reference is taken as the table is installed and
+//! dropped by the VFS after `release()` has returned. A `poll` and an
+//! `owner` in `MiscDevice` would make this file go away.
 //!
 //! Wake-ups: completion events of every receive CQ of the adapter arrive on
 //! its one EQ; the interrupt handler wakes the adapter's wait queue, and each
@@ -23,7 +27,7 @@ use crate::context::Context;
 #[repr(transparent)]
 struct Fops(bindings::file_operations);
 
-// SAFETY: A table of function pointers (and a null module owner) that is
+// SAFETY: A table of function pointers and this module's address that is
 // never written after it is built at compile time.
 unsafe impl Sync for Fops {}
 
@@ -33,16 +37,25 @@ static FOPS: Fops = Fops({
     // `Context`; it is read, not written.
     let mut fops = unsafe { *misc.fops };
     fops.poll = Some(poll);
+    fops.owner = crate::THIS_MODULE.as_ptr();
     fops
 });
 
-/// Gives `file`, being opened, the table with `poll`.
-pub(crate) fn install_poll(file: &File) {
+/// Gives `file`, being opened, the table with `poll` and this module as its
+/// owner; `-ENODEV` if the module is going away.
+pub(crate) fn install_fops(file: &File) -> Result {
+    // SAFETY: `THIS_MODULE` is this module, live while its code runs.
+    if !unsafe { bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
+        return Err(ENODEV);
+    }
     // SAFETY: `file` is being opened by misc_open(), which has just set
-    // `f_op` to the crate's table for `Context` and called our open(); the
-    // file is in no file table yet. The new table has the same entries plus
-    // `poll` and, like the old one, no owner to take a reference on.
+    // `f_op` to the crate's table for `Context` (no owner: it holds no
+    // module reference to drop) and called our open(); the file is in no
+    // file table yet. The new table has the same entries plus `poll`; the
+    // reference on its owner, taken above, is what `__fput()` drops with
+    // `fops_put()` after release(), as for `replace_fops()`.
     unsafe { (*file.as_ptr()).f_op = &FOPS.0 };
+    Ok(())
 }
 
 /// `f_op->poll`.

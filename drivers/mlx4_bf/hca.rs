@@ -338,6 +338,12 @@ impl Hca {
         qp::destroy(&self.cmd, &mut self.cmd.lock(), slot);
     }
 
+    /// Whether the receive CQ recorded under `live_bit` is (still) in the
+    /// device: its HW2SW_CQ failed, and it may still write its ring.
+    pub(crate) fn recv_cq_in_hw(&self, live_bit: usize) -> bool {
+        live_bit < 64 && self.cmd.lock().live.cqs & (1 << live_bit) != 0
+    }
+
     /// Whether a QP is (still) in the device under send-queue slot `slot`.
     pub(crate) fn qp_in_hw(&self, slot: usize) -> bool {
         self.cmd.lock().live.qps.get(slot).is_some_and(|&q| q != 0)

@@ -148,6 +148,16 @@ impl Area<'_> {
         Ok(unsafe { self.0.as_mut_ptr().cast::<u8>().add(off) })
     }
 
+    /// Clears the whole area as a context takes it: nothing of the context
+    /// that had it before may show through any of its QP indices.
+    pub(crate) fn clear_all(&self) {
+        // SAFETY: The whole allocation; nothing uses it: its last context
+        // closed (the mappings of a process hold the file, so none is left),
+        // and the device writes no part of it (an area the device may still
+        // write is never given back: `State::area_in_hw`).
+        unsafe { core::ptr::write_bytes(self.0.as_mut_ptr().cast::<u8>(), 0, self.0.size()) };
+    }
+
     /// Clears QP index `qp`'s memory before its CQ goes to the device.
     pub(crate) fn clear_qp(&self, qp: usize) -> Result {
         let p = self.ptr(qp * QP_AREA_BYTES, QP_AREA_BYTES)?;

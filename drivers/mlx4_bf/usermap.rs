@@ -8,16 +8,24 @@
 //! which looks the PFN up in this mapping and issues the store blocks.
 //!
 //! A mapping must not outlive the binding: a process could otherwise write
-//! to the BAR of a device another driver owns. Every file with such a
-//! mapping is recorded here, and unbind zaps the pages of all of them (as
-//! VFIO zaps its BARs); a later access faults (SIGBUS, or -EFAULT from the
+//! to the BAR of a device another driver owns. So `mmap()` inserts no page:
+//! the page goes in at the first access, from the fault handler, under the
+//! lock unbind revokes with and only while the adapter is bound (as VFIO
+//! inserts its BAR pages with `vmf_insert_pfn()`). Every file with such a
+//! mapping is recorded here, and unbind zaps the pages of all of them. By
+//! the time a page can fault in, the VMA is linked into the file's address
+//! space, so the zap finds every page that was inserted; one inserted in
+//! `mmap()` itself could be missed, the VMA being linked only after
+//! `mmap()` returns. A later access faults (SIGBUS, or an error from the
 //! system call), and no new mapping is made.
 //!
-//! The kernel crate has no wrapper of `remap_pfn_range()`,
-//! `pgprot_writecombine()` or `unmap_mapping_range()`: they are called here.
+//! The kernel crate has no wrapper of `vm_operations_struct`,
+//! `vmf_insert_pfn()`, `pgprot_writecombine()` or `unmap_mapping_range()`,
+//! and no way to set `VM_PFNMAP`: they are used here.
 
 use kernel::{
     bindings,
+    ffi::c_void,
     fs::File,
     mm::virt::{flags, VmaNew},
     prelude::*,
@@ -56,6 +64,53 @@ pub(crate) struct UserMaps {
     files: KVec<Mapped>,
 }
 
+/// The `vm_operations_struct` of BAR page mappings: a fault handler only.
+#[repr(transparent)]
+pub(crate) struct VmOps(bindings::vm_operations_struct);
+
+// SAFETY: Built at compile time and only ever read (by the mm core).
+unsafe impl Sync for VmOps {}
+
+impl VmOps {
+    pub(crate) const fn new(
+        fault: unsafe extern "C" fn(*mut bindings::vm_fault) -> bindings::vm_fault_t,
+    ) -> Self {
+        // SAFETY: All zeroes is a valid `vm_operations_struct`: every
+        // callback absent, no name.
+        let mut ops: bindings::vm_operations_struct = unsafe { core::mem::zeroed() };
+        ops.fault = Some(fault);
+        VmOps(ops)
+    }
+}
+
+/// A page fault in a VMA that [`UserMaps::prepare`] set up.
+pub(crate) struct Fault {
+    vmf: *mut bindings::vm_fault,
+}
+
+impl Fault {
+    /// # Safety
+    ///
+    /// `vmf` is the fault the mm core is handling in a VMA that
+    /// [`UserMaps::prepare`] set up, and lives as long as the result.
+    pub(crate) unsafe fn from_raw(vmf: *mut bindings::vm_fault) -> Self {
+        Fault { vmf }
+    }
+
+    /// The private data `prepare()` was given.
+    pub(crate) fn private(&self) -> *const c_void {
+        // SAFETY: `vmf` and its VMA are live while the fault is handled
+        // (`from_raw`).
+        unsafe { (*(*self.vmf).__bindgen_anon_1.vma).vm_private_data }
+    }
+
+    /// The file offset the VMA maps (`vm_pgoff` in bytes).
+    pub(crate) fn offset(&self) -> u64 {
+        // SAFETY: As in `private()`.
+        unsafe { (*(*self.vmf).__bindgen_anon_1.vma).vm_pgoff as u64 * PAGE as u64 }
+    }
+}
+
 /// Where a page lies in BAR2, and how the CPU may write it.
 pub(crate) enum BarPage {
     /// The UAR page: doorbells, uncached.
@@ -72,15 +127,17 @@ impl UserMaps {
         }
     }
 
-    /// Maps `page` (a physical address in BAR2, as the PCI core reports
-    /// it; on s390 without MIO the iomap cookie that `s390_pci_mmio_write()`
-    /// translates) into `vma`, one shared page, never executable.
-    pub(crate) fn map(
+    /// Sets `vma` up to map `page` at its first access, through `ops`
+    /// (whose fault handler calls [`UserMaps::insert`]) with `private` as
+    /// its private data: one shared page, never executable, write-combining
+    /// if it is the BlueFlame page.
+    pub(crate) fn prepare(
         &mut self,
         uar_index: u32,
         file: &File,
         vma: &VmaNew,
-        page: BarPage,
+        page: &BarPage,
+        (ops, private): (&'static VmOps, *const c_void),
     ) -> Result {
         if self.revoked {
             return Err(ENODEV);
@@ -89,6 +146,8 @@ impl UserMaps {
         vma.try_clear_mayexec()?;
         vma.set_dontcopy();
         vma.set_dontexpand();
+        vma.set_dontdump();
+        vma.set_io();
         // SAFETY: `file` is the file being mapped; `f_mapping` is set for
         // every open file and lives as long as it.
         let mapping = unsafe { (*file.as_ptr()).f_mapping };
@@ -96,27 +155,43 @@ impl UserMaps {
             self.files.push(Mapped { uar_index, mapping }, GFP_KERNEL)?;
         }
         let raw = vma.as_ptr();
-        let (phys, write_combining) = match page {
-            BarPage::Uar(p) => (p, false),
-            BarPage::BlueFlame(p) => (p, true),
-        };
         // SAFETY: `raw` is the VMA this mmap() call sets up, not visible to
-        // anybody else yet; its start and length (one page, checked above)
-        // are its own, and `phys` is a page of the device's BAR2, which
-        // stays reserved by this driver until unbind zaps the mapping.
-        let ret = unsafe {
-            if write_combining {
+        // anybody else yet. VM_PFNMAP (what `remap_pfn_range()` sets) is
+        // what `vmf_insert_pfn()` requires; the mapping is shared, so not a
+        // COW mapping, and VM_MIXEDMAP is not set. `ops` is static, and the
+        // caller guarantees `private` outlives the VMA.
+        unsafe {
+            (*raw).__bindgen_anon_2.vm_flags |= flags::PFNMAP;
+            if matches!(page, BarPage::BlueFlame(_)) {
                 (*raw).vm_page_prot = bindings::pgprot_writecombine((*raw).vm_page_prot);
             }
-            bindings::remap_pfn_range(
-                raw,
-                vma.start(),
-                (phys / PAGE as u64) as usize,
-                PAGE,
-                (*raw).vm_page_prot,
+            (*raw).vm_ops = &ops.0;
+            (*raw).vm_private_data = private.cast_mut();
+        }
+        Ok(())
+    }
+
+    /// The fault handler's work: inserts `page` (a physical address in
+    /// BAR2, as the PCI core reports it; on s390 without MIO the iomap
+    /// cookie that `s390_pci_mmio_write()` translates) at the faulting
+    /// address, or SIGBUS once unbind revoked the pages.
+    pub(crate) fn insert(&self, fault: &Fault, page: &BarPage) -> bindings::vm_fault_t {
+        if self.revoked {
+            return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+        }
+        let (BarPage::Uar(phys) | BarPage::BlueFlame(phys)) = *page;
+        // SAFETY: `fault.vmf` is the fault being handled, in a VMA set up by
+        // `prepare()` (VM_PFNMAP, one page); `phys` is a page of the
+        // device's BAR2, reserved by this driver until unbind, which revokes
+        // (under the lock the caller holds) before it zaps.
+        unsafe {
+            let vmf = &*fault.vmf;
+            bindings::vmf_insert_pfn(
+                vmf.__bindgen_anon_1.vma,
+                vmf.__bindgen_anon_1.address & !(PAGE as kernel::ffi::c_ulong - 1),
+                (phys / PAGE as u64) as kernel::ffi::c_ulong,
             )
-        };
-        kernel::error::to_result(ret)
+        }
     }
 
     /// The context with UAR `uar_index` closed: its file has no mapping left.
@@ -130,8 +205,8 @@ impl UserMaps {
         for m in self.files.drain_all() {
             // SAFETY: `m.mapping` is the address space of an open file
             // (`Mapped`); zapping its two BAR pages removes them from every
-            // process that maps them through it. Later accesses find no
-            // page (VM_PFNMAP without a fault handler: SIGBUS).
+            // process that maps them through it. A later access faults, and
+            // the handler finds the pages revoked (SIGBUS).
             unsafe {
                 bindings::unmap_mapping_range(
                     m.mapping,

@@ -204,6 +204,152 @@ TEST(bar_page_mappings_are_zapped_at_unbind)
 }
 
 /*
+ * A load from @page at @off (the UAR's send doorbell: a register, which the
+ * adapter lets be read): 1 if the page is gone, 0 if the load went through.
+ */
+#ifdef __s390x__
+static int load_from_page(uint8_t *page, size_t off)
+{
+	uint32_t v;
+
+	return syscall(__NR_s390_pci_mmio_read, (unsigned long)(page + off), &v, 4) != 0;
+}
+#else
+static int load_from_page(uint8_t *page, size_t off)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int gone;
+
+	sigaction(SIGBUS, &sa, &old);
+	gone = sigsetjmp(bus_error, 1);
+	if (!gone)
+		(void)__atomic_load_n((uint32_t *)(page + off), __ATOMIC_RELAXED);
+	sigaction(SIGBUS, &old, NULL);
+	return gone;
+}
+#endif
+
+#define MAPPERS		2
+#define RACE_ROUNDS	20
+#define LIVE_MAPS	4
+#define SEND_DOORBELL	0x14
+
+/* What the parent and the mappers share (MAP_SHARED anonymous memory). */
+struct race {
+	int unbound;			/* the round whose unbind has completed */
+	int bound;			/* the round whose rebind has completed */
+	int checked[MAPPERS];		/* the last round a mapper checked */
+	int alive_after_unbind;		/* pages still reachable after an unbind */
+	int mapped;			/* mappings made, over all rounds */
+};
+
+struct bar_maps {
+	int fd;
+	uint8_t *uar, *bf;
+};
+
+static void drop_maps(struct bar_maps *m)
+{
+	if (m->uar && m->uar != MAP_FAILED)
+		munmap(m->uar, 4096);
+	if (m->bf && m->bf != MAP_FAILED)
+		munmap(m->bf, 4096);
+	if (m->fd >= 0)
+		close(m->fd);
+	*m = (struct bar_maps){ .fd = -1 };
+}
+
+/*
+ * A mapper: opens contexts and maps their UAR and BlueFlame pages, faults
+ * the UAR page in with a load of its doorbell register, and unmaps the
+ * oldest, until the parent says the adapter is unbound; then every page it
+ * still maps must be gone (the BlueFlame page never touched before: a
+ * store must not reach the adapter), whenever its mmap() returned.
+ */
+static void mapper(struct race *r, int me)
+{
+	struct bar_maps live[LIVE_MAPS];
+	int next = 0;
+
+	for (int i = 0; i < LIVE_MAPS; i++)
+		live[i] = (struct bar_maps){ .fd = -1 };
+	for (int round = 1; round <= RACE_ROUNDS; round++) {
+		while (__atomic_load_n(&r->unbound, __ATOMIC_ACQUIRE) < round) {
+			struct bar_maps *m = &live[next++ % LIVE_MAPS];
+
+			drop_maps(m);
+			m->fd = open(DEV_PATH, O_RDWR);
+			if (m->fd < 0)
+				continue;
+			m->uar = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd,
+				      MLX4_BF_MMAP_UAR_PAGE);
+			m->bf = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, m->fd,
+				     MLX4_BF_MMAP_BF_PAGE);
+			if (m->uar != MAP_FAILED) {
+				__atomic_fetch_add(&r->mapped, 1, __ATOMIC_RELAXED);
+				load_from_page(m->uar, SEND_DOORBELL);
+			}
+		}
+		for (int i = 0; i < LIVE_MAPS; i++) {
+			struct bar_maps *m = &live[i];
+
+			if (m->uar && m->uar != MAP_FAILED && !load_from_page(m->uar, SEND_DOORBELL))
+				__atomic_fetch_add(&r->alive_after_unbind, 1, __ATOMIC_RELAXED);
+			if (m->bf && m->bf != MAP_FAILED && !store_to_page(m->bf))
+				__atomic_fetch_add(&r->alive_after_unbind, 1, __ATOMIC_RELAXED);
+			drop_maps(m);
+		}
+		__atomic_store_n(&r->checked[me], round, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&r->bound, __ATOMIC_ACQUIRE) < round)
+			usleep(1000);
+	}
+	_exit(0);
+}
+
+/*
+ * mmap(), the first access and munmap() of both pages racing unbind, round
+ * after round: no page a process mapped before, or while, the adapter was
+ * unbound reaches it afterwards.
+ */
+TEST(bar_page_mappings_racing_unbind_never_outlive_it)
+{
+	struct race *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pids[MAPPERS];
+	char bdf[64];
+	int status;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	ASSERT_NE(MAP_FAILED, r);
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < MAPPERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i])
+			mapper(r, i);
+	}
+	for (int round = 1; round <= RACE_ROUNDS; round++) {
+		usleep(5000 + 2000 * (round % 7));
+		ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf)) TH_LOG("round %d", round);
+		__atomic_store_n(&r->unbound, round, __ATOMIC_RELEASE);
+		for (int i = 0; i < MAPPERS; i++)
+			while (__atomic_load_n(&r->checked[i], __ATOMIC_ACQUIRE) < round)
+				usleep(1000);
+		ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf)) TH_LOG("round %d", round);
+		__atomic_store_n(&r->bound, round, __ATOMIC_RELEASE);
+	}
+	for (int i = 0; i < MAPPERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	EXPECT_EQ(0, r->alive_after_unbind);
+	EXPECT_LT(RACE_ROUNDS, r->mapped) TH_LOG("the mappers hardly mapped anything");
+	printf("# %d mappings in %d rounds\n", r->mapped, RACE_ROUNDS);
+	munmap(r, sizeof(*r));
+}
+
+/*
  * A ping-pong pair in one process until an error: exits 0 if that error was
  * -ENODEV, after at least one round trip, and the mappings stay readable.
  */
