@@ -40,6 +40,8 @@ const HCR_TOKEN: usize = HCR_BASE + 0x14;
 const HCR_CTRL: usize = HCR_BASE + 0x18;
 /// `MLX4_OWNER_BASE`: reads 0 if nobody owns the device (and takes it).
 pub(crate) const OWNER: usize = 0x8069c;
+/// `MLX4_RESET_BASE + MLX4_RESET_OFFSET`.
+const RESET_REG: usize = 0xf0010;
 
 /// `CMD_POLL_TOKEN`.
 const POLL_TOKEN: u32 = 0xffff;
@@ -189,6 +191,7 @@ pub(crate) struct Mailboxes {
 }
 
 /// What exists in the device, so that unbind can take it down.
+#[derive(Default)]
 pub(crate) struct Live {
     pub(crate) eq: bool,
     /// CQ slots with a CQ in hardware (bit = slot).
@@ -197,6 +200,16 @@ pub(crate) struct Live {
     pub(crate) qps: [u32; MAX_QPS],
     /// MPTs in hardware ownership (bit = MPT index).
     pub(crate) mpts: [u64; MAX_MPTS / 64],
+}
+
+impl Live {
+    /// Whether anything is (still) in the adapter.
+    pub(crate) fn any(&self) -> bool {
+        self.eq
+            || self.cqs != 0
+            || self.qps.iter().any(|&q| q != 0)
+            || self.mpts.iter().any(|&m| m != 0)
+    }
 }
 
 pub(crate) struct CmdState {
@@ -285,6 +298,14 @@ impl CmdIf {
         }
         if let Some(bar0) = self.bar0.try_access() {
             bar0.write32(0, OWNER);
+        }
+    }
+
+    /// `mlx4_reset()`'s write: `MLX4_RESET_VALUE` to the reset register.
+    /// The device drops every queue, context and command in flight.
+    pub(crate) fn write_reset(&self) {
+        if let Some(bar0) = self.bar0.try_access() {
+            bar0.write32(be_to_bus(1), RESET_REG);
         }
     }
 

@@ -141,8 +141,10 @@ impl Eq {
             Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
         );
         let mut out = [0u8; EQC_SIZE];
-        let _ = cmd.exec(st, Command::new(Op::Hw2SwEq, self.eqn).output(&mut out));
-        st.live.eq = false;
+        // Failed, the EQ stays the adapter's: it may still write its ring.
+        st.live.eq = cmd
+            .exec(st, Command::new(Op::Hw2SwEq, self.eqn).output(&mut out))
+            .is_err();
     }
 
     /// `eq_set_ci()` with `req_not`: consumer index and arm.

@@ -19,7 +19,8 @@
 //! flight), every QP still in hardware is reset and every CQ returned
 //! (2RST_QP, HW2SW_CQ), the EQ unmapped and returned after its interrupt
 //! handler has finished, the command interface marked dead and the
-//! ownership word cleared. Contexts still open then get -ENODEV.
+//! ownership word cleared. If the adapter kept any of them, it is reset
+//! first (`reset.rs`). Contexts still open then get -ENODEV.
 
 use kernel::{
     device::{Bound, Core, Device},
@@ -33,7 +34,7 @@ use kernel::{
 };
 
 use crate::{
-    cmd::{CmdIf, Command, Op, BAR0_SIZE, OWNER},
+    cmd::{CmdIf, Command, Live, Op, BAR0_SIZE, OWNER},
     cq::{self, Cq, CqParams, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     eq::{Eq, EQE_SIZE, EQ_ENTRIES},
     fw::{self, DevCap, FwInfo},
@@ -223,8 +224,10 @@ impl Hca {
     }
 
     /// Takes the device down (see the module documentation); idempotent.
-    /// `sync_irq` waits for a running interrupt handler.
-    pub(crate) fn shutdown(&self, sync_irq: impl FnOnce()) {
+    /// `sync_irq` waits for a running interrupt handler. If the adapter
+    /// keeps any QP, CQ, EQ or MPT, it is reset (`reset::last_resort`)
+    /// before the caller frees or unpins the memory they name.
+    pub(crate) fn shutdown(&self, sync_irq: impl FnOnce(), pdev: &pci::Device) {
         // No post starts after this, and those running have finished.
         self.posting.revoke();
         let mut st = self.cmd.lock();
@@ -245,6 +248,11 @@ impl Hca {
         sync_irq();
         self.eq.destroy(&self.cmd, &mut st);
         st.dead = true;
+        if st.live.any() {
+            crate::reset::last_resort(pdev, || self.cmd.write_reset());
+            // The reset took everything out of the adapter.
+            st.live = Live::default();
+        }
         drop(st);
         self.cmd.free_ownership();
     }

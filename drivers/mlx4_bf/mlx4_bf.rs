@@ -23,6 +23,7 @@ use kernel::{
     new_mutex, new_poll_condvar, pci,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{Atomic, Relaxed},
         poll::PollCondVar,
         Arc, Mutex,
@@ -64,6 +65,7 @@ mod mr;
 mod pin;
 mod qp;
 mod recv;
+mod reset;
 mod stats;
 mod umem;
 mod usermap;
@@ -222,6 +224,8 @@ pub(crate) struct Adapter {
 /// (`Hca::shutdown`) when unbound or when probe fails after bring-up.
 struct HcaUp {
     adapter: Arc<Adapter>,
+    /// For the teardown's last resort (`reset.rs`).
+    pdev: ARef<pci::Device>,
     irq: Option<Pin<KBox<irq::Registration<EqHandler>>>>,
 }
 
@@ -229,11 +233,14 @@ impl HcaUp {
     /// At unbind: the handler is waited for through the bound device (not
     /// `try_synchronize()`, which would wait inside an RCU section).
     fn shutdown(&self, dev: &kernel::device::Device<Bound>) {
-        self.adapter.hca.shutdown(|| {
-            if let Some(irq) = self.irq.as_ref() {
-                let _ = irq.synchronize(dev);
-            }
-        });
+        self.adapter.hca.shutdown(
+            || {
+                if let Some(irq) = self.irq.as_ref() {
+                    let _ = irq.synchronize(dev);
+                }
+            },
+            &self.pdev,
+        );
         // Every MPT is out of the device: unmap while still bound, unpin
         // outside the lock.
         let pinned = self.adapter.mrs.lock().release_all();
@@ -248,7 +255,7 @@ impl Drop for HcaUp {
         // A no-op after unbind(). When probe fails after bring-up, the
         // handler is waited for by freeing the interrupt (free_irq()).
         let irq = &mut self.irq;
-        self.adapter.hca.shutdown(|| drop(irq.take()));
+        self.adapter.hca.shutdown(|| drop(irq.take()), &self.pdev);
     }
 }
 
@@ -513,6 +520,7 @@ impl Mlx4BfDriver {
         // From here on a failure takes the device down again (HcaUp's drop).
         let up = HcaUp {
             adapter,
+            pdev: pdev.into(),
             irq: Some(irq),
         };
         {

@@ -1,6 +1,7 @@
 //! The analyzer's counters: global, per QP, per protocol-error code and per
-//! fallback reason, and the protection faults, which a counter reset keeps.
-//! The diagnostic block reads them; the summary dumps them.
+//! fallback reason, and the protection faults and lifetime counters, which a
+//! counter reset keeps. The diagnostic block reads them; the summary dumps
+//! them.
 
 use crate::protocol::{Code, FallbackReason};
 use serde::Serialize;
@@ -92,6 +93,19 @@ pub struct Faults {
     pub remote_access_faults: u64,
 }
 
+/// Counted since the model started, kept across a counter reset and a
+/// device reset: a test compares them before and after a driver's teardown.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+pub struct Lifetime {
+    /// Device resets, reset register or the client's DEVICE_RESET (0x5d0).
+    pub device_resets: u64,
+    /// Injected command faults that fired (CMD_FAULT, 0x5cc).
+    pub command_faults: u64,
+    /// DMA accesses and MSI-X messages refused because Bus Master Enable
+    /// was clear (0x5e0).
+    pub no_master_dma: u64,
+}
+
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
 pub struct PerQp {
     pub wqes_bf: u64,
@@ -112,16 +126,19 @@ pub struct PerQp {
 pub struct Counters {
     pub global: Global,
     pub faults: Faults,
+    pub lifetime: Lifetime,
     pub qps: BTreeMap<u32, PerQp>,
     pub by_code: BTreeMap<Code, u64>,
     pub by_reason: BTreeMap<FallbackReason, u64>,
 }
 
 impl Counters {
-    /// The counter reset (diag +0x18): everything but the faults.
+    /// The counter reset (diag +0x18): everything but the faults and the
+    /// lifetime counters.
     pub fn reset(&mut self) {
         *self = Counters {
             faults: self.faults.clone(),
+            lifetime: self.lifetime.clone(),
             ..Counters::default()
         };
     }
@@ -165,8 +182,8 @@ impl Counters {
     }
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
-    /// clock, 0x5a0..0x5c7), `qp_select` for the per-QP ones. None for
-    /// offsets that hold no counter.
+    /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0), `qp_select` for the per-QP ones.
+    /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32) -> Option<u64> {
         let g = &self.global;
         let zero = PerQp::default();
@@ -214,6 +231,8 @@ impl Counters {
             0x5b0 => g.rdma_writes,
             0x5b8 => g.rdma_bytes,
             0x5c0 => g.mtt_entries_written,
+            0x5d0 => self.lifetime.device_resets,
+            0x5e0 => self.lifetime.no_master_dma,
             _ => return None,
         })
     }
@@ -271,6 +290,9 @@ impl Counters {
         if let serde_json::Value::Object(m) = &mut v {
             if let Ok(serde_json::Value::Object(f)) = serde_json::to_value(&self.faults) {
                 m.extend(f);
+            }
+            if let Ok(serde_json::Value::Object(l)) = serde_json::to_value(&self.lifetime) {
+                m.extend(l);
             }
             let qps: serde_json::Map<_, _> = self
                 .qps

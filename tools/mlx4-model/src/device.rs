@@ -1,7 +1,7 @@
 //! The adapter as a pure, synchronous state machine: MMIO in, DMA and
-//! interrupts out through the `GuestMemory` and `Irq` traits, every
-//! transaction recorded by the tracer. The per-concern logic lives in the
-//! sibling modules as further `impl Device` blocks.
+//! interrupts out through the `GuestMemory` and `Irq` traits (only via
+//! `dma`), every transaction recorded by the tracer. The per-concern
+//! logic lives in the sibling modules as further `impl Device` blocks.
 
 use crate::blueflame::BfCollector;
 use crate::bytes::{be32, hex};
@@ -17,7 +17,7 @@ use crate::mr::Mrs;
 use crate::pci::ConfigSpace;
 use crate::protocol::Code;
 use crate::qp::Qp;
-use crate::timing::{Clock, Read, Tx};
+use crate::timing::{Clock, Tx};
 use crate::trace::Tracer;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -113,6 +113,7 @@ pub(crate) enum Bar2Region {
 
 pub struct Device<M, I> {
     pub(crate) cfg: Config,
+    /// Touched only through `dma`, which checks bus mastering.
     pub(crate) mem: M,
     pub(crate) irq: I,
     pub(crate) trace: Tracer,
@@ -454,12 +455,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Device reset (reset register or the client's DEVICE_RESET): all
-    /// contexts gone (MPTs and the MTT's contents too), HCR idle with T=0,
-    /// ownership free. The analyzer state
-    /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY) is kept.
+    /// contexts gone (MPTs and the MTT's contents too), HCR idle with T=0
+    /// (a stalled command's GO cleared), ownership free. The analyzer state
+    /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY, an armed
+    /// CMD_FAULT) and config space (Bus Master Enable) are kept.
     pub fn reset(&mut self, source: &str) {
         self.trace
             .record("device_reset", || json!({"source": source}));
+        self.counters.lifetime.device_resets += 1;
         self.hcr = Hcr::default();
         self.owned = false;
         self.eqs = vec![None; NUM_EQS];
@@ -482,67 +485,6 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             || json!({"code": code.as_str(), "detail": detail, "expected": expected}),
         );
         self.trace.flush();
-    }
-
-    /// DMA read, charged as `read` says; a failure is recorded as
-    /// `dma_unmapped` and returns false.
-    pub(crate) fn dma_read(
-        &mut self,
-        addr: u64,
-        buf: &mut [u8],
-        what: &'static str,
-        read: Read,
-    ) -> bool {
-        let r = self.mem.read(addr, buf);
-        self.trace.record("dma_read", || {
-            let mut rec = json!({"addr": addr, "len": buf.len(), "what": what});
-            if r.is_ok() && matches!(what, "wqe" | "db_rec" | "mailbox" | "rwqe") {
-                rec["data"] = hex(buf).into();
-            }
-            if r.is_err() {
-                rec["ok"] = false.into();
-            }
-            rec
-        });
-        self.charge(Tx::DmaRead {
-            len: buf.len() as u64,
-            read,
-        });
-        match r {
-            Ok(()) => true,
-            Err(e) => {
-                self.protocol_error(Code::DmaUnmapped, format!("{what} read: {e}"));
-                false
-            }
-        }
-    }
-
-    /// DMA write (posted, charged); counted when it succeeds.
-    pub(crate) fn dma_write(&mut self, addr: u64, data: &[u8], what: &'static str) -> bool {
-        let r = self.mem.write(addr, data);
-        self.trace.record("dma_write", || {
-            let mut rec = json!({"addr": addr, "len": data.len(), "what": what});
-            if r.is_ok() && what == "mailbox" {
-                rec["data"] = hex(data).into();
-            }
-            if r.is_err() {
-                rec["ok"] = false.into();
-            }
-            rec
-        });
-        self.charge(Tx::DmaWrite {
-            len: data.len() as u64,
-        });
-        match r {
-            Ok(()) => {
-                self.counters.global.dma_writes += 1;
-                true
-            }
-            Err(e) => {
-                self.protocol_error(Code::DmaUnmapped, format!("{what} write: {e}"));
-                false
-            }
-        }
     }
 
     /// End of the session: judge what is still pending, flush the trace.

@@ -2,10 +2,13 @@
 //! version, little-endian counters, QP_SELECT, MARK, EXPECT, FALLBACK_EVERY,
 //! the counter reset, the records of the last executed WQE and the last
 //! send doorbell, (version 3) the receive, DMA and latency counters and
-//! the modelled PCIe clock, and (version 4) the memory-region gauges, the
-//! protection faults and the RDMA write counters.
+//! the modelled PCIe clock, (version 4) the memory-region gauges, the
+//! protection faults and the RDMA write counters, and (version 5) command
+//! fault injection and what a teardown leaves: resets, live queues, DMA
+//! refused without bus mastering.
 
 use crate::device::Device;
+use crate::fault::CmdFault;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::protocol::Code;
@@ -15,7 +18,9 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 2: the BAR2 write counter (0x78) and the records (0xc0..0x4ff).
 /// 3: receive, DMA and latency counters and the clock (0x500..0x58f).
 /// 4: memory regions, protection faults and RDMA writes (0x590..0x5c7).
-pub const VERSION: u32 = 4;
+/// 5: command faults, resets, live queues, DMA without bus mastering
+/// (0x5c8..0x5e7).
+pub const VERSION: u32 = 5;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -41,6 +46,15 @@ pub const HW_MPT_PAGES: u64 = 0x598;
 /// and remote (rkeys).
 pub const LOCAL_PROT_FAULTS: u64 = 0x5a0;
 pub const REMOTE_ACCESS_FAULTS: u64 = 0x5a8;
+/// Write: arm (`opcode | mode << 16`) or disarm (mode 0) a command fault.
+/// Read: the armed value, then the faults fired since the model started.
+pub const CMD_FAULT: u64 = 0x5c8;
+/// Device resets since the model started, whatever their source.
+pub const RESETS: u64 = 0x5d0;
+/// Gauge: EQs and CQs in hardware ownership, then QPs out of RESET.
+pub const LIVE: u64 = 0x5d8;
+/// DMA accesses and MSI-X refused because Bus Master Enable was clear.
+pub const NO_MASTER_DMA: u64 = 0x5e0;
 
 /// Where the last executed WQE came from (register 0xc4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -115,6 +129,8 @@ pub struct DiagState {
     /// whenever it was.
     pub last_wqe: LastWqe,
     pub last_doorbell: LastDoorbell,
+    /// Kept across both resets too, until it fires or is disarmed.
+    pub cmd_fault: CmdFault,
 }
 
 impl DiagState {
@@ -126,6 +142,7 @@ impl DiagState {
             valid_posts: 0,
             last_wqe: LastWqe::default(),
             last_doorbell: LastDoorbell::default(),
+            cmd_fault: CmdFault::default(),
         }
     }
 
@@ -140,6 +157,14 @@ impl DiagState {
 }
 
 impl<M: GuestMemory, I: Irq> Device<M, I> {
+    /// LIVE: what the device still owns, so still may write to: EQs and
+    /// CQs in hardware ownership (low half), QPs out of RESET (high half;
+    /// the model drops a QP at 2RST).
+    fn live(&self) -> u64 {
+        let queues = self.eqs.iter().flatten().count() + self.cqs.len();
+        (queues as u64) | ((self.qps.len() as u64) << 32)
+    }
+
     /// Returns a protocol error to record (after the read's trace record).
     pub(crate) fn diag_read(&mut self, off: u64, data: &mut [u8]) -> Option<(Code, String)> {
         let len = data.len() as u64;
@@ -163,6 +188,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             CLOCK => Some(self.clock.now()),
             HW_MPTS => Some(self.mrs.hw_mpts()),
             HW_MPT_PAGES => Some(self.mrs.hw_pages()),
+            CMD_FAULT => Some(
+                u64::from(self.diag.cmd_fault.armed())
+                    | (self.counters.lifetime.command_faults << 32),
+            ),
+            LIVE => Some(self.live()),
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
                 self.diag.last_wqe.value(o)
             }
@@ -201,6 +231,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.diag.valid_posts = 0;
             }
             RESET_COUNTERS => self.counters.reset(),
+            CMD_FAULT => self.cmd_fault_write(v),
             _ => self.protocol_error(
                 Code::UndefinedOffset,
                 format!("diag write at read-only or undefined +{off:#x}"),

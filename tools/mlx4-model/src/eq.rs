@@ -9,7 +9,6 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, PAGE_SIZE};
 use crate::protocol::Code;
-use crate::timing::Tx;
 use serde_json::json;
 
 pub const EQ_CTX_SIZE: usize = 0x40;
@@ -123,20 +122,6 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             eq.armed = false;
             let v = eq.intr;
             self.raise(u16::from(v));
-        }
-    }
-
-    pub(crate) fn raise(&mut self, vector: u16) {
-        self.counters.global.msix_irqs += 1;
-        let delivered = self.irq.raise(vector);
-        self.trace
-            .record("irq", || json!({"vector": vector, "delivered": delivered}));
-        self.charge(Tx::Msi);
-        if !delivered {
-            self.protocol_error(
-                Code::MsixNotEnabled,
-                format!("MSI-X vector {vector} raised but not set up by the guest"),
-            );
         }
     }
 

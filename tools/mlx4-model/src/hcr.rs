@@ -1,11 +1,13 @@
 //! The HCR: seven big-endian dwords at BAR0 + 0x80680 (§1.2–1.6). Dword 6
 //! with GO set starts a command; the model completes it synchronously,
-//! clears GO and writes the status byte, keeping T as written.
+//! clears GO and writes the status byte, keeping T as written, unless an
+//! injected fault (`fault`) fails or stalls it.
 
 use crate::bytes::{be32, put_be64};
-use crate::commands::CommandRequest;
+use crate::commands::{self, CommandRequest};
 use crate::device::Device;
 use crate::eq::event;
+use crate::fault::Mode;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::protocol::Code;
@@ -91,7 +93,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         self.hcr.regs[6] = v;
         let req = self.hcr.request(v);
-        let (status, imm) = match self.execute_command(&req) {
+        let result = match self.command_fault(req.opcode) {
+            None => self.execute_command(&req),
+            Some(Mode::Fail) => Err(commands::status::INTERNAL_ERR),
+            Some(Mode::Stall) => {
+                // GO stays set: only a device reset clears it.
+                self.trace.flush();
+                return;
+            }
+        };
+        let (status, imm) = match result {
             Ok(imm) => (0u8, imm),
             Err(status) => (status, None),
         };
@@ -104,7 +115,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.trace.record("command", || {
             json!({
                 "opcode": req.opcode,
-                "name": crate::commands::name(req.opcode),
+                "name": commands::name(req.opcode),
                 "in_mod": req.in_mod,
                 "op_mod": req.op_mod,
                 "status": status,

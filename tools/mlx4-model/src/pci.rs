@@ -10,6 +10,10 @@ pub const CONFIG_SIZE: usize = 256;
 pub const VENDOR_ID: u16 = 0x15b3;
 pub const DEVICE_ID: u16 = 0x1003;
 pub const MSIX_CAP: usize = 0x40;
+/// The command register and its Bus Master Enable bit: while it is clear
+/// the function may issue no memory request, DMA nor MSI-X (`dma`).
+pub const COMMAND: usize = 0x04;
+pub const COMMAND_MASTER: u8 = 1 << 2;
 
 pub struct ConfigSpace {
     bytes: [u8; CONFIG_SIZE],
@@ -25,7 +29,7 @@ impl ConfigSpace {
         c.put16(0x00, VENDOR_ID);
         c.put16(0x02, DEVICE_ID);
         // Command: memory, bus master, parity, SERR, INTx disable.
-        c.wmask16(0x04, 0x0546);
+        c.wmask16(COMMAND, 0x0546);
         c.put16(0x06, 0x0010); // status: capability list
         c.put32(0x08, 0x0200_0000); // class 02 (network), subclass 00 (Ethernet), rev 0
         c.wmask[0x0c] = 0xff; // cache line size
@@ -93,6 +97,12 @@ impl ConfigSpace {
     pub fn msix_enabled(&self) -> bool {
         self.bytes[MSIX_CAP + 3] & 0x80 != 0
     }
+
+    /// Bus Master Enable, as the guest last wrote it (clear after power-up,
+    /// set by pci_set_master()).
+    pub fn bus_master(&self) -> bool {
+        self.bytes[COMMAND] & COMMAND_MASTER != 0
+    }
 }
 
 #[cfg(test)]
@@ -121,6 +131,11 @@ mod tests {
         assert!(!c.msix_enabled());
         c.write(0x42, &[0xff, 0xff]);
         assert!(c.msix_enabled());
+        assert!(!c.bus_master());
+        c.write(0x04, &[0x06, 0x00]);
+        assert!(c.bus_master());
+        c.write(0x04, &[0x02]);
+        assert!(!c.bus_master());
         assert_eq!(
             dword(&c, 0x40) & 0x07ff_0000,
             7 << 16,

@@ -18,7 +18,8 @@ pub enum TraceLevel {
     #[default]
     All,
     /// What went wrong and the bookends: protocol errors, the error records
-    /// of the data path ([`ERROR_KINDS`]), marks and the exit record. What
+    /// of the data path ([`ERROR_KINDS`]), injected command faults, DMA
+    /// refused without bus mastering, marks and the exit record. What
     /// the runner needs to fail a run and name the first unexpected
     /// protocol error, without a record per MMIO write.
     Errors,
@@ -31,6 +32,8 @@ pub const ERROR_KINDS: &[&str] = &[
     "prot_fault",
     "cq_error",
     "cqe_dropped",
+    "command_fault",
+    "no_master_dma",
     "mark",
     "exit",
 ];

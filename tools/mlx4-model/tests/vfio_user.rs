@@ -89,6 +89,16 @@ fn commands_dma_and_msix_over_vfio_user() {
     .unwrap();
 
     let mut toggle = 1;
+    // Without bus mastering the model may not write the mailbox: the
+    // command fails and the refused DMA is counted (diag 0x5e0).
+    let st = cmd(&mut c, &mut toggle, [0, 0, 0, 0, OUT_MB as u32, 0], 0x04);
+    assert_eq!(st >> 24, 1);
+    let mut v = [0u8; 8];
+    c.region_read(0, DIAG_BASE + 0x5e0, &mut v).unwrap();
+    assert_eq!(u64::from_le_bytes(v), 1);
+    // Memory decoding and bus mastering on, as pci_set_master() writes it.
+    c.region_write(VFIO_PCI_CONFIG_REGION_INDEX, 4, &0x0006u16.to_le_bytes())
+        .unwrap();
     // QUERY_FW into the out mailbox.
     let st = cmd(&mut c, &mut toggle, [0, 0, 0, 0, OUT_MB as u32, 0], 0x04);
     assert_eq!(st >> 24, 0);
@@ -135,7 +145,7 @@ fn commands_dma_and_msix_over_vfio_user() {
     c.shutdown().unwrap();
     t.join().unwrap();
     let dev = model.lock().unwrap();
-    assert_eq!(dev.counters().global.commands, 4);
+    assert_eq!(dev.counters().global.commands, 5);
     assert!(dev
         .tracer()
         .lines()

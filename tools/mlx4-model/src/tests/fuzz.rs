@@ -90,6 +90,14 @@ enum Op {
         len: u32,
         rdma: Option<(u8, u64, u32)>,
     },
+    /// CMD_FAULT: fail the next command with `opcode`, or disarm (a stall
+    /// would leave the HCR busy for every later op).
+    Fault {
+        opcode: u16,
+        fail: bool,
+    },
+    /// Bus Master Enable on or off.
+    Master(bool),
 }
 
 /// Where the fuzz test's regions start.
@@ -188,7 +196,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             let off = if bar == 2 { bar2_off().boxed() } else { bar0_off().boxed() };
             (Just(bar), off, Just(n))
         }).prop_map(|(bar, off, len)| Op::Read { bar, off, len }),
-        3 => (opcodes, 0u8..3, addr(), prop_oneof![0u32..10, Just(QPN), Just(QPN2), any::<u32>()], addr(), any::<bool>())
+        3 => (opcodes.clone(), 0u8..3, addr(), prop_oneof![0u32..10, Just(QPN), Just(QPN2), any::<u32>()], addr(), any::<bool>())
             .prop_map(|(opcode, op_mod, in_param, in_mod, out_param, event)| Op::Cmd { opcode, op_mod, in_param, in_mod, out_param, event }),
         2 => (addr(), proptest::collection::vec(any::<u8>(), 1..64)).prop_map(|(addr, data)| Op::Poke { addr, data }),
         3 => (prop_oneof![Just(None), (0u32..40).prop_map(Some)], proptest::collection::vec(any::<u8>(), 0..44),
@@ -220,6 +228,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
                 len,
                 rdma: Some((opcode, REGION_VA + off, (i << 8) | t)),
             }),
+        1 => (opcodes, any::<bool>()).prop_map(|(opcode, fail)| Op::Fault { opcode, fail }),
+        1 => prop_oneof![3 => Just(true), 1 => Just(false)].prop_map(Op::Master),
     ]
 }
 
@@ -355,6 +365,11 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             h.write_wqe(QP_BUF, index, &w);
             h.doorbell(UAR, QPN);
         }
+        Op::Fault { opcode, fail } => {
+            let mode = if *fail { 1 << 16 } else { 0 };
+            h.diag_write(crate::diag::CMD_FAULT, u32::from(*opcode) | mode);
+        }
+        Op::Master(on) => h.set_master(*on),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::commands::op;
 use crate::diag;
 use crate::hcr::{EVENT, GO, TOGGLE};
 use crate::layout::*;
+use crate::pci::{COMMAND, COMMAND_MASTER};
 use crate::trace::{TraceLevel, Tracer};
 use crate::{Config, Device, FakeMemory, RecordingIrq};
 use serde_json::Value;
@@ -53,6 +54,8 @@ pub const RQ_STRIDE_LOG: u8 = 4;
 /// The RQ's offset in the QP buffer: after the 16 x 64 B SQ.
 pub const RQ_OFF: u64 = (1 << SQ_LOG) * 64;
 pub const RESERVED_LKEY: u32 = crate::keys::RESERVED_LKEY;
+/// Command register: Memory Space Enable.
+const COMMAND_MEMORY: u8 = 1 << 1;
 
 pub type TestDevice = Device<FakeMemory, RecordingIrq>;
 
@@ -73,13 +76,24 @@ impl Harness {
     /// A device whose trace keeps what `level` says.
     pub fn with_config_at(cfg: Config, level: TraceLevel) -> Self {
         cfg.validate().unwrap();
-        let dev = Device::new(
+        let mut dev = Device::new(
             cfg,
             FakeMemory::with_range(MEM_BASE, MEM_LEN),
             RecordingIrq::default(),
             Tracer::memory().with_level(level),
         );
+        // What the driver's probe does through the PCI core
+        // (pci_enable_device_mem, pci_set_master): without bus mastering
+        // the device may not DMA.
+        dev.config_write(COMMAND as u64, &[COMMAND_MEMORY | COMMAND_MASTER, 0]);
         Harness { dev, toggle: 1 }
+    }
+
+    /// Sets or clears Bus Master Enable (memory decoding stays on), as
+    /// pci_set_master() / pci_clear_master() write it.
+    pub fn set_master(&mut self, on: bool) {
+        let v = COMMAND_MEMORY | if on { COMMAND_MASTER } else { 0 };
+        self.dev.config_write(COMMAND as u64, &[v, 0]);
     }
 
     pub fn records(&self) -> Vec<Value> {
@@ -136,6 +150,24 @@ impl Harness {
         out_param: u64,
         event: Option<u16>,
     ) -> u8 {
+        let t = if self.toggle == 1 { TOGGLE } else { 0 };
+        let st = self.cmd_go(opcode, op_mod, in_param, in_mod, out_param, event);
+        assert_eq!(st & GO, 0, "GO cleared");
+        assert_eq!(st & TOGGLE, t, "T kept as written");
+        (st >> 24) as u8
+    }
+
+    /// Writes a command to the HCR with GO; returns dword 6 as read back
+    /// right after (GO still set if the command did not complete).
+    pub fn cmd_go(
+        &mut self,
+        opcode: u16,
+        op_mod: u8,
+        in_param: u64,
+        in_mod: u32,
+        out_param: u64,
+        event: Option<u16>,
+    ) -> u32 {
         let token = event.unwrap_or(0xffff);
         let dwords = [
             (in_param >> 32) as u32,
@@ -156,10 +188,15 @@ impl Harness {
             GO | e | t | (u32::from(op_mod) << 12) | u32::from(opcode),
         );
         self.toggle ^= 1;
-        let st = self.read32(0, HCR_BASE + 0x18);
-        assert_eq!(st & GO, 0, "GO cleared");
-        assert_eq!(st & TOGGLE, t, "T kept as written");
-        (st >> 24) as u8
+        self.read32(0, HCR_BASE + 0x18)
+    }
+
+    /// The reset register, then T read back from the HCR as mlx4's probe
+    /// does, so that the next command toggles it.
+    pub fn reset_adapter(&mut self) {
+        self.write32(0, RESET_BASE + RESET_REG, 1);
+        let t = self.read32(0, HCR_BASE + 0x18) & TOGGLE;
+        self.toggle = u32::from(t == 0);
     }
 
     pub fn cmd(&mut self, opcode: u16, op_mod: u8, in_mod: u32) -> u8 {

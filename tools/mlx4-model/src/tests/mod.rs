@@ -2,6 +2,7 @@
 //! guest memory, as a driver would.
 
 mod device;
+mod fault;
 mod fuzz;
 pub(crate) mod harness;
 mod latency;

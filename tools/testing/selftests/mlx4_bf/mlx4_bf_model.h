@@ -58,6 +58,20 @@
 #define MODEL_RDMA_WRITES	0x5b0
 #define MODEL_RDMA_WRITE_BYTES	0x5b8
 #define MODEL_MTT_WRITES	0x5c0
+/*
+ * Version 5: command faults and what a teardown leaves behind. A write of
+ * MODEL_CMD_FAULT arms a fault for the next command with an opcode, once:
+ * CMD_FAULT_FAIL completes it unexecuted with status 0x01 (INTERNAL_ERR),
+ * CMD_FAULT_STALL never completes it (GO stays set until a device reset);
+ * mode 0 disarms. Its read: the armed value (0 once it fired), then the
+ * faults fired. Counters since the model started, never reset: device
+ * resets, and the DMA and MSI-X the adapter tried while bus mastering was
+ * off (refused). Gauge: EQs + CQs in the adapter, then QPs out of RESET.
+ */
+#define MODEL_CMD_FAULT		0x5c8
+#define MODEL_RESETS		0x5d0
+#define MODEL_LIVE		0x5d8
+#define MODEL_NO_MASTER_DMA	0x5e0
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88
@@ -77,6 +91,9 @@
 
 #define MODEL_SOURCE_BF		1	/* executed from the BlueFlame bytes */
 #define MODEL_SOURCE_DMA	2	/* fetched from the send queue by DMA */
+
+#define CMD_FAULT_FAIL		1	/* completes with status 0x01, not executed */
+#define CMD_FAULT_STALL		2	/* never completes */
 
 /*
  * One MMIO load or store of the diagnostic block, as the bus bytes in
@@ -224,6 +241,15 @@ static inline uint32_t model_version(struct model *m)
 static inline void model_write(struct model *m, unsigned int reg, uint32_t value)
 {
 	mmio_store32(m->diag + reg, htole32(value));
+}
+
+/*
+ * Arms a fault (CMD_FAULT_FAIL, CMD_FAULT_STALL) for the next command with
+ * @opcode; mode 0 disarms. Version 5.
+ */
+static inline void model_cmd_fault(struct model *m, uint16_t opcode, int mode)
+{
+	model_write(m, MODEL_CMD_FAULT, (uint32_t)opcode | (uint32_t)mode << 16);
 }
 
 /* The per-QP counters of @qpn, and the global ones a test looks at. */

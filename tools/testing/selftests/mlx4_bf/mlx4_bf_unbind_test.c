@@ -10,6 +10,7 @@
 
 #include "kselftest_harness.h"
 #include "mlx4_bf_queue.h"
+#include "mlx4_bf_model.h"
 
 #define POSTERS 3
 
@@ -143,6 +144,68 @@ TEST(memory_regions_across_unbind)
 	EXPECT_EQ(0, reg_mr(fd, (uintptr_t)buf, 4096, 0, &mr)) TH_LOG("after the rebind");
 	close(fd);
 	munmap(buf, 4 * 4096);
+}
+
+/* mlx4's opcodes of the teardown commands the model is told to break. */
+#define OP_HW2SW_CQ	0x17
+#define OP_2RST_QP	0x21
+
+/*
+ * Unbind with a QP and a CQ in the adapter, the model told to break one
+ * teardown command (@mode: fail it, or never complete it): the driver must
+ * stop the adapter's DMA and reset it before it frees the queues' memory,
+ * and the adapter must work again after a rebind.
+ */
+static void unbind_with_a_broken_teardown(struct __test_metadata *_metadata, uint16_t opcode,
+					  int mode)
+{
+	struct mlx4_bf_qp_info qp;
+	uint64_t resets, no_master;
+	struct model m;
+	char bdf[64];
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	if (model_open(&m))
+		SKIP(return, NO_ANALYZER);
+	if (model_version(&m) < 5) {
+		model_close(&m);
+		SKIP(return, "the model has no command faults (diag version 5)");
+	}
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, create_qp(fd, &qp));
+	resets = model_read(&m, MODEL_RESETS);
+	no_master = model_read(&m, MODEL_NO_MASTER_DMA);
+	model_cmd_fault(&m, opcode, mode);
+
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	EXPECT_EQ(0, (uint32_t)model_read(&m, MODEL_CMD_FAULT)) TH_LOG("the fault fired");
+	EXPECT_EQ(resets + 1, model_read(&m, MODEL_RESETS)) TH_LOG("one reset, at unbind");
+	EXPECT_EQ(0, model_read(&m, MODEL_LIVE)) TH_LOG("nothing left in the adapter");
+	EXPECT_EQ(no_master, model_read(&m, MODEL_NO_MASTER_DMA))
+		TH_LOG("no DMA tried without bus mastering");
+	EXPECT_EQ(-ENODEV, create_qp(fd, &qp));
+	EXPECT_EQ(0, close(fd));
+	model_close(&m);
+
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, create_qp(fd, &qp)) TH_LOG("the adapter works after the rebind");
+	close(fd);
+}
+
+TEST(a_failed_hw2sw_cq_at_unbind_resets_the_adapter)
+{
+	unbind_with_a_broken_teardown(_metadata, OP_HW2SW_CQ, CMD_FAULT_FAIL);
+}
+
+/* The command times out (10 s); the later ones find the HCR busy. */
+TEST(a_2rst_qp_that_never_completes_at_unbind_resets_the_adapter)
+{
+	unbind_with_a_broken_teardown(_metadata, OP_2RST_QP, CMD_FAULT_STALL);
 }
 
 /*
