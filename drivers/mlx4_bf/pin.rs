@@ -136,6 +136,8 @@ fn raw_dev(dev: &Device) -> *mut bindings::device {
 pub(crate) struct DmaMap {
     sgt: KBox<Opaque<bindings::sg_table>>,
     mapped: bool,
+    /// Both ways if the adapter may write the pages, else to the device only.
+    dir: bindings::dma_data_direction,
 }
 
 // SAFETY: The table is only read through shared references.
@@ -144,7 +146,10 @@ unsafe impl Send for DmaMap {}
 unsafe impl Sync for DmaMap {}
 
 impl DmaMap {
-    /// Maps `pinned` for `dev`, both directions.
+    /// Maps `pinned` for `dev`: both directions if its pages were pinned
+    /// writable (the adapter may write them), else to the device only (an
+    /// IOMMU then refuses the adapter's writes), in segments no longer than
+    /// the device can map at once.
     ///
     /// # Safety
     ///
@@ -157,7 +162,16 @@ impl DmaMap {
         let map = DmaMap {
             sgt: KBox::new(Opaque::zeroed(), GFP_KERNEL)?,
             mapped: false,
+            dir: if pinned.writable {
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL
+            } else {
+                bindings::dma_data_direction_DMA_TO_DEVICE
+            },
         };
+        // SAFETY: `dev` is bound (caller).
+        let max_mapping = unsafe { bindings::dma_max_mapping_size(raw_dev(dev)) };
+        // Whole pages, at least one; `u32::MAX` is the table's own limit.
+        let max_segment = (max_mapping.min(u32::MAX as usize) & !(PAGE_SIZE - 1)).max(PAGE_SIZE);
         // SAFETY: `sgt` is zeroed memory for a table; `pages` holds `n` valid
         // pinned pages, which outlive the table (the caller keeps `pinned`).
         to_result(unsafe {
@@ -167,19 +181,14 @@ impl DmaMap {
                 n,
                 0,
                 n as c_ulong * PAGE_SIZE as c_ulong,
-                u32::MAX,
+                max_segment as u32,
                 bindings::GFP_KERNEL,
             )
         })?;
         let mut map = map;
         // SAFETY: The table was just built; `dev` is bound (caller).
         to_result(unsafe {
-            bindings::dma_map_sgtable(
-                raw_dev(dev),
-                map.sgt.get(),
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-                0,
-            )
+            bindings::dma_map_sgtable(raw_dev(dev), map.sgt.get(), map.dir, 0)
         })?;
         map.mapped = true;
         Ok(map)
@@ -215,14 +224,7 @@ impl DmaMap {
     pub(crate) unsafe fn unmap(&mut self, dev: &Device) {
         if core::mem::take(&mut self.mapped) {
             // SAFETY: Mapped in `map()` for this device with this direction.
-            unsafe {
-                bindings::dma_unmap_sgtable(
-                    raw_dev(dev),
-                    self.sgt.get(),
-                    bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-                    0,
-                )
-            };
+            unsafe { bindings::dma_unmap_sgtable(raw_dev(dev), self.sgt.get(), self.dir, 0) };
         }
     }
 }
