@@ -1212,12 +1212,27 @@ impl Context {
         write_sq_slot(hw, qp, &buf[..len]);
         match path {
             wqe::Path::BlueFlame => {
-                let blocks = self
+                let written = self
                     .adapter
                     .writer
-                    .write(hw.bar2.bf(), offset, &buf[..burst])?;
+                    .write(hw.bar2.bf(), offset, &buf[..burst]);
                 *bf_half = layout::next_bf_half(*bf_half, caps.bf_buf_size());
-                self.stats.blueflame(burst, blocks);
+                match written {
+                    Ok(blocks) => self.stats.blueflame(burst, blocks),
+                    // A store block failed (s390: PCISTB status) after the
+                    // WQE went into its send-queue slot, owned by the
+                    // adapter: past the commit point. Ring the doorbell for
+                    // it, as for a WQE that does not fit; the adapter
+                    // executes a WQE once, whichever way it learns of it.
+                    Err(_) => {
+                        let doorbell = caps.doorbell_offset(self.uar_index) as usize;
+                        hw.bar2.uar().try_write32(
+                            u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)),
+                            doorbell,
+                        )?;
+                        self.stats.doorbell(len);
+                    }
+                }
             }
             wqe::Path::Doorbell => {
                 // writel() orders the send-queue stores above before the doorbell.
