@@ -187,9 +187,7 @@ impl DmaMap {
         })?;
         let mut map = map;
         // SAFETY: The table was just built; `dev` is bound (caller).
-        to_result(unsafe {
-            bindings::dma_map_sgtable(raw_dev(dev), map.sgt.get(), map.dir, 0)
-        })?;
+        to_result(unsafe { bindings::dma_map_sgtable(raw_dev(dev), map.sgt.get(), map.dir, 0) })?;
         map.mapped = true;
         Ok(map)
     }
