@@ -130,26 +130,37 @@ mkdir -p "$tmp/etc/ssl/certs"
 # use (point-release updates, backports' sources) may fail with a warning.
 # Needed: trixie's and backports' binaries (the installs), trixie's sources
 # (busybox), sid's amd64 binaries (linux-source) and sources (QEMU).
-NEEDED_INDICES=('trixie/main/binary-*' trixie/main/source 'trixie-backports/main/binary-*'
-                'sid/main/binary-*' sid/main/source)
+NEEDED_INDICES=(trixie/main/binary-amd64 trixie/main/binary-all trixie/main/source
+                trixie-backports/main/binary-amd64 trixie-backports/main/binary-all
+                sid/main/binary-amd64 sid/main/binary-all sid/main/source)
 needed_index() {
-	local index=$1 pattern
-	for pattern in "${NEEDED_INDICES[@]}"; do
+	local index=$1 i
+	for i in "${NEEDED_INDICES[@]}"; do
 		# A suite's Release file fails every index of the suite.
-		# shellcheck disable=SC2053
-		[[ $index == $pattern || ${pattern%%/*}/InRelease == "$index" ||
-		   ${pattern%%/*}/Release == "$index" ]] && return 0
+		[[ $index == "$i" || $index == "${i%%/*}/InRelease" ]] && return 0
 	done
 	return 1
+}
+# The indices apt-get update's log names as failed, one per line, as
+# SUITE/InRelease or SUITE/COMPONENT/KIND (binary-ARCH, source): from its
+# "Err:N MIRROR SUITE[/COMPONENT] [ARCH] Packages|Sources|InRelease" lines
+# and from its "E:"/"W:" lines that name a file under dists/ ("Failed to
+# fetch", an expired or unsigned Release file).
+failed_indices() {
+	{
+		sed -n -E 's#^Err:[0-9]+ [^ ]+ ([^ /]+)/([^ ]+) ([^ ]+) Packages.*#\1/\2/binary-\3#p
+			   s#^Err:[0-9]+ [^ ]+ ([^ /]+)/([^ ]+) Sources.*#\1/\2/source#p
+			   s#^Err:[0-9]+ [^ ]+ ([^ /]+) (In)?Release.*#\1/InRelease#p' "$1"
+		grep -E '^(E|W): ' "$1" | grep -o -E '/dists/[^ ]+' | sed 's#^/dists/##' |
+			sed -E 's#^([^/]+)/(In)?Release$#\1/InRelease#; t; s#^([^/]+/[^/]+/[^/]+)/.*#\1#' ||
+			true
+	} | sort -u
 }
 apt_update() {
 	local log=$CACHE/apt-update.log try index failed needed
 	for try in 1 2 3; do
 		in_root_at "$tmp" apt-get update >"$log" 2>&1 && return 0
-		# "E: Failed to fetch MIRROR/dists/SUITE/COMPONENT/KIND/FILE  reason"
-		failed=$(sed -n 's|.*Failed to fetch [^ ]*/dists/\([^ ]*\) .*|\1|p' "$log" |
-			sed -E 's#^([^/]+/(InRelease|Release))$#\1#; t; s#^([^/]+/[^/]+/[^/]+)/.*#\1#' |
-			sort -u)
+		failed=$(failed_indices "$log")
 		[ -n "$failed" ] || { tail -n 20 "$log" >&2; die "apt-get update failed in the root (log: $log)"; }
 		needed=
 		for index in $failed; do
@@ -165,9 +176,10 @@ apt_update() {
 		log "root: the mirror's$needed index failed its check; trying again in 60 s"
 		sleep 60
 	done
-	die "the mirror ($mirror) is inconsistent: the index the root needs,$needed, failed to download" \
-	    "or does not match the mirror's own Release file (the E: lines above; log: $log)." \
-	    "Try again later, or point the host's apt sources at another mirror."
+	die "the mirror ($mirror) is inconsistent: an index the root needs failed three times:$needed" \
+	    "(it did not download, did not match the mirror's own Release file, or that Release file" \
+	    "is not valid: the E: lines above; log: $log). Try again later, or point the host's apt" \
+	    "sources at another mirror."
 }
 apt_update
 
