@@ -46,8 +46,18 @@ if [ -z "${MLX4_BF_IN_ROOT:-}" ]; then
 	exit $?
 fi
 
-# Rust build outputs, keyed by the root's toolchain like the kernel build.
-CARGO_TARGET=$CACHE/cargo-target-$(toolchain_id | sha256sum | cut -c1-16)
+# Rust build outputs, keyed by the root's toolchain like the kernel build and
+# by the checkout: cargo decides freshness by comparing its outputs' times
+# with the sources' (paths relative to the package), so a target directory
+# shared with another checkout whose files are older than its last build
+# would hand out that checkout's binaries. Those of checkouts that are gone
+# are removed.
+CARGO_TARGET=$CACHE/cargo-target-$( { toolchain_id; echo "$TOP"; } | sha256sum | cut -c1-16)
+for dir in "$CACHE"/cargo-target-*; do
+	[ -f "$dir/.checkout" ] && [ ! -d "$(cat "$dir/.checkout")" ] && rm -rf "$dir"
+done
+mkdir -p "$CARGO_TARGET"
+echo "$TOP" >"$CARGO_TARGET/.checkout"
 
 KCONFIG=${KCONFIG:-base}
 OUT=$TOP/build/$KCONFIG
