@@ -654,17 +654,18 @@ impl Context {
         let hca = self.hca();
         hca.destroy_qp(qp.slot);
         hca.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
-        self.free_slot(qp.slot);
-        !hca.qp_in_hw(qp.slot) && !hca.recv_cq_in_hw(qp.recv.live_bit)
+        self.free_slot(qp.slot) && !hca.recv_cq_in_hw(qp.recv.live_bit)
     }
 
     /// Gives QP buffer `slot` back, unless a QP the device could not reset
     /// still uses it: the device may then read that buffer, so it is never
-    /// handed out (nor cleared) again.
-    fn free_slot(&self, slot: usize) {
-        if !self.hca().qp_in_hw(slot) {
+    /// handed out (nor cleared) again. Returns whether it was given back.
+    fn free_slot(&self, slot: usize) -> bool {
+        let in_hw = self.hca().qp_in_hw(slot);
+        if !in_hw {
             self.adapter.qps.lock().free(slot);
         }
+        !in_hw
     }
 
     /// HW2SW_CQ once the context has no QP left.
