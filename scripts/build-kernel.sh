@@ -53,13 +53,16 @@ if [ -f "$KBUILD/.mlx4-bf-complete" ]; then
 fi
 
 # Disk is not free: of the other builds of this flavour keep only the newest
-# complete one (another config or toolchain to switch back to).
+# complete one (another config or toolchain to switch back to), and those
+# another checkout is building (it holds .lock) or running (mlx4-bf.sh holds
+# .use shared while it uses a cached kernel).
 keep=$(find "$CACHE" -maxdepth 2 -path "$CACHE/kbuild-$flavour-*/.mlx4-bf-complete" \
 	! -path "$KBUILD/*" -printf '%T@ %h\n' 2>/dev/null | sort -rn | head -n1 | cut -d' ' -f2-)
 for dir in "$CACHE"/kbuild-"$flavour"-*; do
 	case $dir in
-	"$KBUILD" | "$KBUILD.lock" | "$keep" | "$keep.lock") ;;
-	*) rm -rf "$dir" ;;
+	"$KBUILD" | "$keep" | *.lock | *.use) ;;
+	*) (flock -n 7 && flock -n 8 && rm -rf "$dir" "$dir.lock" "$dir.use") \
+		7>>"$dir.use" 8>>"$dir.lock" ;;
 	esac
 done
 

@@ -72,6 +72,10 @@ need_kdir() {
 	if [ -z "${KDIR:-}" ]; then
 		"$TOP/scripts/kernel-source.sh" >&2
 		KDIR=$("$TOP/scripts/build-kernel.sh" "$KCONFIG")
+		# In use until this run ends: another checkout's build-kernel.sh
+		# does not prune it meanwhile.
+		exec 6>>"$KDIR.use"
+		flock -s 6
 	fi
 }
 
