@@ -385,7 +385,10 @@ struct mlx4_bf_context_info {
  * context's own memory, which the next QP created at the same offsets
  * finds cleared; the memory never goes to another context before this one
  * is closed (every mapping holds the file open), and a context never sees
- * a byte another context left there.
+ * a byte another context left there. When the adapter is unbound, every
+ * mapping of the device file (these regions and the UAR and BlueFlame
+ * pages) is taken away: a later access raises SIGBUS (on s390 the
+ * s390_pci_mmio_* system calls fail), and mmap() fails with -ENODEV.
  */
 struct mlx4_bf_qp_info {
 	__u32 qp_handle;

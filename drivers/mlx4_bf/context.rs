@@ -215,7 +215,11 @@ impl MiscDevice for Context {
         }
         me.adapter
             .umem
-            .mmap(area as usize, vma, offset, me.user_posted())
+            .check_mmap(area as usize, vma, offset, me.user_posted())?;
+        let mut maps = me.adapter.user_maps.lock();
+        // The VMA holds the file open, so this context outlives it.
+        let private = core::ptr::from_ref(&*me).cast();
+        maps.prepare_ram(me.uar_index, file, vma, (&AREA_OPS, private))
     }
 
     fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -279,6 +283,21 @@ impl PinnedDrop for Context {
 
 /// The operations of a UAR or BlueFlame page mapping.
 static BAR_PAGE_OPS: VmOps = VmOps::new(bar_page_fault);
+/// The operations of a mapping of the context's area.
+static AREA_OPS: VmOps = VmOps::new(area_fault);
+
+/// # Safety
+///
+/// Called by the mm core for a fault in a VMA that `mmap()` set up with
+/// `AREA_OPS`.
+unsafe extern "C" fn area_fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
+    // SAFETY: The mm core hands us the fault being handled, in a VMA set up
+    // by `mmap()` with `AREA_OPS`.
+    let fault = unsafe { Fault::from_raw(vmf) };
+    // SAFETY: As in `bar_page_fault()`.
+    let ctx = unsafe { &*fault.private().cast::<Context>() };
+    ctx.area_fault(&fault)
+}
 
 /// # Safety
 ///
@@ -359,6 +378,21 @@ impl Context {
             return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
         }
         maps.insert(fault, &page)
+    }
+
+    /// A page of the context's area, faulted in while the adapter is
+    /// bound, under the lock unbind revokes with. `mmap()` checked the
+    /// range, which the VMA cannot grow beyond (VM_DONTEXPAND).
+    fn area_fault(&self, fault: &Fault) -> bindings::vm_fault_t {
+        let area = self.area_index.load(Acquire) as usize;
+        let Some(page) = self.adapter.umem.page(area, fault.offset() as usize) else {
+            return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+        };
+        let maps = self.adapter.user_maps.lock();
+        if self.hw().is_err() {
+            return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
+        }
+        maps.insert_page(fault, page)
     }
 
     fn query_device(&self, b: &mut Bundle<'_>) -> Result {

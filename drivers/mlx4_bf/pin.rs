@@ -155,14 +155,28 @@ impl DmaMap {
     ///
     /// `dev` is bound to this driver now and until [`DmaMap::unmap`].
     pub(crate) unsafe fn map(dev: &Device, pinned: &mut Pinned) -> Result<Self> {
-        let n = u32::try_from(pinned.pages.len())?;
+        // SAFETY: The pages are pinned until `pinned` is dropped, which its
+        // owner does only after unmapping; `dev` as the caller guarantees.
+        unsafe { Self::map_pages(dev, &mut pinned.pages, pinned.writable) }
+    }
+
+    /// # Safety
+    ///
+    /// `pages` stay allocated while mapped; `dev` is bound to this driver
+    /// now and until [`DmaMap::unmap`].
+    unsafe fn map_pages(
+        dev: &Device,
+        pages: &mut [*mut bindings::page],
+        writable: bool,
+    ) -> Result<Self> {
+        let n = u32::try_from(pages.len())?;
         if n == 0 {
             return Err(EINVAL);
         }
         let map = DmaMap {
             sgt: KBox::new(Opaque::zeroed(), GFP_KERNEL)?,
             mapped: false,
-            dir: if pinned.writable {
+            dir: if writable {
                 bindings::dma_data_direction_DMA_BIDIRECTIONAL
             } else {
                 bindings::dma_data_direction_DMA_TO_DEVICE
@@ -173,11 +187,11 @@ impl DmaMap {
         // Whole pages, at least one; `u32::MAX` is the table's own limit.
         let max_segment = (max_mapping.min(u32::MAX as usize) & !(PAGE_SIZE - 1)).max(PAGE_SIZE);
         // SAFETY: `sgt` is zeroed memory for a table; `pages` holds `n` valid
-        // pinned pages, which outlive the table (the caller keeps `pinned`).
+        // pages, which outlive the table (the caller's guarantee).
         to_result(unsafe {
             bindings::sg_alloc_table_from_pages_segment(
                 map.sgt.get(),
-                pinned.pages.as_mut_ptr(),
+                pages.as_mut_ptr(),
                 n,
                 0,
                 n as c_ulong * PAGE_SIZE as c_ulong,
@@ -234,5 +248,112 @@ impl Drop for DmaMap {
         // SAFETY: The table was built by `sg_alloc_table_from_pages_segment()`
         // (or is zeroed, which `sg_free_table()` accepts).
         unsafe { bindings::sg_free_table(self.sgt.get()) };
+    }
+}
+
+// `page_address()` is a macro the bindings cannot call. Without highmem
+// (x86_64, s390) `kmap_local_page()` is `page_address()`: the page's address
+// in the direct map, valid as long as the page, nothing to unmap.
+#[cfg(CONFIG_HIGHMEM)]
+compile_error!("kernel pages shared with user space are reached through the direct map");
+
+/// Physically contiguous, zeroed kernel pages, each its own order-0 page
+/// (`split_page()`), so that a process that maps one holds a reference of
+/// its own: dropping `KernelPages` frees the pages no process maps, and the
+/// others when their last mapping goes.
+pub(crate) struct KernelPages {
+    pages: KVec<*mut bindings::page>,
+    addr: *mut u8,
+}
+
+// SAFETY: The pages are plain kernel memory; the pointers are only handed to
+// the mm and DMA calls, which may run on any thread.
+unsafe impl Send for KernelPages {}
+// SAFETY: Shared references only read the pointers.
+unsafe impl Sync for KernelPages {}
+
+impl KernelPages {
+    /// `bytes` (whole pages) of contiguous memory.
+    pub(crate) fn alloc(bytes: usize) -> Result<Self> {
+        let n = bytes.div_ceil(PAGE_SIZE);
+        let order = n.next_power_of_two().trailing_zeros();
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        // SAFETY: Any order below MAX_PAGE_ORDER may be asked for; null is
+        // checked.
+        let head =
+            unsafe { bindings::alloc_pages(bindings::GFP_KERNEL | bindings::__GFP_ZERO, order) };
+        if head.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `head` is a fresh, non-compound allocation of this order.
+        unsafe { bindings::split_page(head, order) };
+        for i in 0..1usize << order {
+            // SAFETY: The `struct page`s of one allocation are contiguous.
+            let page = unsafe { head.add(i) };
+            if i < n && pages.push(page, GFP_KERNEL).is_ok() {
+                continue;
+            }
+            // SAFETY: An order-0 page of ours (after `split_page()`) that
+            // `pages` does not hold: beyond `n`, or not recorded.
+            unsafe { bindings::__free_pages(page, 0) };
+        }
+        if pages.len() < n {
+            // `pages` (dropped) frees the rest.
+            return Err(ENOMEM);
+        }
+        // SAFETY: `head` is a live page; see `kmap_local_page()` above.
+        let addr = unsafe { bindings::kmap_local_page(head) }.cast();
+        Ok(KernelPages { pages, addr })
+    }
+
+    /// The kernel address of the first byte.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.addr
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+    }
+
+    /// Page `i`, for a process to map.
+    pub(crate) fn page(&self, i: usize) -> Option<*mut bindings::page> {
+        self.pages.get(i).copied()
+    }
+
+    /// The pages mapped for `dev`'s DMA (both ways) as one range; its DMA
+    /// address.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is bound to this driver now and until [`DmaMap::unmap`], and
+    /// the pages outlive the mapping.
+    pub(crate) unsafe fn map_contiguous(&mut self, dev: &Device) -> Result<(DmaMap, u64)> {
+        // SAFETY: As the caller guarantees.
+        let mut map = unsafe { DmaMap::map_pages(dev, &mut self.pages, true) }?;
+        let (mut base, mut next) = (None, 0);
+        let mut contiguous = true;
+        map.for_each_page(|a| {
+            let b = *base.get_or_insert(a);
+            contiguous &= a == b + next;
+            next += region::PAGE_SIZE;
+        });
+        match base {
+            Some(b) if contiguous => Ok((map, b)),
+            _ => {
+                // SAFETY: Just mapped for `dev`, which is bound (caller).
+                unsafe { map.unmap(dev) };
+                Err(EINVAL)
+            }
+        }
+    }
+}
+
+impl Drop for KernelPages {
+    fn drop(&mut self) {
+        for &page in self.pages.iter() {
+            // SAFETY: Our reference to an order-0 page (`alloc()`); a
+            // process that still maps it holds its own.
+            unsafe { bindings::__free_pages(page, 0) };
+        }
     }
 }

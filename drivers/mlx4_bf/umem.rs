@@ -4,11 +4,19 @@
 //! receive CQ ring, the CQ doorbell record and the receive buffers, mapped
 //! with `mmap()` on the device file (RAM, so s390 may map it too).
 //!
-//! The areas are allocated at probe (a DMA allocation needs the bound
-//! device) and live in the `Adapter`, outside the revocable hardware: a
-//! process may keep its mapping after unbind, and the pages must not go back
-//! to the allocator under it. They are freed with the last reference to the
-//! adapter, after the last context, whose file every mapping pins.
+//! Each area is physically contiguous kernel memory (the adapter sees it as
+//! one DMA range; queues are contiguous on this adapter), allocated at probe
+//! and mapped for the adapter's DMA in a `Devres`: the DMA mapping ends when
+//! the device is unbound, after unbind has quiesced or reset the adapter.
+//! The memory itself is plain pages that live in the `Adapter` until its
+//! last context closes, so no kernel path that raced with unbind touches
+//! freed memory. Processes map it page by page at fault time, while the
+//! adapter is bound (`usermap.rs`, which zaps every mapping at unbind), each
+//! page with a reference of its own: even a mapping unbind missed could only
+//! keep a page alive, never see it reused.
+//!
+//! Like `ib_umem`, the areas rely on DMA that is cache-coherent and not
+//! bounced (x86, s390): what the adapter writes is what the process reads.
 //!
 //! Layout of one area (offsets are also the mmap offsets):
 //!
@@ -29,15 +37,16 @@
 use kernel::{
     bindings,
     device::{Bound, Device},
-    dma::Coherent,
+    devres::Devres,
     mm::virt::VmaNew,
     prelude::*,
     sync::aref::ARef,
 };
 
 use crate::{
-    cq::CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES,
-    SQ_STRIDE,
+    cq::CQE_SIZE,
+    pin::{DmaMap, KernelPages},
+    MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
 };
 
 const PAGE: usize = 4096;
@@ -60,38 +69,81 @@ const _: () = assert!(RCQ_ENTRIES as usize * CQE_SIZE == PAGE);
 const _: () = assert!(RECV_BYTES.is_multiple_of(PAGE));
 const _: () = assert!(USER_QP_OFFSET + QP_BUF_BYTES <= QP_AREA_BYTES);
 
+/// The DMA mappings of the areas, undone while the device is bound.
+struct AreaDma {
+    dev: ARef<Device>,
+    maps: KVec<DmaMap>,
+}
+
+impl Drop for AreaDma {
+    fn drop(&mut self) {
+        for map in self.maps.iter_mut() {
+            // SAFETY: Mapped for `dev` in `UserMem::new()`; a `Devres` drops
+            // this while `dev` is still bound (at unbind, after the adapter
+            // was quiesced, or earlier with the adapter).
+            unsafe { map.unmap(&self.dev) };
+        }
+    }
+}
+
 /// The areas of one adapter.
 pub(crate) struct UserMem {
-    dev: ARef<Device>,
-    areas: KVec<Coherent<[u8]>>,
+    /// Declared (so dropped) before the pages it maps.
+    #[allow(dead_code, reason = "held for its drop: unmapped at unbind")]
+    dma: Devres<AreaDma>,
+    areas: KVec<KernelPages>,
+    /// The DMA address of each area (meaningless once `dma` is revoked,
+    /// when the adapter is gone too).
+    dma_bases: KVec<u64>,
 }
 
 impl UserMem {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
         let mut areas = KVec::with_capacity(AREAS, GFP_KERNEL)?;
+        let mut dma = AreaDma {
+            dev: ARef::from(&**dev),
+            maps: KVec::with_capacity(AREAS, GFP_KERNEL)?,
+        };
+        let mut dma_bases = KVec::with_capacity(AREAS, GFP_KERNEL)?;
         for _ in 0..AREAS {
-            areas.push(
-                Coherent::zeroed_slice(dev, AREA_BYTES, GFP_KERNEL)?,
-                GFP_KERNEL,
-            )?;
+            let mut mem = KernelPages::alloc(AREA_BYTES)?;
+            // SAFETY: `dev` is bound; `AreaDma` unmaps while it still is, and
+            // the pages (in `areas`, dropped after `dma`) outlive the mapping.
+            let (map, base) = unsafe { mem.map_contiguous(dev) }.inspect_err(|_| {
+                dev_err!(dev, "an area of {AREA_BYTES} bytes is not one DMA range\n");
+            })?;
+            dma.maps.push(map, GFP_KERNEL)?;
+            dma_bases.push(base, GFP_KERNEL)?;
+            areas.push(mem, GFP_KERNEL)?;
         }
         Ok(UserMem {
-            dev: dev.into(),
+            dma: Devres::new(dev, dma)?,
             areas,
+            dma_bases,
         })
     }
 
     /// Area `area`, which the caller's context owns.
     pub(crate) fn area(&self, area: usize) -> Result<Area<'_>> {
-        Ok(Area(self.areas.get(area).ok_or(EINVAL)?))
+        Ok(Area {
+            mem: self.areas.get(area).ok_or(EINVAL)?,
+            dma: *self.dma_bases.get(area).ok_or(EINVAL)?,
+        })
     }
 
-    /// Maps the part of area `area` that `vma` asks for: one region of a
-    /// QP index, read-only unless it is the doorbell record or WQE page, or
-    /// the QP buffer of a context whose QPs user space posts to.
-    /// `start` is the mapping's file offset (`vm_pgoff` in bytes).
-    pub(crate) fn mmap(&self, area: usize, vma: &VmaNew, start: usize, user_send: bool) -> Result {
-        let mem = self.areas.get(area).ok_or(EINVAL)?;
+    /// Checks what `vma` asks to map of area `area` and sets it up for
+    /// [`UserMem::page`] to fill at fault time: one region of a QP index,
+    /// read-only unless it is the doorbell record or WQE page, or the QP
+    /// buffer of a context whose QPs user space posts to. `start` is the
+    /// mapping's file offset (`vm_pgoff` in bytes).
+    pub(crate) fn check_mmap(
+        &self,
+        area: usize,
+        vma: &VmaNew,
+        start: usize,
+        user_send: bool,
+    ) -> Result {
+        self.areas.get(area).ok_or(EINVAL)?;
         let len = vma.end() - vma.start();
         let within = start % QP_AREA_BYTES;
         let (region, writable) = match within {
@@ -110,42 +162,32 @@ impl UserMem {
             }
             vma.try_clear_maywrite()?;
         }
-        vma.set_dontcopy();
-        // The kernel crate has no wrapper of dma_mmap_coherent().
-        // SAFETY: `dev` is the device `mem` was allocated for, `mem` is
-        // that allocation (CPU and DMA address, size), and `vma` is being
-        // set up by this mmap() call; dma_mmap_attrs() takes the offset into
-        // the allocation from `vm_pgoff`, checked above to lie inside it.
-        // The pages stay allocated while the mapping exists (module doc).
-        let ret = unsafe {
-            bindings::dma_mmap_attrs(
-                // `Device` is a transparent wrapper of `struct device`.
-                core::ptr::from_ref::<Device>(&self.dev).cast_mut().cast(),
-                vma.as_ptr(),
-                mem.as_mut_ptr().cast(),
-                mem.dma_handle(),
-                AREA_BYTES,
-                0,
-            )
-        };
-        kernel::error::to_result(ret)
+        Ok(())
+    }
+
+    /// The page at byte `offset` of area `area`, for a process to map.
+    pub(crate) fn page(&self, area: usize, offset: usize) -> Option<*mut bindings::page> {
+        self.areas.get(area)?.page(offset / PAGE)
     }
 }
 
 /// One context's area, read and written by the kernel.
-pub(crate) struct Area<'a>(&'a Coherent<[u8]>);
+pub(crate) struct Area<'a> {
+    mem: &'a KernelPages,
+    dma: u64,
+}
 
 impl Area<'_> {
     pub(crate) fn dma(&self, off: usize) -> u64 {
-        self.0.dma_handle() + off as u64
+        self.dma + off as u64
     }
 
     fn ptr(&self, off: usize, len: usize) -> Result<*mut u8> {
-        if off.checked_add(len).is_none_or(|end| end > self.0.size()) {
+        if off.checked_add(len).is_none_or(|end| end > self.mem.len()) {
             return Err(EINVAL);
         }
         // SAFETY: `off + len` lies inside the allocation (checked above).
-        Ok(unsafe { self.0.as_mut_ptr().cast::<u8>().add(off) })
+        Ok(unsafe { self.mem.as_ptr().add(off) })
     }
 
     /// Clears the whole area as a context takes it: nothing of the context
@@ -155,7 +197,7 @@ impl Area<'_> {
         // closed (the mappings of a process hold the file, so none is left),
         // and the device writes no part of it (an area the device may still
         // write is never given back: `State::area_in_hw`).
-        unsafe { core::ptr::write_bytes(self.0.as_mut_ptr().cast::<u8>(), 0, self.0.size()) };
+        unsafe { core::ptr::write_bytes(self.mem.as_ptr(), 0, self.mem.len()) };
     }
 
     /// Clears QP index `qp`'s memory before its CQ goes to the device.

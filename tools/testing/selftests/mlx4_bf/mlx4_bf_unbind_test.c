@@ -208,6 +208,31 @@ TEST(a_2rst_qp_that_never_completes_at_unbind_resets_the_adapter)
 	unbind_with_a_broken_teardown(_metadata, OP_2RST_QP, CMD_FAULT_STALL);
 }
 
+static sigjmp_buf bus_error;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_error, 1);
+}
+
+/*
+ * A load from @p, memory a context maps (RAM on both architectures): 1 if
+ * the page is gone (SIGBUS), 0 if the load went through.
+ */
+static int ram_gone(const void *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int gone;
+
+	sigaction(SIGBUS, &sa, &old);
+	gone = sigsetjmp(bus_error, 1);
+	if (!gone)
+		(void)__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
+	sigaction(SIGBUS, &old, NULL);
+	return gone;
+}
+
 /*
  * One store to the BlueFlame page of a user-posting context (the mapping is
  * not inherited by a child: VM_DONTCOPY): 1 if the page is gone (SIGBUS; on
@@ -223,14 +248,6 @@ static int store_to_page(uint8_t *page)
 	return syscall(__NR_s390_pci_mmio_write, (unsigned long)page, &zero, 8) != 0;
 }
 #else
-static sigjmp_buf bus_error;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(bus_error, 1);
-}
-
 static int store_to_page(uint8_t *page)
 {
 	struct sigaction sa = { .sa_handler = on_sigbus }, old;
@@ -244,6 +261,41 @@ static int store_to_page(uint8_t *page)
 	return gone;
 }
 #endif
+
+/*
+ * A context's area (its receive CQ ring and doorbell record page) is
+ * zapped at unbind like its BAR pages: the adapter's DMA mapping of that
+ * memory ends with the binding, and no process keeps reading it after.
+ */
+TEST(area_mappings_are_zapped_at_unbind)
+{
+	struct mlx4_bf_qp_info qp;
+	uint8_t *cq, *db;
+	char bdf[64];
+	int fd;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	fd = open(DEV_PATH, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, create_qp(fd, &qp));
+	cq = mmap(NULL, qp.cq_entries * qp.cqe_size, PROT_READ, MAP_SHARED, fd, qp.cq_offset);
+	ASSERT_NE(MAP_FAILED, cq);
+	db = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, qp.cq_db_offset);
+	ASSERT_NE(MAP_FAILED, db);
+	EXPECT_EQ(0, ram_gone(cq));
+	EXPECT_EQ(0, ram_gone(db));
+	ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+	/* Both pages, the one touched before and the one never touched. */
+	EXPECT_EQ(1, ram_gone(cq));
+	EXPECT_EQ(1, ram_gone(cq + 4096 - 1));
+	EXPECT_EQ(1, ram_gone(db));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, qp.cq_offset));
+	munmap(cq, qp.cq_entries * qp.cqe_size);
+	munmap(db, 4096);
+	EXPECT_EQ(0, close(fd));
+	ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
+}
 
 TEST(bar_page_mappings_are_zapped_at_unbind)
 {
@@ -413,8 +465,9 @@ TEST(bar_page_mappings_racing_unbind_never_outlive_it)
 }
 
 /*
- * A ping-pong pair in one process until an error: exits 0 if that error was
- * -ENODEV, after at least one round trip, and the mappings stay readable.
+ * A ping-pong pair in one process until the adapter goes: exits 0 if a post
+ * failed with -ENODEV after at least one round trip, or the CQ it polled
+ * vanished (SIGBUS) and the next post fails so, and its mappings are gone.
  */
 static int pinger(int ready)
 {
@@ -423,30 +476,41 @@ static int pinger(int ready)
 	int len = build_send(wqe, 32, 5, 0, 0), err = 0;
 	long trips = 0;
 
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+
 	if (ep_open(&a) || ep_open(&b) || ep_pair(&a, &b, a.qp.rq_entries))
 		return 1;
-	for (;;) {
-		struct endpoint *from = trips & 1 ? &b : &a, *to = trips & 1 ? &a : &b;
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_error, 1)) {
+		/* The CQ being polled went with the adapter: so must the QP. */
+		err = post_send(a.fd, a.qp.qp_handle, wqe, len, 0, NULL);
+	} else {
+		for (;;) {
+			struct endpoint *from = trips & 1 ? &b : &a, *to = trips & 1 ? &a : &b;
 
-		err = post_send(from->fd, from->qp.qp_handle, wqe, len, 0, NULL);
-		if (err)
-			break;
-		if (!ep_wait(to, 5000))
-			return 1;
-		ep_consume(to);
-		err = post_recv(to->fd, to->qp.qp_handle, 1);
-		if (err)
-			break;
-		if (++trips == 1 && write(ready, "x", 1) != 1)
-			return 1;
+			err = post_send(from->fd, from->qp.qp_handle, wqe, len, 0, NULL);
+			if (err)
+				break;
+			if (!ep_wait(to, 5000))
+				return 1;
+			ep_consume(to);
+			err = post_recv(to->fd, to->qp.qp_handle, 1);
+			if (err)
+				break;
+			if (++trips == 1 && write(ready, "x", 1) != 1)
+				return 1;
+		}
 	}
+	sigaction(SIGBUS, &old, NULL);
 	if (err != -ENODEV) {
 		printf("# ping-pong ended with %s after %ld trips\n", strerror(-err), trips);
 		return 1;
 	}
-	/* the receive side stays mapped after unbind: a fault would kill us */
-	(void)__atomic_load_n(a.cq, __ATOMIC_RELAXED);
-	(void)__atomic_load_n(b.bufs, __ATOMIC_RELAXED);
+	/* the receive side is gone from the process with the adapter */
+	if (!ram_gone(a.cq) || !ram_gone(b.bufs)) {
+		printf("# the receive side is still mapped after unbind\n");
+		return 1;
+	}
 	ep_close(&a);
 	ep_close(&b);
 	return 0;

@@ -332,6 +332,82 @@ TEST_F(user, bar_pages_map_one_shared_page)
 			       MAP_SHARED));
 }
 
+/* This process's page tables, its user half included (x86 ptdump). */
+#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
+#define PAT_LIST	"/sys/kernel/debug/x86/pat_memtype_list"
+
+/*
+ * The cache bits of the present user PTE that maps @addr in this process, as
+ * the kernel's page-table dump prints them ("PWT", "PCD", "PAT", in that
+ * order, space-separated; "" for none). -1 if no such entry.
+ * "0x00007f...000-0x00007f...000           4K USR RW         PCD  ...  NX pte"
+ */
+static int pte_cache_bits(const void *addr, char *bits, size_t len)
+{
+	static const char * const names[] = { "PWT", "PCD", "PAT" };
+	unsigned long a = (unsigned long)addr, s, e;
+	char line[256], tok[8];
+	FILE *f = fopen(PAGE_TABLES, "r");
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "0x%lx-0x%lx", &s, &e) != 2 || a < s || a >= e)
+			continue;
+		if (!strstr(line, " USR ") || !strstr(line, " pte"))
+			break;
+		bits[0] = '\0';
+		for (int i = 0; i < 3; i++) {
+			snprintf(tok, sizeof(tok), " %s ", names[i]);
+			if (strstr(line, tok))
+				snprintf(bits + strlen(bits), len - strlen(bits), "%s%s",
+					 bits[0] ? " " : "", names[i]);
+		}
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The UAR page is mapped uncached and the BlueFlame page write-combining, as
+ * mlx4_ib maps them, whatever the process asked for: read from the page-table
+ * entries once a post through each has faulted it in. x86 encodes UC- as PCD
+ * (with PAT and with nopat) and WC as PWT (slot 1 of Linux's PAT); without
+ * PAT, write-combining falls back to UC-. With PAT the user page gets the
+ * type the kernel's own mapping of it reserved (arch/x86/mm/pat/memtype.c),
+ * so the uncached writer's BlueFlame page is UC- too.
+ */
+TEST_F(user, bar_pages_are_mapped_uncached_and_write_combining)
+{
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], db[4];
+	int pat = !access(PAT_LIST, F_OK), len, burst;
+	char bits[32];
+
+	if (access(PAGE_TABLES, R_OK))
+		SKIP(return, "no " PAGE_TABLES " (x86, CONFIG_PTDUMP_DEBUGFS)");
+	len = build_rdma_write(wqe, 32, 1, sink_addr(&self->sink), self->sink.mr.rkey);
+	burst = put_in_sq(self, wqe, len, 1, out);
+	ASSERT_EQ(0, bar_write(self->bf, out, burst));
+	self->head++;
+	ASSERT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
+	len = build_rdma_write(wqe, 32, 2, sink_addr(&self->sink), self->sink.mr.rkey);
+	put_in_sq(self, wqe, len, 0, out);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	self->head++;
+	ASSERT_EQ(SEND_CQE_RDMA_WRITE, wait_send_cqe(self) & SEND_CQE_MASK);
+
+	ASSERT_EQ(0, pte_cache_bits(self->uar, bits, sizeof(bits)));
+	EXPECT_STREQ("PCD", bits) TH_LOG("the UAR page (PAT %s)", pat ? "on" : "off");
+	ASSERT_EQ(0, pte_cache_bits(self->bf, bits, sizeof(bits)));
+	EXPECT_STREQ(pat && self->dev.writer == MLX4_BF_WRITER_WRITE_COMBINING ? "PWT" : "PCD",
+		     bits)
+		TH_LOG("the BlueFlame page (PAT %s, writer %u)", pat ? "on" : "off",
+		       self->dev.writer);
+}
+
 TEST(kernel_posting_context_cannot_map_its_pages)
 {
 	struct mlx4_bf_qp_info qp;
