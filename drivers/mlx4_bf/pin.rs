@@ -34,6 +34,8 @@ const _: () = assert!(
 
 /// Pages `pin_user_pages_fast()` is asked for at a time (its count is an int).
 const PIN_CHUNK: usize = 1 << 16;
+/// The longest DMA segment, set as the device's at probe (mlx4_core's).
+pub(crate) const MAX_SEGMENT: u32 = 1 << 30;
 
 /// Pinned pages of a process, charged to its `locked_vm` until dropped.
 pub(crate) struct Pinned {
@@ -184,8 +186,8 @@ impl DmaMap {
         };
         // SAFETY: `dev` is bound (caller).
         let max_mapping = unsafe { bindings::dma_max_mapping_size(raw_dev(dev)) };
-        // Whole pages, at least one; `u32::MAX` is the table's own limit.
-        let max_segment = (max_mapping.min(u32::MAX as usize) & !(PAGE_SIZE - 1)).max(PAGE_SIZE);
+        // Whole pages, at least one, no longer than the device's segments.
+        let max_segment = (max_mapping.min(MAX_SEGMENT as usize) & !(PAGE_SIZE - 1)).max(PAGE_SIZE);
         // SAFETY: `sgt` is zeroed memory for a table; `pages` holds `n` valid
         // pages, which outlive the table (the caller's guarantee).
         to_result(unsafe {

@@ -113,6 +113,12 @@ impl UserMem {
                 dev_err!(dev, "an area of {AREA_BYTES} bytes is not one DMA range\n");
             })?;
             dma.maps.push(map, GFP_KERNEL)?;
+            // Its queues are named by a 40-bit address where mlx4 puts the
+            // MTT address (`be::put_mtt_addr`), as the coherent memory is.
+            if base + AREA_BYTES as u64 > 1 << 40 {
+                dev_err!(dev, "an area's DMA address {base:#x} is beyond 40 bits\n");
+                return Err(ERANGE);
+            }
             dma_bases.push(base, GFP_KERNEL)?;
             areas.push(mem, GFP_KERNEL)?;
         }

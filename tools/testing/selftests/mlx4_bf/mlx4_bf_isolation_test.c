@@ -84,7 +84,7 @@ static int leave_bytes_behind(struct mlx4_bf_qp_info *second)
 
 TEST(a_new_context_never_sees_what_the_last_one_left_in_its_area)
 {
-	struct mlx4_bf_qp_info left, first, second;
+	struct mlx4_bf_qp_info left = {}, first, second;
 	struct region r[4];
 	int fd, n;
 

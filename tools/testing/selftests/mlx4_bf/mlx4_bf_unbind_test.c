@@ -465,45 +465,54 @@ TEST(bar_page_mappings_racing_unbind_never_outlive_it)
 }
 
 /*
+ * Ping-pong between @a and @b until a post fails; its error. Tells the
+ * parent through @ready once the first round trip is done.
+ */
+static int ping_until_error(struct endpoint *a, struct endpoint *b, int ready)
+{
+	uint8_t wqe[MAX_WQE + 64];
+	int len = build_send(wqe, 32, 5, 0, 0), err;
+
+	for (long trips = 0;; trips++) {
+		struct endpoint *from = trips & 1 ? b : a, *to = trips & 1 ? a : b;
+
+		err = post_send(from->fd, from->qp.qp_handle, wqe, len, 0, NULL);
+		if (err)
+			return err;
+		if (!ep_wait(to, 5000))
+			return -ETIMEDOUT;
+		ep_consume(to);
+		err = post_recv(to->fd, to->qp.qp_handle, 1);
+		if (err)
+			return err;
+		if (trips == 0 && write(ready, "x", 1) != 1)
+			return -EPIPE;
+	}
+}
+
+/*
  * A ping-pong pair in one process until the adapter goes: exits 0 if a post
- * failed with -ENODEV after at least one round trip, or the CQ it polled
- * vanished (SIGBUS) and the next post fails so, and its mappings are gone.
+ * failed with -ENODEV, or the CQ it polled vanished (SIGBUS) and the next
+ * post fails so, and its mappings are gone.
  */
 static int pinger(int ready)
 {
-	struct endpoint a, b;
-	uint8_t wqe[MAX_WQE + 64];
-	int len = build_send(wqe, 32, 5, 0, 0), err = 0;
-	long trips = 0;
-
 	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	uint8_t wqe[MAX_WQE + 64];
+	struct endpoint a, b;
+	int err;
 
 	if (ep_open(&a) || ep_open(&b) || ep_pair(&a, &b, a.qp.rq_entries))
 		return 1;
 	sigaction(SIGBUS, &sa, &old);
-	if (sigsetjmp(bus_error, 1)) {
+	if (sigsetjmp(bus_error, 1))
 		/* The CQ being polled went with the adapter: so must the QP. */
-		err = post_send(a.fd, a.qp.qp_handle, wqe, len, 0, NULL);
-	} else {
-		for (;;) {
-			struct endpoint *from = trips & 1 ? &b : &a, *to = trips & 1 ? &a : &b;
-
-			err = post_send(from->fd, from->qp.qp_handle, wqe, len, 0, NULL);
-			if (err)
-				break;
-			if (!ep_wait(to, 5000))
-				return 1;
-			ep_consume(to);
-			err = post_recv(to->fd, to->qp.qp_handle, 1);
-			if (err)
-				break;
-			if (++trips == 1 && write(ready, "x", 1) != 1)
-				return 1;
-		}
-	}
+		err = post_send(a.fd, a.qp.qp_handle, wqe, build_send(wqe, 32, 5, 0, 0), 0, NULL);
+	else
+		err = ping_until_error(&a, &b, ready);
 	sigaction(SIGBUS, &old, NULL);
 	if (err != -ENODEV) {
-		printf("# ping-pong ended with %s after %ld trips\n", strerror(-err), trips);
+		printf("# ping-pong ended with %s\n", strerror(-err));
 		return 1;
 	}
 	/* the receive side is gone from the process with the adapter */
