@@ -36,8 +36,15 @@ use kernel::{
 
 use crate::{
     abi::{self, Reject},
+    adapter::Adapter,
+    adapter::Hw,
     cq::{Cq, CQE_SIZE},
+    driver::Mlx4BfDevice,
     events,
+    geometry::{
+        MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES,
+        SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE,
+    },
     hca::Hca,
     layout,
     mr::{CtxMr, CtxMrs, MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
@@ -51,8 +58,6 @@ use crate::{
     uverbs::Bundle,
     wqe,
     writer::Writer,
-    Adapter, Hw, Mlx4BfDevice, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET,
-    RQ_ENTRIES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE,
 };
 
 /// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.

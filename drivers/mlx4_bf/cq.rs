@@ -15,8 +15,8 @@ use kernel::prelude::*;
 use crate::{
     be::{put32, put64, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
+    geometry::MAX_QPS,
     hca::{HcaDma, HcaMem},
-    MAX_QPS,
 };
 
 pub(crate) const CQ_LOG_ENTRIES: u32 = 7;

@@ -21,11 +21,11 @@ use kernel::{
 };
 
 use crate::{
+    adapter::Adapter,
     be::{put32, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
     hca::HcaMem,
     stats::HcaStats,
-    Adapter,
 };
 
 pub(crate) const EQ_LOG_ENTRIES: u32 = 8;

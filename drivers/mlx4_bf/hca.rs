@@ -34,15 +34,17 @@ use kernel::{
 };
 
 use crate::{
+    adapter::Hw,
     cmd::{CmdIf, Command, Live, Op, BAR0_SIZE, OWNER},
     cq::{self, Cq, CqParams, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     eq::{Eq, EQE_SIZE, EQ_ENTRIES},
     fw::{self, DevCap, FwInfo},
+    geometry::{FIRST_QPN, MAX_QPS, SQ_ENTRIES},
     mr,
     qp::{self, QpParams},
     stats::HcaStats,
     umem::RCQ_LOG_ENTRIES,
-    wqe, Hw, FIRST_QPN, MAX_QPS, SQ_ENTRIES,
+    wqe,
 };
 
 /// `NOP`'s in_modifier: "finish as soon as possible".

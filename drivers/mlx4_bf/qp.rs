@@ -9,7 +9,7 @@ use kernel::prelude::*;
 use crate::{
     be::{put32, put64, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
-    RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE,
+    geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
 };
 
 // struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.

@@ -45,8 +45,10 @@ use kernel::{
 
 use crate::{
     cq::CQE_SIZE,
+    geometry::{
+        MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
+    },
     pin::{DmaMap, KernelPages},
-    MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
 };
 
 const PAGE: usize = 4096;

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The PCI driver: which functions it binds, what a bound adapter holds
+//! (its number, device node, debugfs and teardown), probe and unbind.
+
+use kernel::{
+    debugfs::Scope,
+    device::Core,
+    miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
+    pci,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+
+use crate::{
+    adapter::{new_adapter, show_stats, Adapter, HcaUp},
+    context,
+};
+
+/// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).
+const MAX_ADAPTERS: usize = 4;
+
+static DEVICE_NAMES: [&CStr; MAX_ADAPTERS] = [c"mlx4_bf0", c"mlx4_bf1", c"mlx4_bf2", c"mlx4_bf3"];
+static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
+
+/// An adapter number (`/dev/mlx4_bf<N>`), held while the adapter is bound.
+struct DeviceNumber(u32);
+
+impl DeviceNumber {
+    fn take() -> Option<Self> {
+        let mut used = DEVICE_NUMBERS.load(Relaxed);
+        loop {
+            let n = (!used).trailing_zeros();
+            if n as usize >= MAX_ADAPTERS {
+                return None;
+            }
+            match DEVICE_NUMBERS.cmpxchg(used, used | (1 << n), Relaxed) {
+                Ok(_) => return Some(DeviceNumber(n)),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn name(&self) -> &'static CStr {
+        DEVICE_NAMES[self.0 as usize]
+    }
+}
+
+impl Drop for DeviceNumber {
+    fn drop(&mut self) {
+        let mut used = DEVICE_NUMBERS.load(Relaxed);
+        while let Err(now) = DEVICE_NUMBERS.cmpxchg(used, used & !(1 << self.0), Relaxed) {
+            used = now;
+        }
+    }
+}
+
+/// Driver data of a bound adapter. Dropped on unbind: the misc device and
+/// the debugfs files go away (no new opens) and `Adapter::hw` is revoked,
+/// while open contexts keep their `Arc<Adapter>` and get `-ENODEV`.
+///
+/// Fields drop in declaration order: the misc device first, so no `open()`
+/// can still be looking at `adapter` when it goes, and the number last, so
+/// its name is free only once the misc device is gone. They are initialized
+/// the other way round, so `open()` never sees an `adapter` not yet written.
+#[pin_data]
+pub(crate) struct Mlx4BfDevice {
+    #[pin]
+    pub(crate) misc: MiscDeviceRegistration<context::Context>,
+    /// The adapter's interrupt and teardown.
+    hca_up: HcaUp,
+    /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
+    #[pin]
+    debugfs: Scope<Arc<Adapter>>,
+    pub(crate) adapter: Arc<Adapter>,
+    number: DeviceNumber,
+}
+
+pub(crate) struct Mlx4BfDriver;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    MODULE_PCI_TABLE,
+    <Mlx4BfDriver as pci::Driver>::IdInfo,
+    [
+        // ConnectX / ConnectX-2 (mlx4 PF IDs; virtual functions are not served).
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6340), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x634a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6354), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6732), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x673c), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6368), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6750), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6372), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x675a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6764), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x6746), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x676e), ()),
+        // ConnectX-3, ConnectX-3 Pro and later mlx4 PFs.
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1003), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1005), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1006), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1007), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1008), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1009), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100a), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100b), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100c), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100d), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100e), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x100f), ()),
+        (pci::DeviceId::from_id(pci::Vendor::MELLANOX, 0x1010), ()),
+    ]
+);
+
+impl pci::Driver for Mlx4BfDriver {
+    type IdInfo = ();
+    type Data<'bound> = Mlx4BfDevice;
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: &'bound Self::IdInfo,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let number = DeviceNumber::take();
+        let name = number.as_ref().map_or(DEVICE_NAMES[0], DeviceNumber::name);
+        let up = match number {
+            Some(_) => new_adapter(pdev, name),
+            None => {
+                dev_err!(pdev.as_ref(), "more than {} adapters\n", MAX_ADAPTERS);
+                Err(EBUSY)
+            }
+        };
+        let adapter = up.as_ref().map(|up| up.adapter.clone()).map_err(|e| *e);
+        try_pin_init!(Mlx4BfDevice {
+            number: number.ok_or(EBUSY)?,
+            adapter: adapter?,
+            // `adapter` here is the field initialized just above.
+            debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {
+                dir.read_callback_file(c"stats", a, &show_stats)
+            }),
+            hca_up: up?,
+            misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+        })
+    }
+
+    /// The adapter is taken down here, while the device is still bound:
+    /// open contexts then get -ENODEV (see `hca.rs`).
+    fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // No process writes to the BAR from here on.
+        this.hca_up.adapter.user_maps.lock().revoke();
+        this.hca_up.shutdown(pdev.as_ref());
+    }
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue geometry: the sizes every layer agrees on, and their checks.
+
+use crate::abi;
+
+/// Send-queue slots per QP, and bytes per slot (the largest WQE, rounded).
+pub(crate) const SQ_ENTRIES: u32 = 16;
+pub(crate) const SQ_STRIDE: usize = 1024;
+/// Receive WQEs per QP, each one data segment naming a kernel buffer.
+pub(crate) const RQ_ENTRIES: u32 = 16;
+pub(crate) const RQ_STRIDE: usize = 16;
+pub(crate) const RECV_BUF_SIZE: usize = 1024;
+/// One QP's buffer in `Hw::qp_pool`: the SQ, then the RQ (mlx4 puts the
+/// queue with the larger stride first), then the RQ doorbell record.
+pub(crate) const RQ_OFFSET: usize = SQ_ENTRIES as usize * SQ_STRIDE;
+pub(crate) const RQ_DB_OFFSET: usize = RQ_OFFSET + 2048;
+pub(crate) const QP_BUF_BYTES: usize = RQ_OFFSET + 4096;
+const _: () = assert!(RQ_ENTRIES as usize * RQ_STRIDE <= RQ_DB_OFFSET - RQ_OFFSET);
+/// A QP's kernel send buffers in `Hw::send_pool`, one per send-queue slot.
+pub(crate) const SEND_BUFS_BYTES: usize = SQ_ENTRIES as usize * abi::MAX_PAYLOAD;
+/// QPs per adapter; their send queues come from one DMA pool set up at probe.
+pub(crate) const MAX_QPS: usize = 32;
+pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
+/// QPNs start above the range mlx4 reserves for special QPs.
+pub(crate) const FIRST_QPN: u32 = 0x200;
+/// QPNs are 24 bits.
+pub(crate) const QPN_LIMIT: u32 = 1 << 24;
+
+// The bitmaps these sizes index.
+const _: () = assert!(MAX_QPS <= u64::BITS as usize, "QpTable::used_slots is a u64");
+const _: () = assert!(
+    2 * MAX_QPS <= u64::BITS as usize,
+    "Live::cqs (a send CQ and a receive CQ per QP) is a u64"
+);
+const _: () = assert!(
+    MAX_QPS_PER_CONTEXT <= u32::BITS as usize,
+    "Context::qp_mask is a u32"
+);
