@@ -11,6 +11,7 @@ use std::{
     ptr::NonNull,
 };
 
+use anyhow::{anyhow, Result};
 use mlx4_bf_core::abi::{self, Attr, IoctlHdr, MAX_ATTRS};
 
 #[repr(C)]
@@ -248,6 +249,24 @@ impl Device {
     pub fn map(&self, offset: u64, len: usize, writable: bool) -> io::Result<Mapping> {
         Mapping::new(self.fd(), offset, len, writable)
     }
+}
+
+/// Opens the device node, saying what to do about the usual failures.
+pub fn open(path: &Path) -> Result<Device> {
+    Device::open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => anyhow!(
+            "{} does not exist: is mlx4_bf loaded and an adapter bound?",
+            path.display()
+        ),
+        io::ErrorKind::PermissionDenied => anyhow!(
+            "cannot open {}: permission denied (the device is root's, mode 0600)",
+            path.display()
+        ),
+        _ if e.raw_os_error() == Some(libc::EBUSY) => {
+            anyhow!("cannot open {}: all UARs are in use", path.display())
+        }
+        _ => anyhow!("cannot open {}: {e}", path.display()),
+    })
 }
 
 /// A shared mapping of a file, unmapped on drop.

@@ -13,24 +13,32 @@
 //! `post`, `lat`, `bench` and `stress` post RDMA writes into a memory
 //! region of their own context (`mr.rs`; ABI 3), registered for remote
 //! writes: a new QP is connected to itself. Each subcommand lives in
-//! `cmd/`; this file is the command line.
+//! `cmd/`; what they share sits beside this file, one concern a module
+//! (`device`, `errors`, `sweep`, `rdma_write`, `write_scratch`,
+//! `back_pressure`, `progress`, `report`, ...); this file is the command
+//! line.
 
 mod analyzer;
+mod back_pressure;
 mod cmd;
-mod common;
 mod cq;
 mod device;
+mod errors;
 mod mr;
+mod progress;
+mod rdma_write;
 mod report;
 mod stats;
+mod sweep;
 mod userqp;
+mod write_scratch;
 
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
 use cmd::{bench, info, lat, pingpong, post, stress, userpost};
-use common::open;
+use device::open;
 
 #[derive(Parser)]
 #[command(version, about = "Exercise and measure the mlx4_bf BlueFlame driver")]

@@ -21,7 +21,7 @@ use std::{
 use anyhow::{anyhow, Error, Result};
 use mlx4_bf_core::abi;
 
-use crate::{common::errno_text, device::Device};
+use crate::{device::Device, errors::errno_text};
 
 /// Registered memory comes in whole pages.
 pub const PAGE: usize = 4096;

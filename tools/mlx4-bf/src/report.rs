@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Output formats: perftest's table, the classic study's data file, SVG plots.
+//! Output formats: perftest's table, the classic study's data file, SVG
+//! plots, and the ABI's writer and path values by name.
 
 use std::{fmt::Write as _, path::Path};
 
 use anyhow::{anyhow, Result};
+use mlx4_bf_core::abi;
 use plotters::prelude::*;
 
 use crate::stats::Summary;
@@ -17,6 +19,22 @@ pub fn perftest_row(bytes: usize, s: &Summary) -> String {
         " {:<7} {:<10} {:<14.2} {:<14.2} {:<16.2} {:<14.2} {:<16.2} {:<22.2} {:.2}",
         bytes, s.iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999
     )
+}
+
+pub fn writer_name(w: u32) -> &'static str {
+    match w {
+        abi::WRITER_STORE_BLOCK => "store-block",
+        abi::WRITER_WRITE_COMBINING => "write-combining",
+        _ => "unknown",
+    }
+}
+
+pub fn path_name(p: u32) -> &'static str {
+    match p {
+        abi::PATH_BLUEFLAME => "BlueFlame",
+        abi::PATH_DOORBELL => "doorbell",
+        _ => "unknown",
+    }
 }
 
 /// The classic data file: `# PacketSize, LatTypical, LatBest, LatWorst`.

@@ -10,12 +10,14 @@ use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
-    common::{
-        ioerr, post_staged_timed, post_timed, writer_name, Progress, Sweep, WriteScratch, WARMUP,
-    },
+    back_pressure::{post_staged_timed, post_timed},
     device::Device,
-    report,
+    errors::ioerr,
+    progress::Progress,
+    report::{self, writer_name},
     stats::{self, summarize, Summary},
+    sweep::{Sweep, WARMUP},
+    write_scratch::WriteScratch,
 };
 
 #[derive(clap::Args)]

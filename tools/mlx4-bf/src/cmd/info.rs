@@ -5,10 +5,7 @@
 use anyhow::Result;
 use mlx4_bf_core::abi;
 
-use crate::{
-    common::{ioerr, writer_name},
-    device::Device,
-};
+use crate::{device::Device, errors::ioerr, report::writer_name};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -21,13 +21,15 @@ use clap::ValueEnum;
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    common::{
-        bf_cutoff, gathered_sizes, ioerr, post_timed, suffixed, writer_name, Carry, Progress,
-        Sweep, WriteScratch, WARMUP,
-    },
+    back_pressure::post_timed,
     device::Device,
-    report,
+    errors::ioerr,
+    progress::Progress,
+    rdma_write::{bf_cutoff, gathered_sizes, Carry},
+    report::{self, writer_name},
     stats::summarize,
+    sweep::{Sweep, WARMUP},
+    write_scratch::WriteScratch,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +74,16 @@ fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<V
         out.push(t.elapsed().as_secs_f64() * 1e6);
     }
     Ok(out)
+}
+
+/// `out` with `-tag` before its extension: one data file per path.
+fn suffixed(path: &Path, tag: &str) -> PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("lat");
+    let name = match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{stem}-{tag}.{ext}"),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(name)
 }
 
 pub fn run(dev: &Device, args: &Args) -> Result<()> {
@@ -165,4 +177,17 @@ fn plot_series(
         &lines,
         Some(cutoff as f64),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffixed_keeps_the_extension() {
+        assert_eq!(
+            suffixed(Path::new("r/lat.dat"), "bf"),
+            Path::new("r/lat-bf.dat")
+        );
+    }
 }

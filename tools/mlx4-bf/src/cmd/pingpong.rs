@@ -41,15 +41,18 @@ use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
-    common::{
-        bf_cutoff_for, build_rdma_write, carry, gathered_sizes, inline_max, ioerr,
-        is_back_pressure, max_wqe, open, set_imm, writer_name, Carry, Printer, Progress, Sweep,
-    },
+    back_pressure::is_back_pressure,
     cq::RecvQueue,
-    device::Device,
+    device::{open, Device},
+    errors::ioerr,
     mr::{self, Mr},
-    report,
+    progress::{Printer, Progress},
+    rdma_write::{
+        bf_cutoff_for, build_rdma_write, carry, gathered_sizes, inline_max, max_wqe, set_imm, Carry,
+    },
+    report::{self, writer_name},
     stats::{perftest_lat, Summary},
+    sweep::Sweep,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -10,8 +10,8 @@ use anyhow::{bail, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    common::{ioerr, path_name, Carry, WriteScratch},
-    device::Device,
+    device::Device, errors::ioerr, rdma_write::Carry, report::path_name,
+    write_scratch::WriteScratch,
 };
 
 #[derive(clap::Args)]

@@ -12,7 +12,9 @@ use anyhow::{anyhow, bail, Result};
 use hdrhistogram::Histogram;
 use mlx4_bf_core::wqe;
 
-use crate::common::{ioerr, is_back_pressure, open, WriteScratch};
+use crate::{
+    back_pressure::is_back_pressure, device::open, errors::ioerr, write_scratch::WriteScratch,
+};
 
 #[derive(clap::Args)]
 pub struct Args {

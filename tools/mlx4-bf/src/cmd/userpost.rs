@@ -11,10 +11,15 @@ use anyhow::{anyhow, Context, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
+    back_pressure::post_staged_timed,
     cmd::writelat,
-    common::{ioerr, open, post_staged_timed, writer_name, Sweep, WriteScratch, WARMUP},
+    device::open,
+    errors::ioerr,
+    report::writer_name,
     stats::summarize,
+    sweep::{Sweep, WARMUP},
     userqp::{self, UserPath, UserQp},
+    write_scratch::WriteScratch,
 };
 
 #[derive(clap::Args)]

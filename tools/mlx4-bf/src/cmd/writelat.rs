@@ -18,9 +18,11 @@ use anyhow::{anyhow, bail, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    common::{build_rdma_write, ioerr, max_wqe, open, post_timed},
-    device::Device,
+    back_pressure::post_timed,
+    device::{open, Device},
+    errors::ioerr,
     mr::Mr,
+    rdma_write::{build_rdma_write, max_wqe},
     userqp::{UserPath, UserQp},
 };
 
