@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The bytes of the messages: each message's own payload pattern and
+//! immediate (so a stale buffer never passes the receiver's check), and an
+//! endpoint's payload and WQE buffers.
+
+use anyhow::{anyhow, Result};
+use mlx4_bf_core::wqe;
+
+/// The side that sends a payload; part of its pattern.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    Client = 0x00,
+    Server = 0xa5,
+}
+
+/// The payload of message `seq` from `side`: different for every message
+/// that reuses a receive buffer (or, RDMA-written, the same place of the
+/// peer's region), so a buffer the adapter did not write never passes the
+/// check.
+pub(super) fn fill(buf: &mut [u8], side: Side, seq: u32) {
+    let s = (seq as u8).wrapping_mul(31) ^ (seq >> 8) as u8 ^ (seq >> 16) as u8 ^ side as u8;
+    for (j, b) in buf.iter_mut().enumerate() {
+        *b = s ^ (j as u8).wrapping_mul(7) ^ (j >> 8) as u8;
+    }
+}
+
+/// The immediate of RDMA_WRITE_IMM message `seq` from `side`: its
+/// sequence number, with the side in the top byte.
+pub(super) fn imm_of(side: Side, seq: u32) -> u32 {
+    seq ^ ((side as u32) << 24)
+}
+
+/// Payload and WQE buffers of one endpoint.
+pub(super) struct Buffers {
+    pub(super) payload: Vec<u8>,
+    pub(super) expect: Vec<u8>,
+    pub(super) wqe: [u8; wqe::MAX_WQE_LEN],
+}
+
+impl Buffers {
+    pub(super) fn new() -> Self {
+        Buffers {
+            payload: vec![0; 65536],
+            expect: vec![0; 65536],
+            wqe: [0; wqe::MAX_WQE_LEN],
+        }
+    }
+
+    /// The inline SEND of message `seq` from `side`; its length.
+    pub(super) fn build(&mut self, size: usize, side: Side, seq: u32) -> Result<usize> {
+        fill(&mut self.payload[..size], side, seq);
+        wqe::build_inline(&mut self.wqe, wqe::OPCODE_SEND, None, &self.payload[..size])
+            .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE inline"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immediates_differ_between_sides_and_messages() {
+        assert_eq!(imm_of(Side::Client, 7), 7);
+        assert_eq!(imm_of(Side::Server, 7), 0xa500_0007);
+        for seq in [0u32, 1, 0xff_ffff, 0x100_0000, u32::MAX] {
+            assert_ne!(imm_of(Side::Client, seq), imm_of(Side::Server, seq));
+            assert_ne!(
+                imm_of(Side::Client, seq),
+                imm_of(Side::Client, seq.wrapping_add(1))
+            );
+        }
+    }
+
+    #[test]
+    fn payloads_differ_between_messages_sharing_a_buffer_and_between_sides() {
+        let (mut a, mut b) = ([0u8; 300], [0u8; 300]);
+        for rq_entries in [1u32, 16, 256, 512] {
+            for seq in [0u32, 1, 255, 1000] {
+                fill(&mut a, Side::Client, seq);
+                fill(&mut b, Side::Client, seq + rq_entries);
+                assert!(
+                    a.iter().zip(&b).all(|(x, y)| x != y),
+                    "seq {seq} + {rq_entries}"
+                );
+            }
+        }
+        fill(&mut a, Side::Client, 7);
+        fill(&mut b, Side::Server, 7);
+        assert!(a.iter().zip(&b).all(|(x, y)| x != y));
+    }
+}

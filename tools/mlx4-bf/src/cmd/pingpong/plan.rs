@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a run measures: the jobs (one size of one path and wait mode each,
+//! as the client sends them to the server), what the endpoints set up for
+//! them, and the sizes a path cannot run.
+
+use anyhow::{bail, Result};
+use mlx4_bf_core::{abi, wqe};
+
+use crate::rdma_write::{carry, max_wqe, Carry};
+
+use super::options::{Op, PathMode, WaitMode};
+
+/// One size of one configuration: what both endpoints run between two
+/// barriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Job {
+    pub(super) size: u32,
+    pub(super) path: PathMode,
+    pub(super) wait: WaitMode,
+    pub(super) iters: u32,
+    pub(super) op: Op,
+}
+
+impl Job {
+    pub(super) const LEN: usize = 20;
+    /// Tells the server the run is over.
+    pub(super) const DONE: [u8; Job::LEN] = [0; Job::LEN];
+
+    pub(super) fn encode(&self) -> [u8; Job::LEN] {
+        let mut b = [0u8; Job::LEN];
+        b[0..4].copy_from_slice(&self.size.to_le_bytes());
+        b[4..8].copy_from_slice(&self.path.flags().to_le_bytes());
+        b[8..12].copy_from_slice(&u32::from(self.wait == WaitMode::Event).to_le_bytes());
+        b[12..16].copy_from_slice(&self.iters.to_le_bytes());
+        b[16..20].copy_from_slice(&self.op.code().to_le_bytes());
+        b
+    }
+
+    pub(super) fn decode(b: &[u8; Job::LEN]) -> Option<Self> {
+        let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        (u(0) != 0).then(|| Job {
+            size: u(0),
+            path: PathMode::from_flags(u(4)),
+            wait: if u(8) != 0 {
+                WaitMode::Event
+            } else {
+                WaitMode::Busy
+            },
+            iters: u(12),
+            op: Op::from_code(u(16)),
+        })
+    }
+}
+
+/// What both endpoints set up before the first job.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Setup {
+    pub(super) op: Op,
+    /// The largest payload of the run: the registered regions' size.
+    pub(super) max_size: usize,
+}
+
+/// What to run: sizes and configurations.
+pub(super) struct Plan {
+    pub(super) sizes: Vec<usize>,
+    pub(super) configs: Vec<(PathMode, WaitMode)>,
+    pub(super) iters: u32,
+    pub(super) procs: bool,
+    pub(super) op: Op,
+}
+
+impl Plan {
+    pub(super) fn setup(&self) -> Setup {
+        Setup {
+            op: self.op,
+            max_size: self.sizes.iter().copied().max().unwrap_or(1),
+        }
+    }
+
+    /// The jobs, configuration by configuration; sizes that cannot run on
+    /// a path are left out (and said so). `peer_len`: the peer's receive
+    /// region (RDMA writes).
+    pub(super) fn jobs(
+        &self,
+        info: &abi::DeviceInfo,
+        qp: &abi::QpInfo,
+        peer_len: Option<u64>,
+    ) -> Result<Vec<Job>> {
+        let why = |size, path| skip_reason(size, self.op, path, info, qp, peer_len);
+        let mut jobs = Vec::new();
+        for &(path, wait) in &self.configs {
+            for &size in &self.sizes {
+                if why(size, path).is_none() {
+                    jobs.push(Job {
+                        size: size as u32,
+                        path,
+                        wait,
+                        iters: self.iters,
+                        op: self.op,
+                    });
+                }
+            }
+        }
+        if jobs.is_empty() {
+            let why = self
+                .sizes
+                .first()
+                .and_then(|&s| why(s, self.configs[0].0))
+                .unwrap_or_default();
+            bail!("no payload size of the sweep can run: {why}");
+        }
+        Ok(jobs)
+    }
+}
+
+/// Why `size` cannot run as `op` on `path`, if it cannot. `peer_len`: the
+/// peer's receive region, where an RDMA write goes.
+pub(super) fn skip_reason(
+    size: usize,
+    op: Op,
+    path: PathMode,
+    info: &abi::DeviceInfo,
+    qp: &abi::QpInfo,
+    peer_len: Option<u64>,
+) -> Option<String> {
+    if op == Op::RdmaWriteImm {
+        return skip_reason_rdma(size, path, info, peer_len);
+    }
+    let len = wqe::inline_size16(size, false) * 16;
+    let max_wqe = (info.max_db_wqe_size as usize).min(wqe::MAX_WQE_LEN);
+    if len > max_wqe {
+        return Some(format!(
+            "{size} bytes: its inline SEND would be {len} bytes, above the largest WQE ({max_wqe})"
+        ));
+    }
+    if size > qp.recv_buf_size as usize {
+        return Some(format!(
+            "{size} bytes: above the receive buffers ({} bytes)",
+            qp.recv_buf_size
+        ));
+    }
+    let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
+    if path == PathMode::Bf && len > bf_max {
+        return Some(format!(
+            "{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})"
+        ));
+    }
+    None
+}
+
+/// [`skip_reason`] of an RDMA_WRITE_IMM: it must fit the peer's region;
+/// on BlueFlame its WQE must carry the payload inline and fit a buffer.
+fn skip_reason_rdma(
+    size: usize,
+    path: PathMode,
+    info: &abi::DeviceInfo,
+    peer_len: Option<u64>,
+) -> Option<String> {
+    if let Some(l) = peer_len.filter(|&l| size as u64 > l) {
+        return Some(format!(
+            "{size} bytes: above the peer's registered region ({l} bytes)"
+        ));
+    }
+    if path != PathMode::Bf {
+        return None;
+    }
+    if carry(size, true, max_wqe(info)) == Carry::Gather {
+        return Some(format!(
+            "{size} bytes: too large for an inline WQE, so gathered: doorbell path only"
+        ));
+    }
+    let len = wqe::inline_size16(size, true) * 16;
+    let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
+    (len > bf_max).then(|| {
+        format!("{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_survives_the_wire_and_done_ends_the_server() {
+        for path in [PathMode::Bf, PathMode::Db, PathMode::Auto] {
+            for wait in [WaitMode::Busy, WaitMode::Event] {
+                for op in [Op::Send, Op::RdmaWriteImm] {
+                    let j = Job {
+                        size: 208,
+                        path,
+                        wait,
+                        iters: 300,
+                        op,
+                    };
+                    assert_eq!(Job::decode(&j.encode()), Some(j));
+                }
+            }
+        }
+        assert_eq!(Job::decode(&Job::DONE), None);
+    }
+
+    fn device() -> (abi::DeviceInfo, abi::QpInfo) {
+        let info = abi::DeviceInfo {
+            abi_version: 2,
+            bf_buf_size: 256,
+            max_bf_wqe_size: 256,
+            max_db_wqe_size: 1008,
+            ..Default::default()
+        };
+        let qp = abi::QpInfo {
+            recv_buf_size: 512,
+            ..Default::default()
+        };
+        (info, qp)
+    }
+
+    #[test]
+    fn sizes_that_cannot_run_on_a_path_are_skipped() {
+        let (info, qp) = device();
+        let skip =
+            |size, path, qp: &abi::QpInfo| skip_reason(size, Op::Send, path, &info, qp, None);
+        // A SEND with 224 inline bytes is 256 bytes: BlueFlame's last.
+        assert_eq!(skip(224, PathMode::Bf, &qp), None);
+        assert!(skip(225, PathMode::Bf, &qp)
+            .unwrap()
+            .contains("does not fit a BlueFlame buffer"));
+        assert_eq!(skip(225, PathMode::Db, &qp), None);
+        assert!(skip(513, PathMode::Db, &qp)
+            .unwrap()
+            .contains("above the receive buffers"));
+        let big = abi::QpInfo {
+            recv_buf_size: 4096,
+            ..qp
+        };
+        assert!(skip(1000, PathMode::Auto, &big)
+            .unwrap()
+            .contains("above the largest WQE"));
+        let plan = Plan {
+            sizes: vec![4, 224, 300],
+            configs: vec![
+                (PathMode::Bf, WaitMode::Busy),
+                (PathMode::Db, WaitMode::Event),
+            ],
+            iters: 10,
+            procs: false,
+            op: Op::Send,
+        };
+        let jobs = plan.jobs(&info, &qp, None).unwrap();
+        let got: Vec<(u32, PathMode)> = jobs.iter().map(|j| (j.size, j.path)).collect();
+        assert_eq!(
+            got,
+            [
+                (4, PathMode::Bf),
+                (224, PathMode::Bf),
+                (4, PathMode::Db),
+                (224, PathMode::Db),
+                (300, PathMode::Db)
+            ]
+        );
+    }
+
+    #[test]
+    fn rdma_writes_fit_the_peer_s_region_and_go_gathered_on_the_doorbell_only() {
+        let (info, qp) = device();
+        let peer = Some(4096);
+        let skip = |size, path| skip_reason(size, Op::RdmaWriteImm, path, &info, &qp, peer);
+        // 208 inline bytes after the remote address segment: 256 bytes.
+        assert_eq!(skip(208, PathMode::Bf), None);
+        assert!(skip(209, PathMode::Bf)
+            .unwrap()
+            .contains("does not fit a BlueFlame buffer (256)"));
+        // The receive buffers do not limit a write, its WQE does not either.
+        assert_eq!(skip(1000, PathMode::Db), None);
+        assert_eq!(skip(4096, PathMode::Auto), None);
+        assert!(skip(913, PathMode::Bf)
+            .unwrap()
+            .contains("gathered: doorbell path only"));
+        assert!(skip(4097, PathMode::Db)
+            .unwrap()
+            .contains("above the peer's registered region (4096 bytes)"));
+        let plan = Plan {
+            sizes: vec![4, 208, 2000],
+            configs: vec![
+                (PathMode::Bf, WaitMode::Busy),
+                (PathMode::Auto, WaitMode::Busy),
+            ],
+            iters: 10,
+            procs: true,
+            op: Op::RdmaWriteImm,
+        };
+        assert_eq!(plan.setup().max_size, 2000);
+        let jobs = plan.jobs(&info, &qp, peer).unwrap();
+        let got: Vec<(u32, PathMode, Op)> = jobs.iter().map(|j| (j.size, j.path, j.op)).collect();
+        assert_eq!(
+            got,
+            [
+                (4, PathMode::Bf, Op::RdmaWriteImm),
+                (208, PathMode::Bf, Op::RdmaWriteImm),
+                (4, PathMode::Auto, Op::RdmaWriteImm),
+                (208, PathMode::Auto, Op::RdmaWriteImm),
+                (2000, PathMode::Auto, Op::RdmaWriteImm)
+            ]
+        );
+        let tiny = plan.jobs(&info, &qp, Some(1)).unwrap_err().to_string();
+        assert!(
+            tiny.contains("no payload size of the sweep can run: 4 bytes: above"),
+            "{tiny}"
+        );
+    }
+}
