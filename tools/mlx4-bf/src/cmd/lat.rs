@@ -104,7 +104,8 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     };
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
     let mut series = Vec::new();
-    let mut progress = Progress::new(sizes.len() * paths.len(), "lat");
+    // Only a bar: lines of progress would land between the rows.
+    let mut progress = Progress::terminal_only(sizes.len() * paths.len(), "lat");
     let say = progress.printer();
     if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
         say.line(&format!(
