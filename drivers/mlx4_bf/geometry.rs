@@ -28,7 +28,10 @@ pub(crate) const FIRST_QPN: u32 = 0x200;
 pub(crate) const QPN_LIMIT: u32 = 1 << 24;
 
 // The bitmaps these sizes index.
-const _: () = assert!(MAX_QPS <= u64::BITS as usize, "QpTable::used_slots is a u64");
+const _: () = assert!(
+    MAX_QPS <= u64::BITS as usize,
+    "QpTable::used_slots is a u64"
+);
 const _: () = assert!(
     2 * MAX_QPS <= u64::BITS as usize,
     "Live::cqs (a send CQ and a receive CQ per QP) is a u64"

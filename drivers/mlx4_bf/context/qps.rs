@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A context's QPs: create, destroy and connect, and what each has in the
+//! device (as mlx4_ib's qp.c): its send-queue slot, its receive CQ and its
+//! part of the context's area.
+
+use super::{Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
+use crate::{
+    abi,
+    cq::CQE_SIZE,
+    geometry::{QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE},
+    qp,
+    recv::Recv,
+    umem::{self, Area, QP_AREA_BYTES},
+    uverbs::Bundle,
+};
+use kernel::{
+    prelude::*,
+    sync::atomic::{Relaxed, Release},
+};
+
+impl Context {
+    pub(super) fn create_qp(&self, b: &mut Bundle<'_>) -> Result {
+        let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
+        let flags = b.inline_u32(abi::ATTR_QP_FLAGS)?.unwrap_or(0);
+        let send_out = b.output(abi::ATTR_QP_SEND_INFO);
+        b.check_unused()?;
+        let user_send = flags & abi::QP_F_USER_SEND != 0;
+        if flags & !abi::QP_F_ALL != 0 || user_send != send_out.is_some() {
+            return Err(EINVAL);
+        }
+        let mut state = self.state.lock();
+        self.claim_send_mode(if user_send { SEND_USER } else { SEND_KERNEL })?;
+        let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
+        let area = self.area(&mut state)?;
+        let (slot, qpn) = self
+            .adapter
+            .qps
+            .lock()
+            .alloc(self.uar_index)
+            .ok_or(ENOSPC)?;
+        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn, user_send) {
+            Ok(qp) => qp,
+            Err(e) => {
+                self.free_slot(slot);
+                return Err(e);
+            }
+        };
+        let base = (index * QP_AREA_BYTES) as u64;
+        let info = abi::QpInfo {
+            qp_handle: qpn,
+            qpn,
+            rq_entries: RQ_ENTRIES,
+            recv_buf_size: RECV_BUF_SIZE as u32,
+            cq_entries: umem::RCQ_ENTRIES,
+            cqe_size: CQE_SIZE as u32,
+            cq_offset: base + umem::CQ_OFFSET as u64,
+            cq_db_offset: base + umem::CQ_DB_OFFSET as u64,
+            recv_offset: base + umem::RECV_OFFSET as u64,
+            wqe_offset: base + umem::WQE_OFFSET as u64,
+        };
+        let caps = &self.adapter.caps;
+        let send_info = abi::QpSendInfo {
+            sq_offset: base + umem::USER_QP_OFFSET as u64,
+            sq_entries: SQ_ENTRIES,
+            sq_stride: SQ_STRIDE as u32,
+            bf_buf_size: caps.bf_buf_size(),
+            bf_reg_offset: 0,
+        };
+        let written = b
+            .write(out, &info)
+            .and_then(|()| send_out.map_or(Ok(()), |o| b.write(o, &send_info)));
+        if let Err(e) = written {
+            state.area_in_hw |= !self.destroy_hw_qp(&qp);
+            self.release_cq_if_idle(&mut state);
+            return Err(e);
+        }
+        state.qps[index] = Some(qp);
+        self.set_qp_mapped(index, true);
+        Ok(())
+    }
+
+    /// Whether `mmap()` may map QP index `index` (under `state`'s mutex,
+    /// the only writer).
+    pub(super) fn set_qp_mapped(&self, index: usize, created: bool) {
+        let mask = self.qp_mask.load(Relaxed);
+        let bit = 1u32 << index;
+        self.qp_mask
+            .store(if created { mask | bit } else { mask & !bit }, Release);
+    }
+
+    /// The context's area of shared memory, taken with its first QP and
+    /// cleared whole then: it may hold the bytes of the context that had
+    /// it before (receive buffers, WQE pages, user send queues).
+    pub(super) fn area(&self, state: &mut State) -> Result<usize> {
+        if let Some(area) = state.area {
+            return Ok(area);
+        }
+        let mut used = self.adapter.areas.lock();
+        let area = (!*used).trailing_zeros() as usize;
+        if area >= umem::AREAS {
+            kernel::pr_warn_once!(
+                "more than {} contexts with QPs: CREATE_QP fails with -ENOSPC\n",
+                umem::AREAS
+            );
+            return Err(ENOSPC);
+        }
+        self.adapter.umem.area(area)?.clear_all();
+        *used |= 1 << area;
+        state.area = Some(area);
+        self.area_index.store(area as u32, Release);
+        Ok(area)
+    }
+
+    pub(super) fn user_area(&self, state: &State) -> Result<Area<'_>> {
+        self.adapter.umem.area(state.area.ok_or(EINVAL)?)
+    }
+
+    /// The QP context of the QP in buffer `slot` (or, posted to by user
+    /// space, at QP index `index` of the context's area) as QP `qpn`.
+    pub(super) fn qp_params(
+        &self,
+        state: &State,
+        (slot, index, user_send): (usize, usize, bool),
+        qpn: u32,
+        remote_qpn: u32,
+        cqn_recv: u32,
+    ) -> Result<qp::QpParams> {
+        let buf_dma = if user_send {
+            self.user_area(state)?
+                .dma(index * QP_AREA_BYTES + umem::USER_QP_OFFSET)
+        } else {
+            let hw = self.hw()?;
+            let base = slot * QP_BUF_BYTES;
+            if base + QP_BUF_BYTES > hw.qp_pool.size() {
+                return Err(EINVAL);
+            }
+            hw.qp_pool.dma_handle() + base as u64
+        };
+        Ok(qp::QpParams {
+            qpn,
+            remote_qpn,
+            uar: self.uar_index,
+            pd: self.uar_index,
+            // User space polls its send completions in the QP's own CQ.
+            cqn_send: if user_send {
+                cqn_recv
+            } else {
+                state.cq.as_ref().ok_or(EINVAL)?.cqn
+            },
+            cqn_recv,
+            buf_dma,
+            rq_db_dma: buf_dma + RQ_DB_OFFSET as u64,
+            rlkey: !user_send,
+        })
+    }
+
+    /// A QP's buffer as a new QP's: in the QP pool, or in the area.
+    pub(super) fn init_any_qp_buffer(
+        &self,
+        state: &State,
+        (slot, index, user_send): (usize, usize, bool),
+    ) -> Result {
+        if user_send {
+            self.user_area(state)?.init_user_qp(index)
+        } else {
+            self.init_qp_buffer(slot)
+        }
+    }
+
+    /// Sets the send queue of the QP buffer in `slot` to its initial
+    /// ownership and clears its RQ doorbell record.
+    pub(super) fn init_qp_buffer(&self, slot: usize) -> Result {
+        let hw = self.hw()?;
+        let base = slot * QP_BUF_BYTES;
+        if base + QP_BUF_BYTES > hw.qp_pool.size() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The range is inside the pool (checked above) and is the
+        // buffer of `slot`, this context's QP, which is not in the device
+        // (new, or reset); a slot whose previous QP the device could not
+        // reset is never handed out again (`free_slot`): nobody else reads
+        // or writes it.
+        let buf = unsafe {
+            core::slice::from_raw_parts_mut(
+                hw.qp_pool.as_mut_ptr().cast::<u8>().add(base),
+                QP_BUF_BYTES,
+            )
+        };
+        qp::init_sq_ownership(&mut buf[..SQ_BYTES]);
+        buf[SQ_BYTES..].fill(0);
+        Ok(())
+    }
+
+    /// The context's send CQ (with its first QP), the QP's receive CQ in
+    /// the context's area at `index`, and the QP taken to RTS, connected to
+    /// itself.
+    pub(super) fn create_hw_qp(
+        &self,
+        state: &mut State,
+        area: usize,
+        index: usize,
+        slot: usize,
+        qpn: u32,
+        user_send: bool,
+    ) -> Result<Qp> {
+        let hca = self.hca();
+        if state.cq.is_none() {
+            state.cq = Some(hca.open_cq(&self.adapter.hw, self.uar_index)?);
+        }
+        let mem = self.adapter.umem.area(area)?;
+        let qp_off = index * QP_AREA_BYTES;
+        let opened = mem.clear_qp(index).and_then(|()| {
+            hca.open_recv_cq(
+                slot,
+                self.uar_index,
+                mem.dma(qp_off + umem::CQ_OFFSET),
+                mem.dma(qp_off + umem::CQ_DB_OFFSET),
+            )
+        });
+        let (cqn, live_bit) = match opened {
+            Ok(cq) => cq,
+            Err(e) => {
+                self.release_cq_if_idle(state);
+                return Err(e);
+            }
+        };
+        let qp = Qp {
+            qpn,
+            slot,
+            remote_qpn: qpn,
+            peer_local: true,
+            recv: Recv::new(cqn, live_bit, index),
+            head: 0,
+            tail: 0,
+            failed: false,
+        };
+        let at = (slot, index, user_send);
+        let created = self
+            .init_any_qp_buffer(state, at)
+            .and_then(|()| self.qp_params(state, at, qpn, qpn, cqn))
+            .and_then(|p| hca.create_qp(&p, slot));
+        if let Err(e) = created {
+            hca.close_recv_cq(cqn, live_bit);
+            self.release_cq_if_idle(state);
+            return Err(e);
+        }
+        Ok(qp)
+    }
+
+    /// 2RST_QP (nothing if unbind did it already), HW2SW_CQ of its receive
+    /// CQ, and its buffer given back. Returns whether the device let go of
+    /// both: if not, it may still write the QP's part of the area.
+    pub(super) fn destroy_hw_qp(&self, qp: &Qp) -> bool {
+        let hca = self.hca();
+        hca.destroy_qp(qp.slot);
+        hca.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
+        self.free_slot(qp.slot) && !hca.recv_cq_in_hw(qp.recv.live_bit)
+    }
+
+    /// Gives QP buffer `slot` back, unless a QP the device could not reset
+    /// still uses it: the device may then read that buffer, so it is never
+    /// handed out (nor cleared) again. Returns whether it was given back.
+    pub(super) fn free_slot(&self, slot: usize) -> bool {
+        let in_hw = self.hca().qp_in_hw(slot);
+        if !in_hw {
+            self.adapter.qps.lock().free(slot);
+        }
+        !in_hw
+    }
+
+    /// HW2SW_CQ once the context has no QP left.
+    pub(super) fn release_cq_if_idle(&self, state: &mut State) {
+        if state.qps.iter().any(Option::is_some) {
+            return;
+        }
+        if let Some(cq) = state.cq.take() {
+            self.hca().close_cq(&cq);
+        }
+    }
+
+    /// The index in `State::qps` of the QP with handle `handle`.
+    pub(super) fn find_qp(&self, state: &State, handle: u32) -> Result<usize> {
+        state
+            .qps
+            .iter()
+            .position(|q| q.as_ref().is_some_and(|q| q.qpn == handle))
+            .ok_or(ENOENT)
+    }
+
+    pub(super) fn destroy_qp(&self, b: &mut Bundle<'_>) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        b.check_unused()?;
+        let mut state = self.state.lock();
+        let index = self.find_qp(&state, handle)?;
+        if let Some(q) = state.qps[index].take() {
+            self.set_qp_mapped(index, false);
+            state.area_in_hw |= !self.destroy_hw_qp(&q);
+            // Its CQEs left in the CQ (a post reaps only a full queue) name
+            // a QPN a new QP may get: consume them now that the reset QP
+            // writes no more; they match no QP. Unbound: nothing to reap.
+            let _ = self.reap(self.hca(), &mut state);
+            self.release_cq_if_idle(&mut state);
+            // Its QPN may go to another context's QP now.
+            for p in state.qps.iter_mut().flatten() {
+                if p.remote_qpn == q.qpn {
+                    p.peer_local = false;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn connect_qp(&self, b: &mut Bundle<'_>) -> Result {
+        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
+        let remote = b.inline_u32(abi::ATTR_REMOTE_QPN)?.ok_or(EINVAL)?;
+        b.check_unused()?;
+        if remote >> 24 != 0 {
+            return Err(EINVAL);
+        }
+        let hca = self.hca();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        self.reap(hca, state)?;
+        self.scan_recv(state, index)?;
+        let (slot, qpn, cqn_recv, busy) = match &state.qps[index] {
+            Some(q) => (
+                q.slot,
+                q.qpn,
+                q.recv.cqn,
+                q.head != q.tail || !q.recv.idle(),
+            ),
+            None => return Err(ENOENT),
+        };
+        if busy {
+            // Sends or receives outstanding: RESET would drop them.
+            return Err(EBUSY);
+        }
+        // A user-posted QP's sends in flight are dropped, as by a verbs
+        // modify to RESET: its send queue starts again at WQE 0.
+        let at = (slot, index, self.user_posted());
+        let params = self.qp_params(state, at, qpn, remote, cqn_recv)?;
+        self.init_any_qp_buffer(state, at)?;
+        let reconnected = hca.reconnect_qp(&params, slot);
+        let local = state.qps.iter().flatten().any(|q| q.qpn == remote);
+        let hw = self.hw()?;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        // Whatever happened, the QP went through RESET: its queues start over.
+        qp.head = 0;
+        qp.tail = 0;
+        qp.recv.restart(&hw.qp_pool, slot * QP_BUF_BYTES)?;
+        match reconnected {
+            Ok(()) => {
+                qp.failed = false;
+                qp.remote_qpn = remote;
+                qp.peer_local = local;
+                Ok(())
+            }
+            Err(e) => {
+                // Not in the device any more (or in ERR): posts fail with -EIO.
+                qp.failed = true;
+                Err(e)
+            }
+        }
+    }
+}
