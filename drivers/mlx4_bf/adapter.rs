@@ -5,23 +5,24 @@
 
 use kernel::{
     debugfs::Dir,
-    device::{Bound, Core},
+    device::{Bound, Core, Device},
     devres::Devres,
     dma::Coherent,
-    irq, new_mutex, new_poll_condvar, pci,
+    irq::{self, IrqReturn},
+    new_mutex, new_poll_condvar, pci,
     prelude::*,
-    sync::{aref::ARef, poll::PollCondVar, Arc, Mutex},
+    sync::{aref::ARef, atomic::Acquire, poll::PollCondVar, Arc, Mutex},
 };
 
 use crate::{
     bar2::Bar2,
-    eq::EqHandler,
     fw::DevCap,
     geometry::{FIRST_QPN, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
-    hca::{self, Hca, HcaMem},
+    hca::{self, Hca},
     layout::{self, Caps},
     module_parameters,
     mr::MrTable,
+    queue_mem::HcaMem,
     stats::{self, DeviceStats},
     uar_alloc::{self, UarAllocator},
     umem::UserMem,
@@ -354,4 +355,32 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
         up.adapter.hca.start(pdev.as_ref(), hw.bar2.uar())?;
     }
     Ok(up)
+}
+
+/// The MSI-X handler of the EQ.
+pub(crate) struct EqHandler {
+    pub(crate) adapter: Arc<Adapter>,
+}
+
+impl irq::Handler for EqHandler {
+    fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
+        let hca = &self.adapter.hca;
+        hca.stats.interrupt();
+        if !hca.eq.live.load(Acquire) {
+            return IrqReturn::Handled;
+        }
+        // The registration is dropped before the device's resources are
+        // released, so the hardware is still there while this runs.
+        let Ok(hw) = self.adapter.hw.access(dev) else {
+            return IrqReturn::None;
+        };
+        // An EQE the driver cannot read is a driver bug; still re-arm.
+        let completion = hca.eq.poll(&hw.hca, &hca.stats).unwrap_or(false);
+        let _ = hca.eq.arm(hw.bar2.uar());
+        if completion {
+            // Pollers look at their receive CQs; the CQ that fired is one of them.
+            self.adapter.events.notify_all();
+        }
+        IrqReturn::Handled
+    }
 }

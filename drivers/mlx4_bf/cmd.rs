@@ -25,7 +25,7 @@ use kernel::{
     time::Delta,
 };
 
-use crate::{geometry::MAX_QPS, mr::MAX_MPTS};
+use crate::geometry::{MAX_MPTS, MAX_QPS};
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.
 pub(crate) const BAR0_SIZE: usize = 0x10_0000;

@@ -21,7 +21,6 @@ use crate::{
     adapter::{Adapter, Hw},
     cq::Cq,
     driver::Mlx4BfDevice,
-    events,
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hca::Hca,
     mr::CtxMrs,
@@ -44,6 +43,7 @@ use kernel::{
 };
 
 mod device;
+mod fops;
 mod mmap;
 mod mr;
 mod post;
@@ -182,7 +182,7 @@ impl MiscDevice for Context {
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
         adapter.stats.attach(&ctx.stats)?;
         // The file holds a reference on this module from here on.
-        events::install_fops(file)?;
+        fops::install_fops(file)?;
         Ok(ctx)
     }
 

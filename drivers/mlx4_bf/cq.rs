@@ -15,21 +15,9 @@ use kernel::prelude::*;
 use crate::{
     be::{put32, put64, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
-    geometry::MAX_QPS,
-    hca::{HcaDma, HcaMem},
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    queue_mem::{HcaDma, HcaMem},
 };
-
-pub(crate) const CQ_LOG_ENTRIES: u32 = 7;
-/// Twice the most WQEs a context can have outstanding
-/// (`MAX_QPS_PER_CONTEXT * SQ_ENTRIES`), so the CQ cannot overflow.
-pub(crate) const CQ_ENTRIES: u32 = 1 << CQ_LOG_ENTRIES;
-pub(crate) const CQE_SIZE: usize = 32;
-/// One CQ buffer: exactly one 4 KiB page.
-pub(crate) const CQ_BYTES: usize = CQ_ENTRIES as usize * CQE_SIZE;
-/// CQs per adapter: only a context with a QP has one.
-pub(crate) const MAX_CQS: usize = MAX_QPS;
-/// Doorbell record per CQ, in `u32`s: set_ci, arm.
-pub(crate) const DB_REC_WORDS: usize = 2;
 
 // struct mlx4_cq_context (0x40 bytes).
 const CQC_FLAGS: usize = 0x00;

@@ -5,32 +5,24 @@
 //!
 //! The EQ buffer is DMA memory the device writes; an EQE belongs to software
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
-//! interrupt handler consumes what is there, counts it, re-arms the EQ
-//! through its doorbell in UAR page 0, the kernel's, and on a completion
-//! event wakes the pollers of the device file.
+//! interrupt handler (`adapter::EqHandler`) consumes what is there with
+//! [`Eq::poll`], which counts it, re-arms the EQ through its doorbell in UAR
+//! page 0, the kernel's, and on a completion event wakes the pollers of the
+//! device file.
 
 use kernel::{
-    device::{Bound, Device},
     io::Io,
-    irq::{self, IrqReturn},
     prelude::*,
-    sync::{
-        atomic::{Acquire, Atomic, Relaxed, Release},
-        Arc,
-    },
+    sync::atomic::{Atomic, Relaxed, Release},
 };
 
 use crate::{
-    adapter::Adapter,
     be::{put32, put8, put_mtt_addr},
     cmd::{CmdIf, CmdState, Command, Input, Op},
-    hca::HcaMem,
-    stats::HcaStats,
+    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
+    queue_mem::HcaMem,
+    stats::{EqeKind, HcaStats},
 };
-
-pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
-pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
-pub(crate) const EQE_SIZE: usize = 32;
 
 // struct mlx4_eq_context (0x40 bytes).
 const EQC_FLAGS: usize = 0x00;
@@ -49,8 +41,8 @@ const EQE_OWNER: usize = 0x1f;
 const EQE_OWNER_BIT: u8 = 0x80;
 
 // enum mlx4_event.
-pub(crate) const EVENT_COMP: u8 = 0x00;
-pub(crate) const EVENT_CMD: u8 = 0x0a;
+const EVENT_COMP: u8 = 0x00;
+const EVENT_CMD: u8 = 0x0a;
 /// `MLX4_ASYNC_EVENT_MASK` without the SR-IOV and Ethernet-only events:
 /// PATH_MIG, COMM_EST, SQ_DRAINED, CQ_ERROR, WQ_CATAS_ERROR, EEC_CATAS_ERROR,
 /// PATH_MIG_FAILED, PORT_CHANGE, CMD, ECC_DETECT, WQ_INVAL_REQ_ERROR,
@@ -85,7 +77,7 @@ pub(crate) struct Eq {
     /// Consumer index, not wrapped; only the interrupt handler advances it.
     ci: Atomic<u32>,
     /// Cleared before HW2SW_EQ: the handler then no longer rings the doorbell.
-    live: Atomic<bool>,
+    pub(crate) live: Atomic<bool>,
 }
 
 impl Eq {
@@ -158,7 +150,7 @@ impl Eq {
 
     /// Consumes the EQEs the device has written; returns whether one of
     /// them was a completion event.
-    fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<bool> {
+    pub(crate) fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<bool> {
         let mut ci = self.ci.load(Relaxed);
         let mut completion = false;
         // At most one pass per interrupt, whatever the device wrote.
@@ -171,39 +163,15 @@ impl Eq {
             // The owner byte before the rest of the EQE.
             crate::writer::dma_rmb();
             let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
-            stats.eqe(kind);
+            stats.eqe(match kind {
+                EVENT_CMD => EqeKind::Command,
+                EVENT_COMP => EqeKind::Completion,
+                _ => EqeKind::Async,
+            });
             completion |= kind == EVENT_COMP;
             ci = ci.wrapping_add(1);
         }
         self.ci.store(ci, Relaxed);
         Ok(completion)
-    }
-}
-
-/// The MSI-X handler of the EQ.
-pub(crate) struct EqHandler {
-    pub(crate) adapter: Arc<Adapter>,
-}
-
-impl irq::Handler for EqHandler {
-    fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
-        let hca = &self.adapter.hca;
-        hca.stats.interrupt();
-        if !hca.eq.live.load(Acquire) {
-            return IrqReturn::Handled;
-        }
-        // The registration is dropped before the device's resources are
-        // released, so the hardware is still there while this runs.
-        let Ok(hw) = self.adapter.hw.access(dev) else {
-            return IrqReturn::None;
-        };
-        // An EQE the driver cannot read is a driver bug; still re-arm.
-        let completion = hca.eq.poll(&hw.hca, &hca.stats).unwrap_or(false);
-        let _ = hca.eq.arm(hw.bar2.uar());
-        if completion {
-            // Pollers look at their receive CQs; the CQ that fired is one of them.
-            self.adapter.events.notify_all();
-        }
-        IrqReturn::Handled
     }
 }

@@ -27,16 +27,46 @@ pub(crate) const FIRST_QPN: u32 = 0x200;
 /// QPNs are 24 bits.
 pub(crate) const QPN_LIMIT: u32 = 1 << 24;
 
+/// The send CQ of a context.
+pub(crate) const CQ_LOG_ENTRIES: u32 = 7;
+/// Twice the most WQEs a context can have outstanding
+/// (`MAX_QPS_PER_CONTEXT * SQ_ENTRIES`), so the CQ cannot overflow.
+pub(crate) const CQ_ENTRIES: u32 = 1 << CQ_LOG_ENTRIES;
+/// `struct mlx4_cqe` without the 64-byte CQE option.
+pub(crate) const CQE_SIZE: usize = 32;
+/// One CQ buffer: exactly one 4 KiB page.
+pub(crate) const CQ_BYTES: usize = CQ_ENTRIES as usize * CQE_SIZE;
+/// CQs per adapter: only a context with a QP has one.
+pub(crate) const MAX_CQS: usize = MAX_QPS;
+/// Doorbell record per CQ, in `u32`s: set_ci, arm.
+pub(crate) const DB_REC_WORDS: usize = 2;
+/// CQEs in a receive CQ: one page.
+pub(crate) const RCQ_LOG_ENTRIES: u32 = 7;
+pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
+
+/// The adapter's one EQ.
+pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
+pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
+/// `struct mlx4_eqe`.
+pub(crate) const EQE_SIZE: usize = 32;
+
+/// MPT slots this driver uses at most.
+pub(crate) const MAX_MPTS: usize = 1024;
+
+const _: () = assert!(CQ_ENTRIES as usize >= 2 * MAX_QPS_PER_CONTEXT * SQ_ENTRIES as usize);
+const _: () = assert!(CQ_BYTES == 4096 && RCQ_ENTRIES as usize * CQE_SIZE == 4096);
+
 // The bitmaps these sizes index.
 const _: () = assert!(
     MAX_QPS <= u64::BITS as usize,
     "QpTable::used_slots is a u64"
 );
 const _: () = assert!(
-    2 * MAX_QPS <= u64::BITS as usize,
+    MAX_CQS + MAX_QPS <= u64::BITS as usize,
     "Live::cqs (a send CQ and a receive CQ per QP) is a u64"
 );
 const _: () = assert!(
     MAX_QPS_PER_CONTEXT <= u32::BITS as usize,
     "Context::qp_mask is a u32"
 );
+const _: () = assert!(MAX_MPTS.is_multiple_of(64), "Live::mpts is an array of u64");

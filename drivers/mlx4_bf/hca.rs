@@ -24,8 +24,7 @@
 
 use kernel::{
     device::{Bound, Core, Device},
-    devres::Devres,
-    dma::{Coherent, Device as _, DmaMask},
+    dma::{Device as _, DmaMask},
     io::{poll::read_poll_timeout, Mmio},
     pci,
     prelude::*,
@@ -34,16 +33,17 @@ use kernel::{
 };
 
 use crate::{
-    adapter::Hw,
-    cmd::{CmdIf, Command, Live, Op, BAR0_SIZE, OWNER},
-    cq::{self, Cq, CqParams, CQ_BYTES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
-    eq::{Eq, EQE_SIZE, EQ_ENTRIES},
+    cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE, OWNER},
+    cq::{self, Cq, CqParams},
+    eq::Eq,
     fw::{self, DevCap, FwInfo},
-    geometry::{FIRST_QPN, MAX_QPS, SQ_ENTRIES},
+    geometry::{
+        CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
+    },
     mr,
     qp::{self, QpParams},
+    queue_mem::{HcaDma, HcaMem},
     stats::HcaStats,
-    umem::RCQ_LOG_ENTRIES,
     wqe,
 };
 
@@ -51,43 +51,6 @@ use crate::{
 const NOP_IN_MOD: u32 = 0x1f;
 /// How long the NOP's event may take to arrive as an interrupt.
 const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
-
-/// DMA memory of the queues the device writes; released at unbind.
-pub(crate) struct HcaMem {
-    /// `EQ_ENTRIES` EQEs.
-    pub(crate) eq: Coherent<[u8]>,
-    /// `MAX_CQS` CQ buffers of one page each, read a 32-bit word at a time.
-    pub(crate) cqs: Coherent<[u32]>,
-    /// `MAX_CQS` doorbell records (set_ci, arm), big-endian.
-    pub(crate) cq_db: Coherent<[u32]>,
-}
-
-/// The DMA addresses of [`HcaMem`], for contexts written outside the RCU
-/// section that guards the memory itself.
-#[derive(Clone, Copy)]
-pub(crate) struct HcaDma {
-    pub(crate) eq: u64,
-    pub(crate) cqs: u64,
-    pub(crate) cq_db: u64,
-}
-
-impl HcaMem {
-    fn new(dev: &Device<Bound>) -> Result<Self> {
-        Ok(HcaMem {
-            eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
-            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
-            cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
-        })
-    }
-
-    fn dma(&self) -> HcaDma {
-        HcaDma {
-            eq: self.eq.dma_handle(),
-            cqs: self.cqs.dma_handle(),
-            cq_db: self.cq_db.dma_handle(),
-        }
-    }
-}
 
 #[pin_data]
 pub(crate) struct Hca {
@@ -247,7 +210,7 @@ impl Hca {
             cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
         }
         // No QP is left to use them: the memory regions go last.
-        for slot in 0..mr::MAX_MPTS {
+        for slot in 0..MAX_MPTS {
             let _ = mr::mpt_destroy(&self.cmd, &mut st, slot);
         }
         self.eq.quiesce();
@@ -267,9 +230,14 @@ impl Hca {
         self.first_cqn + slot as u32
     }
 
-    /// A CQ for the context owning UAR `uar`. The buffer is cleared in a
-    /// short RCU section of `hw`; the command runs outside it.
-    pub(crate) fn open_cq(&self, hw: &Devres<Hw>, uar: u32) -> Result<Cq> {
+    /// A CQ for the context owning UAR `uar`. `clear` empties the buffer of
+    /// the slot it is given (in a short RCU section of the hardware, which
+    /// the caller holds); the command runs outside it.
+    pub(crate) fn open_cq(
+        &self,
+        uar: u32,
+        clear: impl FnOnce(usize, &CmdState) -> Result,
+    ) -> Result<Cq> {
         let mut st = self.cmd.lock();
         if st.dead {
             return Err(ENODEV);
@@ -278,10 +246,7 @@ impl Hca {
         if slot >= MAX_CQS {
             return Err(ENOSPC);
         }
-        {
-            let hw = hw.try_access().ok_or(ENODEV)?;
-            cq::clear(&hw.hca, slot, &st)?;
-        }
+        clear(slot, &st)?;
         Cq::create(
             &self.cmd,
             &mut st,

@@ -21,12 +21,11 @@ use kernel::{device::Device, prelude::*, sync::aref::ARef};
 use crate::{
     cmd::{CmdIf, CmdState, Command, Input, Op, MAILBOX_SIZE},
     fw::DevCap,
+    geometry::MAX_MPTS,
     pin::{DmaMap, Pinned},
     region::{self, Mpt, RangeAlloc},
 };
 
-/// MPT slots this driver uses at most.
-pub(crate) const MAX_MPTS: usize = 1024;
 /// MTT entries (4 KiB pages) this driver uses at most: 256 MiB registered.
 const MTT_WORDS: usize = 1024;
 /// Per open file.

@@ -81,6 +81,13 @@ fn add(total: &mut abi::Stats, s: &abi::Stats) {
     }
 }
 
+/// What an EQE reported, as the counters tell them apart.
+pub(crate) enum EqeKind {
+    Command,
+    Completion,
+    Async,
+}
+
 /// The device's post counters: those of its closed contexts plus the
 /// open ones'.
 #[pin_data]
@@ -184,13 +191,13 @@ impl HcaStats {
         self.interrupts.add(1u64, Relaxed);
     }
 
-    /// One EQE of `kind` (`enum mlx4_event`) consumed.
-    pub(crate) fn eqe(&self, kind: u8) {
+    /// One EQE consumed, of the kind `eq.rs` decoded.
+    pub(crate) fn eqe(&self, kind: EqeKind) {
         self.eqes.add(1u64, Relaxed);
         match kind {
-            crate::eq::EVENT_CMD => self.eqes_cmd.add(1u64, Relaxed),
-            crate::eq::EVENT_COMP => self.eqes_comp.add(1u64, Relaxed),
-            _ => self.eqes_async.add(1u64, Relaxed),
+            EqeKind::Command => self.eqes_cmd.add(1u64, Relaxed),
+            EqeKind::Completion => self.eqes_comp.add(1u64, Relaxed),
+            EqeKind::Async => self.eqes_async.add(1u64, Relaxed),
         }
     }
 

@@ -44,17 +44,14 @@ use kernel::{
 };
 
 use crate::{
-    cq::CQE_SIZE,
     geometry::{
-        MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE,
+        CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_ENTRIES,
+        SQ_ENTRIES, SQ_STRIDE,
     },
     pin::{DmaMap, KernelPages},
 };
 
 const PAGE: usize = 4096;
-/// CQEs in a receive CQ: one page.
-pub(crate) const RCQ_LOG_ENTRIES: u32 = 7;
-pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
 pub(crate) const CQ_OFFSET: usize = 0;
 pub(crate) const CQ_DB_OFFSET: usize = PAGE;
 pub(crate) const RECV_OFFSET: usize = 2 * PAGE;
@@ -67,7 +64,6 @@ const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
 /// Contexts that may hold an area at once (each keeps it until closed).
 pub(crate) const AREAS: usize = 32;
 
-const _: () = assert!(RCQ_ENTRIES as usize * CQE_SIZE == PAGE);
 const _: () = assert!(RECV_BYTES.is_multiple_of(PAGE));
 const _: () = assert!(USER_QP_OFFSET + QP_BUF_BYTES <= QP_AREA_BYTES);
 

@@ -7,7 +7,7 @@ use super::{Context, NO_AREA, SEND_USER};
 use crate::{
     abi,
     geometry::MAX_QPS_PER_CONTEXT,
-    umem::{self},
+    umem,
     usermap::{BarPage, Fault, VmOps},
 };
 use kernel::{bindings, fs::File, mm::virt::VmaNew, prelude::*, sync::atomic::Acquire};

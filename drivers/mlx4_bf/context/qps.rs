@@ -7,8 +7,10 @@
 use super::{Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
 use crate::{
     abi,
-    cq::CQE_SIZE,
-    geometry::{QP_BUF_BYTES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES, SQ_STRIDE},
+    geometry::{
+        CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES,
+        SQ_STRIDE,
+    },
     qp,
     recv::Recv,
     umem::{self, Area, QP_AREA_BYTES},
@@ -52,7 +54,7 @@ impl Context {
             qpn,
             rq_entries: RQ_ENTRIES,
             recv_buf_size: RECV_BUF_SIZE as u32,
-            cq_entries: umem::RCQ_ENTRIES,
+            cq_entries: RCQ_ENTRIES,
             cqe_size: CQE_SIZE as u32,
             cq_offset: base + umem::CQ_OFFSET as u64,
             cq_db_offset: base + umem::CQ_DB_OFFSET as u64,
@@ -206,7 +208,8 @@ impl Context {
     ) -> Result<Qp> {
         let hca = self.hca();
         if state.cq.is_none() {
-            state.cq = Some(hca.open_cq(&self.adapter.hw, self.uar_index)?);
+            let clear = |slot, st: &_| crate::cq::clear(&self.hw()?.hca, slot, st);
+            state.cq = Some(hca.open_cq(self.uar_index, clear)?);
         }
         let mem = self.adapter.umem.area(area)?;
         let qp_off = index * QP_AREA_BYTES;

@@ -3,9 +3,9 @@
 //! The receive side: POST_RECV, the scan of a receive CQ the process
 //! polls, ARM_CQ and `poll()`.
 
-use super::{Context, State};
+use super::{fops, Context, State};
 use crate::{
-    abi, events,
+    abi,
     geometry::{QP_BUF_BYTES, RQ_ENTRIES},
     uverbs::Bundle,
 };
@@ -97,7 +97,7 @@ impl Context {
     pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> kernel::ffi::c_uint {
         table.register_wait(file, &self.adapter.events);
         if self.hw().is_err() {
-            return events::GONE;
+            return fops::GONE;
         }
         let state = self.state.lock();
         let Ok(area) = self.user_area(&state) else {
@@ -109,7 +109,7 @@ impl Context {
             .flatten()
             .any(|q| q.recv.readable(&area).unwrap_or(false));
         if ready {
-            events::READABLE
+            fops::READABLE
         } else {
             0
         }

@@ -21,7 +21,7 @@ use kernel::{
     sync::poll::PollTable, types::ForeignOwnable,
 };
 
-use crate::context::Context;
+use super::Context;
 
 /// The file operations of a context: the misc device's, plus `poll`.
 #[repr(transparent)]

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The memory of the queues the adapter writes for the kernel: its EQ, the
+//! contexts' send CQs and their doorbell records (coherent DMA memory in
+//! `Hw`, released at unbind).
+
+use kernel::{
+    device::{Bound, Device},
+    dma::Coherent,
+    prelude::*,
+};
+
+use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
+
+/// DMA memory of the queues the device writes; released at unbind.
+pub(crate) struct HcaMem {
+    /// `EQ_ENTRIES` EQEs.
+    pub(crate) eq: Coherent<[u8]>,
+    /// `MAX_CQS` CQ buffers of one page each, read a 32-bit word at a time.
+    pub(crate) cqs: Coherent<[u32]>,
+    /// `MAX_CQS` doorbell records (set_ci, arm), big-endian.
+    pub(crate) cq_db: Coherent<[u32]>,
+}
+
+/// The DMA addresses of [`HcaMem`], for contexts written outside the RCU
+/// section that guards the memory itself.
+#[derive(Clone, Copy)]
+pub(crate) struct HcaDma {
+    pub(crate) eq: u64,
+    pub(crate) cqs: u64,
+    pub(crate) cq_db: u64,
+}
+
+impl HcaMem {
+    pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
+        Ok(HcaMem {
+            eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
+            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
+            cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
+        })
+    }
+
+    pub(crate) fn dma(&self) -> HcaDma {
+        HcaDma {
+            eq: self.eq.dma_handle(),
+            cqs: self.cqs.dma_handle(),
+            cq_db: self.cq_db.dma_handle(),
+        }
+    }
+}
