@@ -20,7 +20,6 @@ use crate::{
     abi::{self, Reject},
     adapter::{Adapter, Hw},
     cq::Cq,
-    driver::Mlx4BfDevice,
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hca::Hca,
     mr::CtxMrs,
@@ -31,7 +30,7 @@ use crate::{
 use kernel::{
     debugfs::Scope,
     fs::File,
-    miscdevice::{MiscDevice, MiscDeviceRegistration},
+    miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::VmaNew,
     new_mutex,
     prelude::*,
@@ -131,16 +130,38 @@ fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel:
     crate::stats::show(&stats.snapshot(), f)
 }
 
+/// The device node of a bound adapter, `/dev/mlx4_bf<N>`: its registration
+/// and the adapter its opens get, found from the registration.
+///
+/// Fields drop in declaration order: the misc device first, so no `open()`
+/// can still be looking at `adapter` when it goes. They are initialized the
+/// other way round, so `open()` never sees an `adapter` not yet written.
+#[pin_data]
+pub(crate) struct DeviceNode {
+    #[pin]
+    misc: MiscDeviceRegistration<Context>,
+    adapter: Arc<Adapter>,
+}
+
+impl DeviceNode {
+    pub(crate) fn new(adapter: Arc<Adapter>, name: &'static CStr) -> impl PinInit<Self, Error> {
+        try_pin_init!(DeviceNode {
+            adapter,
+            misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+        })
+    }
+}
+
 #[vtable]
 impl MiscDevice for Context {
     type Ptr = Pin<KBox<Self>>;
 
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
         // SAFETY: Every registration of `Context` is the `misc` field of a
-        // `Mlx4BfDevice`, which outlives this call (misc_deregister() waits
+        // `DeviceNode`, which outlives this call (misc_deregister() waits
         // for open() under misc_mtx).
-        let dev = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), Mlx4BfDevice, misc) };
-        let adapter = dev.adapter.clone();
+        let node = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), DeviceNode, misc) };
+        let adapter = node.adapter.clone();
         let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(

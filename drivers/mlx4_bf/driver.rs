@@ -6,7 +6,6 @@
 use kernel::{
     debugfs::Scope,
     device::Core,
-    miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
     pci,
     prelude::*,
     sync::{
@@ -17,7 +16,7 @@ use kernel::{
 
 use crate::{
     adapter::{new_adapter, show_stats, Adapter, HcaUp},
-    context,
+    context::DeviceNode,
 };
 
 /// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).
@@ -62,20 +61,20 @@ impl Drop for DeviceNumber {
 /// the debugfs files go away (no new opens) and `Adapter::hw` is revoked,
 /// while open contexts keep their `Arc<Adapter>` and get `-ENODEV`.
 ///
-/// Fields drop in declaration order: the misc device first, so no `open()`
-/// can still be looking at `adapter` when it goes, and the number last, so
+/// Fields drop in declaration order: the device node first, so no `open()`
+/// can still be looking at the adapter when it goes, and the number last, so
 /// its name is free only once the misc device is gone. They are initialized
-/// the other way round, so `open()` never sees an `adapter` not yet written.
+/// the other way round.
 #[pin_data]
 pub(crate) struct Mlx4BfDevice {
     #[pin]
-    pub(crate) misc: MiscDeviceRegistration<context::Context>,
+    node: DeviceNode,
     /// The adapter's interrupt and teardown.
     hca_up: HcaUp,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
     #[pin]
     debugfs: Scope<Arc<Adapter>>,
-    pub(crate) adapter: Arc<Adapter>,
+    adapter: Arc<Adapter>,
     number: DeviceNumber,
 }
 
@@ -144,7 +143,7 @@ impl pci::Driver for Mlx4BfDriver {
                 dir.read_callback_file(c"stats", a, &show_stats)
             }),
             hca_up: up?,
-            misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+            node <- DeviceNode::new(adapter.clone(), name),
         })
     }
 

@@ -6,9 +6,9 @@
 //! The EQ buffer is DMA memory the device writes; an EQE belongs to software
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
 //! interrupt handler (`adapter::EqHandler`) consumes what is there with
-//! [`Eq::poll`], which counts it, re-arms the EQ through its doorbell in UAR
-//! page 0, the kernel's, and on a completion event wakes the pollers of the
-//! device file.
+//! [`Eq::poll`], which counts it; it re-arms the EQ through its doorbell in
+//! UAR page 0, the kernel's, and on a completion event wakes the pollers of
+//! the device file.
 
 use kernel::{
     io::Io,
