@@ -13,7 +13,7 @@
 //! device (RTS) with a receive queue and its own receive CQ. Posts stamp
 //! CQ_UPDATE and reap the send CQ first (see `cq.rs`): a send-queue slot is
 //! reused only after its CQE arrived. Receive completions are the process's:
-//! it maps the receive CQ and buffers (`umem.rs`, `recv.rs`) and polls them
+//! it maps the receive CQ and buffers (`umem.rs`, `context/receive.rs`) and polls them
 //! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use crate::{
@@ -23,7 +23,6 @@ use crate::{
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hca::Hca,
     mr::CtxMrs,
-    recv::Recv,
     stats::Stats,
     uverbs::Bundle,
 };
@@ -48,6 +47,8 @@ mod mr;
 mod post;
 mod qps;
 mod receive;
+
+use receive::Recv;
 mod send_cq;
 
 /// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.
@@ -242,7 +243,7 @@ impl MiscDevice for Context {
             (abi::OBJECT_QP, abi::METHOD_ARM_CQ) => me.arm_cq(&mut b),
             (abi::OBJECT_MR, abi::METHOD_REG_MR) => me.reg_mr(&mut b),
             (abi::OBJECT_MR, abi::METHOD_DEREG_MR) => me.dereg_mr(&mut b),
-            _ => Err(crate::uverbs::eprotonosupport()),
+            _ => Err(crate::errno::eprotonosupport()),
         }?;
         Ok(0)
     }

@@ -183,7 +183,7 @@ impl MrTable {
             return Err(ENODEV);
         }
         if self.entries.len() <= self.first_slot {
-            return Err(crate::uverbs::eopnotsupp());
+            return Err(crate::errno::eopnotsupp());
         }
         let slot = (self.first_slot..self.entries.len())
             .find(|&s| self.entries[s].is_none())

@@ -35,19 +35,6 @@ unsafe impl AsBytes for abi::MrInfo {}
 // SAFETY: As above.
 unsafe impl AsBytes for abi::QpSendInfo {}
 
-// The kernel crate's `error::code` has neither of these two in 7.2.
-
-/// `-EPROTONOSUPPORT`: no such object or method (what uverbs answers).
-pub(crate) fn eprotonosupport() -> Error {
-    Error::from_errno(-(kernel::bindings::EPROTONOSUPPORT as i32))
-}
-
-/// `-EOPNOTSUPP`: a mandatory attribute this kernel does not know, or an
-/// adapter without memory regions to spare.
-pub(crate) fn eopnotsupp() -> Error {
-    Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
-}
-
 const HDR_LEN: usize = core::mem::size_of::<IoctlHdr>();
 const ATTR_LEN: usize = core::mem::size_of::<Attr>();
 /// Offset of `flags` in `struct mlx4_bf_attr`.
@@ -244,7 +231,7 @@ impl<'a> Bundle<'a> {
         let unknown_mandatory = (0..self.count)
             .any(|i| unused & (1 << i) != 0 && self.attr(i).flags & ATTR_F_MANDATORY != 0);
         if unknown_mandatory {
-            Err(eopnotsupp())
+            Err(crate::errno::eopnotsupp())
         } else {
             Ok(())
         }

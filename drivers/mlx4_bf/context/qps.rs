@@ -4,7 +4,7 @@
 //! device (as mlx4_ib's qp.c): its send-queue slot, its receive CQ and its
 //! part of the context's area.
 
-use super::{Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
+use super::{receive::Recv, Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
 use crate::{
     abi,
     geometry::{
@@ -12,7 +12,6 @@ use crate::{
         SQ_STRIDE,
     },
     qp,
-    recv::Recv,
     umem::{self, Area, QP_AREA_BYTES},
     uverbs::Bundle,
 };

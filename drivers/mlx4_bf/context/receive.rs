@@ -1,15 +1,216 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The receive side: POST_RECV, the scan of a receive CQ the process
-//! polls, ARM_CQ and `poll()`.
+//! The receive half of a QP: its receive queue (owned by the kernel, each
+//! WQE naming one kernel receive buffer) and its receive CQ (polled by user
+//! space in its mapping, see `umem.rs`).
+//!
+//! The kernel still has to know two things the process's CQ says: how many
+//! receive WQEs the device consumed (so the RQ never holds more than
+//! `RQ_ENTRIES`) and whether the QP went to ERR (so no send reaches a QP
+//! the device stopped). It reads the receive CQEs without consuming them
+//! before each post. The device writes CQE `n + RCQ_ENTRIES` over CQE `n` only
+//! for a receive WQE posted after the kernel saw CQE `n` (at most
+//! `RQ_ENTRIES` are outstanding), so a CQE is never overwritten unseen.
+//! The consumer index user space publishes bounds the posts too: no more
+//! CQEs are outstanding than the CQ holds.
+//!
+//! The context's side of it: POST_RECV, the scan of a receive CQ before a
+//! post, ARM_CQ and `poll()`.
 
-use super::{fops, Context, State};
+use kernel::{
+    dma::Coherent,
+    fs::File,
+    io::{Io, Mmio},
+    prelude::*,
+    sync::poll::PollTable,
+};
+
 use crate::{
     abi,
-    geometry::{QP_BUF_BYTES, RQ_ENTRIES},
+    cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
+    geometry::{
+        CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
+        RQ_STRIDE,
+    },
+    umem::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
     uverbs::Bundle,
 };
-use kernel::{fs::File, prelude::*, sync::poll::PollTable};
+
+use super::{fops, Context, State};
+
+/// UAR +0x20: the CQ doorbell (arm), 8 bytes.
+const UAR_CQ_DOORBELL: usize = 0x20;
+const ARM_SOLICITED: u32 = 1 << 24;
+const ARM_NEXT: u32 = 2 << 24;
+
+/// The receive state of one QP.
+pub(crate) struct Recv {
+    /// Its receive CQ, and the `Live::cqs` bit recording it.
+    pub(crate) cqn: u32,
+    pub(crate) live_bit: usize,
+    /// Its index in the context: where its memory lies in the area.
+    qp_index: usize,
+    /// Receive WQEs posted, counted like CQEs (not wrapped).
+    posted: u32,
+    /// Receive CQEs the kernel has seen (not wrapped).
+    seen: u32,
+    /// `posted` when the RQ last started from index 0.
+    rq_base: u32,
+    /// `sn` of the next arm (2 bits).
+    arm_sn: u32,
+}
+
+impl Recv {
+    pub(crate) fn new(cqn: u32, live_bit: usize, qp_index: usize) -> Self {
+        Recv {
+            cqn,
+            live_bit,
+            qp_index,
+            posted: 0,
+            seen: 0,
+            rq_base: 0,
+            arm_sn: 0,
+        }
+    }
+
+    fn area_off(&self, off: usize) -> usize {
+        self.qp_index * QP_AREA_BYTES + off
+    }
+
+    /// Reads the receive CQEs the device wrote since the last look; returns
+    /// whether one of them is an error CQE (the QP is then in ERR).
+    pub(crate) fn scan(&mut self, area: &Area<'_>) -> Result<bool> {
+        let mut error = false;
+        while self.seen != self.posted {
+            let at = self.area_off(CQ_OFFSET) + (self.seen % RCQ_ENTRIES) as usize * CQE_SIZE;
+            let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+            if (op_own & CQE_OWNER != 0) != (self.seen & RCQ_ENTRIES != 0) {
+                break;
+            }
+            error |= op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR;
+            self.seen = self.seen.wrapping_add(1);
+        }
+        Ok(error)
+    }
+
+    /// The consumer index user space published (24 bits), as a count no
+    /// larger than what the kernel has seen; a value that cannot be right
+    /// counts as a whole CQ behind.
+    fn user_ci(&self, area: &Area<'_>) -> Result<u32> {
+        let published = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
+        let behind = self.seen.wrapping_sub(published) & 0xff_ffff;
+        Ok(self.seen.wrapping_sub(behind.min(RCQ_ENTRIES)))
+    }
+
+    /// Room for `n` more receive WQEs: in the RQ, and in the CQ for their
+    /// completions next to those user space has not consumed yet.
+    pub(crate) fn has_room(&self, area: &Area<'_>, n: u32) -> Result<bool> {
+        let in_rq = self.posted.wrapping_sub(self.seen);
+        let in_cq = self.posted.wrapping_sub(self.user_ci(area)?);
+        Ok(in_rq + n <= RQ_ENTRIES && in_cq + n <= RCQ_ENTRIES)
+    }
+
+    /// Writes `n` receive WQEs into the RQ of the QP whose buffer is at
+    /// `qp_off` in `pool`, then the RQ doorbell record: the device may take
+    /// them from then on. The caller checked `has_room()`.
+    pub(crate) fn post(
+        &mut self,
+        pool: &Coherent<[u8]>,
+        qp_off: usize,
+        area: &Area<'_>,
+        lkey: u32,
+        n: u32,
+    ) -> Result {
+        if qp_off + QP_BUF_BYTES > pool.size() {
+            return Err(EINVAL);
+        }
+        let base = pool.as_mut_ptr().cast::<u8>();
+        for _ in 0..n {
+            let index = self.posted.wrapping_sub(self.rq_base) % RQ_ENTRIES;
+            let buf = area.dma(self.area_off(RECV_OFFSET) + index as usize * RECV_BUF_SIZE);
+            let mut wqe = [0u8; RQ_STRIDE];
+            wqe[0..4].copy_from_slice(&(RECV_BUF_SIZE as u32).to_be_bytes());
+            wqe[4..8].copy_from_slice(&lkey.to_be_bytes());
+            wqe[8..16].copy_from_slice(&buf.to_be_bytes());
+            // SAFETY: `qp_off + QP_BUF_BYTES` lies inside the pool (checked
+            // above) and the RQ slot is inside the QP's buffer; the QP is this
+            // context's (its lock is held) and the slot is free: the device
+            // consumed its last WQE (`has_room()`).
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    wqe.as_ptr(),
+                    base.add(qp_off + RQ_OFFSET + index as usize * RQ_STRIDE),
+                    RQ_STRIDE,
+                )
+            };
+            self.posted = self.posted.wrapping_add(1);
+        }
+        // The WQEs before the producer count that makes them valid.
+        crate::writer::dma_wmb();
+        self.write_doorbell_record(pool, qp_off)
+    }
+
+    fn write_doorbell_record(&self, pool: &Coherent<[u8]>, qp_off: usize) -> Result {
+        let head = self.posted.wrapping_sub(self.rq_base) & 0xffff;
+        if qp_off + QP_BUF_BYTES > pool.size() {
+            return Err(EINVAL);
+        }
+        // SAFETY: Inside the pool (checked above), 4-byte aligned, and the
+        // QP's own RQ doorbell record, which only this context writes.
+        unsafe {
+            core::ptr::write_volatile(
+                pool.as_mut_ptr()
+                    .cast::<u8>()
+                    .add(qp_off + RQ_DB_OFFSET)
+                    .cast::<u32>(),
+                head.to_be(),
+            )
+        };
+        Ok(())
+    }
+
+    /// No receive WQE is outstanding: the RQ may be reset.
+    pub(crate) fn idle(&self) -> bool {
+        self.posted == self.seen
+    }
+
+    /// After the QP went through RESET (its RQ starts from index 0 again).
+    pub(crate) fn restart(&mut self, pool: &Coherent<[u8]>, qp_off: usize) -> Result {
+        self.rq_base = self.posted;
+        self.write_doorbell_record(pool, qp_off)
+    }
+
+    /// Is there a CQE at the consumer index user space published?
+    pub(crate) fn readable(&self, area: &Area<'_>) -> Result<bool> {
+        let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
+        let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
+        let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+        Ok((op_own & CQE_OWNER != 0) == (ci & RCQ_ENTRIES != 0))
+    }
+
+    /// `mlx4_cq_arm()`: the arm word into the doorbell record, then the CQ
+    /// doorbell in UAR page at `uar_off`, for the next (or next solicited)
+    /// completion after the consumer index user space published.
+    pub(crate) fn arm(
+        &mut self,
+        area: &Area<'_>,
+        uar: &Mmio,
+        uar_off: usize,
+        solicited: bool,
+    ) -> Result {
+        let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
+        let cmd = if solicited { ARM_SOLICITED } else { ARM_NEXT };
+        let sn = (self.arm_sn & 3) << 28;
+        area.write_be32(self.area_off(CQ_DB_OFFSET) + 4, sn | cmd | ci)?;
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&(sn | cmd | self.cqn).to_be_bytes());
+        bytes[4..].copy_from_slice(&ci.to_be_bytes());
+        // writeq() orders the doorbell record store above before the doorbell.
+        uar.try_write64(u64::from_le_bytes(bytes), uar_off + UAR_CQ_DOORBELL)?;
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+        Ok(())
+    }
+}
 
 impl Context {
     /// Looks at the receive CQ of QP `index`: an error CQE there means the
@@ -53,7 +254,7 @@ impl Context {
         };
         if self.user_posted() {
             // Its buffer holds no receive buffers (`umem.rs`).
-            return Err(crate::uverbs::eopnotsupp());
+            return Err(crate::errno::eopnotsupp());
         }
         if qp.failed {
             return Err(EIO);
