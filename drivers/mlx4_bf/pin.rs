@@ -15,6 +15,7 @@
 use kernel::{
     bindings,
     device::Device,
+    dma::DataDirection,
     error::to_result,
     ffi::{c_int, c_ulong},
     mm::Mm,
@@ -139,7 +140,7 @@ pub(crate) struct DmaMap {
     sgt: KBox<Opaque<bindings::sg_table>>,
     mapped: bool,
     /// Both ways if the adapter may write the pages, else to the device only.
-    dir: bindings::dma_data_direction,
+    dir: DataDirection,
 }
 
 // SAFETY: The table is only read through shared references.
@@ -179,9 +180,9 @@ impl DmaMap {
             sgt: KBox::new(Opaque::zeroed(), GFP_KERNEL)?,
             mapped: false,
             dir: if writable {
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL
+                DataDirection::Bidirectional
             } else {
-                bindings::dma_data_direction_DMA_TO_DEVICE
+                DataDirection::ToDevice
             },
         };
         // SAFETY: `dev` is bound (caller).
@@ -203,7 +204,9 @@ impl DmaMap {
         })?;
         let mut map = map;
         // SAFETY: The table was just built; `dev` is bound (caller).
-        to_result(unsafe { bindings::dma_map_sgtable(raw_dev(dev), map.sgt.get(), map.dir, 0) })?;
+        to_result(unsafe {
+            bindings::dma_map_sgtable(raw_dev(dev), map.sgt.get(), map.dir.into(), 0)
+        })?;
         map.mapped = true;
         Ok(map)
     }
@@ -238,7 +241,9 @@ impl DmaMap {
     pub(crate) unsafe fn unmap(&mut self, dev: &Device) {
         if core::mem::take(&mut self.mapped) {
             // SAFETY: Mapped in `map()` for this device with this direction.
-            unsafe { bindings::dma_unmap_sgtable(raw_dev(dev), self.sgt.get(), self.dir, 0) };
+            unsafe {
+                bindings::dma_unmap_sgtable(raw_dev(dev), self.sgt.get(), self.dir.into(), 0)
+            };
         }
     }
 }
