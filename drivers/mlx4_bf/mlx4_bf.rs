@@ -15,22 +15,22 @@
 
 // The pure rules, shared with the host tools (rust/mlx4_bf_core).
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod abi;
 #[path = "../../rust/mlx4_bf_core/src/layout.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod layout;
 #[path = "../../rust/mlx4_bf_core/src/region.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod region;
 #[path = "../../rust/mlx4_bf_core/src/store_block.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod store_block;
 #[path = "../../rust/mlx4_bf_core/src/uar_alloc.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod uar_alloc;
 #[path = "../../rust/mlx4_bf_core/src/wqe.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 mod wqe;
 
 mod adapter;

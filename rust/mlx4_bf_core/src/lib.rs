@@ -14,3 +14,4 @@ pub mod region;
 pub mod store_block;
 pub mod uar_alloc;
 pub mod wqe;
+pub mod wqe_build;

@@ -276,6 +276,7 @@ impl<const WORDS: usize> RangeAlloc<WORDS> {
     }
 
     /// Indices in use.
+    #[cfg(test)]
     pub fn in_use(&self) -> usize {
         self.used.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -284,7 +285,8 @@ impl<const WORDS: usize> RangeAlloc<WORDS> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wqe::{build_gather, build_inline, validate, MAX_WQE_LEN, OPCODE_SEND};
+    use crate::wqe::{validate, MAX_WQE_LEN, OPCODE_SEND};
+    use crate::wqe_build::{build_gather, build_inline};
 
     #[test]
     fn keys_are_mlx4_keys() {

@@ -5,7 +5,7 @@
 use mlx4_bf_core::{
     abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF},
     store_block::{plan, whole_blocks, Piece, MAX_BLOCK},
-    wqe,
+    wqe, wqe_build,
 };
 use proptest::prelude::*;
 
@@ -33,7 +33,7 @@ proptest! {
     ) {
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
         let data = vec![0xa5u8; payload];
-        let len = wqe::build_inline(&mut buf, wqe::OPCODE_RDMA_WRITE, Some((1, 2)), &data).unwrap();
+        let len = wqe_build::build_inline(&mut buf, wqe::OPCODE_RDMA_WRITE, Some((1, 2)), &data).unwrap();
         for (at, bit) in flips {
             buf[at % len] ^= 1 << bit;
         }
@@ -52,7 +52,7 @@ proptest! {
     fn built_wqes_are_valid(payload in 0usize..900) {
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
         let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
-        let len = wqe::build_inline(&mut buf, wqe::OPCODE_SEND, None, &data).unwrap();
+        let len = wqe_build::build_inline(&mut buf, wqe::OPCODE_SEND, None, &data).unwrap();
         let info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).unwrap();
         prop_assert_eq!(info.inline_bytes as usize, payload);
         let fits = len <= 256;
@@ -91,7 +91,7 @@ proptest! {
         let mut next = 0;
         for p in plan(src, dst, len) {
             prop_assert_eq!(p.offset(), next);
-            prop_assert!(!p.is_empty() && p.len() <= MAX_BLOCK);
+            prop_assert!(p.len() != 0 && p.len() <= MAX_BLOCK);
             let from = src + p.offset();
             prop_assert_eq!(from / 4096, (from + p.len() - 1) / 4096);
             let start = dst + p.offset();

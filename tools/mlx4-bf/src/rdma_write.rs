@@ -4,7 +4,7 @@
 //! payload fits: inline in a WQE (else gathered from registered memory), or
 //! in a BlueFlame buffer (a SEND's too).
 
-use mlx4_bf_core::{abi, wqe};
+use mlx4_bf_core::{abi, wqe, wqe_build};
 
 /// How a payload travels in a WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub fn max_wqe(info: &abi::DeviceInfo) -> usize {
 /// address segment for an RDMA write: `raddr`) fits `max_wqe` bytes, else
 /// gathered, as libmlx4 does.
 pub fn carry(payload: usize, raddr: bool, max_wqe: usize) -> Carry {
-    if wqe::inline_size16(payload, raddr) * 16 <= max_wqe {
+    if wqe_build::inline_size16(payload, raddr) * 16 <= max_wqe {
         Carry::Inline
     } else {
         Carry::Gather
@@ -59,11 +59,11 @@ pub fn build_rdma_write(
 ) -> Option<(usize, Carry)> {
     let raddr = Some(dst);
     if !gather && carry(payload.len(), true, max_wqe) == Carry::Inline {
-        let len = wqe::build_inline(buf, opcode, raddr, payload)?;
+        let len = wqe_build::build_inline(buf, opcode, raddr, payload)?;
         return Some((len, Carry::Inline));
     }
     let seg = (src.0, src.1, u32::try_from(payload.len()).ok()?);
-    let len = wqe::build_gather(buf, opcode, raddr, seg)?;
+    let len = wqe_build::build_gather(buf, opcode, raddr, seg)?;
     Some((len, Carry::Gather))
 }
 
@@ -88,7 +88,7 @@ pub fn gathered_sizes(sizes: &[usize], carry_of: impl Fn(usize) -> Carry) -> Opt
 /// an RDMA write: `raddr`) still fits a BlueFlame buffer.
 pub fn bf_cutoff_for(info: &abi::DeviceInfo, raddr: bool) -> usize {
     (1..4096)
-        .take_while(|&p| wqe::inline_size16(p, raddr) * 16 <= info.bf_buf_size as usize)
+        .take_while(|&p| wqe_build::inline_size16(p, raddr) * 16 <= info.bf_buf_size as usize)
         .last()
         .unwrap_or(0)
 }
@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(buf[32..36], 2000u32.to_be_bytes());
         assert_eq!(buf[36..40], 0x1234u32.to_be_bytes());
         assert_eq!(buf[40..48], 0x7f00_0000_0000u64.to_be_bytes());
-        assert!(wqe::gathers_with_lkey(&buf[..len], &info, 0x1234));
+        assert!(wqe_build::gathers_with_lkey(&buf[..len], &info, 0x1234));
 
         // Asked for, a small payload is gathered too.
         let (_, how) = build_rdma_write(

@@ -18,7 +18,7 @@ use std::{
 
 use anyhow::{anyhow, Context, Result};
 use clap::ValueEnum;
-use mlx4_bf_core::{abi, wqe};
+use mlx4_bf_core::{abi, wqe, wqe_build};
 
 use crate::{
     back_pressure::post_timed,
@@ -128,7 +128,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
                 continue;
             };
             let fits = how == Carry::Inline
-                && wqe::inline_size16(size, true) * 16 <= info.bf_buf_size as usize;
+                && wqe_build::inline_size16(size, true) * 16 <= info.bf_buf_size as usize;
             if flags == abi::POST_F_REQUIRE_BF && !fits {
                 continue;
             }

@@ -5,7 +5,7 @@
 //! endpoint's payload and WQE buffers.
 
 use anyhow::{anyhow, Result};
-use mlx4_bf_core::wqe;
+use mlx4_bf_core::{wqe, wqe_build};
 
 /// The side that sends a payload; part of its pattern.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl Buffers {
     /// The inline SEND of message `seq` from `side`; its length.
     pub(super) fn build(&mut self, size: usize, side: Side, seq: u32) -> Result<usize> {
         fill(&mut self.payload[..size], side, seq);
-        wqe::build_inline(&mut self.wqe, wqe::OPCODE_SEND, None, &self.payload[..size])
+        wqe_build::build_inline(&mut self.wqe, wqe::OPCODE_SEND, None, &self.payload[..size])
             .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE inline"))
     }
 }

@@ -5,7 +5,7 @@
 //! them, and the sizes a path cannot run.
 
 use anyhow::{bail, Result};
-use mlx4_bf_core::{abi, wqe};
+use mlx4_bf_core::{abi, wqe, wqe_build};
 
 use crate::rdma_write::{carry, max_wqe, Carry};
 
@@ -127,7 +127,7 @@ pub(super) fn skip_reason(
     if op == Op::RdmaWriteImm {
         return skip_reason_rdma(size, path, info, peer_len);
     }
-    let len = wqe::inline_size16(size, false) * 16;
+    let len = wqe_build::inline_size16(size, false) * 16;
     let max_wqe = (info.max_db_wqe_size as usize).min(wqe::MAX_WQE_LEN);
     if len > max_wqe {
         return Some(format!(
@@ -170,7 +170,7 @@ fn skip_reason_rdma(
             "{size} bytes: too large for an inline WQE, so gathered: doorbell path only"
         ));
     }
-    let len = wqe::inline_size16(size, true) * 16;
+    let len = wqe_build::inline_size16(size, true) * 16;
     let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
     (len > bf_max).then(|| {
         format!("{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})")

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! WQEs as user space builds them (libmlx4's way): what the helper posts and
+//! what the tests feed `wqe::validate()`. The kernel checks and stamps WQEs
+//! (`wqe.rs`) but never builds one, so the module does not include this file.
+
+use crate::wqe::{
+    be32, put_be32, WqeInfo, CTRL_LEN, GATHER_LEN, INLINE_ALIGN, INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
+};
+
+/// Does one of the gather segments of a validated WQE carry `lkey`? They
+/// are the last `info.gather_segs` 16-byte units; the lkey is at +4.
+pub fn gathers_with_lkey(wqe: &[u8], info: &WqeInfo, lkey: u32) -> bool {
+    let first = wqe.len() - info.gather_segs as usize * GATHER_LEN;
+    wqe[first..]
+        .chunks_exact(GATHER_LEN)
+        .any(|seg| be32(seg, 4) == lkey)
+}
+
+/// WQE size, in 16-byte units, of an inline post of `payload` bytes
+/// (with an RDMA-write remote-address segment if `raddr`).
+pub fn inline_size16(payload: usize, raddr: bool) -> usize {
+    let mut pos = CTRL_LEN + if raddr { RADDR_LEN } else { 0 };
+    let mut left = payload;
+    while left > 0 {
+        let room = INLINE_ALIGN - pos % INLINE_ALIGN - 4;
+        let chunk = left.min(room);
+        pos += 4 + chunk;
+        left -= chunk;
+    }
+    pos.div_ceil(16)
+}
+
+/// Builds an inline WQE like libmlx4's `set_data_inl()`: segments are split at
+/// every 64-byte boundary. `raddr` is `(remote address, rkey)` for RDMA write.
+/// Returns the WQE length, or `None` if `buf` is too small.
+pub fn build_inline(
+    buf: &mut [u8],
+    opcode: u32,
+    raddr: Option<(u64, u32)>,
+    payload: &[u8],
+) -> Option<usize> {
+    let len = inline_size16(payload.len(), raddr.is_some()) * 16;
+    if buf.len() < len || len > MAX_WQE_LEN {
+        return None;
+    }
+    buf[..len].fill(0);
+    put_be32(buf, 0, opcode);
+    put_be32(buf, 4, (len / 16) as u32);
+    let mut pos = CTRL_LEN;
+    if let Some((addr, rkey)) = raddr {
+        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
+        put_be32(buf, pos + 8, rkey);
+        pos += RADDR_LEN;
+    }
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let chunk = rest.len().min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
+        put_be32(buf, pos, INLINE_SEG | chunk as u32);
+        buf[pos + 4..pos + 4 + chunk].copy_from_slice(&rest[..chunk]);
+        pos += 4 + chunk;
+        rest = &rest[chunk..];
+    }
+    Some(len)
+}
+
+/// Builds a WQE whose payload is gathered by DMA (doorbell path only):
+/// one data segment of `(addr, lkey, byte_count)`.
+pub fn build_gather(
+    buf: &mut [u8],
+    opcode: u32,
+    raddr: Option<(u64, u32)>,
+    seg: (u64, u32, u32),
+) -> Option<usize> {
+    let len = CTRL_LEN + if raddr.is_some() { RADDR_LEN } else { 0 } + GATHER_LEN;
+    if buf.len() < len {
+        return None;
+    }
+    buf[..len].fill(0);
+    put_be32(buf, 0, opcode);
+    put_be32(buf, 4, (len / 16) as u32);
+    let mut pos = CTRL_LEN;
+    if let Some((addr, rkey)) = raddr {
+        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
+        put_be32(buf, pos + 8, rkey);
+        pos += RADDR_LEN;
+    }
+    put_be32(buf, pos, seg.2);
+    put_be32(buf, pos + 4, seg.1);
+    buf[pos + 8..pos + 16].copy_from_slice(&seg.0.to_be_bytes());
+    Some(len)
+}
