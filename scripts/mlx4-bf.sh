@@ -341,7 +341,7 @@ fuzz)      need_kdir; build_selftests "$KDIR"
 		-- "$OUT/guest" ;;
 lint)      need_kdir
 	   ksrc=$(ksrc_of "$KDIR")
-	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch"
+	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
 	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
@@ -356,6 +356,9 @@ lint)      need_kdir
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h
+	   # Files that import each other are one concern in two places.
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   log "lint: clean" ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
