@@ -1,17 +1,18 @@
 //! Command execution (§3, contract "Commands"). No firmware, no ICM: the
 //! model is ready after reset, and every queue buffer is one contiguous DMA
-//! region whose address sits in the context's MTT fields. Memory regions
-//! (WRITE_MTT, SW2HW_MPT, HW2SW_MPT) are `mr`'s.
+//! region whose address sits in the context's MTT fields. This file
+//! decodes and dispatches; each table's commands live with the table:
+//! `eq` (SW2HW_EQ, HW2SW_EQ, MAP_EQ), `cq` (SW2HW_CQ, HW2SW_CQ), `qp`
+//! (the QP transitions and QUERY_QP) and `mr` (WRITE_MTT, SW2HW_MPT,
+//! HW2SW_MPT).
 
 use crate::bytes::{put_be16, put_be32, put_be64};
-use crate::cq::{Cq, CQ_CTX_SIZE};
 use crate::device::Device;
-use crate::eq::{Eq, EQ_CTX_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::RESERVED_LKEY;
 use crate::layout::*;
-use crate::qp::{Qp, QpState, QP_CTX_SIZE};
+use crate::qp::QpState;
 use crate::timing::Read;
 
 pub mod op {
@@ -88,7 +89,6 @@ pub struct CommandRequest {
 pub type CmdResult = Result<Option<u64>, u8>;
 
 const MAILBOX_SIZE: u64 = 4096;
-const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 /// QUERY_DEV_CAP output (§3.2); everything not listed is 0.
 pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
@@ -197,7 +197,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// Firmware initialises a new queue's ownership: every entry zero but
     /// its owner bit (byte 31, bit 7) set, so nothing reads as valid.
-    fn owner_init(&mut self, buf: u64, entries: u32, entry_size: u64) -> Result<(), u8> {
+    pub(crate) fn owner_init(&mut self, buf: u64, entries: u32, entry_size: u64) -> Result<(), u8> {
         let mut b = vec![0u8; (u64::from(entries) * entry_size) as usize];
         for e in b.chunks_exact_mut(entry_size as usize) {
             e[entry_size as usize - 1] = 0x80;
@@ -206,204 +206,5 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return Err(status::INTERNAL_ERR);
         }
         Ok(())
-    }
-
-    fn eqn(in_mod: u32) -> Result<usize, u8> {
-        let eqn = in_mod as usize;
-        if eqn >= NUM_EQS {
-            return Err(status::BAD_INDEX);
-        }
-        Ok(eqn)
-    }
-
-    fn sw2hw_eq(&mut self, r: &CommandRequest) -> CmdResult {
-        let eqn = Self::eqn(r.in_mod)?;
-        if self.eqs[eqn].is_some() {
-            return Err(status::BAD_RES_STATE);
-        }
-        let ctx = self.read_mailbox(r.in_param, EQ_CTX_SIZE)?;
-        let eq = Eq::parse(eqn as u8, &ctx)?;
-        self.owner_init(eq.buf, eq.nent(), EQE_SIZE)?;
-        self.eqs[eqn] = Some(eq);
-        Ok(None)
-    }
-
-    fn hw2sw_eq(&mut self, r: &CommandRequest) -> CmdResult {
-        let eqn = Self::eqn(r.in_mod)?;
-        let Some(eq) = &self.eqs[eqn] else {
-            return Err(status::BAD_RES_STATE);
-        };
-        if self.cqs.values().any(|cq| usize::from(cq.comp_eqn) == eqn) {
-            return Err(status::RESOURCE_BUSY);
-        }
-        let ctx = eq.context();
-        match r.op_mod {
-            0 => self.write_mailbox(r.out_param, &ctx)?,
-            1 => {} // no mailbox (newer mlx4)
-            _ => return Err(status::BAD_PARAM),
-        }
-        self.eqs[eqn] = None;
-        for m in self.event_map.iter_mut() {
-            if *m == Some(eqn as u8) {
-                *m = None;
-            }
-        }
-        Ok(None)
-    }
-
-    fn map_eq(&mut self, r: &CommandRequest) -> CmdResult {
-        let unmap = r.in_mod & (1 << 31) != 0;
-        let eqn = Self::eqn(r.in_mod & !(1 << 31))?;
-        if self.eqs[eqn].is_none() {
-            return Err(status::BAD_RES_STATE);
-        }
-        for (ty, m) in self.event_map.iter_mut().enumerate() {
-            if r.in_param & (1 << ty) == 0 {
-                continue;
-            }
-            if !unmap {
-                *m = Some(eqn as u8);
-            } else if *m == Some(eqn as u8) {
-                *m = None;
-            }
-        }
-        Ok(None)
-    }
-
-    fn cqn(in_mod: u32) -> Result<u32, u8> {
-        if in_mod >= NUM_CQS {
-            return Err(status::BAD_INDEX);
-        }
-        Ok(in_mod)
-    }
-
-    fn sw2hw_cq(&mut self, r: &CommandRequest) -> CmdResult {
-        let cqn = Self::cqn(r.in_mod)?;
-        if self.cqs.contains_key(&cqn) {
-            return Err(status::BAD_RES_STATE);
-        }
-        if r.op_mod > 1 {
-            return Err(status::BAD_PARAM);
-        }
-        let ctx = self.read_mailbox(r.in_param, CQ_CTX_SIZE)?;
-        let cq = Cq::parse(cqn, &ctx, self.cfg.num_uars)?;
-        if self.eqs[usize::from(cq.comp_eqn)].is_none() {
-            return Err(status::BAD_RESOURCE);
-        }
-        if r.op_mod == 0 {
-            self.owner_init(cq.buf, cq.nent(), CQE_SIZE)?;
-        }
-        self.cqs.insert(cqn, cq);
-        Ok(None)
-    }
-
-    fn hw2sw_cq(&mut self, r: &CommandRequest) -> CmdResult {
-        let cqn = Self::cqn(r.in_mod)?;
-        let Some(cq) = self.cqs.get(&cqn) else {
-            return Err(status::BAD_RES_STATE);
-        };
-        if self.qps.values().any(|qp| qp.uses_cq(cqn)) {
-            return Err(status::RESOURCE_BUSY);
-        }
-        let ctx = cq.context();
-        match r.op_mod {
-            0 => self.write_mailbox(r.out_param, &ctx)?,
-            1 => {}
-            _ => return Err(status::BAD_PARAM),
-        }
-        self.cqs.remove(&cqn);
-        self.cq_db_half.retain(|_, dw0| *dw0 & 0xff_ffff != cqn);
-        Ok(None)
-    }
-
-    fn qpn(in_mod: u32) -> Result<u32, u8> {
-        let qpn = in_mod & 0xff_ffff;
-        if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
-            return Err(status::BAD_INDEX);
-        }
-        Ok(qpn)
-    }
-
-    /// Parses the QP mailbox (optpar, then the context) and checks the CQs.
-    fn qp_from_mailbox(&mut self, qpn: u32, addr: u64) -> Result<Qp, u8> {
-        let mb = self.read_mailbox(addr, QP_MAILBOX_LEN)?;
-        let qp = Qp::parse(qpn, &mb[8..], self.cfg.num_uars)?;
-        if !self.cqs.contains_key(&qp.cqn_send) {
-            return Err(status::BAD_RESOURCE);
-        }
-        if let Some(cqn) = qp.cqn_recv {
-            if !self.cqs.contains_key(&cqn) {
-                return Err(status::BAD_RESOURCE);
-            }
-        }
-        Ok(qp)
-    }
-
-    fn rst2init(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
-        if self.qps.contains_key(&qpn) {
-            return Err(status::BAD_QP_STATE);
-        }
-        let qp = self.qp_from_mailbox(qpn, r.in_param)?;
-        self.qps.insert(qpn, qp);
-        Ok(None)
-    }
-
-    fn qp_transition(&mut self, r: &CommandRequest, from: QpState, to: QpState) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
-        match self.qps.get(&qpn) {
-            Some(qp) if qp.state == from => {}
-            _ => return Err(status::BAD_QP_STATE),
-        }
-        let new = self.qp_from_mailbox(qpn, r.in_param)?;
-        let changed = self
-            .qps
-            .get(&qpn)
-            .and_then(|qp| qp.structural_difference(&new));
-        if let Some(what) = changed {
-            // The queues were fixed at RST2INIT; the model keeps them.
-            self.protocol_error(
-                crate::protocol::Code::QpContextChanged,
-                format!(
-                    "{} on qp {qpn:#x} changes {what}; kept the RST2INIT value",
-                    name(r.opcode)
-                ),
-            );
-        }
-        if let Some(qp) = self.qps.get_mut(&qpn) {
-            qp.remote_qpn = new.remote_qpn;
-            qp.state = to;
-        }
-        Ok(None)
-    }
-
-    fn qp_to_err(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
-        let Some(qp) = self.qps.get_mut(&qpn) else {
-            return Err(status::BAD_QP_STATE);
-        };
-        qp.state = QpState::Err;
-        Ok(None)
-    }
-
-    fn qp_to_rst(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
-        if r.op_mod != 2 {
-            return Err(status::BAD_PARAM);
-        }
-        if self.qps.remove(&qpn).is_none() {
-            return Err(status::BAD_RES_STATE);
-        }
-        Ok(None)
-    }
-
-    fn query_qp(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
-        let Some(qp) = self.qps.get(&qpn) else {
-            return Err(status::BAD_RES_STATE);
-        };
-        let mb = qp.query_mailbox();
-        self.write_mailbox(r.out_param, &mb)?;
-        Ok(None)
     }
 }

@@ -3,12 +3,12 @@
 //! overrun: an async CQ_ERROR event, after which the CQ writes nothing.
 
 use crate::bytes::{addr40, be16, be32, be64, hex, put_be16, put_be32};
-use crate::commands::status;
+use crate::commands::{status, CmdResult, CommandRequest};
 use crate::device::Device;
 use crate::eq::event;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, PAGE_SIZE, UAR_CQ_DB};
+use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, NUM_CQS, PAGE_SIZE, UAR_CQ_DB};
 use crate::protocol::Code;
 use crate::timing::Read;
 use serde_json::json;
@@ -288,5 +288,54 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             let eqn = cq.comp_eqn;
             self.completion_event(eqn, cqn);
         }
+    }
+}
+
+/// SW2HW_CQ, HW2SW_CQ.
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    fn cqn(in_mod: u32) -> Result<u32, u8> {
+        if in_mod >= NUM_CQS {
+            return Err(status::BAD_INDEX);
+        }
+        Ok(in_mod)
+    }
+
+    pub(crate) fn sw2hw_cq(&mut self, r: &CommandRequest) -> CmdResult {
+        let cqn = Self::cqn(r.in_mod)?;
+        if self.cqs.contains_key(&cqn) {
+            return Err(status::BAD_RES_STATE);
+        }
+        if r.op_mod > 1 {
+            return Err(status::BAD_PARAM);
+        }
+        let ctx = self.read_mailbox(r.in_param, CQ_CTX_SIZE)?;
+        let cq = Cq::parse(cqn, &ctx, self.cfg.num_uars)?;
+        if self.eqs[usize::from(cq.comp_eqn)].is_none() {
+            return Err(status::BAD_RESOURCE);
+        }
+        if r.op_mod == 0 {
+            self.owner_init(cq.buf, cq.nent(), CQE_SIZE)?;
+        }
+        self.cqs.insert(cqn, cq);
+        Ok(None)
+    }
+
+    pub(crate) fn hw2sw_cq(&mut self, r: &CommandRequest) -> CmdResult {
+        let cqn = Self::cqn(r.in_mod)?;
+        let Some(cq) = self.cqs.get(&cqn) else {
+            return Err(status::BAD_RES_STATE);
+        };
+        if self.qps.values().any(|qp| qp.uses_cq(cqn)) {
+            return Err(status::RESOURCE_BUSY);
+        }
+        let ctx = cq.context();
+        match r.op_mod {
+            0 => self.write_mailbox(r.out_param, &ctx)?,
+            1 => {}
+            _ => return Err(status::BAD_PARAM),
+        }
+        self.cqs.remove(&cqn);
+        self.cq_db_half.retain(|_, dw0| *dw0 & 0xff_ffff != cqn);
+        Ok(None)
     }
 }

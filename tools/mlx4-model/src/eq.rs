@@ -3,11 +3,11 @@
 //! EQE.
 
 use crate::bytes::{addr40, be16, be32, hex, put_be32};
-use crate::commands::status;
+use crate::commands::{status, CmdResult, CommandRequest};
 use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, PAGE_SIZE};
+use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, NUM_EQS, PAGE_SIZE};
 use crate::protocol::Code;
 use serde_json::json;
 
@@ -144,5 +144,70 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.raise(u16::from(v));
             }
         }
+    }
+}
+
+/// SW2HW_EQ, HW2SW_EQ, MAP_EQ.
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    fn eqn(in_mod: u32) -> Result<usize, u8> {
+        let eqn = in_mod as usize;
+        if eqn >= NUM_EQS {
+            return Err(status::BAD_INDEX);
+        }
+        Ok(eqn)
+    }
+
+    pub(crate) fn sw2hw_eq(&mut self, r: &CommandRequest) -> CmdResult {
+        let eqn = Self::eqn(r.in_mod)?;
+        if self.eqs[eqn].is_some() {
+            return Err(status::BAD_RES_STATE);
+        }
+        let ctx = self.read_mailbox(r.in_param, EQ_CTX_SIZE)?;
+        let eq = Eq::parse(eqn as u8, &ctx)?;
+        self.owner_init(eq.buf, eq.nent(), EQE_SIZE)?;
+        self.eqs[eqn] = Some(eq);
+        Ok(None)
+    }
+
+    pub(crate) fn hw2sw_eq(&mut self, r: &CommandRequest) -> CmdResult {
+        let eqn = Self::eqn(r.in_mod)?;
+        let Some(eq) = &self.eqs[eqn] else {
+            return Err(status::BAD_RES_STATE);
+        };
+        if self.cqs.values().any(|cq| usize::from(cq.comp_eqn) == eqn) {
+            return Err(status::RESOURCE_BUSY);
+        }
+        let ctx = eq.context();
+        match r.op_mod {
+            0 => self.write_mailbox(r.out_param, &ctx)?,
+            1 => {} // no mailbox (newer mlx4)
+            _ => return Err(status::BAD_PARAM),
+        }
+        self.eqs[eqn] = None;
+        for m in self.event_map.iter_mut() {
+            if *m == Some(eqn as u8) {
+                *m = None;
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn map_eq(&mut self, r: &CommandRequest) -> CmdResult {
+        let unmap = r.in_mod & (1 << 31) != 0;
+        let eqn = Self::eqn(r.in_mod & !(1 << 31))?;
+        if self.eqs[eqn].is_none() {
+            return Err(status::BAD_RES_STATE);
+        }
+        for (ty, m) in self.event_map.iter_mut().enumerate() {
+            if r.in_param & (1 << ty) == 0 {
+                continue;
+            }
+            if !unmap {
+                *m = Some(eqn as u8);
+            } else if *m == Some(eqn as u8) {
+                *m = None;
+            }
+        }
+        Ok(None)
     }
 }

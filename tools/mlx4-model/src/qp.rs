@@ -2,10 +2,14 @@
 //! and the queue geometry (SQ and RQ share one buffer).
 
 use crate::bytes::{addr40, be32, be64, put_be16, put_be32};
-use crate::commands::status;
-use crate::layout::{LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, PAGE_SIZE};
+use crate::commands::{name, status, CmdResult, CommandRequest};
+use crate::device::Device;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, NUM_QPS, PAGE_SIZE};
 
 pub const QP_CTX_SIZE: usize = 0xf8;
+const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QpState {
@@ -218,5 +222,104 @@ impl Qp {
         put_be16(&mut mb, 8 + 0xb4, self.rq_ci as u16);
         put_be16(&mut mb, 8 + 0xb6, self.sq_ci as u16);
         mb
+    }
+}
+
+/// RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP, 2ERR_QP, 2RST_QP, QUERY_QP.
+impl<M: GuestMemory, I: Irq> Device<M, I> {
+    fn qpn(in_mod: u32) -> Result<u32, u8> {
+        let qpn = in_mod & 0xff_ffff;
+        if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
+            return Err(status::BAD_INDEX);
+        }
+        Ok(qpn)
+    }
+
+    /// Parses the QP mailbox (optpar, then the context) and checks the CQs.
+    fn qp_from_mailbox(&mut self, qpn: u32, addr: u64) -> Result<Qp, u8> {
+        let mb = self.read_mailbox(addr, QP_MAILBOX_LEN)?;
+        let qp = Qp::parse(qpn, &mb[8..], self.cfg.num_uars)?;
+        if !self.cqs.contains_key(&qp.cqn_send) {
+            return Err(status::BAD_RESOURCE);
+        }
+        if let Some(cqn) = qp.cqn_recv {
+            if !self.cqs.contains_key(&cqn) {
+                return Err(status::BAD_RESOURCE);
+            }
+        }
+        Ok(qp)
+    }
+
+    pub(crate) fn rst2init(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = Self::qpn(r.in_mod)?;
+        if self.qps.contains_key(&qpn) {
+            return Err(status::BAD_QP_STATE);
+        }
+        let qp = self.qp_from_mailbox(qpn, r.in_param)?;
+        self.qps.insert(qpn, qp);
+        Ok(None)
+    }
+
+    pub(crate) fn qp_transition(
+        &mut self,
+        r: &CommandRequest,
+        from: QpState,
+        to: QpState,
+    ) -> CmdResult {
+        let qpn = Self::qpn(r.in_mod)?;
+        match self.qps.get(&qpn) {
+            Some(qp) if qp.state == from => {}
+            _ => return Err(status::BAD_QP_STATE),
+        }
+        let new = self.qp_from_mailbox(qpn, r.in_param)?;
+        let changed = self
+            .qps
+            .get(&qpn)
+            .and_then(|qp| qp.structural_difference(&new));
+        if let Some(what) = changed {
+            // The queues were fixed at RST2INIT; the model keeps them.
+            self.protocol_error(
+                crate::protocol::Code::QpContextChanged,
+                format!(
+                    "{} on qp {qpn:#x} changes {what}; kept the RST2INIT value",
+                    name(r.opcode)
+                ),
+            );
+        }
+        if let Some(qp) = self.qps.get_mut(&qpn) {
+            qp.remote_qpn = new.remote_qpn;
+            qp.state = to;
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn qp_to_err(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = Self::qpn(r.in_mod)?;
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return Err(status::BAD_QP_STATE);
+        };
+        qp.state = QpState::Err;
+        Ok(None)
+    }
+
+    pub(crate) fn qp_to_rst(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = Self::qpn(r.in_mod)?;
+        if r.op_mod != 2 {
+            return Err(status::BAD_PARAM);
+        }
+        if self.qps.remove(&qpn).is_none() {
+            return Err(status::BAD_RES_STATE);
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn query_qp(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = Self::qpn(r.in_mod)?;
+        let Some(qp) = self.qps.get(&qpn) else {
+            return Err(status::BAD_RES_STATE);
+        };
+        let mb = qp.query_mailbox();
+        self.write_mailbox(r.out_param, &mb)?;
+        Ok(None)
     }
 }
