@@ -33,7 +33,7 @@ pub struct BfCollector {
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn bf_write(&mut self, page: u32, in_page: u64, data: &[u8]) {
         if in_page >= BF_REG_SIZE {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::BfBadRegister,
                 format!(
                     "BF page {page}: write to register {} (only register 0 is accepted)",
@@ -49,7 +49,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             if let Some(b) = self.bf.bursts.remove(&key) {
                 self.bf_abort(page, half, b, FallbackReason::OutOfOrder);
             }
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::BfCrossesHalf,
                 format!(
                     "BF page {page}: {}-byte write at +{in_page:#x} crosses into the other half",
@@ -61,7 +61,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         match self.bf.bursts.remove(&key) {
             None if off == 0 => {}
             None => {
-                self.protocol_error(
+                self.env.protocol_error(
                     Code::BfStrayWrite,
                     format!("BF page {page} half {half}: write at +{off:#x} with no burst started"),
                 );
@@ -83,7 +83,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let b = Burst {
             bytes: data.to_vec(),
             write_size: data.len(),
-            t0: self.mmio_start_ns,
+            t0: self.env.mmio_start_ns,
         };
         self.bf_progress(page, half, b);
     }
@@ -105,7 +105,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         }
         if b.bytes.len() > need {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::BfStrayWrite,
                 format!(
                     "BF page {page} half {half}: {} bytes written for a {need}-byte WQE",
@@ -113,7 +113,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
-        self.post_start_ns = b.t0;
+        self.env.post_start_ns = b.t0;
         self.bf_complete(page, half, &b.bytes[..need], c.wqe_bytes());
     }
 
@@ -126,7 +126,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             _ if b.bytes.len() >= 8 && b.bytes[7] & 0x3f == 0 => (Code::BfDsZero, "has DS 0"),
             _ => (Code::BfTooLarge, "is larger than a BlueFlame half"),
         };
-        self.protocol_error(
+        self.env.protocol_error(
             code,
             format!(
                 "BF page {page} half {half}: burst of {} bytes {what}",
@@ -138,7 +138,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let qpn = be32(&b.bytes, 4) >> 8;
         if self.bf_qp_ready(qpn, page) {
-            self.post_start_ns = b.t0;
+            self.env.post_start_ns = b.t0;
             self.fallback(qpn, page, half, reason);
         }
     }
@@ -146,7 +146,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     fn bf_qp_ready(&mut self, qpn: u32, page: u32) -> bool {
         match self.qps.get(&qpn).map(|qp| qp.state) {
             None => {
-                self.protocol_error(
+                self.env.protocol_error(
                     Code::BfUnknownQp,
                     format!("BF page {page}: qp {qpn:#x} does not exist"),
                 );
@@ -159,7 +159,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 false
             }
             Some(s) if s != QpState::Rts => {
-                self.protocol_error(
+                self.env.protocol_error(
                     Code::BfNotRts,
                     format!("BF page {page}: qp {qpn:#x} is in state {s:?}"),
                 );
@@ -211,14 +211,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// Runs the send doorbell for `qpn`: the WQE comes from the SQ by DMA.
     fn fallback(&mut self, qpn: u32, page: u32, half: u8, reason: FallbackReason) {
-        self.counters.fallback(qpn, reason);
-        self.trace.record(
+        self.env.counters.fallback(qpn, reason);
+        self.env.trace.record(
             "bf_fallback",
             || json!({"qpn": qpn, "page": page, "half": half, "reason": reason.as_str()}),
         );
         let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "bf_fallback") {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::FallbackNothingToFetch,
                 format!(
                     "BF fallback ({}) for qp {qpn:#x}: no valid WQE in the send queue",

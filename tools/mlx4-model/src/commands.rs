@@ -181,7 +181,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn read_mailbox(&mut self, addr: u64, len: usize) -> Result<Vec<u8>, u8> {
         Self::check_mailbox(addr)?;
         let mut b = vec![0u8; len];
-        if !self.dma_read(addr, &mut b, "mailbox", Read::Fresh) {
+        if !self.env.dma_read(addr, &mut b, "mailbox", Read::Fresh) {
             return Err(status::INTERNAL_ERR);
         }
         Ok(b)
@@ -189,7 +189,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     pub(crate) fn write_mailbox(&mut self, addr: u64, data: &[u8]) -> Result<(), u8> {
         Self::check_mailbox(addr)?;
-        if !self.dma_write(addr, data, "mailbox") {
+        if !self.env.dma_write(addr, data, "mailbox") {
             return Err(status::INTERNAL_ERR);
         }
         Ok(())
@@ -202,7 +202,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         for e in b.chunks_exact_mut(entry_size as usize) {
             e[entry_size as usize - 1] = 0x80;
         }
-        if !self.dma_write(buf, &b, "owner_init") {
+        if !self.env.dma_write(buf, &b, "owner_init") {
             return Err(status::INTERNAL_ERR);
         }
         Ok(())

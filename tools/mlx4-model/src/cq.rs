@@ -137,7 +137,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return None;
         }
         let mut rec = [0u8; 8];
-        if !self.dma_read(db_rec, &mut rec, "db_rec", Read::Cached) {
+        if !self.env.dma_read(db_rec, &mut rec, "db_rec", Read::Cached) {
             return None;
         }
         let set_ci = be32(&rec, 0) & 0xff_ffff;
@@ -151,13 +151,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             cqe[31] &= !0x80;
         }
         let addr = buf + u64::from(idx & (nent - 1)) * CQE_SIZE;
-        if !self.dma_write(addr, &cqe, "cqe") {
+        if !self.env.dma_write(addr, &cqe, "cqe") {
             return None;
         }
-        let done = self.clock.now();
-        self.counters.global.cqes += 1;
-        self.counters.qp(qpn).cqes += 1;
-        self.trace.record(
+        let done = self.env.clock.now();
+        self.env.counters.global.cqes += 1;
+        self.env.counters.qp(qpn).cqes += 1;
+        self.env.trace.record(
             "cqe",
             || json!({"cqn": cqn, "index": idx, "qpn": qpn, "bytes": hex(&cqe)}),
         );
@@ -177,8 +177,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     fn drop_cqe(&mut self, cqn: u32, qpn: u32, why: &str) {
-        self.counters.global.cqes_dropped += 1;
-        self.trace.record(
+        self.env.counters.global.cqes_dropped += 1;
+        self.env.trace.record(
             "cqe_dropped",
             || json!({"cqn": cqn, "qpn": qpn, "reason": why}),
         );
@@ -193,8 +193,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if let Some(cq) = self.cqs.get_mut(&cqn) {
             cq.error = true;
         }
-        self.counters.global.cq_overruns += 1;
-        self.trace.record(
+        self.env.counters.global.cq_overruns += 1;
+        self.env.trace.record(
             "cq_error",
             || json!({"cqn": cqn, "syndrome": CQ_ERROR_OVERRUN, "producer": idx, "set_ci": set_ci}),
         );
@@ -229,12 +229,12 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
             (_, 4) => match self.cq_db_half.remove(&page) {
                 Some(dw0) => self.cq_doorbell(page, dw0, be32(data, 0)),
-                None => self.protocol_error(
+                None => self.env.protocol_error(
                     Code::CqDoorbellIncomplete,
                     format!("UAR {page}: CQ doorbell +0x24 without +0x20 first"),
                 ),
             },
-            (o, n) => self.protocol_error(
+            (o, n) => self.env.protocol_error(
                 Code::CqDoorbellBadSize,
                 format!("UAR {page}: {n}-byte CQ doorbell write at +{o:#x}"),
             ),
@@ -242,7 +242,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     fn cq_doorbell_incomplete(&mut self, page: u32, dw0: u32) {
-        self.protocol_error(
+        self.env.protocol_error(
             Code::CqDoorbellIncomplete,
             format!("UAR {page}: CQ doorbell dword0 {dw0:#010x} never got its dword1"),
         );
@@ -252,7 +252,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let cqn = dw0 & 0xff_ffff;
         let cmd = (dw0 >> 24) & 0x7;
         let Some(cq) = self.cqs.get(&cqn) else {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::CqDoorbellUnknownCq,
                 format!("UAR {page}: CQ doorbell for CQ {cqn:#x}, which does not exist"),
             );
@@ -263,14 +263,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 "CQ {cqn:#x} armed through UAR {page}; its context names UAR {}",
                 cq.uar
             );
-            self.protocol_error(Code::CqDoorbellForeignUar, detail);
+            self.env.protocol_error(Code::CqDoorbellForeignUar, detail);
             return;
         }
         let arm = match cmd {
             1 => Arm::Solicited,
             2 => Arm::Any,
             _ => {
-                self.protocol_error(
+                self.env.protocol_error(
                     Code::CqDoorbellBadCmd,
                     format!("CQ doorbell cmd {cmd} (1 solicited, 2 any)"),
                 );

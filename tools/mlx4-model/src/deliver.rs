@@ -65,7 +65,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             Ok(d) => d,
             Err((d, why)) => {
                 self.wqe_ready();
-                self.counters.global.peer_errors += 1;
+                self.env.counters.global.peer_errors += 1;
                 self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
                 self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
                 return;
@@ -75,7 +75,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         };
         let start = self.wqe_ready();
-        self.charge(Tx::Wire);
+        self.env.charge(Tx::Wire);
         if let Err(syn) = deliver(self, d, &payload, start) {
             self.send_error(s, idx, &c, syn);
             return;
@@ -114,7 +114,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn gather(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) -> Option<Vec<u8>> {
         if w.payload > MAX_MESSAGE {
             self.wqe_ready();
-            self.counters.global.messages_too_long += 1;
+            self.env.counters.global.messages_too_long += 1;
             self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_LENGTH_ERR);
             return None;
         }
@@ -129,9 +129,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 Segment::Data { .. } => {
                     for (addr, n) in data.next().unwrap_or_default() {
                         let mut b = vec![0u8; n];
-                        if !self.dma_read(addr, &mut b, "gather", read) {
+                        if !self.env.dma_read(addr, &mut b, "gather", read) {
                             self.wqe_ready();
-                            self.counters.global.gather_errors += 1;
+                            self.env.counters.global.gather_errors += 1;
                             self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
                             return None;
                         }
@@ -169,9 +169,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if refused == 0 {
             return Some(out);
         }
-        self.counters.global.refused_segments += refused;
+        self.env.counters.global.refused_segments += refused;
         self.wqe_ready();
-        self.counters.global.gather_errors += 1;
+        self.env.counters.global.gather_errors += 1;
         self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
         None
     }
@@ -188,11 +188,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         f: Fault,
     ) {
         if side == "rkey" {
-            self.counters.faults.remote_access_faults += 1;
+            self.env.counters.faults.remote_access_faults += 1;
         } else {
-            self.counters.faults.local_prot_faults += 1;
+            self.env.counters.faults.local_prot_faults += 1;
         }
-        self.trace.record("prot_fault", || {
+        self.env.trace.record("prot_fault", || {
             json!({"qpn": qpn, "side": side, "key": key, "addr": addr, "len": len,
                    "reason": f.as_str()})
         });
@@ -207,13 +207,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         };
         let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
         let mut rec = [0u8; RQ_DB_LEN];
-        if !self.dma_read(db, &mut rec, "db_rec", Read::Cached) {
+        if !self.env.dma_read(db, &mut rec, "db_rec", Read::Cached) {
             return Err(self.receive_failed(s, d, "its RQ doorbell record cannot be read"));
         }
         let head = rq::head(&rec);
         let (avail, ahead) = rq::available(head, ci, entries);
         if ahead {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::RqHeadAhead,
                 format!(
                     "qp {d:#x}: RQ head {head:#x} is more than {entries} ahead of \
@@ -223,7 +223,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             );
         }
         if avail == 0 {
-            self.counters.global.rnr_errors += 1;
+            self.env.counters.global.rnr_errors += 1;
             self.delivery_failed(s, d, "RQ empty", syndrome::RNR_RETRY_EXC_ERR);
             return Err(syndrome::RNR_RETRY_EXC_ERR);
         }
@@ -247,7 +247,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let (ci, rlkey, pd, cqn) = (dq.rq_ci, dq.rlkey, dq.pd, dq.cqn_recv);
         let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
         let mut rwqe = vec![0u8; stride];
-        if !self.dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached) {
+        if !self.env.dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached) {
             return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
         }
         let segs = rq::parse(&rwqe);
@@ -274,14 +274,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
         }
         if refused > 0 {
-            self.counters.global.refused_segments += refused;
-            self.counters.global.scatter_errors += 1;
+            self.env.counters.global.refused_segments += refused;
+            self.env.counters.global.scatter_errors += 1;
             self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
             self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_ACCESS_ERR);
             return Err(syndrome::REMOTE_ACCESS_ERR);
         }
         if payload.len() as u64 > rq::capacity(&segs) {
-            self.counters.global.recv_length_errors += 1;
+            self.env.counters.global.recv_length_errors += 1;
             self.receive_error(d, ci, syndrome::LOCAL_LENGTH_ERR);
             self.delivery_failed(s, d, "too long", syndrome::REMOTE_INVAL_REQ_ERR);
             return Err(syndrome::REMOTE_INVAL_REQ_ERR);
@@ -290,31 +290,33 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         for (g, &t) in segs.iter().zip(&targets) {
             let n = (g.len as usize).min(payload.len() - off);
             for (addr, k) in keys::translate(&self.mrs, t, g.addr, n as u64) {
-                if !self.dma_write(addr, &payload[off..off + k], "payload") {
-                    self.counters.global.scatter_errors += 1;
+                if !self.env.dma_write(addr, &payload[off..off + k], "payload") {
+                    self.env.counters.global.scatter_errors += 1;
                     self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
                     self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
                     return Err(syndrome::REMOTE_ACCESS_ERR);
                 }
-                self.counters.global.payload_dma_writes += 1;
-                self.counters.global.payload_bytes += k as u64;
-                self.counters.qp(d).payload_bytes += k as u64;
+                self.env.counters.global.payload_dma_writes += 1;
+                self.env.counters.global.payload_bytes += k as u64;
+                self.env.counters.qp(d).payload_bytes += k as u64;
                 off += k;
             }
         }
         if let Some(dq) = self.qps.get_mut(&d) {
             dq.rq_ci = ci.wrapping_add(1);
         }
-        self.counters.global.deliveries += 1;
-        self.counters.qp(d).receives += 1;
+        self.env.counters.global.deliveries += 1;
+        self.env.counters.qp(d).receives += 1;
         let cqe = recv_cqe(s, d, ci, c, wqe_bytes, payload.len() as u64);
         let written = self.post_cqe(cqn.unwrap_or(0), d, cqe, c.solicited());
         if written.is_some() {
-            self.counters.global.recv_cqes += 1;
+            self.env.counters.global.recv_cqes += 1;
         }
-        let one_way = written.unwrap_or(self.clock.now()).saturating_sub(start);
-        self.counters.one_way(one_way);
-        self.trace.record("deliver", || {
+        let one_way = written
+            .unwrap_or(self.env.clock.now())
+            .saturating_sub(start);
+        self.env.counters.one_way(one_way);
+        self.env.trace.record("deliver", || {
             json!({"from": s, "to": d, "len": payload.len(), "rq_index": ci,
                    "post_t_ns": start, "one_way_ns": one_way})
         });
@@ -327,7 +329,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if let Some(dq) = self.qps.get_mut(&d) {
             dq.state = QpState::Err;
         }
-        self.counters.global.receive_failures += 1;
+        self.env.counters.global.receive_failures += 1;
         self.delivery_failed(s, d, why, syndrome::REMOTE_OP_ERR);
         syndrome::REMOTE_OP_ERR
     }
@@ -345,12 +347,12 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             .post_cqe(cqn, d, error_cqe(d, ci, syn, false), true)
             .is_some()
         {
-            self.counters.global.recv_cqes += 1;
+            self.env.counters.global.recv_cqes += 1;
         }
     }
 
     pub(crate) fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {
-        self.trace.record(
+        self.env.trace.record(
             "deliver_error",
             || json!({"from": s, "to": d, "error": why, "syndrome": sender_syndrome}),
         );

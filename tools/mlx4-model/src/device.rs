@@ -8,6 +8,7 @@ use crate::bytes::{be32, hex};
 use crate::counters::Counters;
 use crate::cq::Cq;
 use crate::diag::DiagState;
+use crate::env::Env;
 use crate::eq::Eq;
 use crate::guest_memory::GuestMemory;
 use crate::hcr::Hcr;
@@ -17,7 +18,7 @@ use crate::mr::Mrs;
 use crate::pci::ConfigSpace;
 use crate::protocol::Code;
 use crate::qp::Qp;
-use crate::timing::{Clock, Tx};
+use crate::timing::Tx;
 use crate::trace::Tracer;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -113,12 +114,8 @@ pub(crate) enum Bar2Region {
 
 pub struct Device<M, I> {
     pub(crate) cfg: Config,
-    /// Touched only through `dma`, which checks bus mastering.
-    pub(crate) mem: M,
-    pub(crate) irq: I,
-    pub(crate) trace: Tracer,
-    pub(crate) counters: Counters,
-    pub(crate) pci: ConfigSpace,
+    /// Memory, interrupts, config space, trace, clock and counters.
+    pub(crate) env: Env<M, I>,
     pub(crate) hcr: Hcr,
     pub(crate) owned: bool,
     pub(crate) eqs: Vec<Option<Eq>>,
@@ -132,13 +129,6 @@ pub struct Device<M, I> {
     /// First half (dword0) of a CQ doorbell sent as two 32-bit writes, per UAR.
     pub(crate) cq_db_half: BTreeMap<u32, u32>,
     pub(crate) diag: DiagState,
-    /// The modelled PCIe clock (`timing`).
-    pub(crate) clock: Clock,
-    /// When the MMIO write being handled started (its record's t_ns).
-    pub(crate) mmio_start_ns: u64,
-    /// When the post whose WQEs run now started: its doorbell or the first
-    /// write of its BlueFlame burst.
-    pub(crate) post_start_ns: u64,
     finished: bool,
 }
 
@@ -146,13 +136,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// `cfg` must have passed `Config::validate`.
     pub fn new(cfg: Config, mem: M, irq: I, trace: Tracer) -> Self {
         Device {
-            pci: ConfigSpace::new(cfg.bar2_size()),
+            env: Env::new(mem, irq, ConfigSpace::new(cfg.bar2_size()), trace),
             diag: DiagState::new(cfg.fallback_every),
             cfg,
-            mem,
-            irq,
-            trace,
-            counters: Counters::default(),
             hcr: Hcr::default(),
             owned: false,
             eqs: vec![None; NUM_EQS],
@@ -162,23 +148,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             mrs: Mrs::default(),
             bf: BfCollector::default(),
             cq_db_half: BTreeMap::new(),
-            clock: Clock::default(),
-            mmio_start_ns: 0,
-            post_start_ns: 0,
             finished: false,
         }
     }
 
     /// The modelled PCIe clock now (ns).
     pub fn clock_ns(&self) -> u64 {
-        self.clock.now()
-    }
-
-    /// Advances the clock by one transaction's cost; later records carry
-    /// the new time.
-    pub(crate) fn charge(&mut self, tx: Tx) {
-        self.clock.advance(tx);
-        self.trace.set_time(self.clock.now());
+        self.env.clock.now()
     }
 
     pub fn config(&self) -> &Config {
@@ -186,59 +162,59 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     pub fn mem(&self) -> &M {
-        &self.mem
+        &self.env.mem
     }
 
     pub fn mem_mut(&mut self) -> &mut M {
-        &mut self.mem
+        &mut self.env.mem
     }
 
     pub fn irq(&self) -> &I {
-        &self.irq
+        &self.env.irq
     }
 
     pub fn irq_mut(&mut self) -> &mut I {
-        &mut self.irq
+        &mut self.env.irq
     }
 
     pub fn counters(&self) -> &Counters {
-        &self.counters
+        &self.env.counters
     }
 
     pub fn tracer(&self) -> &Tracer {
-        &self.trace
+        &self.env.trace
     }
 
     /// A record from the shell (DMA maps, interrupt setup); `fields` is
     /// only called if the trace level keeps `kind`.
     pub fn record(&mut self, kind: &str, fields: impl FnOnce() -> Value) {
-        self.trace.record(kind, fields);
+        self.env.trace.record(kind, fields);
     }
 
     pub fn flush_trace(&mut self) {
-        self.trace.flush();
+        self.env.trace.flush();
     }
 
     pub fn msix_enabled(&self) -> bool {
-        self.pci.msix_enabled()
+        self.env.pci.msix_enabled()
     }
 
     pub fn config_read(&mut self, off: u64, data: &mut [u8]) {
-        self.pci.read(off, data);
-        self.trace.record(
+        self.env.pci.read(off, data);
+        self.env.trace.record(
             "config_read",
             || json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
-        self.charge(Tx::NonPosted);
+        self.env.charge(Tx::NonPosted);
     }
 
     pub fn config_write(&mut self, off: u64, data: &[u8]) {
-        self.trace.record(
+        self.env.trace.record(
             "config_write",
             || json!({"off": off, "len": data.len(), "data": hex(data)}),
         );
-        self.charge(Tx::NonPosted);
-        self.pci.write(off, data);
+        self.env.charge(Tx::NonPosted);
+        self.env.pci.write(off, data);
     }
 
     fn bar2_decode(&self, off: u64, len: u64) -> Bar2Region {
@@ -282,33 +258,34 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// a BlueFlame write at the store-block rate), then handled.
     pub fn mmio_write(&mut self, bar: u32, off: u64, data: &[u8]) {
         let len = data.len() as u64;
-        self.mmio_start_ns = self.clock.now();
+        self.env.mmio_start_ns = self.env.clock.now();
         match bar {
             0 => {
                 let region = Bar0Region::decode(off, len);
-                self.trace.record("mmio_write", || {
+                self.env.trace.record("mmio_write", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()})
                 });
-                self.charge(Tx::PostedWrite);
+                self.env.charge(Tx::PostedWrite);
                 match region {
                     Bar0Region::Hcr => self.hcr_write(off - HCR_BASE, data),
                     Bar0Region::Owner => self.owner_write(data),
                     Bar0Region::Reset => self.reset_block_write(off - RESET_BASE, data),
                     Bar0Region::Diag => self.diag_write(off - DIAG_BASE, data),
-                    Bar0Region::Msix | Bar0Region::Undefined => self.protocol_error(
+                    Bar0Region::Msix | Bar0Region::Undefined => self.env.protocol_error(
                         Code::UndefinedOffset,
                         format!("BAR0 write of {len} bytes at {off:#x}"),
                     ),
                 }
             }
             2 => {
-                self.counters.global.bar2_writes += 1;
-                self.counters.global.bar2_bytes += len;
+                self.env.counters.global.bar2_writes += 1;
+                self.env.counters.global.bar2_bytes += len;
                 let region = self.bar2_decode(off, len);
-                self.trace
+                self.env
+                    .trace
                     .record("mmio_write", || Self::bar2_record(off, data, region));
-                self.charge(match region {
+                self.env.charge(match region {
                     Bar2Region::Bf { in_page, .. } => Tx::StoreBlock {
                         off: in_page % BF_HALF,
                         len,
@@ -318,19 +295,20 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 match region {
                     Bar2Region::Uar { page, in_page } => self.uar_write(page, in_page, data),
                     Bar2Region::Bf { page, in_page } => self.bf_write(page, in_page, data),
-                    Bar2Region::Undefined => self.protocol_error(
+                    Bar2Region::Undefined => self.env.protocol_error(
                         Code::UndefinedOffset,
                         format!("BAR2 write of {len} bytes at {off:#x}"),
                     ),
                 }
             }
             _ => {
-                self.trace.record(
+                self.env.trace.record(
                     "mmio_write",
                     || json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
-                self.charge(Tx::PostedWrite);
-                self.protocol_error(Code::UndefinedRegion, format!("write to region {bar}"));
+                self.env.charge(Tx::PostedWrite);
+                self.env
+                    .protocol_error(Code::UndefinedRegion, format!("write to region {bar}"));
             }
         }
     }
@@ -354,20 +332,21 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                         format!("BAR0 read of {len} bytes at {off:#x}"),
                     )),
                 };
-                self.trace.record("mmio_read", || {
+                self.env.trace.record("mmio_read", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()})
                 });
-                self.charge(Tx::NonPosted);
+                self.env.charge(Tx::NonPosted);
                 if let Some((code, detail)) = err {
-                    self.protocol_error(code, detail);
+                    self.env.protocol_error(code, detail);
                 }
             }
             2 => {
                 let region = self.bar2_decode(off, len);
-                self.trace
+                self.env
+                    .trace
                     .record("mmio_read", || Self::bar2_record(off, data, region));
-                self.charge(Tx::NonPosted);
+                self.env.charge(Tx::NonPosted);
                 let hits_register = match region {
                     Bar2Region::Uar { in_page, .. } => {
                         matches!(in_page, UAR_SEND_DB | UAR_CQ_DB | UAR_CQ_DB_HI)
@@ -376,19 +355,20 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     _ => false,
                 };
                 if !hits_register {
-                    self.protocol_error(
+                    self.env.protocol_error(
                         Code::UndefinedOffset,
                         format!("BAR2 read of {len} bytes at {off:#x} hits nothing"),
                     );
                 }
             }
             _ => {
-                self.trace.record(
+                self.env.trace.record(
                     "mmio_read",
                     || json!({"bar": bar, "off": off, "len": len, "data": hex(data), "region": "none"}),
                 );
-                self.charge(Tx::NonPosted);
-                self.protocol_error(Code::UndefinedRegion, format!("read of region {bar}"));
+                self.env.charge(Tx::NonPosted);
+                self.env
+                    .protocol_error(Code::UndefinedRegion, format!("read of region {bar}"));
             }
         }
     }
@@ -409,7 +389,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     fn owner_write(&mut self, data: &[u8]) {
         if data.len() != 4 || be32(data, 0) != 0 {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::OwnershipBadWrite,
                 format!("ownership write {} (only a 32-bit 0 frees it)", hex(data)),
             );
@@ -422,7 +402,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if off == RESET_REG && data.len() == 4 && be32(data, 0) == 1 {
             self.reset("reset_register");
         } else {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::ResetBadWrite,
                 format!(
                     "reset block write {} at +{off:#x} (only swab32(1) at +0x10)",
@@ -439,7 +419,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             o if (UAR_EQ_DB..UAR_EQ_DB + 32).contains(&o) && (o - UAR_EQ_DB).is_multiple_of(8) => {
                 let eqn = page as u64 * 4 + (o - UAR_EQ_DB) / 8;
                 if data.len() != 4 {
-                    self.protocol_error(
+                    self.env.protocol_error(
                         Code::EqDoorbellBadSize,
                         format!("{}-byte EQ doorbell", data.len()),
                     );
@@ -447,7 +427,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     self.eq_doorbell(eqn, be32(data, 0));
                 }
             }
-            o => self.protocol_error(
+            o => self.env.protocol_error(
                 Code::UndefinedOffset,
                 format!("UAR {page} write of {} bytes at +{o:#x}", data.len()),
             ),
@@ -460,9 +440,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY, an armed
     /// CMD_FAULT) and config space (Bus Master Enable) are kept.
     pub fn reset(&mut self, source: &str) {
-        self.trace
+        self.env
+            .trace
             .record("device_reset", || json!({"source": source}));
-        self.counters.lifetime.device_resets += 1;
+        self.env.counters.lifetime.device_resets += 1;
         self.hcr = Hcr::default();
         self.owned = false;
         self.eqs = vec![None; NUM_EQS];
@@ -472,19 +453,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.mrs = Mrs::default();
         self.bf = BfCollector::default();
         self.cq_db_half.clear();
-        self.trace.flush();
-    }
-
-    pub(crate) fn protocol_error(&mut self, code: Code, detail: impl Into<String>) {
-        let expected = self.diag.expect != 0;
-        let detail = detail.into();
-        self.counters.protocol_error(code, expected);
-        log::debug!("protocol error {}: {detail}", code.as_str());
-        self.trace.record(
-            "protocol_error",
-            || json!({"code": code.as_str(), "detail": detail, "expected": expected}),
-        );
-        self.trace.flush();
+        self.env.trace.flush();
     }
 
     /// End of the session: judge what is still pending, flush the trace.
@@ -494,7 +463,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         }
         for ((page, half), burst) in std::mem::take(&mut self.bf.bursts) {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::BfIncomplete,
                 format!(
                     "BlueFlame burst on page {page} half {half} still pending at exit ({} bytes)",
@@ -502,16 +471,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
-        self.trace.record("exit", || json!({}));
-        self.trace.flush();
+        self.env.trace.record("exit", || json!({}));
+        self.env.trace.flush();
     }
 
     pub fn summary(&self) -> Value {
-        let mut v = self.counters.summary();
-        v["clock_ns"] = self.clock.now().into();
-        v["trace_records"] = self.trace.seq().into();
-        v["trace_level"] = self.trace.level().as_str().into();
-        v["trace_lines"] = self.trace.written().into();
+        let mut v = self.env.counters.summary();
+        v["clock_ns"] = self.env.clock.now().into();
+        v["trace_records"] = self.env.trace.seq().into();
+        v["trace_level"] = self.env.trace.level().as_str().into();
+        v["trace_lines"] = self.env.trace.written().into();
         v["num_uars"] = self.cfg.num_uars.into();
         v["hw_mpts"] = self.mrs.hw_mpts().into();
         v["hw_mpt_pages"] = self.mrs.hw_pages().into();

@@ -120,8 +120,6 @@ impl LastWqe {
 #[derive(Debug, Clone)]
 pub struct DiagState {
     pub qp_select: u32,
-    /// Nonzero while a test's EXPECT window is open.
-    pub expect: u32,
     pub fallback_every: u32,
     /// Valid BF posts since FALLBACK_EVERY was last set.
     valid_posts: u64,
@@ -137,7 +135,6 @@ impl DiagState {
     pub fn new(fallback_every: u32) -> Self {
         DiagState {
             qp_select: 0,
-            expect: 0,
             fallback_every,
             valid_posts: 0,
             last_wqe: LastWqe::default(),
@@ -179,24 +176,24 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let value: Option<u64> = match base {
             0x00 => Some(u64::from(MAGIC) | (u64::from(VERSION) << 32)),
             0x08 => Some(u64::from(self.diag.qp_select)),
-            0x10 => Some(u64::from(self.diag.expect) | (u64::from(self.diag.fallback_every) << 32)),
+            0x10 => Some(u64::from(self.env.expect) | (u64::from(self.diag.fallback_every) << 32)),
             0x18 => Some(0),
             LAST_DOORBELL => Some(
                 u64::from(self.diag.last_doorbell.page)
                     | (u64::from(u32::from_le_bytes(self.diag.last_doorbell.bytes)) << 32),
             ),
-            CLOCK => Some(self.clock.now()),
+            CLOCK => Some(self.env.clock.now()),
             HW_MPTS => Some(self.mrs.hw_mpts()),
             HW_MPT_PAGES => Some(self.mrs.hw_pages()),
             CMD_FAULT => Some(
                 u64::from(self.diag.cmd_fault.armed())
-                    | (self.counters.lifetime.command_faults << 32),
+                    | (self.env.counters.lifetime.command_faults << 32),
             ),
             LIVE => Some(self.live()),
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
                 self.diag.last_wqe.value(o)
             }
-            o => self.counters.diag_value(o, self.diag.qp_select),
+            o => self.env.counters.diag_value(o, self.diag.qp_select),
         };
         let Some(v) = value else {
             return Some((
@@ -212,7 +209,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     pub(crate) fn diag_write(&mut self, off: u64, data: &[u8]) {
         if data.len() != 4 || !off.is_multiple_of(4) {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DiagBadAccess,
                 format!("{}-byte diag write at +{off:#x}", data.len()),
             );
@@ -222,17 +219,17 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         match off {
             QP_SELECT => self.diag.qp_select = v,
             MARK => {
-                self.trace.record("mark", || json!({"value": v}));
-                self.trace.flush();
+                self.env.trace.record("mark", || json!({"value": v}));
+                self.env.trace.flush();
             }
-            EXPECT => self.diag.expect = v,
+            EXPECT => self.env.expect = v,
             FALLBACK_EVERY => {
                 self.diag.fallback_every = v;
                 self.diag.valid_posts = 0;
             }
-            RESET_COUNTERS => self.counters.reset(),
+            RESET_COUNTERS => self.env.counters.reset(),
             CMD_FAULT => self.cmd_fault_write(v),
-            _ => self.protocol_error(
+            _ => self.env.protocol_error(
                 Code::UndefinedOffset,
                 format!("diag write at read-only or undefined +{off:#x}"),
             ),

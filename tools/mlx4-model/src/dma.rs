@@ -9,14 +9,14 @@
 //! leads to may be one, e.g. a doorbell with nothing to fetch).
 
 use crate::bytes::hex;
-use crate::device::Device;
+use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::protocol::Code;
 use crate::timing::{Read, Tx};
 use serde_json::{json, Value};
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
+impl<M: GuestMemory, I: Irq> Env<M, I> {
     /// False (counted, recorded with `fields`) if bus mastering is off.
     fn may_master(&mut self, fields: impl FnOnce() -> Value) -> bool {
         if self.pci.bus_master() {

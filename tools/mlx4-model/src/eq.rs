@@ -96,7 +96,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 "EQ {eqn} full (pi {:#x}, ci {:#x}); EQE type {event_type:#x} dropped",
                 eq.pi, eq.ci
             );
-            self.protocol_error(Code::EqOverflow, detail);
+            self.env.protocol_error(Code::EqOverflow, detail);
             return;
         }
         let idx = eq.pi;
@@ -106,11 +106,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         eqe[1] = event_type;
         eqe[4..28].copy_from_slice(body);
         eqe[31] = if owner { 0x80 } else { 0 };
-        if !self.dma_write(addr, &eqe, "eqe") {
+        if !self.env.dma_write(addr, &eqe, "eqe") {
             return;
         }
-        self.counters.global.eqes += 1;
-        self.trace.record(
+        self.env.counters.global.eqes += 1;
+        self.env.trace.record(
             "eqe",
             || json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
         );
@@ -121,14 +121,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if eq.armed {
             eq.armed = false;
             let v = eq.intr;
-            self.raise(u16::from(v));
+            self.env.raise(u16::from(v));
         }
     }
 
     /// `ci | req_not << 31` at UAR page eqn/4, +0x800 + 8 * (eqn % 4).
     pub(crate) fn eq_doorbell(&mut self, eqn: u64, value: u32) {
         let Some(eq) = self.eqs.get_mut(eqn as usize).and_then(Option::as_mut) else {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::EqDoorbellUnknownEq,
                 format!("EQ doorbell {value:#010x} for EQ {eqn}, which does not exist"),
             );
@@ -141,7 +141,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             if eq.pi != eq.ci {
                 eq.armed = false;
                 let v = eq.intr;
-                self.raise(u16::from(v));
+                self.env.raise(u16::from(v));
             }
         }
     }

@@ -82,7 +82,7 @@ impl CmdFault {
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn cmd_fault_write(&mut self, v: u32) {
         if let Err(detail) = self.diag.cmd_fault.write(v) {
-            self.protocol_error(Code::DiagBadAccess, detail);
+            self.env.protocol_error(Code::DiagBadAccess, detail);
         }
     }
 
@@ -90,8 +90,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// it fires.
     pub(crate) fn command_fault(&mut self, opcode: u16) -> Option<Mode> {
         let mode = self.diag.cmd_fault.take(opcode)?;
-        self.counters.lifetime.command_faults += 1;
-        self.trace.record(
+        self.env.counters.lifetime.command_faults += 1;
+        self.env.trace.record(
             "command_fault",
             || json!({"opcode": opcode, "name": commands::name(opcode), "mode": mode.as_str()}),
         );

@@ -50,7 +50,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn hcr_write(&mut self, off: u64, data: &[u8]) {
         // The driver's own comment: narrower writes do not work on the HCR.
         if data.len() < 4 || !data.len().is_multiple_of(4) || !off.is_multiple_of(4) {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::HcrNarrowWrite,
                 format!("{}-byte HCR write at +{off:#x}", data.len()),
             );
@@ -71,14 +71,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let prev = self.hcr.regs[6];
         if v & GO == 0 {
             self.hcr.regs[6] = v;
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::HcrWriteWithoutGo,
                 format!("HCR dword 6 written without GO: {v:#010x}"),
             );
             return;
         }
         if prev & GO != 0 {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::CmdWhilePending,
                 format!("GO written while command {:#x} is pending", prev & 0xfff),
             );
@@ -86,7 +86,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         if (v ^ prev) & TOGGLE == 0 {
             // cmd_pending() would read this completion as still pending.
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::HcrToggleRepeated,
                 format!("T={} repeats the previous command's T", (v >> 21) & 1),
             );
@@ -98,7 +98,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             Some(Mode::Fail) => Err(commands::status::INTERNAL_ERR),
             Some(Mode::Stall) => {
                 // GO stays set: only a device reset clears it.
-                self.trace.flush();
+                self.env.trace.flush();
                 return;
             }
         };
@@ -111,8 +111,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             self.hcr.regs[4] = out as u32;
         }
         self.hcr.regs[6] = (v & !(GO | 0xff00_0000)) | (u32::from(status) << 24);
-        self.counters.global.commands += 1;
-        self.trace.record("command", || {
+        self.env.counters.global.commands += 1;
+        self.env.trace.record("command", || {
             json!({
                 "opcode": req.opcode,
                 "name": commands::name(req.opcode),
@@ -128,13 +128,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if req.event {
             self.command_event(&req, status);
         }
-        self.trace.flush();
+        self.env.trace.flush();
     }
 
     /// E=1: the completion is also a CMD EQE on the EQ CMD is mapped to.
     fn command_event(&mut self, req: &CommandRequest, status: u8) {
         let Some(eqn) = self.event_map[usize::from(event::CMD)] else {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::CmdEventWithoutEq,
                 format!(
                     "command {:#x} with E=1 but no EQ has CMD mapped",

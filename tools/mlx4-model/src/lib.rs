@@ -17,6 +17,7 @@ pub mod deliver;
 pub mod device;
 pub mod diag;
 pub mod dma;
+pub mod env;
 pub mod eq;
 pub mod fault;
 pub mod guest_memory;

@@ -226,7 +226,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return Err(status::BAD_PARAM);
         }
         if let Some(user) = self.mrs.user_of(first, n) {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::MttBusy,
                 format!(
                     "WRITE_MTT of entries {first}..{} while MPT {user} in hardware \
@@ -239,8 +239,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         for (i, e) in entries.into_iter().enumerate() {
             self.mrs.mtt.insert(first + i as u32, e);
         }
-        self.counters.global.mtt_entries_written += u64::from(n);
-        self.trace
+        self.env.counters.global.mtt_entries_written += u64::from(n);
+        self.env
+            .trace
             .record("mtt", || json!({"first": first, "count": n}));
         Ok(None)
     }
@@ -256,7 +257,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let mb = self.read_mailbox(r.in_param, MPT_ENTRY_SIZE)?;
         let mpt = parse_mpt(index, &mb, &self.mrs.mtt)?;
-        self.trace.record("mpt", || {
+        self.env.trace.record("mpt", || {
             json!({"op": "sw2hw", "index": index, "key": mpt.key, "pd": mpt.pd,
                    "flags": mpt.flags, "start": mpt.start, "length": mpt.length,
                    "mtt": mpt.first_mtt, "pages": mpt.pages.len()})
@@ -279,7 +280,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             _ => return Err(status::BAD_PARAM),
         }
         self.mrs.mpts.remove(&index);
-        self.trace
+        self.env
+            .trace
             .record("mpt", || json!({"op": "hw2sw", "index": index}));
         Ok(None)
     }

@@ -278,7 +278,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             .and_then(|qp| qp.structural_difference(&new));
         if let Some(what) = changed {
             // The queues were fixed at RST2INIT; the model keeps them.
-            self.protocol_error(
+            self.env.protocol_error(
                 crate::protocol::Code::QpContextChanged,
                 format!(
                     "{} on qp {qpn:#x} changes {what}; kept the RST2INIT value",

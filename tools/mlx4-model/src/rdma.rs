@@ -64,16 +64,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let mut off = 0usize;
         for (addr, k) in keys::translate(&self.mrs, target, raddr, len) {
-            if !self.dma_write(addr, &payload[off..off + k], "rdma") {
-                self.counters.global.rdma_dma_errors += 1;
+            if !self.env.dma_write(addr, &payload[off..off + k], "rdma") {
+                self.env.counters.global.rdma_dma_errors += 1;
                 self.delivery_failed(s, d, "RDMA write DMA", syndrome::REMOTE_ACCESS_ERR);
                 return Err(syndrome::REMOTE_ACCESS_ERR);
             }
             off += k;
         }
-        self.counters.global.rdma_writes += 1;
-        self.counters.global.rdma_bytes += len;
-        let mut done = self.clock.now();
+        self.env.counters.global.rdma_writes += 1;
+        self.env.counters.global.rdma_bytes += len;
+        let mut done = self.env.clock.now();
         let mut rq_index = None;
         if imm {
             let Some(dq) = self.qps.get_mut(&d) else {
@@ -84,13 +84,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             let cqn = dq.cqn_recv.unwrap_or(0);
             let cqe = recv_cqe(s, d, ci, &c, wqe_bytes, len);
             if let Some(t) = self.post_cqe(cqn, d, cqe, c.solicited()) {
-                self.counters.global.recv_cqes += 1;
+                self.env.counters.global.recv_cqes += 1;
                 done = t;
             }
             rq_index = Some(ci);
         }
         let one_way = done.saturating_sub(start);
-        self.trace.record("rdma_write", || {
+        self.env.trace.record("rdma_write", || {
             json!({"from": s, "to": d, "len": len, "raddr": raddr, "rkey": rkey,
                    "rq_index": rq_index, "post_t_ns": start, "one_way_ns": one_way})
         });

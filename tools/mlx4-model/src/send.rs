@@ -48,13 +48,13 @@ pub(crate) enum Origin<'a> {
 impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// UAR +0x14: `BE32(qpn << 8)`.
     pub(crate) fn send_doorbell(&mut self, page: u32, data: &[u8]) {
-        self.counters.global.send_doorbells += 1;
+        self.env.counters.global.send_doorbells += 1;
         let mut bytes = [0u8; 4];
         let n = data.len().min(4);
         bytes[..n].copy_from_slice(&data[..n]);
         self.diag.last_doorbell = LastDoorbell { page, bytes };
         if data.len() != 4 {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellBadSize,
                 format!("UAR {page}: {}-byte send doorbell", data.len()),
             );
@@ -62,7 +62,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let v = be32(data, 0);
         if v & 0xff != 0 {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellBadValue,
                 format!("UAR {page}: send doorbell {v:#010x} is not qpn << 8"),
             );
@@ -70,14 +70,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let qpn = v >> 8;
         let Some(qp) = self.qps.get(&qpn) else {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellUnknownQp,
                 format!("UAR {page}: send doorbell for qp {qpn:#x}, which does not exist"),
             );
             return;
         };
         let (state, usr_page) = (qp.state, qp.usr_page);
-        self.counters.qp(qpn).send_doorbells += 1;
+        self.env.counters.qp(qpn).send_doorbells += 1;
         if state == QpState::Err && usr_page == page {
             // The driver learns of the error from its CQ, after the fact:
             // what it posted meanwhile is flushed, as mlx4 does.
@@ -85,23 +85,23 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         }
         if state != QpState::Rts {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellNotRts,
                 format!("UAR {page}: send doorbell for qp {qpn:#x} in state {state:?}"),
             );
             return;
         }
         if usr_page != page {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellForeignUar,
                 format!("send doorbell for qp {qpn:#x} on UAR {page}; its usr_page is {usr_page}"),
             );
             return;
         }
-        self.post_start_ns = self.mmio_start_ns;
+        self.env.post_start_ns = self.env.mmio_start_ns;
         let taken = self.run_sq(qpn, page);
         if !self.settle_announcement(qpn, taken, "doorbell") {
-            self.protocol_error(
+            self.env.protocol_error(
                 Code::DoorbellNothingToFetch,
                 format!("send doorbell for qp {qpn:#x}: no valid WQE at the consumer index"),
             );
@@ -123,8 +123,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return false;
         }
         qp.sq_ahead -= 1;
-        self.counters.global.already_executed += 1;
-        self.trace
+        self.env.counters.global.already_executed += 1;
+        self.env
+            .trace
             .record("already_executed", || json!({"qpn": qpn, "by": by}));
         true
     }
@@ -147,15 +148,15 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         } else {
             Read::Continued
         };
-        self.counters.global.sq_dma_reads += 1;
-        if !self.dma_read(base + start, a, "wqe", read) {
+        self.env.counters.global.sq_dma_reads += 1;
+        if !self.env.dma_read(base + start, a, "wqe", read) {
             return false;
         }
         if b.is_empty() {
             return true;
         }
-        self.counters.global.sq_dma_reads += 1;
-        self.dma_read(base, b, "wqe", Read::Continued)
+        self.env.counters.global.sq_dma_reads += 1;
+        self.env.dma_read(base, b, "wqe", Read::Continued)
     }
 
     /// Fetches and executes WQEs from the consumer index while they are
@@ -167,8 +168,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             let (ring, first) = (self.qps[&qpn].sq_bytes(), bytes.len());
             taken += 1;
             if c.wqe_bytes() as u64 > ring {
-                self.counters.global.wqes_dma += 1;
-                self.counters.qp(qpn).wqes_dma += 1;
+                self.env.counters.global.wqes_dma += 1;
+                self.env.counters.qp(qpn).wqes_dma += 1;
                 // Recorded with the bytes fetched: the rest is not in the ring.
                 self.record_wqe(qpn, idx, &bytes, Origin::Dma { page });
                 self.wqe_ready();
@@ -193,8 +194,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let mut taken = 0;
         while let Some((idx, _, c)) = self.next_wqe(qpn, QpState::Err, taken) {
             taken += 1;
-            self.counters.global.flushed += 1;
-            self.trace
+            self.env.counters.global.flushed += 1;
+            self.env
+                .trace
                 .record("flush", || json!({"qpn": qpn, "index": idx}));
             self.send_error(qpn, idx, &c, syndrome::WR_FLUSH_ERR);
         }
@@ -250,18 +252,18 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.record_wqe(qpn, idx, bytes, origin);
         match source {
             Source::Bf => {
-                self.counters.global.wqes_bf += 1;
-                self.counters.qp(qpn).wqes_bf += 1;
+                self.env.counters.global.wqes_bf += 1;
+                self.env.counters.qp(qpn).wqes_bf += 1;
             }
             Source::Dma => {
-                self.counters.global.wqes_dma += 1;
-                self.counters.qp(qpn).wqes_dma += 1;
+                self.env.counters.global.wqes_dma += 1;
+                self.env.counters.qp(qpn).wqes_dma += 1;
             }
         }
-        self.trace.record("wqe", || {
+        self.env.trace.record("wqe", || {
             json!({"qpn": qpn, "index": idx, "opcode": c.opcode, "ds": c.ds,
                    "source": source.as_str(), "bytes": hex(bytes),
-                   "post_t_ns": self.post_start_ns})
+                   "post_t_ns": self.env.post_start_ns})
         });
         let w = match result {
             Ok(w) => w,
@@ -300,9 +302,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// nothing, the WQE is in the adapter): its post-to-wire latency is
     /// now - the post's start. Returns the post's start.
     pub(crate) fn wqe_ready(&mut self) -> u64 {
-        let start = self.post_start_ns;
-        let ns = self.clock.now().saturating_sub(start);
-        self.counters.post_to_wire(ns);
+        let start = self.env.post_start_ns;
+        let ns = self.env.clock.now().saturating_sub(start);
+        self.env.counters.post_to_wire(ns);
         start
     }
 
@@ -315,7 +317,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// A WQE the model cannot parse: a protocol error, then the error CQE.
     fn wqe_failed(&mut self, qpn: u32, idx: u32, c: &Ctrl, e: WqeError) {
-        self.protocol_error(e.code(), format!("qp {qpn:#x} WQE {idx}: {e}"));
+        self.env
+            .protocol_error(e.code(), format!("qp {qpn:#x} WQE {idx}: {e}"));
         self.send_error(qpn, idx, c, syndrome::LOCAL_QP_OP_ERR);
     }
 
