@@ -1,134 +1,46 @@
 //! The adapter as a pure, synchronous state machine: MMIO in, DMA and
 //! interrupts out through the `GuestMemory` and `Irq` traits (only via
-//! `dma`), every transaction recorded by the tracer. The per-concern
-//! logic lives in the sibling modules as further `impl Device` blocks.
+//! `dma`), every transaction recorded by the tracer. `Device` owns its
+//! components (the HCR, the EQ, CQ, QP and MR tables, the BlueFlame
+//! collector, the diag block) and the environment they act on (`env`);
+//! this file decodes BAR0 and BAR2 and hands each access to the component
+//! it is for, lending it the environment and the tables it may touch.
 
-use crate::blueflame::BfCollector;
 use crate::bytes::{be32, hex};
+use crate::config::Config;
 use crate::counters::Counters;
-use crate::cq::Cq;
-use crate::diag::DiagState;
+use crate::cq::CqTable;
+use crate::datapath::blueflame::BfCollector;
+use crate::datapath::engine::Engine;
+use crate::diag::{DiagState, Gauges};
 use crate::env::Env;
-use crate::eq::Eq;
+use crate::eq::EqTable;
 use crate::guest_memory::GuestMemory;
-use crate::hcr::Hcr;
+use crate::hcr::{Hcr, Tables};
 use crate::irq::Irq;
 use crate::layout::*;
-use crate::mr::Mrs;
+use crate::mr::MrTable;
 use crate::pci::ConfigSpace;
 use crate::protocol::Code;
-use crate::qp::Qp;
+use crate::qp::QpTable;
+use crate::regions::{Bar0Region, Bar2Region};
 use crate::timing::Tx;
 use crate::trace::Tracer;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
-    pub num_uars: u32,
-    /// Every Nth valid BlueFlame post falls back (0: never).
-    pub fallback_every: u32,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            num_uars: 1024,
-            fallback_every: 0,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("num_uars {0} must be a power of two in {MIN_UARS}..={MAX_UARS}")]
-    NumUars(u32),
-}
-
-impl Config {
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let n = self.num_uars;
-        if !n.is_power_of_two() || !(MIN_UARS..=MAX_UARS).contains(&n) {
-            return Err(ConfigError::NumUars(n));
-        }
-        Ok(())
-    }
-
-    pub fn bar2_size(&self) -> u64 {
-        2 * u64::from(self.num_uars) * PAGE_SIZE
-    }
-}
-
-/// What a BAR0 access hits; the whole access must lie inside one register
-/// block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bar0Region {
-    Hcr,
-    Owner,
-    Reset,
-    Diag,
-    Msix,
-    Undefined,
-}
-
-impl Bar0Region {
-    fn decode(off: u64, len: u64) -> Self {
-        let inside = |base: u64, size: u64| off >= base && off.saturating_add(len) <= base + size;
-        if len == 0 {
-            Bar0Region::Undefined
-        } else if inside(HCR_BASE, HCR_SIZE) {
-            Bar0Region::Hcr
-        } else if inside(OWNER_OFF, 4) {
-            Bar0Region::Owner
-        } else if inside(RESET_BASE, RESET_SIZE) {
-            Bar0Region::Reset
-        } else if inside(DIAG_BASE, DIAG_SIZE) {
-            Bar0Region::Diag
-        } else if inside(MSIX_TABLE_OFF, PAGE_SIZE) || inside(MSIX_PBA_OFF, PAGE_SIZE) {
-            Bar0Region::Msix
-        } else {
-            Bar0Region::Undefined
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Bar0Region::Hcr => "hcr",
-            Bar0Region::Owner => "ownership",
-            Bar0Region::Reset => "reset",
-            Bar0Region::Diag => "diag",
-            Bar0Region::Msix => "msix",
-            Bar0Region::Undefined => "none",
-        }
-    }
-}
-
-/// What a BAR2 access hits: a UAR page or a BlueFlame page (numbered like
-/// the UAR it belongs to), never crossing a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bar2Region {
-    Uar { page: u32, in_page: u64 },
-    Bf { page: u32, in_page: u64 },
-    Undefined,
-}
 
 pub struct Device<M, I> {
-    pub(crate) cfg: Config,
+    cfg: Config,
     /// Memory, interrupts, config space, trace, clock and counters.
-    pub(crate) env: Env<M, I>,
-    pub(crate) hcr: Hcr,
-    pub(crate) owned: bool,
-    pub(crate) eqs: Vec<Option<Eq>>,
-    /// Event type -> EQ (MAP_EQ).
-    pub(crate) event_map: [Option<u8>; 64],
-    pub(crate) cqs: BTreeMap<u32, Cq>,
-    pub(crate) qps: BTreeMap<u32, Qp>,
+    env: Env<M, I>,
+    hcr: Hcr,
+    owned: bool,
+    eqs: EqTable,
+    cqs: CqTable,
+    qps: QpTable,
     /// The MTT and the MPTs in hardware ownership.
-    pub(crate) mrs: Mrs,
-    pub(crate) bf: BfCollector,
-    /// First half (dword0) of a CQ doorbell sent as two 32-bit writes, per UAR.
-    pub(crate) cq_db_half: BTreeMap<u32, u32>,
-    pub(crate) diag: DiagState,
+    mrs: MrTable,
+    bf: BfCollector,
+    diag: DiagState,
     finished: bool,
 }
 
@@ -141,13 +53,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             cfg,
             hcr: Hcr::default(),
             owned: false,
-            eqs: vec![None; NUM_EQS],
-            event_map: [None; 64],
-            cqs: BTreeMap::new(),
-            qps: BTreeMap::new(),
-            mrs: Mrs::default(),
+            eqs: EqTable::default(),
+            cqs: CqTable::default(),
+            qps: QpTable::default(),
+            mrs: MrTable::default(),
             bf: BfCollector::default(),
-            cq_db_half: BTreeMap::new(),
             finished: false,
         }
     }
@@ -217,43 +127,6 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.env.pci.write(off, data);
     }
 
-    fn bar2_decode(&self, off: u64, len: u64) -> Bar2Region {
-        let page = off / PAGE_SIZE;
-        let in_page = off % PAGE_SIZE;
-        let uars = u64::from(self.cfg.num_uars);
-        if len == 0 || in_page.saturating_add(len) > PAGE_SIZE || page >= 2 * uars {
-            Bar2Region::Undefined
-        } else if page < uars {
-            Bar2Region::Uar {
-                page: page as u32,
-                in_page,
-            }
-        } else {
-            Bar2Region::Bf {
-                page: (page - uars) as u32,
-                in_page,
-            }
-        }
-    }
-
-    fn bar2_record(off: u64, data: &[u8], region: Bar2Region) -> Value {
-        let mut rec = json!({"bar": 2, "off": off, "len": data.len(), "data": hex(data)});
-        match region {
-            Bar2Region::Uar { page, .. } => {
-                rec["region"] = "uar".into();
-                rec["page"] = page.into();
-            }
-            Bar2Region::Bf { page, in_page } => {
-                rec["region"] = "bf".into();
-                rec["page"] = page.into();
-                rec["half"] = ((in_page % BF_REG_SIZE) / BF_HALF).into();
-                rec["chunk_off"] = (in_page % BF_HALF).into();
-            }
-            Bar2Region::Undefined => rec["region"] = "none".into(),
-        }
-        rec
-    }
-
     /// An MMIO write: recorded at the clock's time, charged (a posted write;
     /// a BlueFlame write at the store-block rate), then handled.
     pub fn mmio_write(&mut self, bar: u32, off: u64, data: &[u8]) {
@@ -268,10 +141,20 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 });
                 self.env.charge(Tx::PostedWrite);
                 match region {
-                    Bar0Region::Hcr => self.hcr_write(off - HCR_BASE, data),
+                    Bar0Region::Hcr => {
+                        let tables = Tables {
+                            num_uars: self.cfg.num_uars,
+                            eqs: &mut self.eqs,
+                            cqs: &mut self.cqs,
+                            qps: &mut self.qps,
+                            mrs: &mut self.mrs,
+                            cmd_fault: &mut self.diag.cmd_fault,
+                        };
+                        self.hcr.write(&mut self.env, tables, off - HCR_BASE, data);
+                    }
                     Bar0Region::Owner => self.owner_write(data),
                     Bar0Region::Reset => self.reset_block_write(off - RESET_BASE, data),
-                    Bar0Region::Diag => self.diag_write(off - DIAG_BASE, data),
+                    Bar0Region::Diag => self.diag.write(&mut self.env, off - DIAG_BASE, data),
                     Bar0Region::Msix | Bar0Region::Undefined => self.env.protocol_error(
                         Code::UndefinedOffset,
                         format!("BAR0 write of {len} bytes at {off:#x}"),
@@ -281,10 +164,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             2 => {
                 self.env.counters.global.bar2_writes += 1;
                 self.env.counters.global.bar2_bytes += len;
-                let region = self.bar2_decode(off, len);
+                let region = Bar2Region::decode(off, len, self.cfg.num_uars);
                 self.env
                     .trace
-                    .record("mmio_write", || Self::bar2_record(off, data, region));
+                    .record("mmio_write", || region.record(off, data));
                 self.env.charge(match region {
                     Bar2Region::Bf { in_page, .. } => Tx::StoreBlock {
                         off: in_page % BF_HALF,
@@ -294,7 +177,17 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 });
                 match region {
                     Bar2Region::Uar { page, in_page } => self.uar_write(page, in_page, data),
-                    Bar2Region::Bf { page, in_page } => self.bf_write(page, in_page, data),
+                    Bar2Region::Bf { page, in_page } => {
+                        let mut eng = Engine {
+                            env: &mut self.env,
+                            qps: &mut self.qps,
+                            cqs: &mut self.cqs,
+                            eqs: &mut self.eqs,
+                            mrs: &self.mrs,
+                            diag: &mut self.diag,
+                        };
+                        self.bf.write(&mut eng, page, in_page, data);
+                    }
                     Bar2Region::Undefined => self.env.protocol_error(
                         Code::UndefinedOffset,
                         format!("BAR2 write of {len} bytes at {off:#x}"),
@@ -326,7 +219,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     }
                     Bar0Region::Owner => self.owner_read(data),
                     Bar0Region::Reset => None, // the semaphore (and the rest) reads 0
-                    Bar0Region::Diag => self.diag_read(off - DIAG_BASE, data),
+                    Bar0Region::Diag => {
+                        let gauges = self.gauges();
+                        self.diag.read(&self.env, &gauges, off - DIAG_BASE, data)
+                    }
                     Bar0Region::Msix | Bar0Region::Undefined => Some((
                         Code::UndefinedOffset,
                         format!("BAR0 read of {len} bytes at {off:#x}"),
@@ -342,10 +238,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 }
             }
             2 => {
-                let region = self.bar2_decode(off, len);
+                let region = Bar2Region::decode(off, len, self.cfg.num_uars);
                 self.env
                     .trace
-                    .record("mmio_read", || Self::bar2_record(off, data, region));
+                    .record("mmio_read", || region.record(off, data));
                 self.env.charge(Tx::NonPosted);
                 let hits_register = match region {
                     Bar2Region::Uar { in_page, .. } => {
@@ -414,8 +310,21 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     fn uar_write(&mut self, page: u32, in_page: u64, data: &[u8]) {
         match in_page {
-            UAR_SEND_DB => self.send_doorbell(page, data),
-            UAR_CQ_DB | UAR_CQ_DB_HI => self.cq_doorbell_write(page, in_page, data),
+            UAR_SEND_DB => {
+                let mut eng = Engine {
+                    env: &mut self.env,
+                    qps: &mut self.qps,
+                    cqs: &mut self.cqs,
+                    eqs: &mut self.eqs,
+                    mrs: &self.mrs,
+                    diag: &mut self.diag,
+                };
+                eng.send_doorbell(page, data);
+            }
+            UAR_CQ_DB | UAR_CQ_DB_HI => {
+                self.cqs
+                    .doorbell_write(&mut self.env, &mut self.eqs, page, in_page, data)
+            }
             o if (UAR_EQ_DB..UAR_EQ_DB + 32).contains(&o) && (o - UAR_EQ_DB).is_multiple_of(8) => {
                 let eqn = page as u64 * 4 + (o - UAR_EQ_DB) / 8;
                 if data.len() != 4 {
@@ -424,7 +333,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                         format!("{}-byte EQ doorbell", data.len()),
                     );
                 } else {
-                    self.eq_doorbell(eqn, be32(data, 0));
+                    self.eqs.doorbell(&mut self.env, eqn, be32(data, 0));
                 }
             }
             o => self.env.protocol_error(
@@ -446,13 +355,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.env.counters.lifetime.device_resets += 1;
         self.hcr = Hcr::default();
         self.owned = false;
-        self.eqs = vec![None; NUM_EQS];
-        self.event_map = [None; 64];
-        self.cqs.clear();
-        self.qps.clear();
-        self.mrs = Mrs::default();
+        self.eqs = EqTable::default();
+        self.cqs = CqTable::default();
+        self.qps = QpTable::default();
+        self.mrs = MrTable::default();
         self.bf = BfCollector::default();
-        self.cq_db_half.clear();
         self.env.trace.flush();
     }
 
@@ -462,7 +369,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        for ((page, half), burst) in std::mem::take(&mut self.bf.bursts) {
+        for ((page, half), burst) in self.bf.take_pending() {
             self.env.protocol_error(
                 Code::BfIncomplete,
                 format!(
@@ -473,6 +380,41 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         self.env.trace.record("exit", || json!({}));
         self.env.trace.flush();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn qps(&self) -> &QpTable {
+        &self.qps
+    }
+
+    #[cfg(test)]
+    pub(crate) fn qps_mut(&mut self) -> &mut QpTable {
+        &mut self.qps
+    }
+
+    #[cfg(test)]
+    pub(crate) fn cqs(&self) -> &CqTable {
+        &self.cqs
+    }
+
+    #[cfg(test)]
+    pub(crate) fn eqs(&self) -> &EqTable {
+        &self.eqs
+    }
+
+    #[cfg(test)]
+    pub(crate) fn mrs(&self) -> &MrTable {
+        &self.mrs
+    }
+
+    /// What the diag block shows of the device's state.
+    fn gauges(&self) -> Gauges {
+        let queues = self.eqs.live() + self.cqs.len();
+        Gauges {
+            live: (queues as u64) | ((self.qps.len() as u64) << 32),
+            hw_mpts: self.mrs.hw_mpts(),
+            hw_mpt_pages: self.mrs.hw_pages(),
+        }
     }
 
     pub fn summary(&self) -> Value {

@@ -7,10 +7,8 @@
 //! fault injection and what a teardown leaves: resets, live queues, DMA
 //! refused without bus mastering.
 
-use crate::device::Device;
+use crate::env::Env;
 use crate::fault::CmdFault;
-use crate::guest_memory::GuestMemory;
-use crate::irq::Irq;
 use crate::protocol::Code;
 use serde_json::json;
 
@@ -55,6 +53,18 @@ pub const RESETS: u64 = 0x5d0;
 pub const LIVE: u64 = 0x5d8;
 /// DMA accesses and MSI-X refused because Bus Master Enable was clear.
 pub const NO_MASTER_DMA: u64 = 0x5e0;
+
+/// The device's state the diag block shows, never reset.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    /// LIVE: what the device still owns, so still may write to: EQs and
+    /// CQs in hardware ownership (low half), QPs out of RESET (high half;
+    /// the model drops a QP at 2RST).
+    pub live: u64,
+    /// MPTs in hardware ownership and the pages they translate.
+    pub hw_mpts: u64,
+    pub hw_mpt_pages: u64,
+}
 
 /// Where the last executed WQE came from (register 0xc4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -153,17 +163,15 @@ impl DiagState {
     }
 }
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    /// LIVE: what the device still owns, so still may write to: EQs and
-    /// CQs in hardware ownership (low half), QPs out of RESET (high half;
-    /// the model drops a QP at 2RST).
-    fn live(&self) -> u64 {
-        let queues = self.eqs.iter().flatten().count() + self.cqs.len();
-        (queues as u64) | ((self.qps.len() as u64) << 32)
-    }
-
+impl DiagState {
     /// Returns a protocol error to record (after the read's trace record).
-    pub(crate) fn diag_read(&mut self, off: u64, data: &mut [u8]) -> Option<(Code, String)> {
+    pub(crate) fn read<M, I>(
+        &self,
+        env: &Env<M, I>,
+        gauges: &Gauges,
+        off: u64,
+        data: &mut [u8],
+    ) -> Option<(Code, String)> {
         let len = data.len() as u64;
         if !(len == 4 || len == 8) || !off.is_multiple_of(len) {
             return Some((
@@ -175,25 +183,24 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let base = off & !7;
         let value: Option<u64> = match base {
             0x00 => Some(u64::from(MAGIC) | (u64::from(VERSION) << 32)),
-            0x08 => Some(u64::from(self.diag.qp_select)),
-            0x10 => Some(u64::from(self.env.expect) | (u64::from(self.diag.fallback_every) << 32)),
+            0x08 => Some(u64::from(self.qp_select)),
+            0x10 => Some(u64::from(env.expect) | (u64::from(self.fallback_every) << 32)),
             0x18 => Some(0),
             LAST_DOORBELL => Some(
-                u64::from(self.diag.last_doorbell.page)
-                    | (u64::from(u32::from_le_bytes(self.diag.last_doorbell.bytes)) << 32),
+                u64::from(self.last_doorbell.page)
+                    | (u64::from(u32::from_le_bytes(self.last_doorbell.bytes)) << 32),
             ),
-            CLOCK => Some(self.env.clock.now()),
-            HW_MPTS => Some(self.mrs.hw_mpts()),
-            HW_MPT_PAGES => Some(self.mrs.hw_pages()),
+            CLOCK => Some(env.clock.now()),
+            HW_MPTS => Some(gauges.hw_mpts),
+            HW_MPT_PAGES => Some(gauges.hw_mpt_pages),
             CMD_FAULT => Some(
-                u64::from(self.diag.cmd_fault.armed())
-                    | (self.env.counters.lifetime.command_faults << 32),
+                u64::from(self.cmd_fault.armed()) | (env.counters.lifetime.command_faults << 32),
             ),
-            LIVE => Some(self.live()),
+            LIVE => Some(gauges.live),
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
-                self.diag.last_wqe.value(o)
+                self.last_wqe.value(o)
             }
-            o => self.env.counters.diag_value(o, self.diag.qp_select),
+            o => env.counters.diag_value(o, self.qp_select),
         };
         let Some(v) = value else {
             return Some((
@@ -207,9 +214,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         None
     }
 
-    pub(crate) fn diag_write(&mut self, off: u64, data: &[u8]) {
+    pub(crate) fn write<M, I>(&mut self, env: &mut Env<M, I>, off: u64, data: &[u8]) {
         if data.len() != 4 || !off.is_multiple_of(4) {
-            self.env.protocol_error(
+            env.protocol_error(
                 Code::DiagBadAccess,
                 format!("{}-byte diag write at +{off:#x}", data.len()),
             );
@@ -217,19 +224,23 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
         match off {
-            QP_SELECT => self.diag.qp_select = v,
+            QP_SELECT => self.qp_select = v,
             MARK => {
-                self.env.trace.record("mark", || json!({"value": v}));
-                self.env.trace.flush();
+                env.trace.record("mark", || json!({"value": v}));
+                env.trace.flush();
             }
-            EXPECT => self.env.expect = v,
+            EXPECT => env.expect = v,
             FALLBACK_EVERY => {
-                self.diag.fallback_every = v;
-                self.diag.valid_posts = 0;
+                self.fallback_every = v;
+                self.valid_posts = 0;
             }
-            RESET_COUNTERS => self.env.counters.reset(),
-            CMD_FAULT => self.cmd_fault_write(v),
-            _ => self.env.protocol_error(
+            RESET_COUNTERS => env.counters.reset(),
+            CMD_FAULT => {
+                if let Err(detail) = self.cmd_fault.write(v) {
+                    env.protocol_error(Code::DiagBadAccess, detail);
+                }
+            }
+            _ => env.protocol_error(
                 Code::UndefinedOffset,
                 format!("diag write at read-only or undefined +{off:#x}"),
             ),

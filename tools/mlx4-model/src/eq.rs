@@ -1,10 +1,13 @@
 //! Event queues (§5.4–5.6): 32-byte EQEs in one contiguous buffer, the EQ
 //! doorbell in the UAR pages, MSI-X vector `intr` when an armed EQ gets an
-//! EQE.
+//! EQE. The EQ table owns the EQs and the event map (MAP_EQ), and
+//! executes SW2HW_EQ, HW2SW_EQ and MAP_EQ.
 
 use crate::bytes::{addr40, be16, be32, hex, put_be32};
-use crate::commands::{status, CmdResult, CommandRequest};
-use crate::device::Device;
+use crate::command::{
+    owner_init, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest,
+};
+use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, NUM_EQS, PAGE_SIZE};
@@ -37,21 +40,21 @@ impl Eq {
     /// Reads what the contract lists: 0x0c log_eq_size, 0x17 intr,
     /// 0x1b/0x1c buffer, 0x28 consumer index; page_offset and log_page_size
     /// must be 0. A new EQ is not armed until its first doorbell with req_not.
-    pub fn parse(eqn: u8, ctx: &[u8]) -> Result<Eq, u8> {
+    pub fn parse(eqn: u8, ctx: &[u8]) -> Result<Eq, CmdError> {
         let log_size = ctx[0x0c];
         if log_size > LOG_MAX_EQ_SZ {
-            return Err(status::BAD_SIZE);
+            return Err(CmdError::BadSize);
         }
         let intr = ctx[0x17];
         if usize::from(intr) >= MSIX_VECTORS {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         if be16(ctx, 0x0a) != 0 || ctx[0x18] != 0 {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let buf = addr40(ctx, 0x1b, 0x1c);
         if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let mut c = [0u8; EQ_CTX_SIZE];
         c.copy_from_slice(&ctx[..EQ_CTX_SIZE]);
@@ -84,104 +87,79 @@ impl Eq {
     }
 }
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    /// Writes one EQE (type, then `body` = EQE bytes 0x04..0x1c) and raises
-    /// the EQ's vector if it is armed.
-    pub(crate) fn post_eqe(&mut self, eqn: u8, event_type: u8, body: &[u8; 24]) {
-        let Some(eq) = self.eqs.get(usize::from(eqn)).and_then(Option::as_ref) else {
-            return;
-        };
-        if eq.outstanding() >= eq.nent() {
-            let detail = format!(
-                "EQ {eqn} full (pi {:#x}, ci {:#x}); EQE type {event_type:#x} dropped",
-                eq.pi, eq.ci
-            );
-            self.env.protocol_error(Code::EqOverflow, detail);
-            return;
-        }
-        let idx = eq.pi;
-        let addr = eq.buf + u64::from(idx & (eq.nent() - 1)) * EQE_SIZE;
-        let owner = idx & eq.nent() != 0;
-        let mut eqe = [0u8; 32];
-        eqe[1] = event_type;
-        eqe[4..28].copy_from_slice(body);
-        eqe[31] = if owner { 0x80 } else { 0 };
-        if !self.env.dma_write(addr, &eqe, "eqe") {
-            return;
-        }
-        self.env.counters.global.eqes += 1;
-        self.env.trace.record(
-            "eqe",
-            || json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
-        );
-        let Some(eq) = self.eqs[usize::from(eqn)].as_mut() else {
-            return;
-        };
-        eq.pi = (idx + 1) & 0xff_ffff;
-        if eq.armed {
-            eq.armed = false;
-            let v = eq.intr;
-            self.env.raise(u16::from(v));
-        }
-    }
+/// The EQs in hardware ownership and which EQ each event type goes to.
+#[derive(Debug, Clone)]
+pub struct EqTable {
+    eqs: Vec<Option<Eq>>,
+    /// Event type -> EQ (MAP_EQ).
+    event_map: [Option<u8>; 64],
+}
 
-    /// `ci | req_not << 31` at UAR page eqn/4, +0x800 + 8 * (eqn % 4).
-    pub(crate) fn eq_doorbell(&mut self, eqn: u64, value: u32) {
-        let Some(eq) = self.eqs.get_mut(eqn as usize).and_then(Option::as_mut) else {
-            self.env.protocol_error(
-                Code::EqDoorbellUnknownEq,
-                format!("EQ doorbell {value:#010x} for EQ {eqn}, which does not exist"),
-            );
-            return;
-        };
-        eq.ci = value & 0xff_ffff;
-        if value & (1 << 31) != 0 {
-            eq.armed = true;
-            // Arming over unread EQEs fires at once, or their event is lost.
-            if eq.pi != eq.ci {
-                eq.armed = false;
-                let v = eq.intr;
-                self.env.raise(u16::from(v));
-            }
+impl Default for EqTable {
+    fn default() -> Self {
+        EqTable {
+            eqs: vec![None; NUM_EQS],
+            event_map: [None; 64],
         }
     }
 }
 
-/// SW2HW_EQ, HW2SW_EQ, MAP_EQ.
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    fn eqn(in_mod: u32) -> Result<usize, u8> {
-        let eqn = in_mod as usize;
-        if eqn >= NUM_EQS {
-            return Err(status::BAD_INDEX);
-        }
-        Ok(eqn)
+fn eqn(in_mod: u32) -> Result<usize, CmdError> {
+    let eqn = in_mod as usize;
+    if eqn >= NUM_EQS {
+        return Err(CmdError::BadIndex);
+    }
+    Ok(eqn)
+}
+
+impl EqTable {
+    /// EQ `eqn` is in hardware ownership. Indexes the table, as the model
+    /// always has: an `eqn` of `NUM_EQS` or more panics.
+    pub fn exists(&self, eqn: u8) -> bool {
+        self.eqs[usize::from(eqn)].is_some()
     }
 
-    pub(crate) fn sw2hw_eq(&mut self, r: &CommandRequest) -> CmdResult {
-        let eqn = Self::eqn(r.in_mod)?;
+    /// EQs in hardware ownership.
+    pub fn live(&self) -> usize {
+        self.eqs.iter().flatten().count()
+    }
+
+    /// SW2HW_EQ: EQ in_mod from the mailbox's context.
+    pub(crate) fn sw2hw<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
+        let eqn = eqn(r.in_mod)?;
         if self.eqs[eqn].is_some() {
-            return Err(status::BAD_RES_STATE);
+            return Err(CmdError::BadResState);
         }
-        let ctx = self.read_mailbox(r.in_param, EQ_CTX_SIZE)?;
+        let ctx = read_mailbox(env, r.in_param, EQ_CTX_SIZE)?;
         let eq = Eq::parse(eqn as u8, &ctx)?;
-        self.owner_init(eq.buf, eq.nent(), EQE_SIZE)?;
+        owner_init(env, eq.buf, eq.nent(), EQE_SIZE)?;
         self.eqs[eqn] = Some(eq);
         Ok(None)
     }
 
-    pub(crate) fn hw2sw_eq(&mut self, r: &CommandRequest) -> CmdResult {
-        let eqn = Self::eqn(r.in_mod)?;
+    /// HW2SW_EQ; `in_use(eqn)`: a CQ completes to it, so it stays.
+    pub(crate) fn hw2sw<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+        in_use: impl Fn(u8) -> bool,
+    ) -> CmdResult {
+        let eqn = eqn(r.in_mod)?;
         let Some(eq) = &self.eqs[eqn] else {
-            return Err(status::BAD_RES_STATE);
+            return Err(CmdError::BadResState);
         };
-        if self.cqs.values().any(|cq| usize::from(cq.comp_eqn) == eqn) {
-            return Err(status::RESOURCE_BUSY);
+        if in_use(eqn as u8) {
+            return Err(CmdError::ResourceBusy);
         }
         let ctx = eq.context();
         match r.op_mod {
-            0 => self.write_mailbox(r.out_param, &ctx)?,
+            0 => write_mailbox(env, r.out_param, &ctx)?,
             1 => {} // no mailbox (newer mlx4)
-            _ => return Err(status::BAD_PARAM),
+            _ => return Err(CmdError::BadParam),
         }
         self.eqs[eqn] = None;
         for m in self.event_map.iter_mut() {
@@ -192,11 +170,12 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         Ok(None)
     }
 
-    pub(crate) fn map_eq(&mut self, r: &CommandRequest) -> CmdResult {
+    /// MAP_EQ: in_param's event types to EQ in_mod (bit 31: unmap).
+    pub(crate) fn map(&mut self, r: &CommandRequest) -> CmdResult {
         let unmap = r.in_mod & (1 << 31) != 0;
-        let eqn = Self::eqn(r.in_mod & !(1 << 31))?;
+        let eqn = eqn(r.in_mod & !(1 << 31))?;
         if self.eqs[eqn].is_none() {
-            return Err(status::BAD_RES_STATE);
+            return Err(CmdError::BadResState);
         }
         for (ty, m) in self.event_map.iter_mut().enumerate() {
             if r.in_param & (1 << ty) == 0 {
@@ -209,5 +188,92 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             }
         }
         Ok(None)
+    }
+
+    /// An EQE of `event_type` on the EQ that type is mapped to; false if
+    /// none is (nothing written).
+    pub(crate) fn post_event<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        event_type: u8,
+        body: &[u8; 24],
+    ) -> bool {
+        let Some(eqn) = self.event_map[usize::from(event_type)] else {
+            return false;
+        };
+        self.post_eqe(env, eqn, event_type, body);
+        true
+    }
+
+    /// Writes one EQE (type, then `body` = EQE bytes 0x04..0x1c) and raises
+    /// the EQ's vector if it is armed.
+    pub(crate) fn post_eqe<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        eqn: u8,
+        event_type: u8,
+        body: &[u8; 24],
+    ) {
+        let Some(eq) = self.eqs.get(usize::from(eqn)).and_then(Option::as_ref) else {
+            return;
+        };
+        if eq.outstanding() >= eq.nent() {
+            let detail = format!(
+                "EQ {eqn} full (pi {:#x}, ci {:#x}); EQE type {event_type:#x} dropped",
+                eq.pi, eq.ci
+            );
+            env.protocol_error(Code::EqOverflow, detail);
+            return;
+        }
+        let idx = eq.pi;
+        let addr = eq.buf + u64::from(idx & (eq.nent() - 1)) * EQE_SIZE;
+        let owner = idx & eq.nent() != 0;
+        let mut eqe = [0u8; 32];
+        eqe[1] = event_type;
+        eqe[4..28].copy_from_slice(body);
+        eqe[31] = if owner { 0x80 } else { 0 };
+        if !env.dma_write(addr, &eqe, "eqe") {
+            return;
+        }
+        env.counters.global.eqes += 1;
+        env.trace.record(
+            "eqe",
+            || json!({"eqn": eqn, "index": idx, "type": event_type, "bytes": hex(&eqe)}),
+        );
+        let Some(eq) = self.eqs[usize::from(eqn)].as_mut() else {
+            return;
+        };
+        eq.pi = (idx + 1) & 0xff_ffff;
+        if eq.armed {
+            eq.armed = false;
+            let v = eq.intr;
+            env.raise(u16::from(v));
+        }
+    }
+
+    /// `ci | req_not << 31` at UAR page eqn/4, +0x800 + 8 * (eqn % 4).
+    pub(crate) fn doorbell<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        eqn: u64,
+        value: u32,
+    ) {
+        let Some(eq) = self.eqs.get_mut(eqn as usize).and_then(Option::as_mut) else {
+            env.protocol_error(
+                Code::EqDoorbellUnknownEq,
+                format!("EQ doorbell {value:#010x} for EQ {eqn}, which does not exist"),
+            );
+            return;
+        };
+        eq.ci = value & 0xff_ffff;
+        if value & (1 << 31) != 0 {
+            eq.armed = true;
+            // Arming over unread EQEs fires at once, or their event is lost.
+            if eq.pi != eq.ci {
+                eq.armed = false;
+                let v = eq.intr;
+                env.raise(u16::from(v));
+            }
+        }
     }
 }

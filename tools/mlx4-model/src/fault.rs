@@ -2,14 +2,8 @@
 //! for the next command with a given opcode, to drive the driver's paths
 //! for firmware that fails or hangs, which a correct model never takes.
 //! One-shot, kept across counter and device resets until it fires or is
-//! disarmed; not a protocol error when it fires.
-
-use crate::commands;
-use crate::device::Device;
-use crate::guest_memory::GuestMemory;
-use crate::irq::Irq;
-use crate::protocol::Code;
-use serde_json::json;
+//! disarmed; not a protocol error when it fires. The HCR (`hcr`) fires
+//! it, the diag block (`diag`) arms it.
 
 /// What an armed fault does to its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,26 +69,6 @@ impl CmdFault {
             Mode::Stall
         };
         self.armed = 0;
-        Some(mode)
-    }
-}
-
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    pub(crate) fn cmd_fault_write(&mut self, v: u32) {
-        if let Err(detail) = self.diag.cmd_fault.write(v) {
-            self.env.protocol_error(Code::DiagBadAccess, detail);
-        }
-    }
-
-    /// The fault armed for this command, if any: counted and recorded as
-    /// it fires.
-    pub(crate) fn command_fault(&mut self, opcode: u16) -> Option<Mode> {
-        let mode = self.diag.cmd_fault.take(opcode)?;
-        self.env.counters.lifetime.command_faults += 1;
-        self.env.trace.record(
-            "command_fault",
-            || json!({"opcode": opcode, "name": commands::name(opcode), "mode": mode.as_str()}),
-        );
         Some(mode)
     }
 }

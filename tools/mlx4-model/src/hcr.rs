@@ -1,16 +1,22 @@
 //! The HCR: seven big-endian dwords at BAR0 + 0x80680 (§1.2–1.6). Dword 6
 //! with GO set starts a command; the model completes it synchronously,
 //! clears GO and writes the status byte, keeping T as written, unless an
-//! injected fault (`fault`) fails or stalls it.
+//! injected fault (`fault`) fails or stalls it. The command goes to the
+//! table it is about (`execute`).
 
-use crate::bytes::{be32, put_be64};
-use crate::commands::{self, CommandRequest};
-use crate::device::Device;
-use crate::eq::event;
-use crate::fault::Mode;
+use crate::bytes::{be32, put_be16, put_be32, put_be64};
+use crate::command::{self, op, CmdError, CmdResult, CommandRequest};
+use crate::cq::CqTable;
+use crate::env::Env;
+use crate::eq::{event, EqTable};
+use crate::fault::{CmdFault, Mode};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::keys::RESERVED_LKEY;
+use crate::layout::*;
+use crate::mr::MrTable;
 use crate::protocol::Code;
+use crate::qp::{QpState, QpTable};
 use serde_json::json;
 
 pub const GO: u32 = 1 << 23;
@@ -19,7 +25,7 @@ pub const TOGGLE: u32 = 1 << 21;
 
 #[derive(Debug, Default, Clone)]
 pub struct Hcr {
-    pub regs: [u32; 7],
+    regs: [u32; 7],
 }
 
 impl Hcr {
@@ -46,11 +52,79 @@ impl Hcr {
     }
 }
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    pub(crate) fn hcr_write(&mut self, off: u64, data: &[u8]) {
+/// What a command may act on.
+pub(crate) struct Tables<'a> {
+    pub num_uars: u32,
+    pub eqs: &'a mut EqTable,
+    pub cqs: &'a mut CqTable,
+    pub qps: &'a mut QpTable,
+    pub mrs: &'a mut MrTable,
+    /// The armed command fault (diag CMD_FAULT).
+    pub cmd_fault: &'a mut CmdFault,
+}
+
+/// QUERY_DEV_CAP output (§3.2); everything not listed is 0.
+pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
+    let mut b = [0u8; 0x100];
+    b[0x10] = 0; // log max SRQ size
+    b[0x11] = LOG_MAX_QP_SZ;
+    b[0x12] = LOG_RSVD_QP;
+    b[0x13] = LOG_MAX_QP;
+    b[0x19] = LOG_MAX_CQ_SZ;
+    b[0x1a] = 0;
+    b[0x1b] = LOG_MAX_CQ;
+    b[0x1d] = LOG_MAX_MPT;
+    b[0x1e] = 0;
+    b[0x1f] = LOG_MAX_EQ;
+    b[0x20] = 0; // log reserved MTT entries (bits 7..4): entry 0
+    b[0x21] = LOG_MAX_MR_SIZE;
+    b[0x22] = 0; // log reserved MPTs (bits 3..0): MPT 0, the reserved lkey's
+    b[0x23] = LOG_MAX_MTT;
+    b[0x37] = 1; // ports
+    b[0x48] = 1 << 4; // one reserved UAR (UAR 0, the kernel's)
+    b[0x49] = ((u64::from(num_uars) * PAGE_SIZE).trailing_zeros() - 20) as u8;
+    b[0x4b] = 12;
+    b[0x4c] = 0x80; // BlueFlame
+    b[0x4d] = BF_REG_SIZE.trailing_zeros() as u8;
+    b[0x4e] = 3; // 8 BF registers per page (log)
+    b[0x51] = MAX_SG_SQ as u8;
+    put_be16(&mut b, 0x52, MAX_DESC_SZ_SQ);
+    b[0x55] = MAX_SG_RQ;
+    put_be16(&mut b, 0x56, MAX_DESC_SZ_RQ);
+    put_be16(&mut b, 0x90, MTT_ENTRY_SIZE);
+    put_be32(&mut b, 0x98, RESERVED_LKEY);
+    b
+}
+
+/// QUERY_FW output: firmware 2.42.5000, cmd_if_rev 3, no clear-interrupt
+/// register or catastrophic buffer.
+pub fn fw() -> [u8; 0x100] {
+    let mut b = [0u8; 0x100];
+    put_be16(&mut b, 0x00, 0);
+    put_be16(&mut b, 0x02, 2);
+    put_be16(&mut b, 0x04, 5000);
+    put_be16(&mut b, 0x06, 42);
+    put_be16(&mut b, 0x0a, 3);
+    b[0x0f] = 0;
+    put_be64(&mut b, 0x20, 0);
+    b[0x28] = 0;
+    put_be64(&mut b, 0x30, 0);
+    put_be32(&mut b, 0x38, 0);
+    b
+}
+
+impl Hcr {
+    /// A write of the HCR at `off`; dword 6 with GO runs the command.
+    pub(crate) fn write<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        mut t: Tables,
+        off: u64,
+        data: &[u8],
+    ) {
         // The driver's own comment: narrower writes do not work on the HCR.
         if data.len() < 4 || !data.len().is_multiple_of(4) || !off.is_multiple_of(4) {
-            self.env.protocol_error(
+            env.protocol_error(
                 Code::HcrNarrowWrite,
                 format!("{}-byte HCR write at +{off:#x}", data.len()),
             );
@@ -60,25 +134,25 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             let idx = off as usize / 4 + i;
             let v = be32(dw, 0);
             if idx < 6 {
-                self.hcr.regs[idx] = v;
+                self.regs[idx] = v;
             } else {
-                self.hcr_go(v);
+                self.go(env, &mut t, v);
             }
         }
     }
 
-    fn hcr_go(&mut self, v: u32) {
-        let prev = self.hcr.regs[6];
+    fn go<M: GuestMemory, I: Irq>(&mut self, env: &mut Env<M, I>, t: &mut Tables, v: u32) {
+        let prev = self.regs[6];
         if v & GO == 0 {
-            self.hcr.regs[6] = v;
-            self.env.protocol_error(
+            self.regs[6] = v;
+            env.protocol_error(
                 Code::HcrWriteWithoutGo,
                 format!("HCR dword 6 written without GO: {v:#010x}"),
             );
             return;
         }
         if prev & GO != 0 {
-            self.env.protocol_error(
+            env.protocol_error(
                 Code::CmdWhilePending,
                 format!("GO written while command {:#x} is pending", prev & 0xfff),
             );
@@ -86,36 +160,36 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
         if (v ^ prev) & TOGGLE == 0 {
             // cmd_pending() would read this completion as still pending.
-            self.env.protocol_error(
+            env.protocol_error(
                 Code::HcrToggleRepeated,
                 format!("T={} repeats the previous command's T", (v >> 21) & 1),
             );
         }
-        self.hcr.regs[6] = v;
-        let req = self.hcr.request(v);
-        let result = match self.command_fault(req.opcode) {
-            None => self.execute_command(&req),
-            Some(Mode::Fail) => Err(commands::status::INTERNAL_ERR),
+        self.regs[6] = v;
+        let req = self.request(v);
+        let result = match command_fault(env, t.cmd_fault, req.opcode) {
+            None => execute(env, t, &req),
+            Some(Mode::Fail) => Err(CmdError::Internal),
             Some(Mode::Stall) => {
                 // GO stays set: only a device reset clears it.
-                self.env.trace.flush();
+                env.trace.flush();
                 return;
             }
         };
         let (status, imm) = match result {
             Ok(imm) => (0u8, imm),
-            Err(status) => (status, None),
+            Err(e) => (e.status(), None),
         };
         if let Some(out) = imm {
-            self.hcr.regs[3] = (out >> 32) as u32;
-            self.hcr.regs[4] = out as u32;
+            self.regs[3] = (out >> 32) as u32;
+            self.regs[4] = out as u32;
         }
-        self.hcr.regs[6] = (v & !(GO | 0xff00_0000)) | (u32::from(status) << 24);
-        self.env.counters.global.commands += 1;
-        self.env.trace.record("command", || {
+        self.regs[6] = (v & !(GO | 0xff00_0000)) | (u32::from(status) << 24);
+        env.counters.global.commands += 1;
+        env.trace.record("command", || {
             json!({
                 "opcode": req.opcode,
-                "name": commands::name(req.opcode),
+                "name": command::name(req.opcode),
                 "in_mod": req.in_mod,
                 "op_mod": req.op_mod,
                 "status": status,
@@ -126,28 +200,91 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             })
         });
         if req.event {
-            self.command_event(&req, status);
+            self.command_event(env, t.eqs, &req, status);
         }
-        self.env.trace.flush();
+        env.trace.flush();
     }
 
     /// E=1: the completion is also a CMD EQE on the EQ CMD is mapped to.
-    fn command_event(&mut self, req: &CommandRequest, status: u8) {
-        let Some(eqn) = self.event_map[usize::from(event::CMD)] else {
-            self.env.protocol_error(
+    fn command_event<M: GuestMemory, I: Irq>(
+        &self,
+        env: &mut Env<M, I>,
+        eqs: &mut EqTable,
+        req: &CommandRequest,
+        status: u8,
+    ) {
+        let mut body = [0u8; 24];
+        body[2..4].copy_from_slice(&req.token.to_be_bytes()); // EQE+0x06
+        body[0x0b] = status; // EQE+0x0f
+        let out = (u64::from(self.regs[3]) << 32) | u64::from(self.regs[4]);
+        put_be64(&mut body, 0x0c, out); // EQE+0x10
+        if !eqs.post_event(env, event::CMD, &body) {
+            env.protocol_error(
                 Code::CmdEventWithoutEq,
                 format!(
                     "command {:#x} with E=1 but no EQ has CMD mapped",
                     req.opcode
                 ),
             );
-            return;
-        };
-        let mut body = [0u8; 24];
-        body[2..4].copy_from_slice(&req.token.to_be_bytes()); // EQE+0x06
-        body[0x0b] = status; // EQE+0x0f
-        let out = (u64::from(self.hcr.regs[3]) << 32) | u64::from(self.hcr.regs[4]);
-        put_be64(&mut body, 0x0c, out); // EQE+0x10
-        self.post_eqe(eqn, event::CMD, &body);
+        }
+    }
+}
+
+/// The fault armed for this command, if any: counted and recorded as it
+/// fires.
+fn command_fault<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    fault: &mut CmdFault,
+    opcode: u16,
+) -> Option<Mode> {
+    let mode = fault.take(opcode)?;
+    env.counters.lifetime.command_faults += 1;
+    env.trace.record(
+        "command_fault",
+        || json!({"opcode": opcode, "name": command::name(opcode), "mode": mode.as_str()}),
+    );
+    Some(mode)
+}
+
+/// Runs the command on the table it is about.
+fn execute<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    t: &mut Tables,
+    r: &CommandRequest,
+) -> CmdResult {
+    let n = t.num_uars;
+    match r.opcode {
+        op::QUERY_DEV_CAP => command::write_mailbox(env, r.out_param, &dev_cap(n)).map(|()| None),
+        op::QUERY_FW => command::write_mailbox(env, r.out_param, &fw()).map(|()| None),
+        op::QUERY_ADAPTER => {
+            let b = [0u8; 0x100]; // 0x10: INTA pin 0
+            command::write_mailbox(env, r.out_param, &b).map(|()| None)
+        }
+        op::NOP => Ok(None),
+        op::WRITE_MTT => t.mrs.write_mtt(env, r),
+        op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r),
+        op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r),
+        op::SW2HW_EQ => t.eqs.sw2hw(env, r),
+        op::HW2SW_EQ => {
+            let cqs = &*t.cqs;
+            t.eqs.hw2sw(env, r, |eqn| cqs.uses_eq(eqn))
+        }
+        op::MAP_EQ => t.eqs.map(r),
+        op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r),
+        op::HW2SW_CQ => {
+            let qps = &*t.qps;
+            t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))
+        }
+        op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r),
+        op::INIT2RTR_QP => t
+            .qps
+            .transition(env, t.cqs, n, r, (QpState::Init, QpState::Rtr)),
+        op::RTR2RTS_QP => t
+            .qps
+            .transition(env, t.cqs, n, r, (QpState::Rtr, QpState::Rts)),
+        op::TO_ERR_QP => t.qps.enter_err(r),
+        op::TO_RST_QP => t.qps.enter_rst(r),
+        op::QUERY_QP => t.qps.query(env, r),
+        _ => Err(CmdError::BadOp),
     }
 }

@@ -1,6 +1,6 @@
 //! Memory keys (§5.7): what memory a data segment (lkey, addr, byte_count)
 //! or an RDMA write's remote address (rkey, raddr, length) names, and
-//! whether the model may touch it. Pure: the regions are `mr::Mrs`.
+//! whether the model may touch it. Pure: the regions are `mr::MrTable`.
 //!
 //! - A byte count of 0 names nothing and is never checked.
 //! - The reserved lkey (QUERY_DEV_CAP 0x98, 0x00000008) on a QP whose
@@ -23,17 +23,14 @@
 //! A failed check touches nothing: the caller completes the WQE in error
 //! and counts the fault.
 
-use crate::layout::{MR_PAGE_SHIFT, NUM_MPTS};
-use crate::mr::{perm, Mrs};
+use crate::layout::NUM_MPTS;
+pub use crate::mr::{page_rest, Chunk};
+use crate::mr::{perm, MrTable};
 
 /// QUERY_DEV_CAP 0x98 (be32).
 pub const RESERVED_LKEY: u32 = 0x0000_0008;
 /// MLX4_INVALID_LKEY: ends a receive WQE's scatter list early.
 pub const INVALID_LKEY: u32 = 0x100;
-
-/// One DMA access of a resolved segment: (address, bytes), never across a
-/// 4 KiB page of a region.
-pub type Chunk = (u64, usize);
 
 /// mlx4 `key_to_hw_index()`: the MPT key field a key must match.
 pub fn hw_index(key: u32) -> u32 {
@@ -101,7 +98,7 @@ pub enum Target {
 /// protection domain `pd` (the responder's for an rkey): what they name,
 /// or why the model may not touch them.
 pub fn check(
-    mrs: &Mrs,
+    mrs: &MrTable,
     rlkey: bool,
     pd: u32,
     key: u32,
@@ -145,7 +142,7 @@ pub fn check(
 
 /// The DMA accesses of the first `len` bytes at `addr` of what `check`
 /// passed (for at least `len` bytes).
-pub fn translate(mrs: &Mrs, target: Target, addr: u64, len: u64) -> Vec<Chunk> {
+pub fn translate(mrs: &MrTable, target: Target, addr: u64, len: u64) -> Vec<Chunk> {
     match target {
         _ if len == 0 => Vec::new(),
         Target::Nothing => Vec::new(),
@@ -156,7 +153,7 @@ pub fn translate(mrs: &Mrs, target: Target, addr: u64, len: u64) -> Vec<Chunk> {
 
 /// `check`, then `translate` of all `len` bytes.
 pub fn resolve(
-    mrs: &Mrs,
+    mrs: &MrTable,
     rlkey: bool,
     pd: u32,
     key: u32,
@@ -168,19 +165,13 @@ pub fn resolve(
     Ok(translate(mrs, t, addr, len))
 }
 
-/// Bytes of a 4 KiB page from `va` to its end.
-pub fn page_rest(va: u64) -> u64 {
-    let page = 1u64 << MR_PAGE_SHIFT;
-    page - (va & (page - 1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mr::{perm, Mpt};
 
-    fn mrs_with(index: u32, tag: u8, pd: u32, flags: u32, start: u64, pages: &[u64]) -> Mrs {
-        let mut m = Mrs::default();
+    fn mrs_with(index: u32, tag: u8, pd: u32, flags: u32, start: u64, pages: &[u64]) -> MrTable {
+        let mut m = MrTable::default();
         let key = (index << 8) | u32::from(tag);
         // From start to the end of the last page.
         let length = 4096 * pages.len() as u64 - (start & 0xfff);
@@ -200,7 +191,7 @@ mod tests {
 
     #[test]
     fn the_reserved_lkey_only_on_an_rlkey_qp_and_never_as_rkey() {
-        let m = Mrs::default();
+        let m = MrTable::default();
         let r = |rlkey, access| resolve(&m, rlkey, 0, RESERVED_LKEY, 0x1000, 8, access);
         assert_eq!(r(true, Access::LocalRead), Ok(vec![(0x1000, 8)]));
         assert_eq!(r(true, Access::LocalWrite), Ok(vec![(0x1000, 8)]));

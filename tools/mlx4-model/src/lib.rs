@@ -8,12 +8,12 @@
 //! Documentation/mlx4-model.rst is the interface, mlx4-model-design.rst the
 //! inside.
 
-pub mod blueflame;
 pub mod bytes;
-pub mod commands;
+pub mod command;
+pub mod config;
 pub mod counters;
 pub mod cq;
-pub mod deliver;
+pub mod datapath;
 pub mod device;
 pub mod diag;
 pub mod dma;
@@ -29,9 +29,8 @@ pub mod mr;
 pub mod pci;
 pub mod protocol;
 pub mod qp;
-pub mod rdma;
+pub mod regions;
 pub mod rq;
-pub mod send;
 pub mod server;
 pub mod timing;
 pub mod trace;
@@ -40,7 +39,8 @@ pub mod wqe;
 #[cfg(test)]
 mod tests;
 
-pub use device::{Config, Device};
+pub use config::Config;
+pub use device::Device;
 pub use guest_memory::{DmaError, FakeMemory, GuestMemory};
 pub use irq::{Irq, RecordingIrq};
 pub use trace::{TraceLevel, Tracer};

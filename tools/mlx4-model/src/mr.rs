@@ -11,11 +11,10 @@
 //! the table.
 
 use crate::bytes::{be32, be64};
-use crate::commands::{status, CmdResult, CommandRequest};
-use crate::device::Device;
+use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
+use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::keys::{page_rest, Chunk};
 use crate::layout::{
     LOG_MAX_MR_SIZE, MAX_WRITE_MTT, MR_PAGE_SHIFT, MTT_ENTRY_SIZE, NUM_MPTS, NUM_MTTS,
 };
@@ -67,6 +66,16 @@ pub struct Mpt {
     raw: [u8; MPT_ENTRY_SIZE],
 }
 
+/// One DMA access of a resolved segment: (address, bytes), never across a
+/// 4 KiB page of a region.
+pub type Chunk = (u64, usize);
+
+/// Bytes of a 4 KiB page from `va` to its end.
+pub fn page_rest(va: u64) -> u64 {
+    let page = 1u64 << MR_PAGE_SHIFT;
+    page - (va & (page - 1))
+}
+
 /// Pages a region of `length` bytes from `start` spans (`length` > 0).
 pub fn pages_spanned(start: u64, length: u64) -> u64 {
     ((start + length - 1) >> MR_PAGE_SHIFT) - (start >> MR_PAGE_SHIFT) + 1
@@ -107,14 +116,14 @@ impl Mpt {
 
 /// The model's MTT and MPT tables.
 #[derive(Debug, Clone, Default)]
-pub struct Mrs {
+pub struct MrTable {
     /// Written MTT entries, as written (address | PRESENT).
     mtt: BTreeMap<u32, u64>,
     /// MPTs in hardware ownership, by index.
     mpts: BTreeMap<u32, Mpt>,
 }
 
-impl Mrs {
+impl MrTable {
     /// The MPT at `index`, if it is in hardware ownership.
     pub fn mpt(&self, index: u32) -> Option<&Mpt> {
         self.mpts.get(&index)
@@ -150,36 +159,36 @@ impl Mrs {
 }
 
 /// Parses a SW2HW_MPT mailbox for MPT `index` against the MTT.
-fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, u8> {
+fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, CmdError> {
     let flags = be32(b, 0x00);
     let key = be32(b, 0x08);
     let start = be64(b, 0x10);
     let length = be64(b, 0x18);
     let mtt_addr = be64(b, 0x2c);
     if flags & flag::REGION == 0 || flags & flag::PHYSICAL != 0 {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     if key & (NUM_MPTS - 1) != index {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     if length == 0 || length > 1 << LOG_MAX_MR_SIZE || start.checked_add(length).is_none() {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     if be32(b, 0x38) != MR_PAGE_SHIFT {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     if !mtt_addr.is_multiple_of(u64::from(MTT_ENTRY_SIZE)) {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     let first = mtt_addr / u64::from(MTT_ENTRY_SIZE);
     let n = pages_spanned(start, length);
     if first == 0 || first + n > u64::from(NUM_MTTS) {
-        return Err(status::BAD_PARAM);
+        return Err(CmdError::BadParam);
     }
     let pages = (first..first + n)
         .map(|i| mtt.get(&(i as u32)).map(|e| e & !0xfff))
         .collect::<Option<Vec<u64>>>()
-        .ok_or(status::BAD_PARAM)?;
+        .ok_or(CmdError::BadParam)?;
     let mut raw = [0u8; MPT_ENTRY_SIZE];
     raw.copy_from_slice(&b[..MPT_ENTRY_SIZE]);
     Ok(Mpt {
@@ -194,26 +203,31 @@ fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, u8> 
     })
 }
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    fn mpt_index(in_mod: u32) -> Result<u32, u8> {
+/// WRITE_MTT, SW2HW_MPT, HW2SW_MPT.
+impl MrTable {
+    fn mpt_index(in_mod: u32) -> Result<u32, CmdError> {
         if in_mod == 0 || in_mod >= NUM_MPTS {
-            return Err(status::BAD_INDEX);
+            return Err(CmdError::BadIndex);
         }
         Ok(in_mod)
     }
 
     /// WRITE_MTT: in_mod entries from the mailbox's first index on.
-    pub(crate) fn write_mtt(&mut self, r: &CommandRequest) -> CmdResult {
+    pub(crate) fn write_mtt<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
         let n = r.in_mod;
         if r.op_mod != 0 || n == 0 || n > MAX_WRITE_MTT {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let len = WRITE_MTT_HEADER + 8 * n as usize;
-        let mb = self.read_mailbox(r.in_param, len)?;
+        let mb = read_mailbox(env, r.in_param, len)?;
         let first = be64(&mb, 0);
         let end = first.saturating_add(u64::from(n));
         if first == 0 || end > u64::from(NUM_MTTS) || be64(&mb, 8) != 0 {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let first = first as u32;
         let entries: Vec<u64> = (0..n as usize)
@@ -223,10 +237,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             .iter()
             .any(|e| e & MTT_PRESENT == 0 || e & 0xffe != 0)
         {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
-        if let Some(user) = self.mrs.user_of(first, n) {
-            self.env.protocol_error(
+        if let Some(user) = self.user_of(first, n) {
+            env.protocol_error(
                 Code::MttBusy,
                 format!(
                     "WRITE_MTT of entries {first}..{} while MPT {user} in hardware \
@@ -234,54 +248,60 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     first + n
                 ),
             );
-            return Err(status::RESOURCE_BUSY);
+            return Err(CmdError::ResourceBusy);
         }
         for (i, e) in entries.into_iter().enumerate() {
-            self.mrs.mtt.insert(first + i as u32, e);
+            self.mtt.insert(first + i as u32, e);
         }
-        self.env.counters.global.mtt_entries_written += u64::from(n);
-        self.env
-            .trace
+        env.counters.global.mtt_entries_written += u64::from(n);
+        env.trace
             .record("mtt", || json!({"first": first, "count": n}));
         Ok(None)
     }
 
     /// SW2HW_MPT: the region in the mailbox becomes MPT in_mod.
-    pub(crate) fn sw2hw_mpt(&mut self, r: &CommandRequest) -> CmdResult {
+    pub(crate) fn sw2hw_mpt<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
         let index = Self::mpt_index(r.in_mod)?;
-        if self.mrs.mpts.contains_key(&index) {
-            return Err(status::BAD_RES_STATE);
+        if self.mpts.contains_key(&index) {
+            return Err(CmdError::BadResState);
         }
         if r.op_mod != 0 {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
-        let mb = self.read_mailbox(r.in_param, MPT_ENTRY_SIZE)?;
-        let mpt = parse_mpt(index, &mb, &self.mrs.mtt)?;
-        self.env.trace.record("mpt", || {
+        let mb = read_mailbox(env, r.in_param, MPT_ENTRY_SIZE)?;
+        let mpt = parse_mpt(index, &mb, &self.mtt)?;
+        env.trace.record("mpt", || {
             json!({"op": "sw2hw", "index": index, "key": mpt.key, "pd": mpt.pd,
                    "flags": mpt.flags, "start": mpt.start, "length": mpt.length,
                    "mtt": mpt.first_mtt, "pages": mpt.pages.len()})
         });
-        self.mrs.mpts.insert(index, mpt);
+        self.mpts.insert(index, mpt);
         Ok(None)
     }
 
     /// HW2SW_MPT: MPT in_mod back to software; opmod 0 returns the entry
     /// in the out mailbox, opmod 1 has none.
-    pub(crate) fn hw2sw_mpt(&mut self, r: &CommandRequest) -> CmdResult {
+    pub(crate) fn hw2sw_mpt<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
         let index = Self::mpt_index(r.in_mod)?;
-        let Some(mpt) = self.mrs.mpts.get(&index) else {
-            return Err(status::BAD_RES_STATE);
+        let Some(mpt) = self.mpts.get(&index) else {
+            return Err(CmdError::BadResState);
         };
         let raw = mpt.raw;
         match r.op_mod {
-            0 => self.write_mailbox(r.out_param, &raw)?,
+            0 => write_mailbox(env, r.out_param, &raw)?,
             1 => {}
-            _ => return Err(status::BAD_PARAM),
+            _ => return Err(CmdError::BadParam),
         }
-        self.mrs.mpts.remove(&index);
-        self.env
-            .trace
+        self.mpts.remove(&index);
+        env.trace
             .record("mpt", || json!({"op": "hw2sw", "index": index}));
         Ok(None)
     }
@@ -332,11 +352,11 @@ mod tests {
             entry(flag::REGION, 0x0100_0007, 0x10ff0, 0x20, 0),
         ];
         for (i, b) in bad.iter().enumerate() {
-            assert_eq!(parse_mpt(7, b, &mtt), Err(status::BAD_PARAM), "case {i}");
+            assert_eq!(parse_mpt(7, b, &mtt), Err(CmdError::BadParam), "case {i}");
         }
         let mut big_pages = ok;
         put_be32(&mut big_pages, 0x38, 21);
-        assert_eq!(parse_mpt(7, &big_pages, &mtt), Err(status::BAD_PARAM));
+        assert_eq!(parse_mpt(7, &big_pages, &mtt), Err(CmdError::BadParam));
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Queue pairs (§5.6): the context fields the model uses, the state machine
-//! and the queue geometry (SQ and RQ share one buffer).
+//! and the queue geometry (SQ and RQ share one buffer). The QP table owns
+//! the QPs out of RESET and executes the QP commands.
 
 use crate::bytes::{addr40, be32, be64, put_be16, put_be32};
-use crate::commands::{name, status, CmdResult, CommandRequest};
-use crate::device::Device;
+use crate::command::{name, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
+use crate::cq::CqTable;
+use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, NUM_QPS, PAGE_SIZE};
+use crate::protocol::Code;
+use std::collections::BTreeMap;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
@@ -80,33 +84,33 @@ fn size_stride(b: u8) -> (u8, u8) {
 
 impl Qp {
     /// `ctx` is the context (mailbox + 8).
-    pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, u8> {
+    pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, CmdError> {
         let service = ((be32(ctx, 0x00) >> 16) & 0xff) as u8;
         if !matches!(service, service::RC | service::UC | service::UD) {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         if be32(ctx, 0x10) & 0xff_ffff != qpn {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let (sq_log_size, sq_log_stride) = size_stride(ctx[0x0a] & 0x7f);
         let rq = (ctx[0x09] != 0).then(|| size_stride(ctx[0x09]));
         if sq_log_size > LOG_MAX_QP_SZ || rq.is_some_and(|(s, _)| s > LOG_MAX_QP_SZ) {
-            return Err(status::BAD_SIZE);
+            return Err(CmdError::BadSize);
         }
         if rq.is_some_and(|(_, w)| 1u64 << w > u64::from(MAX_DESC_SZ_RQ)) {
-            return Err(status::BAD_SIZE);
+            return Err(CmdError::BadSize);
         }
         let rq_db = if rq.is_some() { be64(ctx, 0xa0) } else { 0 };
         if rq.is_some() && (rq_db == 0 || !rq_db.is_multiple_of(4)) {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let usr_page = be32(ctx, 0x0c) & 0xff_ffff;
         if usr_page >= num_uars {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         let buf = addr40(ctx, 0xcb, 0xcc);
         if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         // The queue with the larger stride comes first (§5.6).
         let sq_bytes = 1u64 << (sq_log_size + sq_log_stride);
@@ -225,61 +229,104 @@ impl Qp {
     }
 }
 
-/// RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP, 2ERR_QP, 2RST_QP, QUERY_QP.
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    fn qpn(in_mod: u32) -> Result<u32, u8> {
-        let qpn = in_mod & 0xff_ffff;
-        if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
-            return Err(status::BAD_INDEX);
+/// The QPs out of RESET (the model drops a QP at 2RST).
+#[derive(Debug, Clone, Default)]
+pub struct QpTable {
+    qps: BTreeMap<u32, Qp>,
+}
+
+fn qpn(in_mod: u32) -> Result<u32, CmdError> {
+    let qpn = in_mod & 0xff_ffff;
+    if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
+        return Err(CmdError::BadIndex);
+    }
+    Ok(qpn)
+}
+
+/// Parses the QP mailbox (optpar, then the context) and checks the CQs.
+fn qp_from_mailbox<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    cqs: &CqTable,
+    num_uars: u32,
+    qpn: u32,
+    addr: u64,
+) -> Result<Qp, CmdError> {
+    let mb = read_mailbox(env, addr, QP_MAILBOX_LEN)?;
+    let qp = Qp::parse(qpn, &mb[8..], num_uars)?;
+    if !cqs.contains(qp.cqn_send) {
+        return Err(CmdError::BadResource);
+    }
+    if let Some(cqn) = qp.cqn_recv {
+        if !cqs.contains(cqn) {
+            return Err(CmdError::BadResource);
         }
-        Ok(qpn)
+    }
+    Ok(qp)
+}
+
+impl QpTable {
+    pub fn get(&self, qpn: u32) -> Option<&Qp> {
+        self.qps.get(&qpn)
     }
 
-    /// Parses the QP mailbox (optpar, then the context) and checks the CQs.
-    fn qp_from_mailbox(&mut self, qpn: u32, addr: u64) -> Result<Qp, u8> {
-        let mb = self.read_mailbox(addr, QP_MAILBOX_LEN)?;
-        let qp = Qp::parse(qpn, &mb[8..], self.cfg.num_uars)?;
-        if !self.cqs.contains_key(&qp.cqn_send) {
-            return Err(status::BAD_RESOURCE);
-        }
-        if let Some(cqn) = qp.cqn_recv {
-            if !self.cqs.contains_key(&cqn) {
-                return Err(status::BAD_RESOURCE);
-            }
-        }
-        Ok(qp)
+    pub fn get_mut(&mut self, qpn: u32) -> Option<&mut Qp> {
+        self.qps.get_mut(&qpn)
     }
 
-    pub(crate) fn rst2init(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
+    /// QPs out of RESET.
+    pub fn len(&self) -> usize {
+        self.qps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.qps.is_empty()
+    }
+
+    /// A QP completes to CQ `cqn`.
+    pub fn uses_cq(&self, cqn: u32) -> bool {
+        self.qps.values().any(|qp| qp.uses_cq(cqn))
+    }
+
+    /// RST2INIT_QP.
+    pub(crate) fn rst2init<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        cqs: &CqTable,
+        num_uars: u32,
+        r: &CommandRequest,
+    ) -> CmdResult {
+        let qpn = qpn(r.in_mod)?;
         if self.qps.contains_key(&qpn) {
-            return Err(status::BAD_QP_STATE);
+            return Err(CmdError::BadQpState);
         }
-        let qp = self.qp_from_mailbox(qpn, r.in_param)?;
+        let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param)?;
         self.qps.insert(qpn, qp);
         Ok(None)
     }
 
-    pub(crate) fn qp_transition(
+    /// INIT2RTR_QP, RTR2RTS_QP: `from` to `to`.
+    pub(crate) fn transition<M: GuestMemory, I: Irq>(
         &mut self,
+        env: &mut Env<M, I>,
+        cqs: &CqTable,
+        num_uars: u32,
         r: &CommandRequest,
-        from: QpState,
-        to: QpState,
+        (from, to): (QpState, QpState),
     ) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod)?;
         match self.qps.get(&qpn) {
             Some(qp) if qp.state == from => {}
-            _ => return Err(status::BAD_QP_STATE),
+            _ => return Err(CmdError::BadQpState),
         }
-        let new = self.qp_from_mailbox(qpn, r.in_param)?;
+        let new = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param)?;
         let changed = self
             .qps
             .get(&qpn)
             .and_then(|qp| qp.structural_difference(&new));
         if let Some(what) = changed {
             // The queues were fixed at RST2INIT; the model keeps them.
-            self.env.protocol_error(
-                crate::protocol::Code::QpContextChanged,
+            env.protocol_error(
+                Code::QpContextChanged,
                 format!(
                     "{} on qp {qpn:#x} changes {what}; kept the RST2INIT value",
                     name(r.opcode)
@@ -293,33 +340,40 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         Ok(None)
     }
 
-    pub(crate) fn qp_to_err(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
+    /// 2ERR_QP.
+    pub(crate) fn enter_err(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = qpn(r.in_mod)?;
         let Some(qp) = self.qps.get_mut(&qpn) else {
-            return Err(status::BAD_QP_STATE);
+            return Err(CmdError::BadQpState);
         };
         qp.state = QpState::Err;
         Ok(None)
     }
 
-    pub(crate) fn qp_to_rst(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
+    /// 2RST_QP (opmod 2): the QP is gone.
+    pub(crate) fn enter_rst(&mut self, r: &CommandRequest) -> CmdResult {
+        let qpn = qpn(r.in_mod)?;
         if r.op_mod != 2 {
-            return Err(status::BAD_PARAM);
+            return Err(CmdError::BadParam);
         }
         if self.qps.remove(&qpn).is_none() {
-            return Err(status::BAD_RES_STATE);
+            return Err(CmdError::BadResState);
         }
         Ok(None)
     }
 
-    pub(crate) fn query_qp(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = Self::qpn(r.in_mod)?;
+    /// QUERY_QP.
+    pub(crate) fn query<M: GuestMemory, I: Irq>(
+        &self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
+        let qpn = qpn(r.in_mod)?;
         let Some(qp) = self.qps.get(&qpn) else {
-            return Err(status::BAD_RES_STATE);
+            return Err(CmdError::BadResState);
         };
         let mb = qp.query_mailbox();
-        self.write_mailbox(r.out_param, &mb)?;
+        write_mailbox(env, r.out_param, &mb)?;
         Ok(None)
     }
 }

@@ -14,8 +14,6 @@ pub mod opcode {
     pub const RDMA_WRITE_IMM: u8 = 0x09;
     pub const SEND: u8 = 0x0a;
     pub const SEND_IMM: u8 = 0x0b;
-    /// CQE opcode of an error completion.
-    pub const ERROR: u8 = 0x1e;
 }
 
 pub const CTRL_SIZE: usize = 16;

@@ -1,6 +1,6 @@
 use super::harness::*;
 use crate::bytes::{be16, be32, hex, put_be32};
-use crate::commands::{op, status};
+use crate::command::{op, status};
 use crate::diag;
 use crate::layout::*;
 use crate::Config;
@@ -163,7 +163,7 @@ fn later_transition_may_not_move_the_queues() {
     h2.poke(IN_MB, &mb);
     assert_eq!(h2.cmd(op::INIT2RTR_QP, 0, QPN), 0);
     assert_eq!(h2.error_codes(), ["qp_context_changed"]);
-    assert_eq!(h2.dev.qps[&QPN].usr_page, UAR);
+    assert_eq!(h2.dev.qps().get(QPN).unwrap().usr_page, UAR);
     assert!(h.error_codes().is_empty());
 }
 
@@ -577,7 +577,7 @@ fn cq_doorbell_forms_and_errors() {
     // Two 32-bit writes.
     h.write32(2, page + UAR_CQ_DB, (2 << 24) | CQN);
     h.write32(2, page + UAR_CQ_DB_HI, 0);
-    assert!(h.dev.cqs[&CQN].arm.is_some());
+    assert!(h.dev.cqs().get(CQN).unwrap().arm.is_some());
     h.write32(2, page + UAR_CQ_DB_HI, 0);
     h.arm_cq(UAR + 1, CQN, 2, 0);
     h.arm_cq(UAR, 5, 2, 0);
@@ -697,8 +697,8 @@ fn ownership_reset_block_and_undefined_offsets() {
     assert_eq!(h.read32(0, RESET_BASE + RESET_SEM), 0);
     assert!(h.error_codes().is_empty());
     h.write32(0, RESET_BASE + RESET_REG, 1);
-    assert!(h.dev.qps.is_empty() && h.dev.cqs.is_empty());
-    assert!(h.dev.eqs.iter().all(Option::is_none));
+    assert!(h.dev.qps().is_empty() && h.dev.cqs().is_empty());
+    assert!(h.dev.eqs().live() == 0);
     assert_eq!(h.read32(0, HCR_BASE + 0x18), 0, "HCR idle, T=0");
     assert_eq!(h.read32(0, OWNER_OFF), 0, "ownership free");
     h.write32(0, RESET_BASE + RESET_REG, 2);

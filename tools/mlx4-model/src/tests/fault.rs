@@ -3,7 +3,7 @@
 //! (NO_MASTER_DMA).
 
 use super::harness::*;
-use crate::commands::{op, status};
+use crate::command::{op, status};
 use crate::diag::{CMD_FAULT, LIVE, NO_MASTER_DMA, RESETS, RESET_COUNTERS};
 use crate::hcr::GO;
 use crate::layout::*;
@@ -41,7 +41,7 @@ fn a_failed_hw2sw_cq_leaves_the_cq_live() {
     h.poke(OUT_MB, &[0xaa; 0x40]);
     assert_eq!(h.cmd(op::HW2SW_CQ, 0, CQN), status::INTERNAL_ERR);
     assert_eq!(live(&mut h), (4, 0), "the CQ is still the device's");
-    assert!(h.dev.cqs.contains_key(&CQN));
+    assert!(h.dev.cqs().contains(CQN));
     assert_eq!(h.mem(OUT_MB, 0x40), [0xaa; 0x40], "not executed");
     assert_eq!(cmd_fault(&mut h), (0, 1), "one-shot");
     let f = h.records_of("command_fault");

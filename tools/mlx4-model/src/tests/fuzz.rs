@@ -3,7 +3,7 @@
 
 use super::harness::*;
 use crate::bytes::{put_be32, put_be64};
-use crate::commands::op;
+use crate::command::op;
 use crate::layout::*;
 use crate::trace::{TraceLevel, ERROR_KINDS};
 use crate::Config;
@@ -264,7 +264,7 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
         }
         Op::Post { index, payload, bf } => {
             // None: the next index, as a correct driver would post.
-            let next = h.dev.qps.get(&QPN).map_or(0, |qp| qp.sq_ci);
+            let next = h.dev.qps().get(QPN).map_or(0, |qp| qp.sq_ci);
             let index = index.unwrap_or(next);
             let wqe = Harness::inline_send(QPN, index, payload, index % 3 != 0);
             h.write_wqe(QP_BUF, index, &wqe);
@@ -331,7 +331,7 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             len,
             rdma,
         } => {
-            let next = h.dev.qps.get(&QPN).map_or(0, |qp| qp.sq_ci);
+            let next = h.dev.qps().get(QPN).map_or(0, |qp| qp.sq_ci);
             let index = index.unwrap_or(next);
             let mut w = vec![0u8; 16];
             let opcode = match rdma {
@@ -411,7 +411,7 @@ proptest! {
             apply(&mut h, op, &mut touched_reset);
             h.check_invariants(touched_reset);
         }
-        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs.hw_mpts(), g.rdma_writes, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
+        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs().hw_mpts(), g.rdma_writes, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
         h.dev.finish();
         h.check_invariants(touched_reset);
         // Every line is one JSON object with consecutive seq.

@@ -1,7 +1,7 @@
 //! A tiny "driver" for tests: HCR commands, queue creation, posts.
 
 use crate::bytes::{be32, put_be32, put_be64};
-use crate::commands::op;
+use crate::command::op;
 use crate::diag;
 use crate::hcr::{EVENT, GO, TOGGLE};
 use crate::layout::*;
@@ -497,7 +497,7 @@ impl Harness {
     }
 
     pub fn rq_ci(&self, qpn: u32) -> u32 {
-        self.dev.qps[&qpn].rq_ci
+        self.dev.qps().get(qpn).unwrap().rq_ci
     }
 
     pub fn eqe(&self, buf: u64, index: u32) -> Vec<u8> {
@@ -519,7 +519,7 @@ impl Harness {
     }
 
     pub fn sq_ci(&self, qpn: u32) -> u32 {
-        self.dev.qps[&qpn].sq_ci
+        self.dev.qps().get(qpn).unwrap().sq_ci
     }
 
     pub fn qp_state_from_query(&mut self, qpn: u32) -> (u32, u16) {

@@ -3,7 +3,7 @@
 
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
-use crate::commands::{op, status};
+use crate::command::{op, status};
 use crate::mr::perm;
 
 /// The region's pages, deliberately not contiguous nor ascending.
@@ -220,7 +220,7 @@ fn sw2hw_mpt_refusals() {
     );
     assert_eq!(h.sw2hw_mpt(&e), 0);
     assert_eq!(h.sw2hw_mpt(&e), status::BAD_RES_STATE);
-    assert_eq!(h.dev.mrs.mpt(5).unwrap().pd, 3);
+    assert_eq!(h.dev.mrs().mpt(5).unwrap().pd, 3);
     assert!(h.error_codes().is_empty());
 }
 
@@ -624,7 +624,7 @@ fn a_device_reset_drops_every_region_and_the_mtt() {
     register(&mut h, RW, 0);
     h.dev.reset("reset_register");
     assert_eq!((h.diag_read(0x590), h.diag_read(0x598)), (0, 0));
-    assert!(h.dev.mrs.mpt(5).is_none());
+    assert!(h.dev.mrs().mpt(5).is_none());
     // The MTT is empty again: the same region cannot be registered.
     let e = Harness::mpt_entry(KEY, RW, 0, VA, LEN, MTT);
     assert_eq!(h.sw2hw_mpt(&e), status::BAD_PARAM);
@@ -641,9 +641,9 @@ fn a_later_transition_may_not_change_the_pd() {
     );
     h.poke(IN_MB, &Harness::with_pd(mb.clone(), 0x12));
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), 0);
-    assert_eq!(h.dev.qps[&QPN].pd, 0x12);
+    assert_eq!(h.dev.qps().get(QPN).unwrap().pd, 0x12);
     h.poke(IN_MB, &Harness::with_pd(mb, 0x13));
     assert_eq!(h.cmd(op::INIT2RTR_QP, 0, QPN), 0);
     assert_eq!(h.error_codes(), ["qp_context_changed"]);
-    assert_eq!(h.dev.qps[&QPN].pd, 0x12);
+    assert_eq!(h.dev.qps().get(QPN).unwrap().pd, 0x12);
 }

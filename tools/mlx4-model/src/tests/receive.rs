@@ -3,7 +3,7 @@
 
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
-use crate::commands::{op, status};
+use crate::command::{op, status};
 
 /// A SEND of `qpn` at SQ `index` whose body is the given data segments
 /// (len, lkey, addr), after `inline` bytes in one inline segment if any.
@@ -55,7 +55,7 @@ fn rst2init_checks_the_rq() {
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::INIT2RTR_QP, 0, QPN2), 0);
     assert_eq!(h.error_codes(), ["qp_context_changed"]);
-    assert_eq!(h.dev.qps[&QPN2].rq_db, RQ2_DB);
+    assert_eq!(h.dev.qps().get(QPN2).unwrap().rq_db, RQ2_DB);
 }
 
 #[test]
@@ -257,7 +257,7 @@ fn rq_head_too_far_ahead() {
     assert_eq!(h.error_codes(), ["rq_head_ahead"]);
     assert_eq!(h.dev.counters().global.deliveries, 1);
     // The head wraps at 2^16: 0 after 0xffff posted is 1 ahead of 0xffff.
-    h.dev.qps.get_mut(&QPN2).unwrap().rq_ci = 0xffff;
+    h.dev.qps_mut().get_mut(QPN2).unwrap().rq_ci = 0xffff;
     h.set_rq_head(RQ2_DB, 0);
     let wqe = Harness::inline_send(QPN, 1, b"w", true);
     post(&mut h, QPN, QP_BUF, 1, &wqe);

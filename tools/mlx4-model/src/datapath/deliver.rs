@@ -13,9 +13,10 @@
 //! e. scatter, consume the receive WQE, the receive CQE, then the sender's
 //!    send CQE if signalled.
 
+use super::engine::Engine;
+use super::send::send_cqe;
 use crate::bytes::put_be32;
 use crate::cq::{error_cqe, syndrome};
-use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access, Chunk, Fault};
@@ -23,7 +24,6 @@ use crate::layout::MAX_MESSAGE;
 use crate::protocol::Code;
 use crate::qp::QpState;
 use crate::rq::{self, RQ_DB_LEN};
-use crate::send::send_cqe;
 use crate::timing::{Read, Tx};
 use crate::wqe::{self, opcode, Ctrl, Segment, Wqe};
 use serde_json::json;
@@ -38,7 +38,7 @@ pub mod recv_opcode {
 /// Why a delivery failed, for the sender's error CQE.
 pub(crate) type SenderSyndrome = u8;
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// Executes a parsed SEND of QP `s` at SQ index `idx` (`bytes` = the
     /// WQE): delivers it or completes it in error.
     pub(crate) fn send_message(&mut self, s: u32, idx: u32, w: &Wqe, bytes: &[u8]) {
@@ -89,11 +89,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// Rule a: the destination QP, or (its number, why not).
     pub(crate) fn peer(&self, s: u32) -> Result<u32, (u32, &'static str)> {
-        let Some(sq) = self.qps.get(&s) else {
+        let Some(sq) = self.qps.get(s) else {
             return Err((0, "the sender is gone"));
         };
         let d = sq.remote_qpn;
-        let Some(dq) = self.qps.get(&d) else {
+        let Some(dq) = self.qps.get(d) else {
             return Err((d, "no such QP"));
         };
         if !matches!(dq.state, QpState::Rtr | QpState::Rts) {
@@ -150,7 +150,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// read: every refused segment is counted (0x548, 0x5a0) and traced,
     /// and the WQE completes with LOCAL_PROT_ERR (None).
     pub(crate) fn checked_gather(&mut self, s: u32, idx: u32, w: &Wqe) -> Option<Vec<Vec<Chunk>>> {
-        let (rlkey, pd) = self.qps.get(&s).map_or((false, 0), |qp| (qp.rlkey, qp.pd));
+        let (rlkey, pd) = self.qps.get(s).map_or((false, 0), |qp| (qp.rlkey, qp.pd));
         let mut out = Vec::new();
         let mut refused = 0u64;
         for seg in &w.segments {
@@ -158,7 +158,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 continue;
             };
             let len = u64::from(len);
-            match keys::resolve(&self.mrs, rlkey, pd, lkey, addr, len, Access::LocalRead) {
+            match keys::resolve(self.mrs, rlkey, pd, lkey, addr, len, Access::LocalRead) {
                 Ok(c) => out.push(c),
                 Err(f) => {
                     refused += 1;
@@ -202,7 +202,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// posted at its consumer index. Err: the sender's syndrome (RNR; or
     /// REMOTE_OP_ERR, `d` to ERR, if the record cannot be read).
     pub(crate) fn rq_posted(&mut self, s: u32, d: u32) -> Result<(), SenderSyndrome> {
-        let Some(dq) = self.qps.get(&d) else {
+        let Some(dq) = self.qps.get(d) else {
             return Err(syndrome::REMOTE_OP_ERR);
         };
         let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
@@ -241,7 +241,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         start: u64,
     ) -> Result<(), SenderSyndrome> {
         self.rq_posted(s, d)?;
-        let Some(dq) = self.qps.get(&d) else {
+        let Some(dq) = self.qps.get(d) else {
             return Err(syndrome::REMOTE_OP_ERR);
         };
         let (ci, rlkey, pd, cqn) = (dq.rq_ci, dq.rlkey, dq.pd, dq.cqn_recv);
@@ -257,15 +257,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let mut refused = 0u64;
         for g in &segs {
             let len = u64::from(g.len);
-            match keys::check(
-                &self.mrs,
-                rlkey,
-                pd,
-                g.lkey,
-                g.addr,
-                len,
-                Access::LocalWrite,
-            ) {
+            match keys::check(self.mrs, rlkey, pd, g.lkey, g.addr, len, Access::LocalWrite) {
                 Ok(t) => targets.push(t),
                 Err(f) => {
                     refused += 1;
@@ -289,7 +281,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let mut off = 0usize;
         for (g, &t) in segs.iter().zip(&targets) {
             let n = (g.len as usize).min(payload.len() - off);
-            for (addr, k) in keys::translate(&self.mrs, t, g.addr, n as u64) {
+            for (addr, k) in keys::translate(self.mrs, t, g.addr, n as u64) {
                 if !self.env.dma_write(addr, &payload[off..off + k], "payload") {
                     self.env.counters.global.scatter_errors += 1;
                     self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
@@ -302,7 +294,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 off += k;
             }
         }
-        if let Some(dq) = self.qps.get_mut(&d) {
+        if let Some(dq) = self.qps.get_mut(d) {
             dq.rq_ci = ci.wrapping_add(1);
         }
         self.env.counters.global.deliveries += 1;
@@ -326,7 +318,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// The receiver could not read its own queue: it goes to ERR; the
     /// sender gets REMOTE_OP_ERR.
     pub(crate) fn receive_failed(&mut self, s: u32, d: u32, why: &'static str) -> SenderSyndrome {
-        if let Some(dq) = self.qps.get_mut(&d) {
+        if let Some(dq) = self.qps.get_mut(d) {
             dq.state = QpState::Err;
         }
         self.env.counters.global.receive_failures += 1;
@@ -337,7 +329,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// A receive WQE completed in error: consumed, `d` to ERR, the error
     /// CQE (IS_SEND clear) on its receive CQ.
     fn receive_error(&mut self, d: u32, ci: u32, syn: u8) {
-        let Some(dq) = self.qps.get_mut(&d) else {
+        let Some(dq) = self.qps.get_mut(d) else {
             return;
         };
         dq.rq_ci = ci.wrapping_add(1);

@@ -2,14 +2,14 @@
 //! half); a complete WQE runs from its bytes or falls back to the doorbell
 //! path, by the contract's rule.
 
+use super::engine::Engine;
+use super::send::Origin;
 use crate::bytes::be32;
-use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{BF_HALF, BF_REG_SIZE};
 use crate::protocol::{Code, FallbackReason};
 use crate::qp::QpState;
-use crate::send::Origin;
 use crate::wqe::{Ctrl, CTRL_SIZE};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -27,13 +27,25 @@ pub struct Burst {
 #[derive(Debug, Default, Clone)]
 pub struct BfCollector {
     /// (BF page = its UAR index, half) -> pending burst.
-    pub bursts: BTreeMap<(u32, u8), Burst>,
+    bursts: BTreeMap<(u32, u8), Burst>,
 }
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
-    pub(crate) fn bf_write(&mut self, page: u32, in_page: u64, data: &[u8]) {
+impl BfCollector {
+    /// The bursts still pending, in (page, half) order; none is left.
+    pub(crate) fn take_pending(&mut self) -> BTreeMap<(u32, u8), Burst> {
+        std::mem::take(&mut self.bursts)
+    }
+
+    /// A write to BF page `page` at `in_page`.
+    pub(crate) fn write<M: GuestMemory, I: Irq>(
+        &mut self,
+        eng: &mut Engine<'_, M, I>,
+        page: u32,
+        in_page: u64,
+        data: &[u8],
+    ) {
         if in_page >= BF_REG_SIZE {
-            self.env.protocol_error(
+            eng.env.protocol_error(
                 Code::BfBadRegister,
                 format!(
                     "BF page {page}: write to register {} (only register 0 is accepted)",
@@ -46,10 +58,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let off = (in_page % BF_HALF) as usize;
         let key = (page, half);
         if off + data.len() > BF_HALF as usize {
-            if let Some(b) = self.bf.bursts.remove(&key) {
-                self.bf_abort(page, half, b, FallbackReason::OutOfOrder);
+            if let Some(b) = self.bursts.remove(&key) {
+                Self::abort(eng, page, half, b, FallbackReason::OutOfOrder);
             }
-            self.env.protocol_error(
+            eng.env.protocol_error(
                 Code::BfCrossesHalf,
                 format!(
                     "BF page {page}: {}-byte write at +{in_page:#x} crosses into the other half",
@@ -58,54 +70,60 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             );
             return;
         }
-        match self.bf.bursts.remove(&key) {
+        match self.bursts.remove(&key) {
             None if off == 0 => {}
             None => {
-                self.env.protocol_error(
+                eng.env.protocol_error(
                     Code::BfStrayWrite,
                     format!("BF page {page} half {half}: write at +{off:#x} with no burst started"),
                 );
                 return;
             }
-            Some(b) if off == 0 => self.bf_abort(page, half, b, FallbackReason::Incomplete),
+            Some(b) if off == 0 => Self::abort(eng, page, half, b, FallbackReason::Incomplete),
             Some(mut b) if off == b.bytes.len() && data.len() == b.write_size => {
                 b.bytes.extend_from_slice(data);
-                self.bf_progress(page, half, b);
+                self.progress(eng, page, half, b);
                 return;
             }
             Some(b) => {
                 // A gap, a step back or a size change ends the burst; this
                 // write belongs to nothing.
-                self.bf_abort(page, half, b, FallbackReason::OutOfOrder);
+                Self::abort(eng, page, half, b, FallbackReason::OutOfOrder);
                 return;
             }
         }
         let b = Burst {
             bytes: data.to_vec(),
             write_size: data.len(),
-            t0: self.env.mmio_start_ns,
+            t0: eng.env.mmio_start_ns,
         };
-        self.bf_progress(page, half, b);
+        self.progress(eng, page, half, b);
     }
 
     /// Keeps collecting, or judges the burst once its WQE is complete.
-    fn bf_progress(&mut self, page: u32, half: u8, b: Burst) {
+    fn progress<M: GuestMemory, I: Irq>(
+        &mut self,
+        eng: &mut Engine<'_, M, I>,
+        page: u32,
+        half: u8,
+        b: Burst,
+    ) {
         if b.bytes.len() < CTRL_SIZE {
-            self.bf.bursts.insert((page, half), b);
+            self.bursts.insert((page, half), b);
             return;
         }
         let c = Ctrl::decode(&b.bytes);
         let need = c.wqe_bytes().div_ceil(64) * 64;
         if c.ds == 0 || need > BF_HALF as usize {
-            self.bf_abort(page, half, b, FallbackReason::Malformed);
+            Self::abort(eng, page, half, b, FallbackReason::Malformed);
             return;
         }
         if b.bytes.len() < need {
-            self.bf.bursts.insert((page, half), b);
+            self.bursts.insert((page, half), b);
             return;
         }
         if b.bytes.len() > need {
-            self.env.protocol_error(
+            eng.env.protocol_error(
                 Code::BfStrayWrite,
                 format!(
                     "BF page {page} half {half}: {} bytes written for a {need}-byte WQE",
@@ -113,20 +131,26 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 ),
             );
         }
-        self.env.post_start_ns = b.t0;
-        self.bf_complete(page, half, &b.bytes[..need], c.wqe_bytes());
+        eng.env.post_start_ns = b.t0;
+        eng.bf_complete(page, half, &b.bytes[..need], c.wqe_bytes());
     }
 
     /// A burst that cannot be used: a protocol error, then the fallback if
     /// the QP can be named (8 bytes seen) and is in RTS.
-    fn bf_abort(&mut self, page: u32, half: u8, b: Burst, reason: FallbackReason) {
+    fn abort<M: GuestMemory, I: Irq>(
+        eng: &mut Engine<'_, M, I>,
+        page: u32,
+        half: u8,
+        b: Burst,
+        reason: FallbackReason,
+    ) {
         let (code, what) = match reason {
             FallbackReason::Incomplete => (Code::BfIncomplete, "ended incomplete by a new burst"),
             FallbackReason::OutOfOrder => (Code::BfOutOfOrder, "ended by an out-of-order write"),
             _ if b.bytes.len() >= 8 && b.bytes[7] & 0x3f == 0 => (Code::BfDsZero, "has DS 0"),
             _ => (Code::BfTooLarge, "is larger than a BlueFlame half"),
         };
-        self.env.protocol_error(
+        eng.env.protocol_error(
             code,
             format!(
                 "BF page {page} half {half}: burst of {} bytes {what}",
@@ -137,14 +161,16 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         }
         let qpn = be32(&b.bytes, 4) >> 8;
-        if self.bf_qp_ready(qpn, page) {
-            self.env.post_start_ns = b.t0;
-            self.fallback(qpn, page, half, reason);
+        if eng.bf_qp_ready(qpn, page) {
+            eng.env.post_start_ns = b.t0;
+            eng.fallback(qpn, page, half, reason);
         }
     }
+}
 
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     fn bf_qp_ready(&mut self, qpn: u32, page: u32) -> bool {
-        match self.qps.get(&qpn).map(|qp| qp.state) {
+        match self.qps.get(qpn).map(|qp| qp.state) {
             None => {
                 self.env.protocol_error(
                     Code::BfUnknownQp,
@@ -152,7 +178,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 );
                 false
             }
-            Some(QpState::Err) if self.qps.get(&qpn).is_some_and(|qp| qp.usr_page == page) => {
+            Some(QpState::Err) if self.qps.get(qpn).is_some_and(|qp| qp.usr_page == page) => {
                 // As a doorbell: the WQE is in the send queue too, and is
                 // flushed with whatever else the driver posted meanwhile.
                 self.flush_sq(qpn);
@@ -180,7 +206,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         if !self.bf_qp_ready(qpn, page) {
             return;
         }
-        let Some(qp) = self.qps.get(&qpn) else {
+        let Some(qp) = self.qps.get(qpn) else {
             return;
         };
         let ci = qp.sq_ci;

@@ -16,16 +16,16 @@
 //!    immediate, byte_cnt = length); then the requester's send CQE if
 //!    signalled.
 
+use super::deliver::{recv_cqe, SenderSyndrome};
+use super::engine::Engine;
 use crate::cq::syndrome;
-use crate::deliver::{recv_cqe, SenderSyndrome};
-use crate::device::Device;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access};
 use crate::wqe::{opcode, Wqe};
 use serde_json::json;
 
-impl<M: GuestMemory, I: Irq> Device<M, I> {
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// Executes a parsed RDMA write of QP `s` at SQ index `idx` (`bytes` =
     /// the WQE): its data lands in the responder's region, or the WQE
     /// completes in error.
@@ -48,9 +48,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let c = w.ctrl;
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let len = payload.len() as u64;
-        let pd = self.qps.get(&d).map_or(0, |qp| qp.pd);
-        let target = match keys::check(&self.mrs, false, pd, rkey, raddr, len, Access::RemoteWrite)
-        {
+        let pd = self.qps.get(d).map_or(0, |qp| qp.pd);
+        let target = match keys::check(self.mrs, false, pd, rkey, raddr, len, Access::RemoteWrite) {
             Ok(t) => t,
             Err(f) => {
                 self.prot_fault(d, "rkey", rkey, raddr, len, f);
@@ -63,7 +62,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             self.rq_posted(s, d)?;
         }
         let mut off = 0usize;
-        for (addr, k) in keys::translate(&self.mrs, target, raddr, len) {
+        for (addr, k) in keys::translate(self.mrs, target, raddr, len) {
             if !self.env.dma_write(addr, &payload[off..off + k], "rdma") {
                 self.env.counters.global.rdma_dma_errors += 1;
                 self.delivery_failed(s, d, "RDMA write DMA", syndrome::REMOTE_ACCESS_ERR);
@@ -76,7 +75,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let mut done = self.env.clock.now();
         let mut rq_index = None;
         if imm {
-            let Some(dq) = self.qps.get_mut(&d) else {
+            let Some(dq) = self.qps.get_mut(d) else {
                 return Err(syndrome::REMOTE_OP_ERR);
             };
             let ci = dq.rq_ci;

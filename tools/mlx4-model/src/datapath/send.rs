@@ -2,9 +2,9 @@
 //! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1). A SEND on
 //! an RC or UC QP goes on to `deliver`, an RDMA write to `rdma`.
 
+use super::engine::Engine;
 use crate::bytes::{be32, hex, put_be16, put_be32};
 use crate::cq::{error_cqe, syndrome, CQE_IS_SEND};
-use crate::device::Device;
 use crate::diag::{LastDoorbell, LastWqe, WqeSource, LAST_WQE_BYTES_SIZE};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
@@ -45,7 +45,7 @@ pub(crate) enum Origin<'a> {
     /// Fetched from the send queue after a doorbell or fallback on UAR `page`.
     Dma { page: u32 },
 }
-impl<M: GuestMemory, I: Irq> Device<M, I> {
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// UAR +0x14: `BE32(qpn << 8)`.
     pub(crate) fn send_doorbell(&mut self, page: u32, data: &[u8]) {
         self.env.counters.global.send_doorbells += 1;
@@ -69,7 +69,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             return;
         }
         let qpn = v >> 8;
-        let Some(qp) = self.qps.get(&qpn) else {
+        let Some(qp) = self.qps.get(qpn) else {
             self.env.protocol_error(
                 Code::DoorbellUnknownQp,
                 format!("UAR {page}: send doorbell for qp {qpn:#x}, which does not exist"),
@@ -112,7 +112,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// ran `taken - 1` ahead of their announcements. One that took nothing is
     /// fine if an earlier scan ran its WQE. False: nothing was announced.
     pub(crate) fn settle_announcement(&mut self, qpn: u32, taken: u32, by: &str) -> bool {
-        let Some(qp) = self.qps.get_mut(&qpn) else {
+        let Some(qp) = self.qps.get_mut(qpn) else {
             return true;
         };
         if taken > 0 {
@@ -135,7 +135,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// the round trip; the rest of it (`skip` > 0, the wrapped part) is
     /// pipelined.
     fn sq_read(&mut self, qpn: u32, index: u32, skip: u64, out: &mut [u8]) -> bool {
-        let Some(qp) = self.qps.get(&qpn) else {
+        let Some(qp) = self.qps.get(qpn) else {
             return false;
         };
         let ring = qp.sq_bytes();
@@ -165,7 +165,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     pub(crate) fn run_sq(&mut self, qpn: u32, page: u32) -> u32 {
         let mut taken = 0;
         while let Some((idx, mut bytes, c)) = self.next_wqe(qpn, QpState::Rts, taken) {
-            let (ring, first) = (self.qps[&qpn].sq_bytes(), bytes.len());
+            let (ring, first) = (
+                self.qps.get(qpn).expect("next_wqe found it").sq_bytes(),
+                bytes.len(),
+            );
             taken += 1;
             if c.wqe_bytes() as u64 > ring {
                 self.env.counters.global.wqes_dma += 1;
@@ -207,7 +210,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// one more: its index, its first fetched bytes (64, or the ring if
     /// smaller) and its control segment.
     fn next_wqe(&mut self, qpn: u32, state: QpState, taken: u32) -> Option<(u32, Vec<u8>, Ctrl)> {
-        let qp = self.qps.get(&qpn)?;
+        let qp = self.qps.get(qpn)?;
         if qp.state != state || taken >= qp.sq_entries() {
             return None;
         }
@@ -239,7 +242,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// Executes one WQE (`bytes` = DS*16) that starts at SQ index `idx`.
     pub(crate) fn execute_wqe(&mut self, qpn: u32, idx: u32, bytes: &[u8], origin: Origin) {
-        let Some(qp) = self.qps.get(&qpn) else {
+        let Some(qp) = self.qps.get(qpn) else {
             return;
         };
         let source = match origin {
@@ -309,7 +312,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     pub(crate) fn advance(&mut self, qpn: u32, c: &Ctrl) {
-        if let Some(qp) = self.qps.get_mut(&qpn) {
+        if let Some(qp) = self.qps.get_mut(qpn) {
             let n = (c.wqe_bytes() as u64).div_ceil(qp.sq_stride()) as u32;
             qp.sq_ci = qp.sq_ci.wrapping_add(n);
         }
@@ -326,7 +329,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// (always, signalled or not) with `syndrome`.
     pub(crate) fn send_error(&mut self, qpn: u32, idx: u32, c: &Ctrl, syndrome: u8) {
         self.advance(qpn, c);
-        if let Some(qp) = self.qps.get_mut(&qpn) {
+        if let Some(qp) = self.qps.get_mut(qpn) {
             qp.state = QpState::Err;
         }
         self.complete(qpn, error_cqe(qpn, idx, syndrome, true), true);
@@ -334,7 +337,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// A CQE on the QP's send CQ.
     pub(crate) fn complete(&mut self, qpn: u32, cqe: [u8; 32], solicited: bool) {
-        if let Some(cqn) = self.qps.get(&qpn).map(|qp| qp.cqn_send) {
+        if let Some(cqn) = self.qps.get(qpn).map(|qp| qp.cqn_send) {
             self.post_cqe(cqn, qpn, cqe, solicited);
         }
     }

@@ -1,0 +1,175 @@
+//! What a command is (§3, contract "Commands"): opcodes, the status byte,
+//! the request the HCR hands over, the typed error a command fails with,
+//! and the mailboxes it reads and writes by DMA. The HCR (`hcr`) decodes
+//! and dispatches; each table's commands live with the table (`eq`, `cq`,
+//! `qp`, `mr`).
+
+use crate::env::Env;
+use crate::guest_memory::GuestMemory;
+use crate::irq::Irq;
+use crate::timing::Read;
+
+pub mod op {
+    pub const QUERY_DEV_CAP: u16 = 0x03;
+    pub const QUERY_FW: u16 = 0x04;
+    pub const QUERY_ADAPTER: u16 = 0x06;
+    pub const SW2HW_MPT: u16 = 0x0d;
+    pub const HW2SW_MPT: u16 = 0x0f;
+    pub const WRITE_MTT: u16 = 0x11;
+    pub const MAP_EQ: u16 = 0x12;
+    pub const SW2HW_EQ: u16 = 0x13;
+    pub const HW2SW_EQ: u16 = 0x14;
+    pub const SW2HW_CQ: u16 = 0x16;
+    pub const HW2SW_CQ: u16 = 0x17;
+    pub const RST2INIT_QP: u16 = 0x19;
+    pub const INIT2RTR_QP: u16 = 0x1a;
+    pub const RTR2RTS_QP: u16 = 0x1b;
+    pub const TO_ERR_QP: u16 = 0x1e;
+    pub const TO_RST_QP: u16 = 0x21;
+    pub const QUERY_QP: u16 = 0x22;
+    pub const NOP: u16 = 0x31;
+}
+
+/// mlx4 `CMD_STAT_*`.
+pub mod status {
+    pub const OK: u8 = 0x00;
+    pub const INTERNAL_ERR: u8 = 0x01;
+    pub const BAD_OP: u8 = 0x02;
+    pub const BAD_PARAM: u8 = 0x03;
+    pub const BAD_RESOURCE: u8 = 0x05;
+    pub const RESOURCE_BUSY: u8 = 0x06;
+    pub const BAD_RES_STATE: u8 = 0x09;
+    pub const BAD_INDEX: u8 = 0x0a;
+    pub const BAD_QP_STATE: u8 = 0x10;
+    pub const BAD_SIZE: u8 = 0x40;
+}
+
+/// Why a command failed; its `status()` is the HCR's status byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CmdError {
+    #[error("internal error")]
+    Internal,
+    #[error("bad opcode")]
+    BadOp,
+    #[error("bad parameter")]
+    BadParam,
+    #[error("bad resource")]
+    BadResource,
+    #[error("resource busy")]
+    ResourceBusy,
+    #[error("bad resource state")]
+    BadResState,
+    #[error("bad index")]
+    BadIndex,
+    #[error("bad QP state")]
+    BadQpState,
+    #[error("bad size")]
+    BadSize,
+}
+
+impl CmdError {
+    pub fn status(self) -> u8 {
+        match self {
+            CmdError::Internal => status::INTERNAL_ERR,
+            CmdError::BadOp => status::BAD_OP,
+            CmdError::BadParam => status::BAD_PARAM,
+            CmdError::BadResource => status::BAD_RESOURCE,
+            CmdError::ResourceBusy => status::RESOURCE_BUSY,
+            CmdError::BadResState => status::BAD_RES_STATE,
+            CmdError::BadIndex => status::BAD_INDEX,
+            CmdError::BadQpState => status::BAD_QP_STATE,
+            CmdError::BadSize => status::BAD_SIZE,
+        }
+    }
+}
+
+pub fn name(opcode: u16) -> &'static str {
+    match opcode {
+        op::QUERY_DEV_CAP => "QUERY_DEV_CAP",
+        op::QUERY_FW => "QUERY_FW",
+        op::QUERY_ADAPTER => "QUERY_ADAPTER",
+        op::SW2HW_MPT => "SW2HW_MPT",
+        op::HW2SW_MPT => "HW2SW_MPT",
+        op::WRITE_MTT => "WRITE_MTT",
+        op::MAP_EQ => "MAP_EQ",
+        op::SW2HW_EQ => "SW2HW_EQ",
+        op::HW2SW_EQ => "HW2SW_EQ",
+        op::SW2HW_CQ => "SW2HW_CQ",
+        op::HW2SW_CQ => "HW2SW_CQ",
+        op::RST2INIT_QP => "RST2INIT_QP",
+        op::INIT2RTR_QP => "INIT2RTR_QP",
+        op::RTR2RTS_QP => "RTR2RTS_QP",
+        op::TO_ERR_QP => "2ERR_QP",
+        op::TO_RST_QP => "2RST_QP",
+        op::QUERY_QP => "QUERY_QP",
+        op::NOP => "NOP",
+        _ => "unknown",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandRequest {
+    pub in_param: u64,
+    pub in_mod: u32,
+    pub out_param: u64,
+    pub token: u16,
+    pub op_mod: u8,
+    pub opcode: u16,
+    pub event: bool,
+}
+
+/// Ok(immediate out_param, if the command has one) or the error.
+pub type CmdResult = Result<Option<u64>, CmdError>;
+
+const MAILBOX_SIZE: u64 = 4096;
+
+fn check_mailbox(addr: u64) -> Result<(), CmdError> {
+    if addr == 0 || !addr.is_multiple_of(MAILBOX_SIZE) {
+        return Err(CmdError::BadParam);
+    }
+    Ok(())
+}
+
+/// `len` bytes of the mailbox at `addr`.
+pub(crate) fn read_mailbox<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    addr: u64,
+    len: usize,
+) -> Result<Vec<u8>, CmdError> {
+    check_mailbox(addr)?;
+    let mut b = vec![0u8; len];
+    if !env.dma_read(addr, &mut b, "mailbox", Read::Fresh) {
+        return Err(CmdError::Internal);
+    }
+    Ok(b)
+}
+
+pub(crate) fn write_mailbox<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    addr: u64,
+    data: &[u8],
+) -> Result<(), CmdError> {
+    check_mailbox(addr)?;
+    if !env.dma_write(addr, data, "mailbox") {
+        return Err(CmdError::Internal);
+    }
+    Ok(())
+}
+
+/// Firmware initialises a new queue's ownership: every entry zero but
+/// its owner bit (byte 31, bit 7) set, so nothing reads as valid.
+pub(crate) fn owner_init<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    buf: u64,
+    entries: u32,
+    entry_size: u64,
+) -> Result<(), CmdError> {
+    let mut b = vec![0u8; (u64::from(entries) * entry_size) as usize];
+    for e in b.chunks_exact_mut(entry_size as usize) {
+        e[entry_size as usize - 1] = 0x80;
+    }
+    if !env.dma_write(buf, &b, "owner_init") {
+        return Err(CmdError::Internal);
+    }
+    Ok(())
+}

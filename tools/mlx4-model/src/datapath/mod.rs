@@ -1,0 +1,16 @@
+//! The data path: what a send doorbell or a BlueFlame burst sets off. It
+//! runs on an [`engine::Engine`], which borrows the environment and the
+//! tables a post may touch (the MR table read-only); the BlueFlame
+//! collector is the one component of its own here.
+//!
+//! - `send`: the send doorbell, the send-queue scan, WQE execution and
+//!   the requester's completion;
+//! - `blueflame`: collecting BF bursts, executing them or falling back;
+//! - `deliver`: a SEND to the responder's receive queue;
+//! - `rdma`: an RDMA write into the responder's region.
+
+pub mod blueflame;
+pub mod deliver;
+pub mod engine;
+pub mod rdma;
+pub mod send;
