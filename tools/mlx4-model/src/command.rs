@@ -4,6 +4,7 @@
 //! and dispatches; each table's commands live with the table (`eq`, `cq`,
 //! `qp`, `mr`).
 
+use crate::dma::DmaFailed;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
@@ -65,6 +66,13 @@ pub enum CmdError {
     BadQpState,
     #[error("bad size")]
     BadSize,
+}
+
+/// A mailbox or queue buffer the command needs cannot be reached.
+impl From<DmaFailed> for CmdError {
+    fn from(_: DmaFailed) -> Self {
+        CmdError::Internal
+    }
 }
 
 impl CmdError {
@@ -138,9 +146,7 @@ pub(crate) fn read_mailbox<M: GuestMemory, I: Irq>(
 ) -> Result<Vec<u8>, CmdError> {
     check_mailbox(addr)?;
     let mut b = vec![0u8; len];
-    if !env.dma_read(addr, &mut b, "mailbox", Read::Fresh) {
-        return Err(CmdError::Internal);
-    }
+    env.dma_read(addr, &mut b, "mailbox", Read::Fresh)?;
     Ok(b)
 }
 
@@ -150,9 +156,7 @@ pub(crate) fn write_mailbox<M: GuestMemory, I: Irq>(
     data: &[u8],
 ) -> Result<(), CmdError> {
     check_mailbox(addr)?;
-    if !env.dma_write(addr, data, "mailbox") {
-        return Err(CmdError::Internal);
-    }
+    env.dma_write(addr, data, "mailbox")?;
     Ok(())
 }
 
@@ -168,8 +172,6 @@ pub(crate) fn owner_init<M: GuestMemory, I: Irq>(
     for e in b.chunks_exact_mut(entry_size as usize) {
         e[entry_size as usize - 1] = 0x80;
     }
-    if !env.dma_write(buf, &b, "owner_init") {
-        return Err(CmdError::Internal);
-    }
+    env.dma_write(buf, &b, "owner_init")?;
     Ok(())
 }

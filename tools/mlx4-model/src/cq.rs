@@ -176,7 +176,10 @@ impl CqTable {
             return None;
         }
         let mut rec = [0u8; 8];
-        if !env.dma_read(db_rec, &mut rec, "db_rec", Read::Cached) {
+        if env
+            .dma_read(db_rec, &mut rec, "db_rec", Read::Cached)
+            .is_err()
+        {
             return None;
         }
         let set_ci = be32(&rec, 0) & 0xff_ffff;
@@ -190,7 +193,7 @@ impl CqTable {
             cqe[31] &= !0x80;
         }
         let addr = buf + u64::from(idx & (nent - 1)) * CQE_SIZE;
-        if !env.dma_write(addr, &cqe, "cqe") {
+        if env.dma_write(addr, &cqe, "cqe").is_err() {
             return None;
         }
         let done = env.clock.now();

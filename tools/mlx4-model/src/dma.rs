@@ -10,11 +10,24 @@
 
 use crate::bytes::hex;
 use crate::env::Env;
-use crate::guest_memory::GuestMemory;
+use crate::guest_memory::{DmaError, GuestMemory};
 use crate::irq::Irq;
 use crate::protocol::Code;
 use crate::timing::{Read, Tx};
 use serde_json::{json, Value};
+
+/// Why a DMA access was not made or failed. Already counted and recorded
+/// (and a protocol error if the memory is unreachable); the operation that
+/// needed it is abandoned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DmaFailed {
+    /// Bus Master Enable is clear: the request was not made.
+    #[error("bus mastering is off")]
+    NoBusMaster,
+    /// The guest memory refused it.
+    #[error(transparent)]
+    Memory(#[from] DmaError),
+}
 
 impl<M: GuestMemory, I: Irq> Env<M, I> {
     /// False (counted, recorded with `fields`) if bus mastering is off.
@@ -28,18 +41,18 @@ impl<M: GuestMemory, I: Irq> Env<M, I> {
     }
 
     /// DMA read, charged as `read` says; a failure is recorded as
-    /// `dma_unmapped` and returns false.
+    /// `dma_unmapped`.
     pub(crate) fn dma_read(
         &mut self,
         addr: u64,
         buf: &mut [u8],
         what: &'static str,
         read: Read,
-    ) -> bool {
+    ) -> Result<(), DmaFailed> {
         let len = buf.len();
         if !self.may_master(|| json!({"op": "read", "addr": addr, "len": len, "what": what})) {
             buf.fill(0);
-            return false;
+            return Err(DmaFailed::NoBusMaster);
         }
         let r = self.mem.read(addr, buf);
         self.trace.record("dma_read", || {
@@ -56,20 +69,22 @@ impl<M: GuestMemory, I: Irq> Env<M, I> {
             len: buf.len() as u64,
             read,
         });
-        match r {
-            Ok(()) => true,
-            Err(e) => {
-                self.protocol_error(Code::DmaUnmapped, format!("{what} read: {e}"));
-                false
-            }
+        if let Err(e) = &r {
+            self.protocol_error(Code::DmaUnmapped, format!("{what} read: {e}"));
         }
+        Ok(r?)
     }
 
     /// DMA write (posted, charged); counted when it succeeds.
-    pub(crate) fn dma_write(&mut self, addr: u64, data: &[u8], what: &'static str) -> bool {
+    pub(crate) fn dma_write(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        what: &'static str,
+    ) -> Result<(), DmaFailed> {
         let len = data.len();
         if !self.may_master(|| json!({"op": "write", "addr": addr, "len": len, "what": what})) {
-            return false;
+            return Err(DmaFailed::NoBusMaster);
         }
         let r = self.mem.write(addr, data);
         self.trace.record("dma_write", || {
@@ -85,16 +100,11 @@ impl<M: GuestMemory, I: Irq> Env<M, I> {
         self.charge(Tx::DmaWrite {
             len: data.len() as u64,
         });
-        match r {
-            Ok(()) => {
-                self.counters.global.dma_writes += 1;
-                true
-            }
-            Err(e) => {
-                self.protocol_error(Code::DmaUnmapped, format!("{what} write: {e}"));
-                false
-            }
+        match &r {
+            Ok(()) => self.counters.global.dma_writes += 1,
+            Err(e) => self.protocol_error(Code::DmaUnmapped, format!("{what} write: {e}")),
         }
+        Ok(r?)
     }
 
     /// MSI-X `vector`: on PCIe a memory write, so it needs bus mastering

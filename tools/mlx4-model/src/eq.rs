@@ -232,7 +232,7 @@ impl EqTable {
         eqe[1] = event_type;
         eqe[4..28].copy_from_slice(body);
         eqe[31] = if owner { 0x80 } else { 0 };
-        if !env.dma_write(addr, &eqe, "eqe") {
+        if env.dma_write(addr, &eqe, "eqe").is_err() {
             return;
         }
         env.counters.global.eqes += 1;

@@ -129,7 +129,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 Segment::Data { .. } => {
                     for (addr, n) in data.next().unwrap_or_default() {
                         let mut b = vec![0u8; n];
-                        if !self.env.dma_read(addr, &mut b, "gather", read) {
+                        if self.env.dma_read(addr, &mut b, "gather", read).is_err() {
                             self.wqe_ready();
                             self.env.counters.global.gather_errors += 1;
                             self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
@@ -207,7 +207,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         };
         let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
         let mut rec = [0u8; RQ_DB_LEN];
-        if !self.env.dma_read(db, &mut rec, "db_rec", Read::Cached) {
+        if self
+            .env
+            .dma_read(db, &mut rec, "db_rec", Read::Cached)
+            .is_err()
+        {
             return Err(self.receive_failed(s, d, "its RQ doorbell record cannot be read"));
         }
         let head = rq::head(&rec);
@@ -247,7 +251,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let (ci, rlkey, pd, cqn) = (dq.rq_ci, dq.rlkey, dq.pd, dq.cqn_recv);
         let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
         let mut rwqe = vec![0u8; stride];
-        if !self.env.dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached) {
+        if self
+            .env
+            .dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached)
+            .is_err()
+        {
             return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
         }
         let segs = rq::parse(&rwqe);
@@ -282,7 +290,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         for (g, &t) in segs.iter().zip(&targets) {
             let n = (g.len as usize).min(payload.len() - off);
             for (addr, k) in keys::translate(self.mrs, t, g.addr, n as u64) {
-                if !self.env.dma_write(addr, &payload[off..off + k], "payload") {
+                if self
+                    .env
+                    .dma_write(addr, &payload[off..off + k], "payload")
+                    .is_err()
+                {
                     self.env.counters.global.scatter_errors += 1;
                     self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
                     self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);

@@ -63,7 +63,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         }
         let mut off = 0usize;
         for (addr, k) in keys::translate(self.mrs, target, raddr, len) {
-            if !self.env.dma_write(addr, &payload[off..off + k], "rdma") {
+            if self
+                .env
+                .dma_write(addr, &payload[off..off + k], "rdma")
+                .is_err()
+            {
                 self.env.counters.global.rdma_dma_errors += 1;
                 self.delivery_failed(s, d, "RDMA write DMA", syndrome::REMOTE_ACCESS_ERR);
                 return Err(syndrome::REMOTE_ACCESS_ERR);

@@ -149,14 +149,14 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             Read::Continued
         };
         self.env.counters.global.sq_dma_reads += 1;
-        if !self.env.dma_read(base + start, a, "wqe", read) {
+        if self.env.dma_read(base + start, a, "wqe", read).is_err() {
             return false;
         }
         if b.is_empty() {
             return true;
         }
         self.env.counters.global.sq_dma_reads += 1;
-        self.env.dma_read(base, b, "wqe", Read::Continued)
+        self.env.dma_read(base, b, "wqe", Read::Continued).is_ok()
     }
 
     /// Fetches and executes WQEs from the consumer index while they are
