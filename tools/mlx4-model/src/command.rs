@@ -4,7 +4,7 @@
 //! and dispatches; each table's commands live with the table (`eq`, `cq`,
 //! `qp`, `mr`).
 
-use crate::dma::DmaFailed;
+use crate::env::DmaFailed;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;

@@ -1,6 +1,6 @@
 //! The adapter as a pure, synchronous state machine: MMIO in, DMA and
 //! interrupts out through the `GuestMemory` and `Irq` traits (only via
-//! `dma`), every transaction recorded by the tracer. `Device` owns its
+//! `env`), every transaction recorded by the tracer. `Device` owns its
 //! components (the HCR, the EQ, CQ, QP and MR tables, the BlueFlame
 //! collector, the diag block) and the environment they act on (`env`);
 //! this file decodes BAR0 and BAR2 and hands each access to the component
@@ -72,19 +72,19 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     pub fn mem(&self) -> &M {
-        &self.env.mem
+        self.env.mem()
     }
 
     pub fn mem_mut(&mut self) -> &mut M {
-        &mut self.env.mem
+        self.env.mem_mut()
     }
 
     pub fn irq(&self) -> &I {
-        &self.env.irq
+        self.env.irq()
     }
 
     pub fn irq_mut(&mut self) -> &mut I {
-        &mut self.env.irq
+        self.env.irq_mut()
     }
 
     pub fn counters(&self) -> &Counters {

@@ -16,7 +16,6 @@ pub mod cq;
 pub mod datapath;
 pub mod device;
 pub mod diag;
-pub mod dma;
 pub mod env;
 pub mod eq;
 pub mod fault;

@@ -11,7 +11,7 @@ pub const VENDOR_ID: u16 = 0x15b3;
 pub const DEVICE_ID: u16 = 0x1003;
 pub const MSIX_CAP: usize = 0x40;
 /// The command register and its Bus Master Enable bit: while it is clear
-/// the function may issue no memory request, DMA nor MSI-X (`dma`).
+/// the function may issue no memory request, DMA nor MSI-X (`env`).
 pub const COMMAND: usize = 0x04;
 pub const COMMAND_MASTER: u8 = 1 << 2;
 
