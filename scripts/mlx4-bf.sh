@@ -359,6 +359,7 @@ lint)      need_kdir
 	   # Files that import each other are one concern in two places.
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   log "lint: clean" ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
