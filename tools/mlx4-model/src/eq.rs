@@ -113,10 +113,10 @@ fn eqn(in_mod: u32) -> Result<usize, CmdError> {
 }
 
 impl EqTable {
-    /// EQ `eqn` is in hardware ownership. Indexes the table, as the model
-    /// always has: an `eqn` of `NUM_EQS` or more panics.
+    /// EQ `eqn` is in hardware ownership; an `eqn` beyond the table names
+    /// none (a CQ context naming it is refused, not a panic).
     pub fn exists(&self, eqn: u8) -> bool {
-        self.eqs[usize::from(eqn)].is_some()
+        self.eqs.get(usize::from(eqn)).is_some_and(Option::is_some)
     }
 
     /// EQs in hardware ownership.

@@ -88,6 +88,11 @@ fn eq_cq_qp_lifecycle_and_status_codes() {
         h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB),
         status::BAD_RESOURCE
     );
+    // An EQ number beyond the model's EQs (it panicked once).
+    assert_eq!(
+        h.sw2hw_cq(CQN, CQ_LOG, UAR, 0xff, CQ_BUF, CQ_DB),
+        status::BAD_RESOURCE
+    );
     assert_eq!(
         h.sw2hw_cq(4096, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB),
         status::BAD_INDEX
