@@ -31,6 +31,22 @@ pub fn inline_size16(payload: usize, raddr: bool) -> usize {
     pos.div_ceil(16)
 }
 
+/// Clears the `len` bytes of a WQE in `buf` and writes its control segment
+/// (`opcode`, size) and, for an RDMA write, the remote-address segment;
+/// returns where the data segments start.
+fn put_header(buf: &mut [u8], opcode: u32, len: usize, raddr: Option<(u64, u32)>) -> usize {
+    buf[..len].fill(0);
+    put_be32(buf, 0, opcode);
+    put_be32(buf, 4, (len / 16) as u32);
+    let mut pos = CTRL_LEN;
+    if let Some((addr, rkey)) = raddr {
+        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
+        put_be32(buf, pos + 8, rkey);
+        pos += RADDR_LEN;
+    }
+    pos
+}
+
 /// Builds an inline WQE like libmlx4's `set_data_inl()`: segments are split at
 /// every 64-byte boundary. `raddr` is `(remote address, rkey)` for RDMA write.
 /// Returns the WQE length, or `None` if `buf` is too small.
@@ -44,15 +60,7 @@ pub fn build_inline(
     if buf.len() < len || len > MAX_WQE_LEN {
         return None;
     }
-    buf[..len].fill(0);
-    put_be32(buf, 0, opcode);
-    put_be32(buf, 4, (len / 16) as u32);
-    let mut pos = CTRL_LEN;
-    if let Some((addr, rkey)) = raddr {
-        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
-        put_be32(buf, pos + 8, rkey);
-        pos += RADDR_LEN;
-    }
+    let mut pos = put_header(buf, opcode, len, raddr);
     let mut rest = payload;
     while !rest.is_empty() {
         let chunk = rest.len().min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
@@ -76,15 +84,7 @@ pub fn build_gather(
     if buf.len() < len {
         return None;
     }
-    buf[..len].fill(0);
-    put_be32(buf, 0, opcode);
-    put_be32(buf, 4, (len / 16) as u32);
-    let mut pos = CTRL_LEN;
-    if let Some((addr, rkey)) = raddr {
-        buf[pos..pos + 8].copy_from_slice(&addr.to_be_bytes());
-        put_be32(buf, pos + 8, rkey);
-        pos += RADDR_LEN;
-    }
+    let pos = put_header(buf, opcode, len, raddr);
     put_be32(buf, pos, seg.2);
     put_be32(buf, pos + 4, seg.1);
     buf[pos + 8..pos + 16].copy_from_slice(&seg.0.to_be_bytes());
