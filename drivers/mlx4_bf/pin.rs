@@ -284,7 +284,11 @@ impl KernelPages {
     pub(crate) fn alloc(bytes: usize) -> Result<Self> {
         let n = bytes.div_ceil(PAGE_SIZE);
         let order = n.next_power_of_two().trailing_zeros();
-        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        // Dropped on failure: frees the pages recorded so far.
+        let mut mem = KernelPages {
+            pages: KVec::with_capacity(n, GFP_KERNEL)?,
+            addr: core::ptr::null_mut(),
+        };
         // SAFETY: Any order below MAX_PAGE_ORDER may be asked for; null is
         // checked.
         let head =
@@ -297,20 +301,20 @@ impl KernelPages {
         for i in 0..1usize << order {
             // SAFETY: The `struct page`s of one allocation are contiguous.
             let page = unsafe { head.add(i) };
-            if i < n && pages.push(page, GFP_KERNEL).is_ok() {
+            // Room for `n` was reserved: recording one never allocates.
+            if i < n && mem.pages.push_within_capacity(page).is_ok() {
                 continue;
             }
             // SAFETY: An order-0 page of ours (after `split_page()`) that
-            // `pages` does not hold: beyond `n`, or not recorded.
+            // `mem` does not hold: beyond `n`.
             unsafe { bindings::__free_pages(page, 0) };
         }
-        if pages.len() < n {
-            // `pages` (dropped) frees the rest.
+        if mem.pages.len() < n {
             return Err(ENOMEM);
         }
         // SAFETY: `head` is a live page; see `kmap_local_page()` above.
-        let addr = unsafe { bindings::kmap_local_page(head) }.cast();
-        Ok(KernelPages { pages, addr })
+        mem.addr = unsafe { bindings::kmap_local_page(head) }.cast();
+        Ok(mem)
     }
 
     /// The kernel address of the first byte.
