@@ -97,14 +97,18 @@ pub(crate) struct UserMem {
 
 impl UserMem {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
+        // Dropped in the reverse order on failure: the mappings are undone
+        // (`dma`) before the pages go (`areas`).
         let mut areas = KVec::with_capacity(AREAS, GFP_KERNEL)?;
+        for _ in 0..AREAS {
+            areas.push(KernelPages::alloc(AREA_BYTES)?, GFP_KERNEL)?;
+        }
         let mut dma = AreaDma {
             dev: ARef::from(&**dev),
             maps: KVec::with_capacity(AREAS, GFP_KERNEL)?,
         };
         let mut dma_bases = KVec::with_capacity(AREAS, GFP_KERNEL)?;
-        for _ in 0..AREAS {
-            let mut mem = KernelPages::alloc(AREA_BYTES)?;
+        for mem in areas.iter_mut() {
             // SAFETY: `dev` is bound; `AreaDma` unmaps while it still is, and
             // the pages (in `areas`, dropped after `dma`) outlive the mapping.
             let (map, base) = unsafe { mem.map_contiguous(dev) }.inspect_err(|_| {
@@ -118,7 +122,6 @@ impl UserMem {
                 return Err(ERANGE);
             }
             dma_bases.push(base, GFP_KERNEL)?;
-            areas.push(mem, GFP_KERNEL)?;
         }
         Ok(UserMem {
             dma: Devres::new(dev, dma)?,
