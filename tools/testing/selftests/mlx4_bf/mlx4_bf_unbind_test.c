@@ -506,11 +506,24 @@ static int pinger(int ready)
 	if (ep_open(&a) || ep_open(&b) || ep_pair(&a, &b, a.qp.rq_entries))
 		return 1;
 	sigaction(SIGBUS, &sa, &old);
-	if (sigsetjmp(bus_error, 1))
-		/* The CQ being polled went with the adapter: so must the QP. */
-		err = post_send(a.fd, a.qp.qp_handle, wqe, build_send(wqe, 32, 5, 0, 0), 0, NULL);
-	else
+	if (sigsetjmp(bus_error, 1)) {
+		/*
+		 * The CQ being polled went with the adapter. Unbind takes the
+		 * mappings first and the hardware next: posts fail with -ENODEV
+		 * from then on (a few may still go through, or find the queue
+		 * full, in between).
+		 */
+		int len = build_send(wqe, 32, 5, 0, 0);
+
+		for (int i = 0; i < 5000; i++) {
+			err = post_send(a.fd, a.qp.qp_handle, wqe, len, 0, NULL);
+			if (err && err != -EAGAIN)
+				break;
+			usleep(1000);
+		}
+	} else {
 		err = ping_until_error(&a, &b, ready);
+	}
 	sigaction(SIGBUS, &old, NULL);
 	if (err != -ENODEV) {
 		printf("# ping-pong ended with %s\n", strerror(-err));
