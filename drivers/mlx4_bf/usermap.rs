@@ -156,6 +156,31 @@ impl UserMaps {
         Ok(())
     }
 
+    /// What every mapping of a context gets: recorded for unbind, never
+    /// executable, not inherited, not growing, and faulted in through `ops`
+    /// with `private` (which the caller guarantees outlives the VMA).
+    fn set_up(
+        &mut self,
+        uar_index: u32,
+        file: &File,
+        vma: &VmaNew,
+        (ops, private): (&'static VmOps, *const c_void),
+    ) -> Result {
+        vma.try_clear_mayexec()?;
+        self.record(uar_index, file)?;
+        vma.set_dontcopy();
+        vma.set_dontexpand();
+        let raw = vma.as_ptr();
+        // SAFETY: `raw` is the VMA this mmap() call sets up, not visible to
+        // anybody else yet; `ops` is static, and `private` outlives the VMA
+        // (caller).
+        unsafe {
+            (*raw).vm_ops = &ops.0;
+            (*raw).vm_private_data = private.cast_mut();
+        }
+        Ok(())
+    }
+
     /// Sets `vma` up to map `page` at its first access, through `ops`
     /// (whose fault handler calls [`UserMaps::insert`]) with `private` as
     /// its private data: one shared page, never executable, uncached if it is
@@ -170,26 +195,20 @@ impl UserMaps {
         (ops, private): (&'static VmOps, *const c_void),
     ) -> Result {
         check(vma)?;
-        vma.try_clear_mayexec()?;
-        self.record(uar_index, file)?;
-        vma.set_dontcopy();
-        vma.set_dontexpand();
+        self.set_up(uar_index, file, vma, (ops, private))?;
         vma.set_dontdump();
         vma.set_io();
         let raw = vma.as_ptr();
         // SAFETY: `raw` is the VMA this mmap() call sets up, not visible to
         // anybody else yet. VM_PFNMAP (what `remap_pfn_range()` sets) is
         // what `vmf_insert_pfn()` requires; the mapping is shared, so not a
-        // COW mapping, and VM_MIXEDMAP is not set. `ops` is static, and the
-        // caller guarantees `private` outlives the VMA.
+        // COW mapping, and VM_MIXEDMAP is not set.
         unsafe {
             (*raw).__bindgen_anon_2.vm_flags |= flags::PFNMAP;
             (*raw).vm_page_prot = match page {
                 BarPage::Uar(_) => pgprot_noncached((*raw).vm_page_prot),
                 BarPage::BlueFlame(_) => bindings::pgprot_writecombine((*raw).vm_page_prot),
             };
-            (*raw).vm_ops = &ops.0;
-            (*raw).vm_private_data = private.cast_mut();
         }
         Ok(())
     }
@@ -205,19 +224,8 @@ impl UserMaps {
         vma: &VmaNew,
         (ops, private): (&'static VmOps, *const c_void),
     ) -> Result {
-        vma.try_clear_mayexec()?;
-        self.record(uar_index, file)?;
-        vma.set_dontcopy();
-        vma.set_dontexpand();
+        self.set_up(uar_index, file, vma, (ops, private))?;
         vma.set_mixedmap();
-        let raw = vma.as_ptr();
-        // SAFETY: `raw` is the VMA this mmap() call sets up, not visible to
-        // anybody else yet; `ops` is static, and the caller guarantees
-        // `private` outlives the VMA.
-        unsafe {
-            (*raw).vm_ops = &ops.0;
-            (*raw).vm_private_data = private.cast_mut();
-        }
         Ok(())
     }
 
