@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """The `use crate::` graph of a Rust crate's files, as `make lint` checks it:
-exits 1, naming them, if some files import each other in a cycle.
+exits 1, naming them, if some files import each other in a cycle, or if a
+file imports from a layer above its own.
 
-usage: use-graph.py SRC_DIR ROOT_FILE
+usage: use-graph.py SRC_DIR ROOT_FILE [LAYERS]
 
-A file is a module (`a/b.rs` is `a::b`; ROOT_FILE is the crate root); an
-edge goes from a file to each module it names with `use crate::x` or
-`crate::x::` (the first segment), and from a child module to its parent
-when it names `super::`. A parent reaching into its own children is not an
-edge: they are one concern. Comments and `#[cfg(test)]` modules are left
-out.
+A file is a module (`a/b.rs` is `a::b`; ROOT_FILE is the crate root). An
+edge goes from a file to each file whose items it names: every path
+`crate::a::b::..` (also inside `use crate::{..}` trees) names the longest
+prefix that is a file (or, if none is, its first segment: an item of the
+root or a module included with `#[path]`); `super::` names the parent (or the sibling after
+it). A parent reaching into its own children is not an edge: they are one
+concern. Comments and `#[cfg(test)]` modules are left out.
+
+LAYERS, lowest first, separated by `|`, each a space-separated list of
+top-level modules (`crate` is the root): a file may import from its own
+layer and those below, never from one above.
 """
 import glob
 import os
@@ -28,33 +34,59 @@ def module(root, path, crate_root):
     return "::".join(parts)
 
 
+def use_paths(tree):
+    """The paths a `use` tree's body (inside `crate::{..}`) names."""
+    items, depth, cur = [], 0, ""
+    for ch in tree + ",":
+        if ch == "," and depth == 0:
+            if cur.strip():
+                items.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    for item in items:
+        head, brace, rest = item.partition("{")
+        head = head.rstrip(":").strip()
+        if not brace:
+            yield head.split(" as ")[0].strip()
+            continue
+        for sub in use_paths(rest.rsplit("}", 1)[0]):
+            yield f"{head}::{sub}" if sub != "self" else head
+
+
+def resolve(path, mods):
+    parts = [p for p in path.split("::") if p]
+    for n in range(len(parts), 0, -1):
+        name = "::".join(parts[:n])
+        if name in mods:
+            return name
+    return None
+
+
 def edges(root, crate_root):
     mods = {module(root, f, crate_root): f
             for f in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True)}
-    tops = {m.split("::")[0] for m in mods}
     graph = {}
     for name, path in mods.items():
         text = re.sub(r"//.*", "", open(path, encoding="utf-8").read())
         text = text.split("#[cfg(test)]")[0]
-        deps = set(re.findall(r"\bcrate::([a-z_0-9]+)", text))
+        paths = set()
         for use in re.finditer(r"\buse crate::\{(.*?)\};", text, re.S):
-            depth, cur = 0, ""
-            for ch in use.group(1) + ",":
-                if ch == "," and depth == 0:
-                    if cur.strip():
-                        deps.add(cur.strip().split("::")[0])
-                    cur = ""
-                    continue
-                depth += ch == "{"
-                depth -= ch == "}"
-                cur += ch
-        if "super::" in text and "::" in name:
-            deps.add(name.rsplit("::", 1)[0])
-        elif "super::" in text:
-            deps.add("crate")
-        top = name.split("::")[0]
-        graph[name] = {d for d in deps if d in tops or d in mods} - {name, top}
-        graph[name] = {d for d in graph[name] if not name.startswith(d + "::")}
+            paths.update(use_paths(use.group(1)))
+        text = re.sub(r"\buse crate::\{(.*?)\};", "", text, flags=re.S)
+        paths.update(re.findall(r"\bcrate::([a-z_0-9]+(?:::[a-z_0-9]+)*)", text))
+        parent = name.rsplit("::", 1)[0] if "::" in name else "crate"
+        for sup in re.findall(r"\bsuper::([a-z_0-9]+(?:::[a-z_0-9]+)*)?", text):
+            base = "" if parent == "crate" else parent + "::"
+            paths.add(base + sup if sup else parent)
+        # A path no file holds names an item of the root or a module
+        # included from elsewhere (`#[path]`): its first segment stands
+        # for it.
+        deps = {resolve(p, mods) or p.split("::")[0] for p in paths if p}
+        graph[name] = {d for d in deps
+                       if d != name and not d.startswith(name + "::")}
     return graph
 
 
@@ -89,13 +121,34 @@ def cycles(graph):
     return found
 
 
+def layer_violations(graph, spec):
+    rank = {}
+    for i, layer in enumerate(spec.split("|")):
+        for top in layer.split():
+            rank[top] = i
+    bad = []
+    for name in sorted(graph):
+        top = name.split("::")[0]
+        if top not in rank:
+            bad.append(f"{name}: in no layer")
+            continue
+        for dep in sorted(graph[name]):
+            if rank.get(dep.split("::")[0], -1) > rank[top]:
+                bad.append(f"{name} imports {dep}, a layer above it")
+    return bad
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
-    found = cycles(edges(sys.argv[1], sys.argv[2]))
+    graph = edges(sys.argv[1], sys.argv[2])
+    found = cycles(graph)
     for comp in found:
         print(f"import cycle in {sys.argv[1]}: {{{', '.join(comp)}}}")
-    sys.exit(1 if found else 0)
+    bad = layer_violations(graph, sys.argv[3]) if len(sys.argv) == 4 else []
+    for line in bad:
+        print(f"layering in {sys.argv[1]}: {line}")
+    sys.exit(1 if found or bad else 0)
 
 
 if __name__ == "__main__":

@@ -15,20 +15,20 @@ use kernel::{
 };
 
 use crate::{
-    bar2::Bar2,
-    fw::DevCap,
-    geometry::{FIRST_QPN, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
-    hca::{self, Hca},
+    hw::bar2::Bar2,
+    hw::fw::DevCap,
+    hw::geometry::{FIRST_QPN, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
+    hw::hca::{self, Hca},
+    hw::mr::MrTable,
+    hw::queue_mem::HcaMem,
+    hw::stats::{self, DeviceStats},
+    hw::umem::UserMem,
+    hw::writer::Writer,
     layout::{self, Caps},
     module_parameters,
-    mr::MrTable,
-    queue_mem::HcaMem,
-    stats::{self, DeviceStats},
+    sys::usermap::UserMaps,
     uar_alloc::{self, UarAllocator},
-    umem::UserMem,
-    usermap::UserMaps,
     wqe,
-    writer::Writer,
 };
 
 /// The hardware resources that go away when the device is unbound.

@@ -19,17 +19,15 @@
 use crate::{
     abi::{self, Reject},
     adapter::{Adapter, Hw},
-    cq::Cq,
-    geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
-    hca::Hca,
-    mr::CtxMrs,
-    stats::Stats,
-    uverbs::Bundle,
+    hw::cq::Cq,
+    hw::geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
+    hw::hca::Hca,
+    hw::mr::CtxMrs,
+    hw::stats::Stats,
 };
 use kernel::{
     debugfs::Scope,
     fs::File,
-    miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::VmaNew,
     new_mutex,
     prelude::*,
@@ -41,13 +39,14 @@ use kernel::{
 };
 
 mod device;
-mod fops;
 mod mmap;
 mod mr;
 mod post;
 mod qps;
 mod receive;
 
+pub(crate) use post::{SendRequest, WqeSource};
+pub(crate) use receive::Readiness;
 use receive::Recv;
 mod send_cq;
 
@@ -128,41 +127,13 @@ pub(crate) struct Context {
 }
 
 fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    crate::stats::show(&stats.snapshot(), f)
+    crate::hw::stats::show(&stats.snapshot(), f)
 }
 
-/// The device node of a bound adapter, `/dev/mlx4_bf<N>`: its registration
-/// and the adapter its opens get, found from the registration.
-///
-/// Fields drop in declaration order: the misc device first, so no `open()`
-/// can still be looking at `adapter` when it goes. They are initialized the
-/// other way round, so `open()` never sees an `adapter` not yet written.
-#[pin_data]
-pub(crate) struct DeviceNode {
-    #[pin]
-    misc: MiscDeviceRegistration<Context>,
-    adapter: Arc<Adapter>,
-}
-
-impl DeviceNode {
-    pub(crate) fn new(adapter: Arc<Adapter>, name: &'static CStr) -> impl PinInit<Self, Error> {
-        try_pin_init!(DeviceNode {
-            adapter,
-            misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
-        })
-    }
-}
-
-#[vtable]
-impl MiscDevice for Context {
-    type Ptr = Pin<KBox<Self>>;
-
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
-        // SAFETY: Every registration of `Context` is the `misc` field of a
-        // `DeviceNode`, which outlives this call (misc_deregister() waits
-        // for open() under misc_mtx).
-        let node = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), DeviceNode, misc) };
-        let adapter = node.adapter.clone();
+impl Context {
+    /// A new context of `adapter`, for an `open()`: its UAR, its counters
+    /// and their debugfs file.
+    pub(crate) fn open(adapter: &Arc<Adapter>) -> Result<Pin<KBox<Self>>> {
         let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(
@@ -203,49 +174,29 @@ impl MiscDevice for Context {
         let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
         adapter.stats.attach(&ctx.stats)?;
-        // The file holds a reference on this module from here on.
-        fops::install_fops(file)?;
         Ok(ctx)
     }
 
+    /// `mmap()` of the file: its UAR or BlueFlame page, or part of its area.
+    ///
     /// Runs under the process's `mmap_lock`, so it takes no lock that is
     /// held around copies from and to user space (the context's mutex is:
     /// they may fault and take `mmap_lock`, lockdep saw the cycle); the
     /// adapter's `user_maps` lock is held around nothing but preparing,
     /// faulting in and zapping BAR pages.
-    fn mmap(me: Pin<&Context>, file: &File, vma: &VmaNew) -> Result {
+    pub(crate) fn mmap(self: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
         // SAFETY: `vma` is the VMA being set up by this mmap() call.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
         let offset = pgoff.checked_mul(4096).ok_or(EINVAL)?;
         if offset as u64 == abi::MMAP_UAR_PAGE || offset as u64 == abi::MMAP_BF_PAGE {
-            return me.map_bar_page(file, vma, offset as u64);
+            return self.map_bar_page(file, vma, offset as u64);
         }
-        me.map_area(file, vma, offset)
+        self.map_area(file, vma, offset)
     }
 
-    fn ioctl(me: Pin<&Context>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        if cmd != abi::IOCTL {
-            return Err(ENOTTY);
-        }
-        // Every method answers -ENODEV once the adapter is unbound.
-        drop(me.hw()?);
-        let mut store = crate::uverbs::attr_store();
-        let mut b = Bundle::read(arg, &mut store)?;
-        match (b.object_id, b.method_id) {
-            (abi::OBJECT_DEVICE, abi::METHOD_QUERY_DEVICE) => me.query_device(&mut b),
-            (abi::OBJECT_DEVICE, abi::METHOD_QUERY_STATS) => me.query_stats(&mut b),
-            (abi::OBJECT_CONTEXT, abi::METHOD_QUERY_CONTEXT) => me.query_context(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_CREATE_QP) => me.create_qp(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_DESTROY_QP) => me.destroy_qp(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_POST_SEND) => me.post_send(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_POST_RECV) => me.post_recv(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_CONNECT_QP) => me.connect_qp(&mut b),
-            (abi::OBJECT_QP, abi::METHOD_ARM_CQ) => me.arm_cq(&mut b),
-            (abi::OBJECT_MR, abi::METHOD_REG_MR) => me.reg_mr(&mut b),
-            (abi::OBJECT_MR, abi::METHOD_DEREG_MR) => me.dereg_mr(&mut b),
-            _ => Err(crate::errno::eprotonosupport()),
-        }?;
-        Ok(0)
+    /// `-ENODEV` once the adapter was unbound.
+    pub(crate) fn check_bound(&self) -> Result {
+        self.hw().map(drop)
     }
 }
 

@@ -16,7 +16,7 @@ use kernel::{
 
 use crate::{
     adapter::{new_adapter, show_stats, Adapter, HcaUp},
-    context::DeviceNode,
+    node::DeviceNode,
 };
 
 /// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).

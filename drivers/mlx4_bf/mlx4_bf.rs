@@ -34,29 +34,13 @@ mod uar_alloc;
 mod wqe;
 
 mod adapter;
-mod bar2;
-mod be;
-mod cmd;
 mod context;
-mod copy;
-mod cq;
 mod driver;
-mod eq;
-mod errno;
-mod fw;
-mod geometry;
-mod hca;
-mod mmio;
-mod mr;
-mod pin;
-mod qp;
-mod queue_mem;
-mod reset;
-mod stats;
-mod umem;
-mod usermap;
+mod hw;
+mod node;
+mod sys;
 mod uverbs;
-mod writer;
+
 kernel::module_pci_driver! {
     type: driver::Mlx4BfDriver,
     name: "mlx4_bf",

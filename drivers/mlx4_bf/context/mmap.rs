@@ -6,9 +6,9 @@
 use super::{Context, NO_AREA, SEND_USER};
 use crate::{
     abi,
-    geometry::MAX_QPS_PER_CONTEXT,
-    umem,
-    usermap::{BarPage, Fault, VmOps},
+    hw::geometry::MAX_QPS_PER_CONTEXT,
+    hw::umem,
+    sys::usermap::{BarPage, Fault, VmOps},
 };
 use kernel::{bindings, fs::File, mm::virt::VmaNew, prelude::*, sync::atomic::Acquire};
 
@@ -41,7 +41,7 @@ impl Context {
     /// reserved lkey its QPs may use would reach any memory.
     pub(super) fn map_bar_page(&self, file: &File, vma: &VmaNew, offset: u64) -> Result {
         // A mapping that cannot be made decides nothing.
-        crate::usermap::check(vma)?;
+        crate::sys::usermap::check(vma)?;
         if self.claim_send_mode(SEND_USER).is_err() {
             return Err(EPERM);
         }

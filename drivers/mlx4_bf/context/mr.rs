@@ -5,22 +5,24 @@
 use super::Context;
 use crate::{
     abi,
-    mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MR_SIZE},
-    pin::Pinned,
+    hw::mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MR_SIZE},
     region,
-    uverbs::Bundle,
+    sys::pin::Pinned,
 };
 use kernel::prelude::*;
 
 impl Context {
     /// REG_MR: pins `[addr, addr + len)` of the calling process, maps it
     /// and registers it with the adapter as a region of this context.
-    pub(super) fn reg_mr(&self, b: &mut Bundle<'_>) -> Result {
-        let addr = b.inline_u64(abi::ATTR_MR_ADDR)?.ok_or(EINVAL)?;
-        let len = b.inline_u64(abi::ATTR_MR_LENGTH)?.ok_or(EINVAL)?;
-        let access = b.inline_u32(abi::ATTR_MR_ACCESS)?.unwrap_or(0);
-        let out = b.output(abi::ATTR_MR_INFO).ok_or(EINVAL)?;
-        b.check_unused()?;
+    /// `report` tells the process the keys; if it fails, the region is
+    /// taken out again and the call fails.
+    pub(crate) fn reg_mr(
+        &self,
+        addr: u64,
+        len: u64,
+        access: u32,
+        report: impl FnOnce(&abi::MrInfo) -> Result,
+    ) -> Result {
         let perm = region::perm(access).ok_or(EINVAL)?;
         if len > MAX_MR_SIZE {
             return Err(EINVAL);
@@ -45,7 +47,7 @@ impl Context {
             rkey: key,
             reserved: 0,
         };
-        if let Err(e) = b.write(out, &info) {
+        if let Err(e) = report(&info) {
             let pinned = self.adapter.mrs.lock().deregister(cmd, self.uar_index, key);
             drop(pinned);
             return Err(e);
@@ -63,9 +65,7 @@ impl Context {
     /// DEREG_MR: takes the region out of the adapter and unpins it. Refused
     /// while a send of this context is outstanding: the adapter may still
     /// gather from it.
-    pub(super) fn dereg_mr(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_MR_HANDLE)?.ok_or(EINVAL)?;
-        b.check_unused()?;
+    pub(crate) fn dereg_mr(&self, handle: u32) -> Result {
         let hca = self.hca();
         let mut guard = self.state.lock();
         let state = &mut *guard;

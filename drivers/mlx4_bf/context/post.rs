@@ -7,35 +7,55 @@ use super::{Context, Qp, State};
 use crate::{
     abi::{self, Reject},
     adapter::Hw,
-    geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
-    layout, qp, region,
-    umem::{self, QP_AREA_BYTES},
-    uverbs::Bundle,
-    wqe,
-    writer::Writer,
+    hw::geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
+    hw::qp,
+    hw::umem::{self, QP_AREA_BYTES},
+    hw::writer::Writer,
+    layout, region, wqe,
 };
-use kernel::{io::Io, prelude::*};
+use kernel::{io::Io, prelude::*, uaccess::UserSliceReader};
+
+/// Where a post's WQE comes from.
+pub(crate) enum WqeSource {
+    /// Copied in from user memory, all of it.
+    User(UserSliceReader),
+    /// This many bytes staged in the QP's WQE page of the area.
+    Staged(usize),
+}
+
+/// One POST_SEND, its attributes read.
+pub(crate) struct SendRequest {
+    pub(crate) handle: u32,
+    /// `MLX4_BF_POST_F_*`, at most one of them.
+    pub(crate) flags: u32,
+    pub(crate) wqe: WqeSource,
+    /// A message for the kernel's send buffer of the WQE's slot.
+    pub(crate) payload: Option<UserSliceReader>,
+}
 
 impl Context {
-    pub(super) fn post_send(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
-        let flags = b.inline_u32(abi::ATTR_POST_FLAGS)?.unwrap_or(0);
-        // The WQE by pointer, or staged in the QP's WQE page.
-        let (user_wqe, len) = match (b.input_ptr(abi::ATTR_WQE), b.inline_u32(abi::ATTR_WQE_LEN)?) {
-            (Some(w), None) => {
-                let r = w.reader();
+    /// Posts one send WQE. `report`, if given, tells the process what was
+    /// done; it runs before the device sees the WQE, so a failed report
+    /// posted nothing.
+    #[inline(always)]
+    pub(crate) fn post_send(
+        &self,
+        req: SendRequest,
+        report: Option<impl FnOnce(&abi::PostResult) -> Result>,
+    ) -> Result {
+        let SendRequest {
+            handle,
+            flags,
+            wqe,
+            payload,
+        } = req;
+        let (user_wqe, len) = match wqe {
+            WqeSource::User(r) => {
                 let len = r.len();
                 (Some(r), len)
             }
-            (None, Some(n)) => (None, n as usize),
-            _ => return Err(EINVAL),
+            WqeSource::Staged(n) => (None, n),
         };
-        let payload = b.input_ptr(abi::ATTR_PAYLOAD).map(|p| p.reader());
-        let out = b.output(abi::ATTR_POST_RESULT);
-        b.check_unused()?;
-        if flags & !abi::POST_F_ALL != 0 || flags == abi::POST_F_ALL {
-            return Err(EINVAL);
-        }
         if len == 0 || len > wqe::MAX_WQE_LEN || (user_wqe.is_none() && len % 16 != 0) {
             return Err(self.reject(Reject::Length, EINVAL));
         }
@@ -172,7 +192,7 @@ impl Context {
         };
         // Copying the result out is the one step that could fail after the
         // device saw the WQE: it goes first, so a failed call posted nothing.
-        if let Some(i) = out {
+        if let Some(report) = report {
             {
                 let hw = self.hw()?;
                 check(&hw)?;
@@ -183,7 +203,7 @@ impl Context {
                             .blocks(hw.bar2.bf(), offset, &buf[..burst]);
                 }
             }
-            b.write(i, &result)?;
+            report(&result)?;
         }
 
         // One RCU read-side section for the hardware and the posting gate.
@@ -284,10 +304,10 @@ fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
     // bit. `src` has `len` bytes, 8-byte aligned (checked).
     unsafe {
         let dst = hw.qp_pool.as_mut_ptr().cast::<u8>().add(base);
-        crate::copy::qwords(dst.add(8).cast(), src.add(8).cast(), len / 8 - 1);
+        crate::sys::copy::qwords(dst.add(8).cast(), src.add(8).cast(), len / 8 - 1);
         let v = src.add(4).cast::<u32>().read_unaligned();
         core::ptr::write_volatile(dst.add(4).cast::<u32>(), v);
-        crate::writer::wmb();
+        crate::hw::writer::wmb();
         let v = src.cast::<u32>().read_unaligned();
         core::ptr::write_volatile(dst.cast::<u32>(), v);
     }

@@ -7,13 +7,12 @@
 use super::{receive::Recv, Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
 use crate::{
     abi,
-    geometry::{
+    hw::geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES,
         SQ_STRIDE,
     },
-    qp,
-    umem::{self, Area, QP_AREA_BYTES},
-    uverbs::Bundle,
+    hw::qp,
+    hw::umem::{self, Area, QP_AREA_BYTES},
 };
 use kernel::{
     prelude::*,
@@ -21,15 +20,14 @@ use kernel::{
 };
 
 impl Context {
-    pub(super) fn create_qp(&self, b: &mut Bundle<'_>) -> Result {
-        let out = b.output(abi::ATTR_QP_INFO).ok_or(EINVAL)?;
-        let flags = b.inline_u32(abi::ATTR_QP_FLAGS)?.unwrap_or(0);
-        let send_out = b.output(abi::ATTR_QP_SEND_INFO);
-        b.check_unused()?;
-        let user_send = flags & abi::QP_F_USER_SEND != 0;
-        if flags & !abi::QP_F_ALL != 0 || user_send != send_out.is_some() {
-            return Err(EINVAL);
-        }
+    /// A QP in RTS with its receive queue and CQ; `user_send`: its process
+    /// posts its sends itself. `report` tells the process where its queues
+    /// are; if it fails, the QP is destroyed again and the call fails.
+    pub(crate) fn create_qp(
+        &self,
+        user_send: bool,
+        report: impl FnOnce(&abi::QpInfo, &abi::QpSendInfo) -> Result,
+    ) -> Result {
         let mut state = self.state.lock();
         self.claim_send_mode(if user_send { SEND_USER } else { SEND_KERNEL })?;
         let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
@@ -68,10 +66,7 @@ impl Context {
             bf_buf_size: caps.bf_buf_size(),
             bf_reg_offset: 0,
         };
-        let written = b
-            .write(out, &info)
-            .and_then(|()| send_out.map_or(Ok(()), |o| b.write(o, &send_info)));
-        if let Err(e) = written {
+        if let Err(e) = report(&info, &send_info) {
             state.area_in_hw |= !self.destroy_hw_qp(&qp);
             self.release_cq_if_idle(&mut state);
             return Err(e);
@@ -207,7 +202,7 @@ impl Context {
     ) -> Result<Qp> {
         let hca = self.hca();
         if state.cq.is_none() {
-            let clear = |slot, st: &_| crate::cq::clear(&self.hw()?.hca, slot, st);
+            let clear = |slot, st: &_| crate::hw::cq::clear(&self.hw()?.hca, slot, st);
             state.cq = Some(hca.open_cq(self.uar_index, clear)?);
         }
         let mem = self.adapter.umem.area(area)?;
@@ -290,9 +285,7 @@ impl Context {
             .ok_or(ENOENT)
     }
 
-    pub(super) fn destroy_qp(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
-        b.check_unused()?;
+    pub(crate) fn destroy_qp(&self, handle: u32) -> Result {
         let mut state = self.state.lock();
         let index = self.find_qp(&state, handle)?;
         if let Some(q) = state.qps[index].take() {
@@ -313,13 +306,9 @@ impl Context {
         Ok(())
     }
 
-    pub(super) fn connect_qp(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
-        let remote = b.inline_u32(abi::ATTR_REMOTE_QPN)?.ok_or(EINVAL)?;
-        b.check_unused()?;
-        if remote >> 24 != 0 {
-            return Err(EINVAL);
-        }
+    /// Takes QP `handle` through RESET to RTS again, connected to QPN
+    /// `remote` (24 bits).
+    pub(crate) fn connect_qp(&self, handle: u32, remote: u32) -> Result {
         let hca = self.hca();
         let mut guard = self.state.lock();
         let state = &mut *guard;

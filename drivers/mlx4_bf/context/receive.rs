@@ -26,17 +26,25 @@ use kernel::{
 };
 
 use crate::{
-    abi,
-    cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
-    geometry::{
+    hw::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
+    hw::geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
         RQ_STRIDE,
     },
-    umem::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
-    uverbs::Bundle,
+    hw::umem::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
 };
 
-use super::{fops, Context, State};
+use super::{Context, State};
+
+/// What `poll()` finds on a context's file.
+pub(crate) enum Readiness {
+    /// No receive CQ has a completion for its process.
+    Idle,
+    /// One has.
+    Readable,
+    /// The adapter is gone.
+    Gone,
+}
 
 /// UAR +0x20: the CQ doorbell (arm), 8 bytes.
 const UAR_CQ_DOORBELL: usize = 0x20;
@@ -146,7 +154,7 @@ impl Recv {
             self.posted = self.posted.wrapping_add(1);
         }
         // The WQEs before the producer count that makes them valid.
-        crate::writer::dma_wmb();
+        crate::hw::writer::dma_wmb();
         self.write_doorbell_record(pool, qp_off)
     }
 
@@ -236,10 +244,8 @@ impl Context {
         Ok(())
     }
 
-    pub(super) fn post_recv(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
-        let count = b.inline_u32(abi::ATTR_RECV_COUNT)?.unwrap_or(1);
-        b.check_unused()?;
+    /// Posts `count` of the kernel's receive buffers on QP `handle`.
+    pub(crate) fn post_recv(&self, handle: u32, count: u32) -> Result {
         if count == 0 || count > RQ_ENTRIES {
             return Err(EINVAL);
         }
@@ -254,7 +260,7 @@ impl Context {
         };
         if self.user_posted() {
             // Its buffer holds no receive buffers (`umem.rs`).
-            return Err(crate::errno::eopnotsupp());
+            return Err(crate::sys::errno::eopnotsupp());
         }
         if qp.failed {
             return Err(EIO);
@@ -271,13 +277,8 @@ impl Context {
         Ok(())
     }
 
-    pub(super) fn arm_cq(&self, b: &mut Bundle<'_>) -> Result {
-        let handle = b.inline_u32(abi::ATTR_QP_HANDLE)?.ok_or(EINVAL)?;
-        let flags = b.inline_u32(abi::ATTR_ARM_FLAGS)?.unwrap_or(0);
-        b.check_unused()?;
-        if flags & !abi::ARM_F_SOLICITED != 0 {
-            return Err(EINVAL);
-        }
+    /// Arms QP `handle`'s receive CQ for its next (solicited) completion.
+    pub(crate) fn arm_cq(&self, handle: u32, solicited: bool) -> Result {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
@@ -289,20 +290,19 @@ impl Context {
         // A doorbell like a post's: none after unbind has reset the CQs.
         let _posting = self.hca().posting.try_access().ok_or(ENODEV)?;
         let uar = self.adapter.caps.uar_offset(self.uar_index) as usize;
-        qp.recv
-            .arm(&area, hw.bar2.uar(), uar, flags & abi::ARM_F_SOLICITED != 0)
+        qp.recv.arm(&area, hw.bar2.uar(), uar, solicited)
     }
 
     /// `poll()`: readable when a receive CQ has a CQE at the consumer index
-    /// its process published; an error once the adapter is gone.
-    pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> kernel::ffi::c_uint {
+    /// its process published; gone once the adapter is.
+    pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> Readiness {
         table.register_wait(file, &self.adapter.events);
         if self.hw().is_err() {
-            return fops::GONE;
+            return Readiness::Gone;
         }
         let state = self.state.lock();
         let Ok(area) = self.user_area(&state) else {
-            return 0;
+            return Readiness::Idle;
         };
         let ready = state
             .qps
@@ -310,9 +310,9 @@ impl Context {
             .flatten()
             .any(|q| q.recv.readable(&area).unwrap_or(false));
         if ready {
-            fops::READABLE
+            Readiness::Readable
         } else {
-            0
+            Readiness::Idle
         }
     }
 }

@@ -4,7 +4,7 @@
 //! after its CQE arrived (as mlx4_ib's cq.c).
 
 use super::{Context, State, SQ_FULL_WAIT_US};
-use crate::{geometry::SQ_ENTRIES, hca::Hca};
+use crate::{hw::geometry::SQ_ENTRIES, hw::hca::Hca};
 use kernel::{io::poll::read_poll_timeout, prelude::*, time::Delta};
 
 impl Context {

@@ -21,7 +21,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::{abi, bar2::BfMapping, mmio, store_block};
+use crate::{abi, hw::bar2::BfMapping, store_block, sys::mmio};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Writer {

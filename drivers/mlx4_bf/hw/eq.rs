@@ -17,11 +17,11 @@ use kernel::{
 };
 
 use crate::{
-    be::{put32, put8, put_mtt_addr},
-    cmd::{CmdIf, CmdState, Command, Input, Op},
-    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
-    queue_mem::HcaMem,
-    stats::{EqeKind, HcaStats},
+    hw::be::{put32, put8, put_mtt_addr},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
+    hw::queue_mem::HcaMem,
+    hw::stats::{EqeKind, HcaStats},
 };
 
 // struct mlx4_eq_context (0x40 bytes).
@@ -161,7 +161,7 @@ impl Eq {
                 break;
             }
             // The owner byte before the rest of the EQE.
-            crate::writer::dma_rmb();
+            crate::hw::writer::dma_rmb();
             let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
             stats.eqe(match kind {
                 EVENT_CMD => EqeKind::Command,

@@ -19,7 +19,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::{layout::Caps, mmio};
+use crate::{layout::Caps, sys::mmio};
 
 /// Which memory type the BlueFlame area gets.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use kernel::{
     time::Delta,
 };
 
-use crate::geometry::{MAX_MPTS, MAX_QPS};
+use crate::hw::geometry::{MAX_MPTS, MAX_QPS};
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.
 pub(crate) const BAR0_SIZE: usize = 0x10_0000;
@@ -412,7 +412,7 @@ impl CmdIf {
             bar0.write32(be_to_bus(out_param as u32), HCR_OUT_PARAM + 4);
             bar0.write32(be_to_bus(POLL_TOKEN << 16), HCR_TOKEN);
             // Dwords 0-5 before GO (mlx4's wmb() between them).
-            crate::writer::wmb();
+            crate::hw::writer::wmb();
             bar0.write32(be_to_bus(go.into_raw()), HCR_CTRL);
         }
         st.toggle = !st.toggle;

@@ -7,8 +7,8 @@
 use kernel::{device, prelude::*};
 
 use crate::{
-    be::{get16, get32, get8},
-    cmd::{CmdIf, Command, Op},
+    hw::be::{get16, get32, get8},
+    hw::cmd::{CmdIf, Command, Op},
 };
 
 // QUERY_FW out mailbox.

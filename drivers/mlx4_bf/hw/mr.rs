@@ -19,11 +19,11 @@
 use kernel::{device::Device, prelude::*, sync::aref::ARef};
 
 use crate::{
-    cmd::{CmdIf, CmdState, Command, Input, Op, MAILBOX_SIZE},
-    fw::DevCap,
-    geometry::MAX_MPTS,
-    pin::{DmaMap, Pinned},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op, MAILBOX_SIZE},
+    hw::fw::DevCap,
+    hw::geometry::MAX_MPTS,
     region::{self, Mpt, RangeAlloc},
+    sys::pin::{DmaMap, Pinned},
 };
 
 /// MTT entries (4 KiB pages) this driver uses at most: 256 MiB registered.
@@ -183,7 +183,7 @@ impl MrTable {
             return Err(ENODEV);
         }
         if self.entries.len() <= self.first_slot {
-            return Err(crate::errno::eopnotsupp());
+            return Err(crate::sys::errno::eopnotsupp());
         }
         let slot = (self.first_slot..self.entries.len())
             .find(|&s| self.entries[s].is_none())

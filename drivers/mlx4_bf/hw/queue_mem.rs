@@ -10,7 +10,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
+use crate::hw::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
 
 /// DMA memory of the queues the device writes; released at unbind.
 pub(crate) struct HcaMem {

@@ -13,10 +13,10 @@
 use kernel::prelude::*;
 
 use crate::{
-    be::{put32, put64, put8, put_mtt_addr},
-    cmd::{CmdIf, CmdState, Command, Input, Op},
-    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
-    queue_mem::{HcaDma, HcaMem},
+    hw::be::{put32, put64, put8, put_mtt_addr},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    hw::queue_mem::{HcaDma, HcaMem},
 };
 
 // struct mlx4_cq_context (0x40 bytes).
@@ -171,7 +171,7 @@ impl Cq {
                 break;
             }
             // The owner byte before the rest of the CQE.
-            crate::writer::dma_rmb();
+            crate::hw::writer::dma_rmb();
             let qpn: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_MY_QPN / 4]);
             // wqe_index (be16) at 0x18, then the error CQE's vendor
             // syndrome and syndrome (0x1a, 0x1b).

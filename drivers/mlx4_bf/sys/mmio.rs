@@ -38,7 +38,7 @@ mod arch {
         // instructions per word as `copy::qwords`, the same stores.
         // SAFETY: By the caller's guarantee; `src` is a valid slice of
         // whole 64-bit words, 8-byte aligned (the plan's rule).
-        unsafe { crate::copy::qwords(to.cast(), src.as_ptr().cast(), src.len() / 8) };
+        unsafe { crate::sys::copy::qwords(to.cast(), src.as_ptr().cast(), src.len() / 8) };
         Ok(())
     }
 

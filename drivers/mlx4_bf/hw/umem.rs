@@ -44,11 +44,11 @@ use kernel::{
 };
 
 use crate::{
-    geometry::{
+    hw::geometry::{
         CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_ENTRIES,
         SQ_ENTRIES, SQ_STRIDE,
     },
-    pin::{DmaMap, KernelPages},
+    sys::pin::{DmaMap, KernelPages},
 };
 
 const PAGE: usize = 4096;
@@ -234,7 +234,7 @@ impl Area<'_> {
             unsafe {
                 core::ptr::write_volatile(
                     p.add(i * SQ_STRIDE).cast::<u32>(),
-                    crate::qp::CTRL_OWNER.to_be(),
+                    crate::hw::qp::CTRL_OWNER.to_be(),
                 )
             };
         }
@@ -256,7 +256,7 @@ impl Area<'_> {
         // SAFETY: `p..p + len` is in bounds (`ptr`) and 8-byte aligned (the
         // area is page aligned, `off` a multiple of 8); `out` is as long and
         // 8-byte aligned (checked), and does not overlap the area.
-        unsafe { crate::copy::qwords(out.as_mut_ptr().cast(), p, out.len() / 8) };
+        unsafe { crate::sys::copy::qwords(out.as_mut_ptr().cast(), p, out.len() / 8) };
         Ok(())
     }
 

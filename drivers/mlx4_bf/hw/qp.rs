@@ -7,9 +7,9 @@
 use kernel::prelude::*;
 
 use crate::{
-    be::{put32, put64, put8, put_mtt_addr},
-    cmd::{CmdIf, CmdState, Command, Input, Op},
-    geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
+    hw::be::{put32, put64, put8, put_mtt_addr},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
 };
 
 // struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.

@@ -33,17 +33,17 @@ use kernel::{
 };
 
 use crate::{
-    cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE, OWNER},
-    cq::{self, Cq, CqParams},
-    eq::Eq,
-    fw::{self, DevCap, FwInfo},
-    geometry::{
+    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE, OWNER},
+    hw::cq::{self, Cq, CqParams},
+    hw::eq::Eq,
+    hw::fw::{self, DevCap, FwInfo},
+    hw::geometry::{
         CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
-    mr,
-    qp::{self, QpParams},
-    queue_mem::{HcaDma, HcaMem},
-    stats::HcaStats,
+    hw::mr,
+    hw::qp::{self, QpParams},
+    hw::queue_mem::{HcaDma, HcaMem},
+    hw::stats::HcaStats,
     wqe,
 };
 
@@ -83,7 +83,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, Hca
     // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and
     // an area or a memory region's pages are mapped in longer ones.
     // SAFETY: As above.
-    unsafe { pdev.dma_set_max_seg_size(crate::pin::MAX_SEGMENT) };
+    unsafe { pdev.dma_set_max_seg_size(crate::sys::pin::MAX_SEGMENT) };
     let bar0 = pdev
         .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
         .into_devres()?;
@@ -218,7 +218,7 @@ impl Hca {
         self.eq.destroy(&self.cmd, &mut st);
         st.dead = true;
         if st.live.any() {
-            crate::reset::last_resort(pdev, || self.cmd.write_reset());
+            crate::sys::reset::last_resort(pdev, || self.cmd.write_reset());
             // The reset took everything out of the adapter.
             st.live = Live::default();
         }

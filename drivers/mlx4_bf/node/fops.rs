@@ -21,7 +21,7 @@ use kernel::{
     sync::poll::PollTable, types::ForeignOwnable,
 };
 
-use super::Context;
+use crate::context::{Context, Readiness};
 
 /// The file operations of a context: the misc device's, plus `poll`.
 #[repr(transparent)]
@@ -43,7 +43,7 @@ static FOPS: Fops = Fops({
 
 /// Gives `file`, being opened, the table with `poll` and this module as its
 /// owner; `-ENODEV` if the module is going away.
-pub(crate) fn install_fops(file: &File) -> Result {
+pub(super) fn install_fops(file: &File) -> Result {
     // SAFETY: `THIS_MODULE` is this module, live while its code runs.
     if !unsafe { bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
         return Err(ENODEV);
@@ -78,10 +78,14 @@ unsafe extern "C" fn poll(
     let file = unsafe { File::from_raw_file(file) };
     // SAFETY: `table` is null or valid for this call (function contract).
     let table = unsafe { PollTable::from_raw(table) };
-    ctx.poll(file, &table)
+    match ctx.poll(file, &table) {
+        Readiness::Idle => 0,
+        Readiness::Readable => READABLE,
+        Readiness::Gone => GONE,
+    }
 }
 
 /// `POLLIN | POLLRDNORM`: a receive CQ has a completion.
-pub(crate) const READABLE: c_uint = bindings::POLLIN | bindings::POLLRDNORM;
+const READABLE: c_uint = bindings::POLLIN | bindings::POLLRDNORM;
 /// `POLLERR | POLLHUP`: the adapter is gone.
-pub(crate) const GONE: c_uint = bindings::POLLERR | bindings::POLLHUP;
+const GONE: c_uint = bindings::POLLERR | bindings::POLLHUP;
