@@ -9,6 +9,7 @@
 
 pub(crate) mod bar2;
 pub(crate) mod be;
+pub(crate) mod be_io;
 pub(crate) mod cmd;
 pub(crate) mod cq;
 pub(crate) mod eq;
@@ -18,6 +19,7 @@ pub(crate) mod hca;
 pub(crate) mod mr;
 pub(crate) mod qp;
 pub(crate) mod queue_mem;
+pub(crate) mod regs;
 pub(crate) mod stats;
 pub(crate) mod umem;
 pub(crate) mod writer;

@@ -23,6 +23,9 @@ mod layout;
 #[path = "../../rust/mlx4_bf_core/src/region.rs"]
 #[allow(unreachable_pub)]
 mod region;
+#[path = "../../rust/mlx4_bf_core/src/ring.rs"]
+#[allow(unreachable_pub)]
+mod ring;
 #[path = "../../rust/mlx4_bf_core/src/store_block.rs"]
 #[allow(unreachable_pub)]
 mod store_block;

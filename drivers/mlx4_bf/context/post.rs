@@ -7,6 +7,7 @@ use super::{Context, Qp, State};
 use crate::{
     abi::{self, Reject},
     adapter::Hw,
+    hw::be_io::BeMmio,
     hw::geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
     hw::qp,
     hw::umem::{self, QP_AREA_BYTES},
@@ -232,19 +233,15 @@ impl Context {
                     // executes a WQE once, whichever way it learns of it.
                     Err(_) => {
                         let doorbell = caps.doorbell_offset(self.uar_index) as usize;
-                        hw.bar2.uar().try_write32(
-                            u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)),
-                            doorbell,
-                        )?;
+                        BeMmio::new(hw.bar2.uar())
+                            .try_write32(wqe::doorbell_value(qp.qpn), doorbell)?;
                         self.stats.doorbell(len);
                     }
                 }
             }
             wqe::Path::Doorbell => {
                 // writel() orders the send-queue stores above before the doorbell.
-                hw.bar2
-                    .uar()
-                    .try_write32(u32::from_le_bytes(wqe::doorbell_bytes(qp.qpn)), offset)?;
+                BeMmio::new(hw.bar2.uar()).try_write32(wqe::doorbell_value(qp.qpn), offset)?;
                 self.stats.doorbell(len);
             }
         }

@@ -26,12 +26,14 @@ use kernel::{
 };
 
 use crate::{
+    hw::be_io::BeMmio,
     hw::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
     hw::geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
         RQ_STRIDE,
     },
     hw::umem::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
+    ring,
 };
 
 use super::{Context, State};
@@ -92,7 +94,7 @@ impl Recv {
         while self.seen != self.posted {
             let at = self.area_off(CQ_OFFSET) + (self.seen % RCQ_ENTRIES) as usize * CQE_SIZE;
             let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
-            if (op_own & CQE_OWNER != 0) != (self.seen & RCQ_ENTRIES != 0) {
+            if !ring::sw_owned(op_own & CQE_OWNER != 0, self.seen, RCQ_ENTRIES) {
                 break;
             }
             error |= op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR;
@@ -193,7 +195,7 @@ impl Recv {
         let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
         let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
         let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
-        Ok((op_own & CQE_OWNER != 0) == (ci & RCQ_ENTRIES != 0))
+        Ok(ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES))
     }
 
     /// `mlx4_cq_arm()`: the arm word into the doorbell record, then the CQ
@@ -210,11 +212,11 @@ impl Recv {
         let cmd = if solicited { ARM_SOLICITED } else { ARM_NEXT };
         let sn = (self.arm_sn & 3) << 28;
         area.write_be32(self.area_off(CQ_DB_OFFSET) + 4, sn | cmd | ci)?;
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&(sn | cmd | self.cqn).to_be_bytes());
-        bytes[4..].copy_from_slice(&ci.to_be_bytes());
-        // writeq() orders the doorbell record store above before the doorbell.
-        uar.try_write64(u64::from_le_bytes(bytes), uar_off + UAR_CQ_DOORBELL)?;
+        // Two big-endian dwords in one store (`mlx4_write64()`): the
+        // command and CQN, then the consumer index. writeq() orders the
+        // doorbell record store above before the doorbell.
+        let doorbell = (u64::from(sn | cmd | self.cqn) << 32) | u64::from(ci);
+        BeMmio::new(uar).try_write64(doorbell, uar_off + UAR_CQ_DOORBELL)?;
         self.arm_sn = self.arm_sn.wrapping_add(1);
         Ok(())
     }

@@ -9,13 +9,11 @@
 //! reset whatever contexts still own and mark the interface dead; every later
 //! command fails with `-ENODEV`.
 //!
-//! The HCR is seven big-endian dwords. The kernel crate's `Io` accessors are
-//! `readl()`/`writel()` (little-endian), so the `register!` macro, which reads
-//! through them, would decode dword 6 byte-swapped; its layout is a
-//! `bitfield!` instead and the byte order is converted here, in one place.
+//! The HCR is seven big-endian dwords (`regs.rs`), written through the
+//! big-endian view of BAR0 (`be_io.rs`).
 
 use kernel::{
-    bitfield, device,
+    device,
     devres::Devres,
     dma::Coherent,
     io::{poll::read_poll_timeout, Io},
@@ -25,23 +23,18 @@ use kernel::{
     time::Delta,
 };
 
-use crate::hw::geometry::{MAX_MPTS, MAX_QPS};
+use crate::hw::{
+    be_io::BeMmio,
+    geometry::{MAX_MPTS, MAX_QPS},
+    regs::{
+        HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI,
+        HCR_OUT_PARAM_LO, HCR_TOKEN, OWNER, RESET, RESET_VALUE,
+    },
+};
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.
 pub(crate) const BAR0_SIZE: usize = 0x10_0000;
 pub(crate) type Bar0 = pci::Bar<'static, BAR0_SIZE>;
-
-/// `MLX4_HCR_BASE`: seven dwords (`mlx4_cmd_post()`).
-const HCR_BASE: usize = 0x80680;
-const HCR_IN_PARAM: usize = HCR_BASE;
-const HCR_IN_MODIFIER: usize = HCR_BASE + 0x08;
-const HCR_OUT_PARAM: usize = HCR_BASE + 0x0c;
-const HCR_TOKEN: usize = HCR_BASE + 0x14;
-const HCR_CTRL: usize = HCR_BASE + 0x18;
-/// `MLX4_OWNER_BASE`: reads 0 if nobody owns the device (and takes it).
-pub(crate) const OWNER: usize = 0x8069c;
-/// `MLX4_RESET_BASE + MLX4_RESET_OFFSET`.
-const RESET_REG: usize = 0xf0010;
 
 /// `CMD_POLL_TOKEN`.
 const POLL_TOKEN: u32 = 0xffff;
@@ -50,18 +43,6 @@ const POLL_TOKEN: u32 = 0xffff;
 const TIMEOUT_MS: i64 = 10_000;
 
 pub(crate) const MAILBOX_SIZE: usize = 4096;
-
-bitfield! {
-    /// HCR dword 6 (`HCR_GO_BIT`, `HCR_E_BIT`, `HCR_T_BIT`, `HCR_OPMOD_SHIFT`).
-    struct HcrCtrl(u32) {
-        31:24 status;
-        23:23 go;
-        22:22 event;
-        21:21 toggle;
-        15:12 opmod;
-        11:0 opcode;
-    }
-}
 
 /// The commands this driver issues (`include/linux/mlx4/cmd.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,15 +213,6 @@ pub(crate) struct CmdIf {
     dev: ARef<device::Device>,
 }
 
-/// Big-endian MMIO: `writel()` stores little-endian, so swap first.
-fn be_to_bus(v: u32) -> u32 {
-    u32::from_le_bytes(v.to_be_bytes())
-}
-
-fn bus_to_be(v: u32) -> u32 {
-    u32::from_be_bytes(v.to_le_bytes())
-}
-
 impl CmdIf {
     /// `bar0` must already be owned (see `hca::take_ownership`).
     pub(crate) fn new(
@@ -284,7 +256,8 @@ impl CmdIf {
     /// `mlx4_get_ownership()`: reads the ownership word, which takes the
     /// device if it reads 0.
     pub(crate) fn read_owner(&self) -> Result<u32> {
-        let v = self.bar0.try_access().ok_or(ENODEV)?.read32(OWNER);
+        let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
+        let v = BeMmio::new(&bar0).read(OWNER).into_raw();
         self.state.lock().owned = v == 0;
         Ok(v)
     }
@@ -297,7 +270,7 @@ impl CmdIf {
             return;
         }
         if let Some(bar0) = self.bar0.try_access() {
-            bar0.write32(0, OWNER);
+            BeMmio::new(&bar0).write_reg(OWNER::zeroed());
         }
     }
 
@@ -305,7 +278,7 @@ impl CmdIf {
     /// The device drops every queue, context and command in flight.
     pub(crate) fn write_reset(&self) {
         if let Some(bar0) = self.bar0.try_access() {
-            bar0.write32(be_to_bus(1), RESET_REG);
+            BeMmio::new(&bar0).write_reg(RESET::from(RESET_VALUE));
         }
     }
 
@@ -315,22 +288,22 @@ impl CmdIf {
     /// the toggle differs from T. A set GO bit is a command still running.
     pub(crate) fn sync_toggle(&self) -> Result {
         let ctrl = self.read_ctrl()?;
-        if ctrl.go().get() != 0 {
+        if ctrl.go() {
             dev_err!(self.dev, "HCR busy at probe ({:#010x})\n", ctrl.into_raw());
             return Err(EBUSY);
         }
-        self.state.lock().toggle = ctrl.toggle().get() == 0;
+        self.state.lock().toggle = !ctrl.toggle();
         Ok(())
     }
 
-    fn read_ctrl(&self) -> Result<HcrCtrl> {
+    fn read_ctrl(&self) -> Result<HCR_CTRL> {
         let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
-        Ok(HcrCtrl::from_raw(bus_to_be(bar0.read32(HCR_CTRL))))
+        Ok(BeMmio::new(&bar0).read(HCR_CTRL))
     }
 
     /// `cmd_pending()`: GO set, or T still equal to the driver's toggle.
-    fn pending(ctrl: HcrCtrl, toggle: bool) -> bool {
-        ctrl.go().get() != 0 || (ctrl.toggle().get() != 0) == toggle
+    fn pending(ctrl: HCR_CTRL, toggle: bool) -> bool {
+        ctrl.go() || ctrl.toggle() == toggle
     }
 
     /// Posts `cmd` and polls for its completion. The caller holds the lock
@@ -397,7 +370,7 @@ impl CmdIf {
             (in_param, out_param)
         };
 
-        let go = HcrCtrl::from_raw(0)
+        let go = HCR_CTRL::zeroed()
             .with_go(true)
             .with_event(cmd.event)
             .with_toggle(st.toggle)
@@ -405,15 +378,16 @@ impl CmdIf {
             .try_with_opcode(op as u32)?;
         {
             let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
-            bar0.write32(be_to_bus((in_param >> 32) as u32), HCR_IN_PARAM);
-            bar0.write32(be_to_bus(in_param as u32), HCR_IN_PARAM + 4);
-            bar0.write32(be_to_bus(cmd.in_mod), HCR_IN_MODIFIER);
-            bar0.write32(be_to_bus((out_param >> 32) as u32), HCR_OUT_PARAM);
-            bar0.write32(be_to_bus(out_param as u32), HCR_OUT_PARAM + 4);
-            bar0.write32(be_to_bus(POLL_TOKEN << 16), HCR_TOKEN);
+            let hcr = BeMmio::new(&bar0);
+            hcr.write_reg(HCR_IN_PARAM_HI::from((in_param >> 32) as u32));
+            hcr.write_reg(HCR_IN_PARAM_LO::from(in_param as u32));
+            hcr.write_reg(HCR_IN_MODIFIER::from(cmd.in_mod));
+            hcr.write_reg(HCR_OUT_PARAM_HI::from((out_param >> 32) as u32));
+            hcr.write_reg(HCR_OUT_PARAM_LO::from(out_param as u32));
+            hcr.write_reg(HCR_TOKEN::zeroed().with_const_token::<POLL_TOKEN>());
             // Dwords 0-5 before GO (mlx4's wmb() between them).
             crate::hw::writer::wmb();
-            bar0.write32(be_to_bus(go.into_raw()), HCR_CTRL);
+            hcr.write_reg(go);
         }
         st.toggle = !st.toggle;
 

@@ -17,6 +17,7 @@ use crate::{
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::queue_mem::{HcaDma, HcaMem},
+    ring,
 };
 
 // struct mlx4_cq_context (0x40 bytes).
@@ -167,7 +168,7 @@ impl Cq {
             let last: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_OWNER_SR_OPCODE / 4]);
             let op_own = u32::from_be(last) as u8;
             // get_sw_cqe(): software's if the owner bit matches the pass.
-            if (op_own & CQE_OWNER != 0) != (self.ci & CQ_ENTRIES != 0) {
+            if !ring::sw_owned(op_own & CQE_OWNER != 0, self.ci, CQ_ENTRIES) {
                 break;
             }
             // The owner byte before the rest of the CQE.

@@ -18,10 +18,12 @@ use kernel::{
 
 use crate::{
     hw::be::{put32, put8, put_mtt_addr},
+    hw::be_io::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
     hw::queue_mem::HcaMem,
     hw::stats::{EqeKind, HcaStats},
+    ring,
 };
 
 // struct mlx4_eq_context (0x40 bytes).
@@ -142,10 +144,7 @@ impl Eq {
     /// `eq_set_ci()` with `req_not`: consumer index and arm.
     pub(crate) fn arm(&self, uar: &kernel::io::Mmio) -> Result {
         let v = (self.ci.load(Relaxed) & 0xff_ffff) | (1 << 31);
-        uar.try_write32(
-            u32::from_le_bytes(v.to_be_bytes()),
-            doorbell_offset(self.eqn),
-        )
+        BeMmio::new(uar).try_write32(v, doorbell_offset(self.eqn))
     }
 
     /// Consumes the EQEs the device has written; returns whether one of
@@ -157,7 +156,7 @@ impl Eq {
         for _ in 0..EQ_ENTRIES {
             let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
             let owner: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_OWNER]);
-            if (owner & EQE_OWNER_BIT != 0) != (ci & EQ_ENTRIES != 0) {
+            if !ring::sw_owned(owner & EQE_OWNER_BIT != 0, ci, EQ_ENTRIES) {
                 break;
             }
             // The owner byte before the rest of the EQE.

@@ -33,7 +33,7 @@ use kernel::{
 };
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE, OWNER},
+    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
     hw::cq::{self, Cq, CqParams},
     hw::eq::Eq,
     hw::fw::{self, DevCap, FwInfo},
@@ -94,7 +94,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, Hca
         dev_err!(
             dev,
             "owned by another driver: ownership word BAR0+{:#x} reads {:#x}\n",
-            OWNER,
+            <crate::hw::regs::OWNER as kernel::io::register::Register>::OFFSET,
             owner
         );
         return Err(EBUSY);

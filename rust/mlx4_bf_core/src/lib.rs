@@ -11,6 +11,7 @@
 pub mod abi;
 pub mod layout;
 pub mod region;
+pub mod ring;
 pub mod store_block;
 pub mod uar_alloc;
 pub mod wqe;

@@ -233,10 +233,10 @@ pub fn bf_burst_len(wqe_len: usize) -> usize {
 }
 
 /// Owner bit for send-queue index `head` of a queue of `entries` (a power of
-/// two): set on every other pass, as mlx4 does.
+/// two): set on every other pass (`ring.rs`).
 #[inline]
 pub fn owner_bit(head: u32, entries: u32) -> u32 {
-    if head & entries != 0 {
+    if crate::ring::odd_pass(head, entries) {
         CTRL_OWNER
     } else {
         0
@@ -259,10 +259,10 @@ pub fn stamp_doorbell(wqe: &mut [u8], head: u32, entries: u32) {
     put_be32(wqe, 0, be32(wqe, 0) | owner_bit(head, entries));
 }
 
-/// The value of the send doorbell register for `qpn`: `qpn << 8`, big-endian
-/// (returned as the bytes the adapter must see, in order).
-pub fn doorbell_bytes(qpn: u32) -> [u8; 4] {
-    (qpn << 8).to_be_bytes()
+/// The value of the send doorbell register (a big-endian dword) for `qpn`.
+#[inline]
+pub fn doorbell_value(qpn: u32) -> u32 {
+    qpn << 8
 }
 
 /// QPNs with bit 6 or 7 set collide with the ctrl segment's VLAN-insert flags
@@ -490,7 +490,7 @@ mod tests {
         let (mut buf, len) = rdma_write(8);
         stamp_doorbell(&mut buf[..len], 64, 64);
         assert_eq!(be32(&buf, 0), CTRL_OWNER | OPCODE_RDMA_WRITE);
-        assert_eq!(doorbell_bytes(0x123), [0, 1, 0x23, 0]);
+        assert_eq!(doorbell_value(0x123).to_be_bytes(), [0, 1, 0x23, 0]);
     }
 
     #[test]

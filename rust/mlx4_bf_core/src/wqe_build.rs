@@ -8,6 +8,12 @@ use crate::wqe::{
     be32, put_be32, WqeInfo, CTRL_LEN, GATHER_LEN, INLINE_ALIGN, INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
 };
 
+/// The send doorbell for `qpn` as the bytes the adapter must see, in order
+/// (user space stores them as they are).
+pub fn doorbell_bytes(qpn: u32) -> [u8; 4] {
+    crate::wqe::doorbell_value(qpn).to_be_bytes()
+}
+
 /// Does one of the gather segments of a validated WQE carry `lkey`? They
 /// are the last `info.gather_segs` 16-byte units; the lkey is at +4.
 pub fn gathers_with_lkey(wqe: &[u8], info: &WqeInfo, lkey: u32) -> bool {

@@ -31,7 +31,7 @@ pub const CQE_OPCODE_ERROR: u8 = 0x1e;
 /// Is CQE `n` (counted from 0, not wrapped) software's? Its owner bit must
 /// equal `!!(n & cq_entries)` (`cq_entries` a power of two).
 pub fn cqe_is_sw(owner_byte: u8, n: u32, cq_entries: u32) -> bool {
-    (owner_byte & OWNER != 0) == (n & cq_entries != 0)
+    mlx4_bf_core::ring::sw_owned(owner_byte & OWNER != 0, n, cq_entries)
 }
 
 /// The consumer index as the adapter reads it: `BE32(n & 0xffffff)`, as

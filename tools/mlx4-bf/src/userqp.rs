@@ -12,7 +12,7 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Result};
-use mlx4_bf_core::{abi, wqe};
+use mlx4_bf_core::{abi, wqe, wqe_build};
 
 use crate::{
     cq::CqRing,
@@ -138,7 +138,7 @@ impl UserQp {
                 self.bf_half ^= self.send.bf_buf_size;
             }
             UserPath::Doorbell => {
-                let db = wqe::doorbell_bytes(self.qp.qpn);
+                let db = wqe_build::doorbell_bytes(self.qp.qpn);
                 // SAFETY: the send doorbell lies in the UAR page mapping.
                 unsafe { mmio_write(self.uar.as_ptr().add(UAR_SEND_DOORBELL), &db)? };
             }
