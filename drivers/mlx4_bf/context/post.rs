@@ -116,8 +116,6 @@ impl Context {
             return Err(ENOENT);
         };
         let head = qp.head;
-        let send_buf =
-            qp.slot * SEND_BUFS_BYTES + (head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD;
         let mut len = len;
         let payload_len = match payload {
             Some(mut p) => {
@@ -127,7 +125,7 @@ impl Context {
                 let n = p.len();
                 p.read_slice(&mut kbuf[..n])
                     .map_err(|e| self.reject(Reject::Fault, e))?;
-                let dma = self.hw()?.send_pool.dma_handle() + send_buf as u64;
+                let dma = self.hw()?.send_pool.dma_handle() + send_buf_offset(qp) as u64;
                 len = wqe::append_kernel_gather(buf, len, &info, (dma, lkey, n as u32))
                     .map_err(|r| self.reject(r, EINVAL))?;
                 info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN)
@@ -214,7 +212,7 @@ impl Context {
         hca.posting.try_access_with_guard(&rcu).ok_or(ENODEV)?;
         // From here on nothing fails: the offsets were checked above.
         if payload_len != 0 {
-            write_send_buf(hw, send_buf, &kbuf[..payload_len]);
+            write_send_buf(hw, qp, &kbuf[..payload_len]);
         }
         write_sq_slot(hw, qp, &buf[..len]);
         match path {
@@ -262,15 +260,24 @@ fn zero_qwords(b: &mut [u8]) {
     }
 }
 
-/// Copies a message into the kernel send buffer at `off` in the pool.
-fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
+/// Offset in `Hw::send_pool` of the kernel send buffer of `qp`'s next
+/// send-queue slot.
+fn send_buf_offset(qp: &Qp) -> usize {
+    qp.slot * SEND_BUFS_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD
+}
+
+/// Copies a message into the kernel send buffer of `qp`'s next slot. The
+/// `&mut Qp`, borrowed from its context's locked state, is the proof that
+/// nobody else writes there.
+fn write_send_buf(hw: &Hw, qp: &mut Qp, msg: &[u8]) {
+    let off = send_buf_offset(qp);
     if off + abi::MAX_PAYLOAD > hw.send_pool.size() || msg.len() > abi::MAX_PAYLOAD {
         return;
     }
-    // SAFETY: Inside the pool (checked above); the buffer belongs to a
-    // send-queue slot of this context's QP (its lock is held) whose last
-    // WQE completed, so the device does not read it until the WQE naming
-    // it is posted after this copy.
+    // SAFETY: Inside the pool (checked above); the buffer belongs to the
+    // next send-queue slot of `qp`, exclusively borrowed (so its context's
+    // lock is held), whose last WQE completed, so the device does not read
+    // it until the WQE naming it is posted after this copy.
     unsafe {
         core::ptr::copy_nonoverlapping(
             msg.as_ptr(),
@@ -280,10 +287,12 @@ fn write_send_buf(hw: &Hw, off: usize, msg: &[u8]) {
     };
 }
 
-/// Copies a stamped WQE (8-byte aligned: the WQE buffer) into its
+/// Copies a stamped WQE (8-byte aligned: the WQE buffer) into `qp`'s next
 /// send-queue slot, the control segment's first word last, so the adapter
-/// never sees a valid owner bit on a partial WQE (`copy.rs`).
-fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
+/// never sees a valid owner bit on a partial WQE (`copy.rs`). The `&mut
+/// Qp`, borrowed from its context's locked state, is the proof that nobody
+/// else writes there.
+fn write_sq_slot(hw: &Hw, qp: &mut Qp, wqe_bytes: &[u8]) {
     let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let len = wqe_bytes.len();
     if len < 16 || len % 8 != 0 || len > SQ_STRIDE || base + SQ_STRIDE > hw.qp_pool.size() {
@@ -295,8 +304,8 @@ fn write_sq_slot(hw: &Hw, qp: &Qp, wqe_bytes: &[u8]) {
     }
     // SAFETY: `base + SQ_STRIDE` lies inside the pool and `16 <= len <=
     // SQ_STRIDE`, a multiple of 8 (checked above); the slot is 1 KiB
-    // aligned in the page-aligned pool. It belongs to this QP, whose
-    // context lock the caller holds, and is free (its last WQE completed):
+    // aligned in the page-aligned pool. It belongs to `qp`, exclusively
+    // borrowed, and is free (its last WQE completed):
     // the device ignores it until the first word gives it the pass's owner
     // bit. `src` has `len` bytes, 8-byte aligned (checked).
     unsafe {

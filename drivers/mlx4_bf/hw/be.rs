@@ -1,24 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Big-endian fields of device structures (mailboxes, contexts, CQEs, EQEs)
-//! held in byte buffers. Offsets are the structures' named constants; an
-//! offset outside the buffer is a driver bug, answered with `-EINVAL` rather
-//! than a panic.
+//! Big-endian fields of device structures.
+//!
+//! The contexts this driver writes (EQ, CQ, QP) are `#[repr(C)]` structs of
+//! these types, laid out as mlx4's C structs (alignment 1, no padding: the
+//! `IntoBytes` derive checks it, const asserts pin the offsets). Mailboxes
+//! mlx4 itself reads with `MLX4_GET()` at offsets (QUERY_FW,
+//! QUERY_DEV_CAP) are read the same way here, with `get*`; an offset outside
+//! the buffer is a driver bug, answered with `-EINVAL` rather than a panic.
 
 use kernel::prelude::*;
+use zerocopy::byteorder::{BigEndian, U16, U32, U64};
+
+/// `__be16`.
+pub(crate) type Be16 = U16<BigEndian>;
+/// `__be32`.
+pub(crate) type Be32 = U32<BigEndian>;
+/// `__be64`.
+pub(crate) type Be64 = U64<BigEndian>;
+
+/// `mtt_base_addr_h` (8 bits) and `mtt_base_addr_l` (32 bits) of a context
+/// for a buffer at `dma`: the model takes the buffer's DMA address there
+/// instead of an MTT offset. It must be 4 KiB aligned and below 2^40.
+pub(crate) fn mtt_addr(dma: u64) -> Result<(u8, Be32)> {
+    if dma >> 40 != 0 || dma & 0xfff != 0 {
+        return Err(ERANGE);
+    }
+    Ok(((dma >> 32) as u8, Be32::new(dma as u32)))
+}
 
 fn field<const N: usize>(b: &[u8], at: usize) -> Result<[u8; N]> {
     let s = b.get(at..at.checked_add(N).ok_or(EINVAL)?).ok_or(EINVAL)?;
     let mut v = [0u8; N];
     v.copy_from_slice(s);
     Ok(v)
-}
-
-fn put<const N: usize>(b: &mut [u8], at: usize, v: [u8; N]) -> Result {
-    b.get_mut(at..at.checked_add(N).ok_or(EINVAL)?)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&v);
-    Ok(())
 }
 
 pub(crate) fn get8(b: &[u8], at: usize) -> Result<u8> {
@@ -31,27 +46,4 @@ pub(crate) fn get16(b: &[u8], at: usize) -> Result<u16> {
 
 pub(crate) fn get32(b: &[u8], at: usize) -> Result<u32> {
     Ok(u32::from_be_bytes(field(b, at)?))
-}
-
-pub(crate) fn put8(b: &mut [u8], at: usize, v: u8) -> Result {
-    put(b, at, [v])
-}
-
-pub(crate) fn put32(b: &mut [u8], at: usize, v: u32) -> Result {
-    put(b, at, v.to_be_bytes())
-}
-
-pub(crate) fn put64(b: &mut [u8], at: usize, v: u64) -> Result {
-    put(b, at, v.to_be_bytes())
-}
-
-/// Writes a 40-bit DMA address into `mtt_base_addr_h` (8 bits at `at`) and
-/// `mtt_base_addr_l` (32 bits at `at + 1`): the model takes the buffer's DMA
-/// address there instead of an MTT offset. It must be 4 KiB aligned.
-pub(crate) fn put_mtt_addr(b: &mut [u8], at: usize, dma: u64) -> Result {
-    if dma >> 40 != 0 || dma & 0xfff != 0 {
-        return Err(ERANGE);
-    }
-    put8(b, at, (dma >> 32) as u8)?;
-    put32(b, at + 1, dma as u32)
 }

@@ -10,24 +10,57 @@
 //! doorbell record, also DMA memory: the hot path never reads MMIO. The CQ is
 //! never armed, so it raises no completion events.
 
-use kernel::prelude::*;
+use core::mem::{offset_of, size_of};
+use kernel::{bitfield, prelude::*};
+use zerocopy::{FromZeros, IntoBytes};
+use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{put32, put64, put8, put_mtt_addr},
+    hw::be::{mtt_addr, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::queue_mem::{HcaDma, HcaMem},
     ring,
 };
 
-// struct mlx4_cq_context (0x40 bytes).
-const CQC_FLAGS: usize = 0x00;
-const CQC_LOGSIZE_USRPAGE: usize = 0x0c;
-const CQC_COMP_EQN: usize = 0x17;
-const CQC_LOG_PAGE_SIZE: usize = 0x18;
-const CQC_MTT_BASE: usize = 0x1b;
-const CQC_DB_REC_ADDR: usize = 0x38;
-const CQC_SIZE: usize = 0x40;
+/// `struct mlx4_cq_context`, the mailbox of SW2HW_CQ.
+#[repr(C)]
+#[derive(IntoBytes, FromBytes, Immutable)]
+struct CqContext {
+    flags: Be32,
+    reserved1: [u8; 6],
+    page_offset: Be16,
+    logsize_usrpage: Be32,
+    cq_period: Be16,
+    cq_max_count: Be16,
+    reserved2: [u8; 3],
+    comp_eqn: u8,
+    log_page_size: u8,
+    reserved3: [u8; 2],
+    mtt_base_addr_h: u8,
+    mtt_base_addr_l: Be32,
+    last_notified_index: Be32,
+    solicit_producer_index: Be32,
+    consumer_index: Be32,
+    producer_index: Be32,
+    reserved4: [u8; 8],
+    db_rec_addr: Be64,
+}
+const _: () = {
+    assert!(size_of::<CqContext>() == 0x40);
+    assert!(offset_of!(CqContext, logsize_usrpage) == 0x0c);
+    assert!(offset_of!(CqContext, comp_eqn) == 0x17);
+    assert!(offset_of!(CqContext, mtt_base_addr_h) == 0x1b);
+    assert!(offset_of!(CqContext, db_rec_addr) == 0x38);
+};
+
+bitfield! {
+    /// `CqContext::logsize_usrpage`.
+    struct LogsizeUsrpage(u32) {
+        28:24 log_size;
+        23:0 usr_page;
+    }
+}
 
 // struct mlx4_cqe / mlx4_err_cqe.
 pub(crate) const CQE_MY_QPN: usize = 0x00;
@@ -79,7 +112,7 @@ pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
     if slot >= 64 || st.live.cqs & (1 << slot) == 0 {
         return;
     }
-    let mut out = [0u8; CQC_SIZE];
+    let mut out = [0u8; size_of::<CqContext>()];
     // A failure is logged by the command path. The device may still use the
     // slot then, so it stays marked and is never handed out again.
     if cmd
@@ -110,16 +143,20 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
     if p.live_bit >= 64 || st.live.cqs & (1 << p.live_bit) != 0 {
         return Err(EINVAL);
     }
-    let mut ctx = [0u8; CQC_SIZE];
-    put32(&mut ctx, CQC_FLAGS, 0)?;
-    put32(&mut ctx, CQC_LOGSIZE_USRPAGE, (p.log_entries << 24) | p.uar)?;
-    put8(&mut ctx, CQC_COMP_EQN, p.eqn as u8)?;
-    put8(&mut ctx, CQC_LOG_PAGE_SIZE, 0)?;
-    put_mtt_addr(&mut ctx, CQC_MTT_BASE, p.buf)?;
-    put64(&mut ctx, CQC_DB_REC_ADDR, p.db_rec)?;
+    let mut ctx = CqContext::new_zeroed();
+    ctx.logsize_usrpage = LogsizeUsrpage::from_raw(0)
+        .try_with_log_size(p.log_entries)?
+        .try_with_usr_page(p.uar)?
+        .into_raw()
+        .into();
+    ctx.comp_eqn = p.eqn as u8;
+    // 4 KiB pages: log_page_size 0, as the contract requires.
+    ctx.log_page_size = 0;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(p.buf)?;
+    ctx.db_rec_addr = p.db_rec.into();
     cmd.exec(
         st,
-        Command::new(Op::Sw2HwCq, p.cqn).input(Input::Mailbox(&ctx)),
+        Command::new(Op::Sw2HwCq, p.cqn).input(Input::Mailbox(ctx.as_bytes())),
     )?;
     st.live.cqs |= 1 << p.live_bit;
     Ok(())

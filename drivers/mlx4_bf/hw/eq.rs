@@ -10,14 +10,18 @@
 //! UAR page 0, the kernel's, and on a completion event wakes the pollers of
 //! the device file.
 
+use core::mem::{offset_of, size_of};
 use kernel::{
+    bitfield,
     io::Io,
     prelude::*,
     sync::atomic::{Atomic, Relaxed, Release},
 };
+use zerocopy::{FromZeros, IntoBytes};
+use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{put32, put8, put_mtt_addr},
+    hw::be::{mtt_addr, Be16, Be32},
     hw::be_io::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
@@ -26,16 +30,50 @@ use crate::{
     ring,
 };
 
-// struct mlx4_eq_context (0x40 bytes).
-const EQC_FLAGS: usize = 0x00;
-const EQC_LOG_EQ_SIZE: usize = 0x0c;
-const EQC_INTR: usize = 0x17;
-const EQC_LOG_PAGE_SIZE: usize = 0x18;
-const EQC_MTT_BASE: usize = 0x1b;
-const EQC_CONSUMER_INDEX: usize = 0x28;
-const EQC_SIZE: usize = 0x40;
-/// `MLX4_EQ_STATUS_OK | MLX4_EQ_STATE_ARMED`.
-const EQ_STATE_ARMED: u32 = 9 << 8;
+/// `struct mlx4_eq_context`, the mailbox of SW2HW_EQ.
+#[repr(C)]
+#[derive(IntoBytes, FromBytes, Immutable)]
+struct EqContext {
+    flags: Be32,
+    reserved1: [u8; 6],
+    page_offset: Be16,
+    log_eq_size: u8,
+    reserved2: [u8; 4],
+    eq_period: u8,
+    reserved3: u8,
+    eq_max_count: u8,
+    reserved4: [u8; 3],
+    intr: u8,
+    log_page_size: u8,
+    reserved5: [u8; 2],
+    mtt_base_addr_h: u8,
+    mtt_base_addr_l: Be32,
+    reserved6: [u8; 8],
+    consumer_index: Be32,
+    producer_index: Be32,
+    reserved7: [u8; 16],
+}
+const _: () = {
+    assert!(size_of::<EqContext>() == 0x40);
+    assert!(offset_of!(EqContext, log_eq_size) == 0x0c);
+    assert!(offset_of!(EqContext, intr) == 0x17);
+    assert!(offset_of!(EqContext, mtt_base_addr_h) == 0x1b);
+    assert!(offset_of!(EqContext, consumer_index) == 0x28);
+};
+
+bitfield! {
+    /// `EqContext::flags`.
+    struct EqFlags(u32) {
+        /// `MLX4_EQ_STATUS_*`.
+        15:12 status;
+        /// `MLX4_EQ_STATE_*`.
+        11:8 state;
+    }
+}
+/// `MLX4_EQ_STATE_ARMED`.
+const EQ_STATE_ARMED: u32 = 9;
+/// The size of the context HW2SW_EQ returns.
+const EQC_SIZE: usize = size_of::<EqContext>();
 
 // struct mlx4_eqe.
 const EQE_TYPE: usize = 0x01;
@@ -94,17 +132,19 @@ impl Eq {
     /// SW2HW_EQ with the buffer at DMA address `buf` (zeroed), then MAP_EQ
     /// of the async events.
     pub(crate) fn create(&self, cmd: &CmdIf, st: &mut CmdState, buf: u64) -> Result {
-        let mut ctx = [0u8; EQC_SIZE];
-        put32(&mut ctx, EQC_FLAGS, EQ_STATE_ARMED)?;
-        put8(&mut ctx, EQC_LOG_EQ_SIZE, EQ_LOG_ENTRIES as u8)?;
-        put8(&mut ctx, EQC_INTR, EQ_VECTOR as u8)?;
+        let mut ctx = EqContext::new_zeroed();
+        ctx.flags = EqFlags::from_raw(0)
+            .with_const_state::<EQ_STATE_ARMED>()
+            .into_raw()
+            .into();
+        ctx.log_eq_size = EQ_LOG_ENTRIES as u8;
+        ctx.intr = EQ_VECTOR as u8;
         // 4 KiB pages: log_page_size 0, as the contract requires.
-        put8(&mut ctx, EQC_LOG_PAGE_SIZE, 0)?;
-        put_mtt_addr(&mut ctx, EQC_MTT_BASE, buf)?;
-        put32(&mut ctx, EQC_CONSUMER_INDEX, 0)?;
+        ctx.log_page_size = 0;
+        (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(buf)?;
         cmd.exec(
             st,
-            Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(&ctx)),
+            Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(ctx.as_bytes())),
         )?;
         st.live.eq = true;
         if let Err(e) = cmd.exec(

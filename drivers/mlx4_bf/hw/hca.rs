@@ -77,7 +77,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, Hca
     // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
     unsafe { pdev.dma_set_mask(DmaMask::new::<64>())? };
     // Queue buffers (all coherent memory) are named by a 40-bit address
-    // where mlx4 puts the MTT address (`be::put_mtt_addr`).
+    // where mlx4 puts the MTT address (`be::mtt_addr`).
     // SAFETY: As above.
     unsafe { pdev.dma_set_coherent_mask(DmaMask::new::<40>())? };
     // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and

@@ -4,34 +4,122 @@
 //! and the RST -> INIT -> RTR -> RTS transitions (`mlx4/qp.c`,
 //! `mlx4_ib/qp.c`), and the reset that destroys a QP.
 
-use kernel::prelude::*;
+use core::mem::{offset_of, size_of};
+use kernel::{bitfield, prelude::*};
+use zerocopy::{FromZeros, IntoBytes};
+use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{put32, put64, put8, put_mtt_addr},
+    hw::be::{mtt_addr, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
 };
 
-// struct mlx4_qp_context (0xf8 bytes); the mailbox holds optpar first.
-const QPC_FLAGS: usize = 0x00;
-/// `pd`: bits 23..0.
-const QPC_PD: usize = 0x04;
-const QPC_MTU_MSGMAX: usize = 0x08;
-const QPC_RQ_SIZE_STRIDE: usize = 0x09;
-const QPC_SQ_SIZE_STRIDE: usize = 0x0a;
-const QPC_RLKEY: usize = 0x0b;
-const QPC_USR_PAGE: usize = 0x0c;
-const QPC_LOCAL_QPN: usize = 0x10;
-const QPC_REMOTE_QPN: usize = 0x14;
-const QPC_PRI_PATH_SCHED_QUEUE: usize = 0x18 + 0x20;
-const QPC_CQN_SEND: usize = 0x7c;
-const QPC_CQN_RECV: usize = 0x9c;
-const QPC_DB_REC_ADDR: usize = 0xa0;
-const QPC_LOG_PAGE_SIZE: usize = 0xc8;
-const QPC_MTT_BASE: usize = 0xcb;
-const QPC_SIZE: usize = 0xf8;
-const MBOX_OPTPAR: usize = 0x00;
-const MBOX_QPC: usize = 0x08;
+/// `struct mlx4_qp_path`.
+#[repr(C)]
+#[derive(IntoBytes, FromBytes, Immutable)]
+struct QpPath {
+    fl: u8,
+    control: u8,
+    disable_pkey_check: u8,
+    pkey_index: u8,
+    counter_index: u8,
+    grh_mylmc: u8,
+    rlid: Be16,
+    ackto: u8,
+    mgid_index: u8,
+    static_rate: u8,
+    hop_limit: u8,
+    tclass_flowlabel: Be32,
+    rgid: [u8; 16],
+    sched_queue: u8,
+    vlan_index: u8,
+    feup: u8,
+    fvl_rx: u8,
+    reserved4: [u8; 2],
+    dmac: [u8; 6],
+}
+
+/// `struct mlx4_qp_context`.
+#[repr(C)]
+#[derive(IntoBytes, FromBytes, Immutable)]
+struct QpContext {
+    flags: Be32,
+    pd: Be32,
+    mtu_msgmax: u8,
+    rq_size_stride: u8,
+    sq_size_stride: u8,
+    rlkey_roce_mode: u8,
+    usr_page: Be32,
+    local_qpn: Be32,
+    remote_qpn: Be32,
+    pri_path: QpPath,
+    alt_path: QpPath,
+    params1: Be32,
+    reserved1: [u8; 4],
+    next_send_psn: Be32,
+    cqn_send: Be32,
+    roce_entropy: Be16,
+    reserved2: [u8; 6],
+    last_acked_psn: Be32,
+    ssn: Be32,
+    params2: Be32,
+    rnr_nextrecvpsn: Be32,
+    xrcd: Be32,
+    cqn_recv: Be32,
+    db_rec_addr: Be64,
+    qkey: Be32,
+    srqn: Be32,
+    msn: Be32,
+    rq_wqe_counter: Be16,
+    sq_wqe_counter: Be16,
+    reserved3: [u8; 4],
+    rate_limit_params: Be16,
+    reserved4: u8,
+    qos_vport: u8,
+    param3: Be32,
+    nummmcpeers_basemkey: Be32,
+    log_page_size: u8,
+    reserved5: [u8; 2],
+    mtt_base_addr_h: u8,
+    mtt_base_addr_l: Be32,
+    reserved6: [u8; 40],
+}
+
+/// The mailbox of the QP transitions (`mlx4_qp_modify()`): the optional
+/// parameter mask, then the context.
+#[repr(C)]
+#[derive(IntoBytes, FromBytes, Immutable)]
+struct QpModify {
+    optpar: Be32,
+    reserved: [u8; 4],
+    context: QpContext,
+}
+
+const _: () = {
+    assert!(size_of::<QpPath>() == 0x2c);
+    assert!(size_of::<QpContext>() == 0xf8);
+    assert!(offset_of!(QpContext, pri_path) == 0x18);
+    assert!(offset_of!(QpContext, pri_path) + offset_of!(QpPath, sched_queue) == 0x38);
+    assert!(offset_of!(QpContext, cqn_send) == 0x7c);
+    assert!(offset_of!(QpContext, cqn_recv) == 0x9c);
+    assert!(offset_of!(QpContext, db_rec_addr) == 0xa0);
+    assert!(offset_of!(QpContext, log_page_size) == 0xc8);
+    assert!(offset_of!(QpContext, mtt_base_addr_h) == 0xcb);
+    assert!(offset_of!(QpModify, context) == 8);
+};
+
+bitfield! {
+    /// `QpContext::flags`.
+    struct QpFlags(u32) {
+        /// `enum mlx4_qp_state`.
+        31:28 state;
+        /// `MLX4_QP_ST_*`.
+        23:16 service_type;
+        /// `MLX4_QP_PM_*`.
+        12:11 pm_state;
+    }
+}
 
 // enum mlx4_qp_state and the service type of the flags word.
 const STATE_INIT: u32 = 1;
@@ -105,29 +193,31 @@ pub(crate) struct QpParams {
     pub(crate) rlkey: bool,
 }
 
-fn context(p: &QpParams, state: u32) -> Result<[u8; MBOX_QPC + QPC_SIZE]> {
-    let mut mbox = [0u8; MBOX_QPC + QPC_SIZE];
-    put32(&mut mbox, MBOX_OPTPAR, 0)?;
-    let ctx = &mut mbox[MBOX_QPC..];
-    put32(
-        ctx,
-        QPC_FLAGS,
-        (state << 28) | (ST_RC << 16) | (PM_MIGRATED << 11),
-    )?;
-    put32(ctx, QPC_PD, p.pd)?;
-    put8(ctx, QPC_MTU_MSGMAX, MTU_MSGMAX)?;
-    put8(ctx, QPC_RQ_SIZE_STRIDE, RQ_SIZE_STRIDE)?;
-    put8(ctx, QPC_SQ_SIZE_STRIDE, SQ_SIZE_STRIDE)?;
-    put8(ctx, QPC_RLKEY, if p.rlkey { RLKEY } else { 0 })?;
-    put32(ctx, QPC_USR_PAGE, p.uar)?;
-    put32(ctx, QPC_LOCAL_QPN, p.qpn)?;
-    put32(ctx, QPC_REMOTE_QPN, p.remote_qpn)?;
-    put8(ctx, QPC_PRI_PATH_SCHED_QUEUE, SCHED_QUEUE_PORT1)?;
-    put32(ctx, QPC_CQN_SEND, p.cqn_send)?;
-    put32(ctx, QPC_CQN_RECV, p.cqn_recv)?;
-    put64(ctx, QPC_DB_REC_ADDR, p.rq_db_dma)?;
-    put8(ctx, QPC_LOG_PAGE_SIZE, 0)?;
-    put_mtt_addr(ctx, QPC_MTT_BASE, p.buf_dma)?;
+fn context(p: &QpParams, state: u32) -> Result<QpModify> {
+    // No optional parameters: every transition gives the whole context.
+    let mut mbox = QpModify::new_zeroed();
+    let ctx = &mut mbox.context;
+    ctx.flags = QpFlags::from_raw(0)
+        .try_with_state(state)?
+        .try_with_service_type(ST_RC)?
+        .try_with_pm_state(PM_MIGRATED)?
+        .into_raw()
+        .into();
+    ctx.pd = (p.pd & 0xff_ffff).into();
+    ctx.mtu_msgmax = MTU_MSGMAX;
+    ctx.rq_size_stride = RQ_SIZE_STRIDE;
+    ctx.sq_size_stride = SQ_SIZE_STRIDE;
+    ctx.rlkey_roce_mode = if p.rlkey { RLKEY } else { 0 };
+    ctx.usr_page = p.uar.into();
+    ctx.local_qpn = p.qpn.into();
+    ctx.remote_qpn = p.remote_qpn.into();
+    ctx.pri_path.sched_queue = SCHED_QUEUE_PORT1;
+    ctx.cqn_send = p.cqn_send.into();
+    ctx.cqn_recv = p.cqn_recv.into();
+    ctx.db_rec_addr = p.rq_db_dma.into();
+    // 4 KiB pages: log_page_size 0, as the contract requires.
+    ctx.log_page_size = 0;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(p.buf_dma)?;
     Ok(mbox)
 }
 
@@ -141,20 +231,20 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &QpParams, slot: usize) 
     let init = context(p, STATE_INIT)?;
     cmd.exec(
         st,
-        Command::new(Op::Rst2InitQp, p.qpn).input(Input::Mailbox(&init)),
+        Command::new(Op::Rst2InitQp, p.qpn).input(Input::Mailbox(init.as_bytes())),
     )?;
     st.live.qps[slot] = p.qpn;
     let rest = context(p, STATE_RTR).and_then(|rtr| {
         cmd.exec(
             st,
-            Command::new(Op::Init2RtrQp, p.qpn).input(Input::Mailbox(&rtr)),
+            Command::new(Op::Init2RtrQp, p.qpn).input(Input::Mailbox(rtr.as_bytes())),
         )
     });
     let rest = rest.and_then(|()| {
         let rts = context(p, STATE_RTS)?;
         cmd.exec(
             st,
-            Command::new(Op::Rtr2RtsQp, p.qpn).input(Input::Mailbox(&rts)),
+            Command::new(Op::Rtr2RtsQp, p.qpn).input(Input::Mailbox(rts.as_bytes())),
         )
     });
     if let Err(e) = rest {

@@ -116,7 +116,7 @@ impl UserMem {
             })?;
             dma.maps.push(map, GFP_KERNEL)?;
             // Its queues are named by a 40-bit address where mlx4 puts the
-            // MTT address (`be::put_mtt_addr`), as the coherent memory is.
+            // MTT address (`be::mtt_addr`), as the coherent memory is.
             if base + AREA_BYTES as u64 > 1 << 40 {
                 dev_err!(dev, "an area's DMA address {base:#x} is beyond 40 bits\n");
                 return Err(ERANGE);
