@@ -292,6 +292,7 @@ fn write_send_buf(hw: &Hw, qp: &mut Qp, msg: &[u8]) {
 /// never sees a valid owner bit on a partial WQE (`copy.rs`). The `&mut
 /// Qp`, borrowed from its context's locked state, is the proof that nobody
 /// else writes there.
+#[inline(always)]
 fn write_sq_slot(hw: &Hw, qp: &mut Qp, wqe_bytes: &[u8]) {
     let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let len = wqe_bytes.len();

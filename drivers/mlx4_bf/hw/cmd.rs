@@ -256,8 +256,11 @@ impl CmdIf {
     /// `mlx4_get_ownership()`: reads the ownership word, which takes the
     /// device if it reads 0.
     pub(crate) fn read_owner(&self) -> Result<u32> {
-        let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
-        let v = BeMmio::new(&bar0).read(OWNER).into_raw();
+        let v = {
+            // An RCU read-side section: no mutex while it is held.
+            let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
+            BeMmio::new(&bar0).read(OWNER).into_raw()
+        };
         self.state.lock().owned = v == 0;
         Ok(v)
     }
