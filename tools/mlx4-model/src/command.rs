@@ -14,6 +14,9 @@ pub mod op {
     pub const QUERY_DEV_CAP: u16 = 0x03;
     pub const QUERY_FW: u16 = 0x04;
     pub const QUERY_ADAPTER: u16 = 0x06;
+    pub const INIT_HCA: u16 = 0x07;
+    pub const CLOSE_HCA: u16 = 0x08;
+    pub const QUERY_HCA: u16 = 0x0b;
     pub const SW2HW_MPT: u16 = 0x0d;
     pub const HW2SW_MPT: u16 = 0x0f;
     pub const WRITE_MTT: u16 = 0x11;
@@ -29,6 +32,16 @@ pub mod op {
     pub const TO_RST_QP: u16 = 0x21;
     pub const QUERY_QP: u16 = 0x22;
     pub const NOP: u16 = 0x31;
+    pub const MOD_STAT_CFG: u16 = 0x34;
+    pub const QUERY_PORT: u16 = 0x43;
+    pub const RUN_FW: u16 = 0xff6;
+    pub const UNMAP_ICM: u16 = 0xff9;
+    pub const MAP_ICM: u16 = 0xffa;
+    pub const UNMAP_ICM_AUX: u16 = 0xffb;
+    pub const MAP_ICM_AUX: u16 = 0xffc;
+    pub const SET_ICM_SIZE: u16 = 0xffd;
+    pub const UNMAP_FA: u16 = 0xffe;
+    pub const MAP_FA: u16 = 0xfff;
 }
 
 /// mlx4 `CMD_STAT_*`.
@@ -37,10 +50,12 @@ pub mod status {
     pub const INTERNAL_ERR: u8 = 0x01;
     pub const BAD_OP: u8 = 0x02;
     pub const BAD_PARAM: u8 = 0x03;
+    pub const BAD_SYS_STATE: u8 = 0x04;
     pub const BAD_RESOURCE: u8 = 0x05;
     pub const RESOURCE_BUSY: u8 = 0x06;
     pub const BAD_RES_STATE: u8 = 0x09;
     pub const BAD_INDEX: u8 = 0x0a;
+    pub const ICM_ERROR: u8 = 0x0c;
     pub const BAD_QP_STATE: u8 = 0x10;
     pub const BAD_SIZE: u8 = 0x40;
 }
@@ -54,6 +69,9 @@ pub enum CmdError {
     BadOp,
     #[error("bad parameter")]
     BadParam,
+    /// Strict firmware: not running, or the HCA not initialised.
+    #[error("bad system state")]
+    BadSysState,
     #[error("bad resource")]
     BadResource,
     #[error("resource busy")]
@@ -62,6 +80,9 @@ pub enum CmdError {
     BadResState,
     #[error("bad index")]
     BadIndex,
+    /// Strict firmware: ICM (or the firmware area) not mapped as needed.
+    #[error("ICM error")]
+    IcmError,
     #[error("bad QP state")]
     BadQpState,
     #[error("bad size")]
@@ -81,10 +102,12 @@ impl CmdError {
             CmdError::Internal => status::INTERNAL_ERR,
             CmdError::BadOp => status::BAD_OP,
             CmdError::BadParam => status::BAD_PARAM,
+            CmdError::BadSysState => status::BAD_SYS_STATE,
             CmdError::BadResource => status::BAD_RESOURCE,
             CmdError::ResourceBusy => status::RESOURCE_BUSY,
             CmdError::BadResState => status::BAD_RES_STATE,
             CmdError::BadIndex => status::BAD_INDEX,
+            CmdError::IcmError => status::ICM_ERROR,
             CmdError::BadQpState => status::BAD_QP_STATE,
             CmdError::BadSize => status::BAD_SIZE,
         }
@@ -96,6 +119,19 @@ pub fn name(opcode: u16) -> &'static str {
         op::QUERY_DEV_CAP => "QUERY_DEV_CAP",
         op::QUERY_FW => "QUERY_FW",
         op::QUERY_ADAPTER => "QUERY_ADAPTER",
+        op::INIT_HCA => "INIT_HCA",
+        op::CLOSE_HCA => "CLOSE_HCA",
+        op::QUERY_HCA => "QUERY_HCA",
+        op::MOD_STAT_CFG => "MOD_STAT_CFG",
+        op::QUERY_PORT => "QUERY_PORT",
+        op::RUN_FW => "RUN_FW",
+        op::UNMAP_ICM => "UNMAP_ICM",
+        op::MAP_ICM => "MAP_ICM",
+        op::UNMAP_ICM_AUX => "UNMAP_ICM_AUX",
+        op::MAP_ICM_AUX => "MAP_ICM_AUX",
+        op::SET_ICM_SIZE => "SET_ICM_SIZE",
+        op::UNMAP_FA => "UNMAP_FA",
+        op::MAP_FA => "MAP_FA",
         op::SW2HW_MPT => "SW2HW_MPT",
         op::HW2SW_MPT => "HW2SW_MPT",
         op::WRITE_MTT => "WRITE_MTT",

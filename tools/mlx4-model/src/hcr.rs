@@ -10,6 +10,7 @@ use crate::cq::CqTable;
 use crate::env::Env;
 use crate::eq::{event, EqTable};
 use crate::fault::{CmdFault, Mode};
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::RESERVED_LKEY;
@@ -61,6 +62,8 @@ pub(crate) struct Tables<'a> {
     pub mrs: &'a mut MrTable,
     /// The armed command fault (diag CMD_FAULT).
     pub cmd_fault: &'a mut CmdFault,
+    /// The firmware's state (strict mode); it answers its own commands.
+    pub fw: &'a mut Firmware,
 }
 
 /// QUERY_DEV_CAP output (§3.2); everything not listed is 0.
@@ -253,6 +256,16 @@ fn execute<M: GuestMemory, I: Irq>(
     r: &CommandRequest,
 ) -> CmdResult {
     let n = t.num_uars;
+    if let Some(res) = t.fw.command(env, n, r) {
+        if t.fw.take_hca_closed() {
+            // CLOSE_HCA: every context is gone with the HCA.
+            *t.eqs = EqTable::default();
+            *t.cqs = CqTable::default();
+            *t.qps = QpTable::default();
+            *t.mrs = MrTable::default();
+        }
+        return res;
+    }
     match r.opcode {
         op::QUERY_DEV_CAP => command::write_mailbox(env, r.out_param, &dev_cap(n)).map(|()| None),
         op::QUERY_FW => command::write_mailbox(env, r.out_param, &fw()).map(|()| None),

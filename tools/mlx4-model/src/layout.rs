@@ -10,6 +10,14 @@ pub const RESET_BASE: u64 = 0xf0000;
 pub const RESET_SIZE: u64 = 0x400;
 pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
+/// Strict firmware only (QUERY_FW): the catastrophic error buffer where a
+/// ConnectX-3 has it (64 bytes, reads 0 while healthy) and the
+/// clear-interrupt register (8 bytes, written only with INTx), the model's
+/// choice of place.
+pub const CATAS_OFF: u64 = 0x1f020;
+pub const CATAS_SIZE: u64 = 0x40;
+pub const CLR_INT_OFF: u64 = 0x1f000;
+pub const CLR_INT_SIZE: u64 = 8;
 pub const DIAG_BASE: u64 = 0xe0000;
 /// Registers up to 0xff, the last WQE's bytes (0x100..0x4ff), then the
 /// version 3 counters (0x500..0x58f), the version 4 ones (0x590..0x5c7)

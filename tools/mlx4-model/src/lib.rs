@@ -19,6 +19,7 @@ pub mod diag;
 pub mod env;
 pub mod eq;
 pub mod fault;
+pub mod firmware;
 pub mod guest_memory;
 pub mod hcr;
 pub mod irq;

@@ -3,6 +3,7 @@
 
 mod device;
 mod fault;
+mod firmware;
 mod fuzz;
 pub(crate) mod harness;
 mod latency;

@@ -1,0 +1,377 @@
+//! Strict firmware (`--firmware=strict`): the life cycle mainline
+//! mlx4_core drives, step by step (QUERY_FW, MAP_FA, RUN_FW, capabilities,
+//! ICM, INIT_HCA, CLOSE_HCA, UNMAP_FA), what it refuses, and that `ready`
+//! mode stays as it was.
+
+use super::harness::*;
+use crate::bytes::{be16, be32, be64, put_be64};
+use crate::command::{op, status};
+use crate::config::FirmwareMode;
+use crate::firmware::{caps, Phase};
+use crate::layout::*;
+use crate::Config;
+
+/// Where the tests' firmware area, auxiliary ICM and ICM pages "are": the
+/// model never touches them, so they need not be in the fake memory.
+const FA_DMA: u64 = 0x4000_0000;
+const AUX_DMA: u64 = 0x5000_0000;
+const ICM_DMA: u64 = 0x6000_0000;
+
+/// The test profile: each table at its own 16 MiB of ICM.
+const QPC_BASE: u64 = 0x0100_0000;
+const CQC_BASE: u64 = 0x0200_0000;
+const EQC_BASE: u64 = 0x0300_0000;
+const DMPT_BASE: u64 = 0x0400_0000;
+const MTT_BASE: u64 = 0x0500_0000;
+const ICM_SIZE: u64 = 0x0600_0000;
+
+fn strict() -> Harness {
+    Harness::with_config(Config {
+        firmware: FirmwareMode::Strict,
+        ..Config::default()
+    })
+}
+
+/// A page-list command of (virt, dma, order) entries; the status.
+fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {
+    let mut b = vec![0u8; 16 * entries.len()];
+    for (i, &(virt, dma, order)) in entries.iter().enumerate() {
+        put_be64(&mut b, 16 * i, virt);
+        put_be64(&mut b, 16 * i + 8, dma | u64::from(order));
+    }
+    h.poke(IN_MB, &b);
+    h.cmd(opcode, 0, entries.len() as u32)
+}
+
+/// The immediate out_param of the last command.
+fn out_param(h: &mut Harness) -> u64 {
+    (u64::from(h.read32(0, HCR_BASE + 0x0c)) << 32) | u64::from(h.read32(0, HCR_BASE + 0x10))
+}
+
+/// mlx4_init_fw: QUERY_FW, MAP_FA of the whole area (one 2 MiB run),
+/// RUN_FW, MOD_STAT_CFG with 4 KiB pages.
+fn run_fw(h: &mut Harness) {
+    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
+    assert_eq!(be16(&h.mem(OUT_MB, 2), 0), caps::FW_PAGES);
+    assert_eq!(map(h, op::MAP_FA, &[(0, FA_DMA, 9)]), status::OK);
+    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::OK);
+    h.poke(IN_MB, &[0, 0, 1, 0]);
+    assert_eq!(h.cmd(op::MOD_STAT_CFG, 0, 0), status::OK);
+}
+
+/// An INIT_HCA mailbox of the test profile.
+fn init_hca_mailbox() -> Vec<u8> {
+    let mut b = vec![0u8; 0x200];
+    b[0] = 2;
+    put_be64(&mut b, 0x30, QPC_BASE | 10);
+    put_be64(&mut b, 0x50, CQC_BASE | 12);
+    put_be64(&mut b, 0x80, EQC_BASE | 3);
+    put_be64(&mut b, 0xf0, DMPT_BASE);
+    b[0xfb] = 10;
+    put_be64(&mut b, 0x100, MTT_BASE);
+    b[0x12a] = 10;
+    b
+}
+
+/// mlx4_init_hca up to INIT_HCA: SET_ICM_SIZE, MAP_ICM_AUX, the first
+/// page of the EQC, CQC and QPC tables, INIT_HCA.
+fn init_hca(h: &mut Harness) {
+    run_fw(h);
+    assert_eq!(
+        h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
+        status::OK
+    );
+    let aux = out_param(h);
+    assert_eq!(aux, crate::firmware::aux_pages_for(ICM_SIZE));
+    assert_eq!(map(h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 0)]), status::OK);
+    let pages = [
+        (EQC_BASE, ICM_DMA, 0),
+        (CQC_BASE, ICM_DMA + 0x1000, 0),
+        (QPC_BASE, ICM_DMA + 0x2000, 0),
+    ];
+    assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
+    h.poke(IN_MB, &init_hca_mailbox());
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
+}
+
+#[test]
+fn before_run_fw_only_the_firmware_commands() {
+    let mut h = strict();
+    assert_eq!(h.dev.fw().phase(), Phase::Off);
+    for opcode in [
+        op::QUERY_DEV_CAP,
+        op::NOP,
+        op::SW2HW_EQ,
+        op::SET_ICM_SIZE,
+        op::INIT_HCA,
+    ] {
+        assert_eq!(h.cmd(opcode, 0, 0), status::BAD_SYS_STATE, "{opcode:#x}");
+    }
+    // RUN_FW needs the whole firmware area: half of it is not enough.
+    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::ICM_ERROR);
+    assert_eq!(map(&mut h, op::MAP_FA, &[(0, FA_DMA, 8)]), status::OK);
+    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::ICM_ERROR);
+    assert_eq!(
+        map(&mut h, op::MAP_FA, &[(0, FA_DMA + 0x10_0000, 8)]),
+        status::OK
+    );
+    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::OK);
+    assert_eq!(h.dev.fw().phase(), Phase::Running);
+    // Once running: no second RUN_FW or MAP_FA; the context commands wait
+    // for INIT_HCA.
+    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::BAD_SYS_STATE);
+    assert_eq!(
+        map(&mut h, op::MAP_FA, &[(0, FA_DMA, 0)]),
+        status::BAD_SYS_STATE
+    );
+    assert_eq!(h.cmd(op::NOP, 0, 0x1f), status::BAD_SYS_STATE);
+    assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), status::OK);
+    // A misaligned run, and an empty or oversized list.
+    h.cmd(op::UNMAP_FA, 0, 0);
+    assert_eq!(
+        map(&mut h, op::MAP_FA, &[(0, FA_DMA + 0x1000, 1)]),
+        status::BAD_PARAM
+    );
+    assert_eq!(h.cmd(op::MAP_FA, 0, 0), status::BAD_PARAM);
+    assert_eq!(h.cmd(op::MAP_FA, 0, 257), status::BAD_PARAM);
+    let g = &h.dev.counters().global;
+    assert_eq!((g.fw_refused, g.icm_errors), (8, 2));
+    let refused = h.records_of("fw_refused");
+    assert_eq!(refused.len(), 10);
+    assert_eq!(refused[0]["name"], "QUERY_DEV_CAP");
+    assert_eq!(refused[0]["phase"], "off");
+    assert_eq!(refused[5]["status"], status::ICM_ERROR);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn ready_mode_is_unchanged() {
+    let mut h = Harness::new();
+    for opcode in [
+        op::RUN_FW,
+        op::MAP_FA,
+        op::SET_ICM_SIZE,
+        op::INIT_HCA,
+        op::QUERY_PORT,
+    ] {
+        assert_eq!(h.cmd(opcode, 0, 1), status::BAD_OP, "{opcode:#x}");
+    }
+    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
+    let b = h.mem(OUT_MB, 0x40);
+    assert_eq!((be16(&b, 0), be64(&b, 0x30), be32(&b, 0x38)), (0, 0, 0));
+    assert_eq!(h.cmd(op::NOP, 0, 0x1f), status::OK);
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(h.dev.counters().global.fw_refused, 0);
+    // The strict firmware's registers do not exist.
+    h.read32(0, CATAS_OFF);
+    h.write32(0, CLR_INT_OFF, 1);
+    assert_eq!(h.error_codes(), ["undefined_offset", "undefined_offset"]);
+    // Reset frees ownership, as before.
+    assert_eq!(h.read32(0, OWNER_OFF), 0);
+    h.reset_adapter();
+    assert_eq!(h.read32(0, OWNER_OFF), 0);
+}
+
+#[test]
+fn capabilities_as_mlx4_core_reads_them() {
+    let mut h = strict();
+    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
+    let b = h.mem(OUT_MB, 0x40);
+    assert_eq!((be16(&b, 2), be16(&b, 6), be16(&b, 4)), (2, 42, 5000));
+    assert_eq!(be16(&b, 0x0a), 3);
+    assert_eq!((be64(&b, 0x20), be64(&b, 0x30)), (CLR_INT_OFF, CATAS_OFF));
+    assert_eq!((be32(&b, 0x38), b[0x3c]), (caps::CATAS_SIZE_DW, 0));
+    run_fw(&mut h);
+    assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), status::OK);
+    let b = h.mem(OUT_MB, 0x100);
+    assert_eq!(
+        (b[0x1a], b[0x22], b[0x37]),
+        (caps::LOG_RSVD_CQ, caps::LOG_RSVD_MPT, 1)
+    );
+    assert_eq!((be16(&b, 0x82), be16(&b, 0x90)), (256, 8));
+    assert_eq!((be32(&b, 0x94), be64(&b, 0xa0)), (1 << 10, 1 << 36));
+    assert_eq!(h.cmd(op::QUERY_PORT, 0, 1), status::OK);
+    assert_eq!(h.mem(OUT_MB, 0x0c)[..2], [0x01, 5]);
+    assert_eq!(h.cmd(op::QUERY_PORT, 0, 2), status::BAD_PARAM);
+    // MOD_STAT_CFG: 8 KiB pages refused; the port GUID; no opmod 1.
+    h.poke(IN_MB, &[0, 0, 1, 1]);
+    assert_eq!(h.cmd(op::MOD_STAT_CFG, 0, 0), status::BAD_PARAM);
+    assert_eq!(h.cmd(op::MOD_STAT_CFG, 2, 1 << 8), status::OK);
+    let b = h.mem(OUT_MB, 0x20);
+    let guid = (u64::from(be32(&b, 0x14)) << 32) | u64::from(be32(&b, 0x1c));
+    assert_eq!(guid, caps::PORT1_GUID);
+    assert_eq!(h.cmd(op::MOD_STAT_CFG, 2, 2 << 8), status::BAD_PARAM);
+    assert_eq!(h.cmd(op::MOD_STAT_CFG, 1, 0), status::BAD_OP);
+    assert_eq!(h.cmd(op::QUERY_ADAPTER, 0, 0), status::OK);
+    assert_eq!(h.mem(OUT_MB + 0xf0, 4), b"1_TM");
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn icm_and_init_hca() {
+    let mut h = strict();
+    run_fw(&mut h);
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::BAD_SYS_STATE);
+    assert_eq!(
+        map(&mut h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 0)]),
+        status::BAD_SYS_STATE
+    );
+    assert_eq!(
+        h.cmd_full(op::SET_ICM_SIZE, 0, 1 << 30, 0, 0, None),
+        status::OK
+    );
+    assert_eq!(out_param(&mut h), 8);
+    // The auxiliary pages SET_ICM_SIZE asked for come first.
+    h.poke(IN_MB, &init_hca_mailbox());
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::ICM_ERROR);
+    assert_eq!(map(&mut h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 3)]), status::OK);
+    // MAP_ICM: a page mapped twice fails the whole command; ICM beyond
+    // what QUERY_DEV_CAP advertises is refused.
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(EQC_BASE, ICM_DMA, 1)]),
+        status::OK
+    );
+    let twice = [
+        (CQC_BASE, ICM_DMA + 0x2000, 0),
+        (EQC_BASE + 0x1000, ICM_DMA, 0),
+    ];
+    assert_eq!(map(&mut h, op::MAP_ICM, &twice), status::ICM_ERROR);
+    assert_eq!(h.dev.fw().icm().pages(), 2);
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(1 << 36, ICM_DMA, 0)]),
+        status::BAD_PARAM
+    );
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(EQC_BASE + 8, ICM_DMA, 0)]),
+        status::BAD_PARAM
+    );
+    assert_eq!(
+        h.dev.fw().icm().translate(EQC_BASE + 0x1040),
+        Some(ICM_DMA + 0x1040)
+    );
+    // INIT_HCA: what was not advertised is refused, then the profile.
+    let mut bad = init_hca_mailbox();
+    bad[0x5b] = 0x11; // CQE/EQE strides
+    h.poke(IN_MB, &bad);
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::BAD_PARAM);
+    h.poke(IN_MB, &init_hca_mailbox());
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
+    assert_eq!(h.dev.fw().phase(), Phase::HcaUp);
+    let p = h.dev.fw().hca().unwrap();
+    assert_eq!((p.cqc.base, p.cqc.log_num, p.mtt), (CQC_BASE, 12, MTT_BASE));
+    let rec = &h.records_of("init_hca")[0];
+    assert_eq!(rec["eqc"]["base"], EQC_BASE);
+    assert_eq!(rec["log_mpt_sz"], 10);
+    // QUERY_HCA gives the profile back; no second INIT_HCA or more aux.
+    h.poke(OUT_MB, &[0xff; 0x200]);
+    assert_eq!(h.cmd(op::QUERY_HCA, 0, 0), status::OK);
+    assert_eq!(be64(&h.mem(OUT_MB + 0x50, 8), 0), CQC_BASE | 12);
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::BAD_SYS_STATE);
+    assert_eq!(
+        map(&mut h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 0)]),
+        status::BAD_SYS_STATE
+    );
+    // ICM comes and goes while the HCA is up (mlx4_table_get / _put).
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(DMPT_BASE, ICM_DMA + 0x8000, 0)]),
+        status::OK
+    );
+    assert_eq!(
+        h.cmd_full(op::UNMAP_ICM, 0, DMPT_BASE, 1, 0, None),
+        status::OK
+    );
+    assert_eq!(h.dev.fw().icm().pages(), 2);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn contexts_need_their_icm_page() {
+    let mut h = strict();
+    init_hca(&mut h);
+    // One page of CQC holds CQs 0..63; CQ 64's page is not mapped.
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
+    assert_eq!(
+        h.sw2hw_cq(64, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB),
+        status::ICM_ERROR
+    );
+    // Beyond INIT_HCA's 2^12 CQs.
+    assert_eq!(
+        h.sw2hw_cq(1 << 12, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB),
+        status::BAD_INDEX
+    );
+    // QPC pages hold 16 contexts: QP 0x40's is on the fifth page, which
+    // is not mapped until mlx4_qp_alloc_icm would map it; no dMPT is.
+    h.init_sq(QP_BUF, SQ_LOG);
+    let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), status::ICM_ERROR);
+    assert_eq!(
+        map(
+            &mut h,
+            op::MAP_ICM,
+            &[(QPC_BASE + 0x4000, ICM_DMA + 0x4000, 0)]
+        ),
+        0
+    );
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), status::OK);
+    let e = Harness::mpt_entry(0x1_0000, 0, 0, 0x1000, 0x1000, 0);
+    assert_eq!(h.sw2hw_mpt(&e), status::ICM_ERROR);
+    assert_eq!(h.dev.counters().global.icm_errors, 3);
+    assert_eq!(h.records_of("fw_refused").len(), 3);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn close_hca_unmap_fa_and_reset() {
+    let mut h = strict();
+    init_hca(&mut h);
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
+    // mlx4_close_hca: CLOSE_HCA takes the contexts with it; then the ICM,
+    // the auxiliary pages and the firmware area go.
+    assert_eq!(h.cmd(op::CLOSE_HCA, 0, 0), status::OK);
+    assert_eq!(h.dev.fw().phase(), Phase::Running);
+    assert!(h.dev.cqs().is_empty() && h.dev.eqs().live() == 0);
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::BAD_SYS_STATE);
+    assert_eq!(h.cmd(op::CLOSE_HCA, 0, 0), status::BAD_SYS_STATE);
+    assert_eq!(h.cmd(op::QUERY_HCA, 0, 0), status::BAD_SYS_STATE);
+    for base in [EQC_BASE, CQC_BASE, QPC_BASE] {
+        assert_eq!(h.cmd_full(op::UNMAP_ICM, 0, base, 64, 0, None), status::OK);
+    }
+    assert_eq!(h.dev.fw().icm().pages(), 0);
+    assert_eq!(h.cmd(op::UNMAP_ICM_AUX, 0, 0), status::OK);
+    assert_eq!(h.cmd(op::UNMAP_FA, 0, 0), status::OK);
+    assert_eq!(h.dev.fw().phase(), Phase::Off);
+    assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), status::BAD_SYS_STATE);
+    // Up again, then UNMAP_FA straight away also ends the HCA.
+    init_hca(&mut h);
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(h.cmd(op::UNMAP_FA, 0, 0), status::OK);
+    assert_eq!(h.dev.eqs().live(), 0);
+    // Reset stops the firmware but keeps ownership until it is freed.
+    init_hca(&mut h);
+    assert_eq!(h.read32(0, OWNER_OFF), 0);
+    h.reset_adapter();
+    assert_eq!(h.dev.fw().phase(), Phase::Off);
+    assert_eq!(h.dev.fw().icm().pages(), 0);
+    assert_eq!(h.read32(0, OWNER_OFF), 1, "still owned after reset");
+    h.write32(0, OWNER_OFF, 0);
+    assert_eq!(h.read32(0, OWNER_OFF), 0);
+    assert_eq!(h.cmd(op::NOP, 0, 0x1f), status::BAD_SYS_STATE);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn catas_buffer_and_clear_interrupt_register() {
+    let mut h = strict();
+    for i in 0..caps::CATAS_SIZE_DW {
+        assert_eq!(h.read32(0, CATAS_OFF + 4 * u64::from(i)), 0);
+    }
+    h.write32(0, CLR_INT_OFF, 1);
+    assert!(h.error_codes().is_empty());
+    h.read32(0, CLR_INT_OFF);
+    h.write32(0, CATAS_OFF, 1);
+    assert_eq!(h.error_codes(), ["undefined_offset", "undefined_offset"]);
+}
