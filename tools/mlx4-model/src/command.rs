@@ -8,6 +8,7 @@ use crate::env::DmaFailed;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::qbuf::QueueBuf;
 use crate::timing::Read;
 
 pub mod op {
@@ -197,17 +198,20 @@ pub(crate) fn write_mailbox<M: GuestMemory, I: Irq>(
 }
 
 /// Firmware initialises a new queue's ownership: every entry zero but
-/// its owner bit (byte 31, bit 7) set, so nothing reads as valid.
+/// its owner bit (byte 31, bit 7) set, so nothing reads as valid; one
+/// write per page of the buffer.
 pub(crate) fn owner_init<M: GuestMemory, I: Irq>(
     env: &mut Env<M, I>,
-    buf: u64,
+    buf: &QueueBuf,
     entries: u32,
     entry_size: u64,
 ) -> Result<(), CmdError> {
-    let mut b = vec![0u8; (u64::from(entries) * entry_size) as usize];
-    for e in b.chunks_exact_mut(entry_size as usize) {
-        e[entry_size as usize - 1] = 0x80;
+    for (addr, len) in buf.runs(u64::from(entries) * entry_size) {
+        let mut b = vec![0u8; len as usize];
+        for e in b.chunks_exact_mut(entry_size as usize) {
+            e[entry_size as usize - 1] = 0x80;
+        }
+        env.dma_write(addr, &b, "owner_init")?;
     }
-    env.dma_write(buf, &b, "owner_init")?;
     Ok(())
 }

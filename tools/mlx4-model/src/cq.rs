@@ -13,6 +13,7 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, NUM_CQS, PAGE_SIZE, UAR_CQ_DB};
 use crate::protocol::Code;
+use crate::qbuf::QueueBuf;
 use crate::timing::Read;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -386,7 +387,7 @@ impl CqTable {
             return Err(CmdError::BadResource);
         }
         if r.op_mod == 0 {
-            owner_init(env, cq.buf, cq.nent(), CQE_SIZE)?;
+            owner_init(env, &QueueBuf::Contiguous(cq.buf), cq.nent(), CQE_SIZE)?;
         }
         self.cqs.insert(cqn, cq);
         Ok(None)

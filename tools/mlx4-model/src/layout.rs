@@ -49,6 +49,9 @@ pub const LOG_MAX_CQ: u8 = 12;
 pub const LOG_MAX_EQ: u8 = 3;
 /// Not advertised by mlx4; the model's own bound on EQ size.
 pub const LOG_MAX_EQ_SZ: u8 = 12;
+/// Strict firmware's bound: mlx4_core's completion EQs take 2^16..2^17
+/// EQEs (`core/eq.c:mlx4_init_eq_table`).
+pub const LOG_MAX_EQ_SZ_STRICT: u8 = 22;
 pub const MAX_SG_SQ: usize = 16;
 pub const MAX_DESC_SZ_SQ: u16 = 1008;
 /// Receive WQEs: at most 32 data segments, 512 bytes (the RQ stride).

@@ -28,6 +28,7 @@ pub mod layout;
 pub mod mr;
 pub mod pci;
 pub mod protocol;
+pub mod qbuf;
 pub mod qp;
 pub mod regions;
 pub mod rq;

@@ -16,6 +16,7 @@
 pub mod caps;
 pub mod icm;
 pub mod init_hca;
+pub mod mtt;
 pub mod pages;
 
 use crate::command::{self, op, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
@@ -97,6 +98,19 @@ impl Firmware {
 
     pub fn icm(&self) -> &IcmMap {
         &self.icm
+    }
+
+    /// The `n` pages of 2^`shift` bytes a context's MTT entries name,
+    /// from byte `mtt_addr` of INIT_HCA's MTT table (`mtt`).
+    pub(crate) fn mtt_pages<M: GuestMemory, I: Irq>(
+        &self,
+        env: &mut Env<M, I>,
+        mtt_addr: u64,
+        shift: u32,
+        n: u64,
+    ) -> Result<Vec<u64>, CmdError> {
+        let hca = self.hca.as_ref().ok_or(CmdError::BadSysState)?;
+        mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)
     }
 
     /// Device reset: firmware stopped, firmware area, ICM and HCA gone.

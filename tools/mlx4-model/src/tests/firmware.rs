@@ -4,7 +4,7 @@
 //! mode stays as it was.
 
 use super::harness::*;
-use crate::bytes::{be16, be32, be64, put_be64};
+use crate::bytes::{be16, be32, be64, put_be32, put_be64};
 use crate::command::{op, status};
 use crate::config::FirmwareMode;
 use crate::firmware::{caps, Phase};
@@ -13,19 +13,19 @@ use crate::Config;
 
 /// Where the tests' firmware area, auxiliary ICM and ICM pages "are": the
 /// model never touches them, so they need not be in the fake memory.
-const FA_DMA: u64 = 0x4000_0000;
-const AUX_DMA: u64 = 0x5000_0000;
-const ICM_DMA: u64 = 0x6000_0000;
+pub(super) const FA_DMA: u64 = 0x4000_0000;
+pub(super) const AUX_DMA: u64 = 0x5000_0000;
+pub(super) const ICM_DMA: u64 = 0x6000_0000;
 
 /// The test profile: each table at its own 16 MiB of ICM.
-const QPC_BASE: u64 = 0x0100_0000;
-const CQC_BASE: u64 = 0x0200_0000;
-const EQC_BASE: u64 = 0x0300_0000;
-const DMPT_BASE: u64 = 0x0400_0000;
-const MTT_BASE: u64 = 0x0500_0000;
-const ICM_SIZE: u64 = 0x0600_0000;
+pub(super) const QPC_BASE: u64 = 0x0100_0000;
+pub(super) const CQC_BASE: u64 = 0x0200_0000;
+pub(super) const EQC_BASE: u64 = 0x0300_0000;
+pub(super) const DMPT_BASE: u64 = 0x0400_0000;
+pub(super) const MTT_BASE: u64 = 0x0500_0000;
+pub(super) const ICM_SIZE: u64 = 0x0600_0000;
 
-fn strict() -> Harness {
+pub(super) fn strict() -> Harness {
     Harness::with_config(Config {
         firmware: FirmwareMode::Strict,
         ..Config::default()
@@ -33,7 +33,7 @@ fn strict() -> Harness {
 }
 
 /// A page-list command of (virt, dma, order) entries; the status.
-fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {
+pub(super) fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {
     let mut b = vec![0u8; 16 * entries.len()];
     for (i, &(virt, dma, order)) in entries.iter().enumerate() {
         put_be64(&mut b, 16 * i, virt);
@@ -44,13 +44,13 @@ fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {
 }
 
 /// The immediate out_param of the last command.
-fn out_param(h: &mut Harness) -> u64 {
+pub(super) fn out_param(h: &mut Harness) -> u64 {
     (u64::from(h.read32(0, HCR_BASE + 0x0c)) << 32) | u64::from(h.read32(0, HCR_BASE + 0x10))
 }
 
 /// mlx4_init_fw: QUERY_FW, MAP_FA of the whole area (one 2 MiB run),
 /// RUN_FW, MOD_STAT_CFG with 4 KiB pages.
-fn run_fw(h: &mut Harness) {
+pub(super) fn run_fw(h: &mut Harness) {
     assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
     assert_eq!(be16(&h.mem(OUT_MB, 2), 0), caps::FW_PAGES);
     assert_eq!(map(h, op::MAP_FA, &[(0, FA_DMA, 9)]), status::OK);
@@ -60,7 +60,7 @@ fn run_fw(h: &mut Harness) {
 }
 
 /// An INIT_HCA mailbox of the test profile.
-fn init_hca_mailbox() -> Vec<u8> {
+pub(super) fn init_hca_mailbox() -> Vec<u8> {
     let mut b = vec![0u8; 0x200];
     b[0] = 2;
     put_be64(&mut b, 0x30, QPC_BASE | 10);
@@ -75,7 +75,7 @@ fn init_hca_mailbox() -> Vec<u8> {
 
 /// mlx4_init_hca up to INIT_HCA: SET_ICM_SIZE, MAP_ICM_AUX, the first
 /// page of the EQC, CQC and QPC tables, INIT_HCA.
-fn init_hca(h: &mut Harness) {
+pub(super) fn init_hca(h: &mut Harness) {
     run_fw(h);
     assert_eq!(
         h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
@@ -92,6 +92,51 @@ fn init_hca(h: &mut Harness) {
     assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
     h.poke(IN_MB, &init_hca_mailbox());
     assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
+}
+
+/// Host memory for the MTT table's first ICM page.
+pub(super) const MTT_PAGE: u64 = 0x20_0000;
+
+/// The MTT table's first ICM page mapped (once) and in memory.
+pub(super) fn map_mtt(h: &mut Harness) {
+    if h.dev.fw().icm().translate(MTT_BASE).is_none() {
+        h.dev.mem_mut().add_range(MTT_PAGE, 0x1000);
+        assert_eq!(map(h, op::MAP_ICM, &[(MTT_BASE, MTT_PAGE, 0)]), status::OK);
+    }
+}
+
+/// MTT entries for `pages` from byte `at` of the MTT table, as
+/// `core/mr.c:mlx4_write_mtt_chunk` writes them (PRESENT set).
+pub(super) fn write_mtt(h: &mut Harness, at: u64, pages: &[u64]) {
+    for (i, p) in pages.iter().enumerate() {
+        let mut e = [0u8; 8];
+        put_be64(&mut e, 0, p | 1);
+        h.poke(MTT_PAGE + at + 8 * i as u64, &e);
+    }
+}
+
+/// An EQ context as mlx4_create_eq fills it: OK and ARMED, 2^log EQEs,
+/// MSI-X `intr`, 4 KiB pages, MTT entries from byte `mtt`.
+pub(super) fn eq_ctx(log: u8, intr: u8, mtt: u64) -> [u8; 0x40] {
+    let mut c = [0u8; 0x40];
+    put_be32(&mut c, 0x00, 9 << 8);
+    c[0x0c] = log;
+    c[0x17] = intr;
+    c[0x1b] = (mtt >> 32) as u8;
+    put_be32(&mut c, 0x1c, mtt as u32);
+    c
+}
+
+/// SW2HW_EQ of a one-page EQ (128 EQEs, MSI-X 0) on its own page, its MTT
+/// entry at entry 16 + eqn; the status.
+pub(super) fn create_eq(h: &mut Harness, eqn: u32) -> u8 {
+    map_mtt(h);
+    let page = 0x30_0000 + 0x1000 * u64::from(eqn);
+    h.dev.mem_mut().add_range(page, 0x1000);
+    let at = 8 * (16 + u64::from(eqn));
+    write_mtt(h, at, &[page]);
+    h.poke(IN_MB, &eq_ctx(7, 0, at));
+    h.cmd(op::SW2HW_EQ, 0, eqn)
 }
 
 #[test]
@@ -289,7 +334,7 @@ fn contexts_need_their_icm_page() {
     let mut h = strict();
     init_hca(&mut h);
     // One page of CQC holds CQs 0..63; CQ 64's page is not mapped.
-    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(create_eq(&mut h, 0), status::OK);
     assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
     assert_eq!(
         h.sw2hw_cq(64, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB),
@@ -327,7 +372,7 @@ fn contexts_need_their_icm_page() {
 fn close_hca_unmap_fa_and_reset() {
     let mut h = strict();
     init_hca(&mut h);
-    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(create_eq(&mut h, 0), status::OK);
     assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
     // mlx4_close_hca: CLOSE_HCA takes the contexts with it; then the ICM,
     // the auxiliary pages and the firmware area go.
@@ -337,7 +382,7 @@ fn close_hca_unmap_fa_and_reset() {
     assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::BAD_SYS_STATE);
     assert_eq!(h.cmd(op::CLOSE_HCA, 0, 0), status::BAD_SYS_STATE);
     assert_eq!(h.cmd(op::QUERY_HCA, 0, 0), status::BAD_SYS_STATE);
-    for base in [EQC_BASE, CQC_BASE, QPC_BASE] {
+    for base in [EQC_BASE, CQC_BASE, QPC_BASE, MTT_BASE] {
         assert_eq!(h.cmd_full(op::UNMAP_ICM, 0, base, 64, 0, None), status::OK);
     }
     assert_eq!(h.dev.fw().icm().pages(), 0);
@@ -347,7 +392,7 @@ fn close_hca_unmap_fa_and_reset() {
     assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), status::BAD_SYS_STATE);
     // Up again, then UNMAP_FA straight away also ends the HCA.
     init_hca(&mut h);
-    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    assert_eq!(create_eq(&mut h, 0), status::OK);
     assert_eq!(h.cmd(op::UNMAP_FA, 0, 0), status::OK);
     assert_eq!(h.dev.eqs().live(), 0);
     // Reset stops the firmware but keeps ownership until it is freed.

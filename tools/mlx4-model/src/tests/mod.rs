@@ -10,3 +10,4 @@ mod latency;
 mod mr;
 mod receive;
 mod record;
+mod strict_queues;

@@ -1,0 +1,80 @@
+//! Strict firmware's queues: buffers on the pages MTT entries in ICM name,
+//! as mainline mlx4_core writes them (`core/mr.c:mlx4_write_mtt_chunk`)
+//! and describes them in the contexts (`core/eq.c:mlx4_create_eq`).
+
+use super::firmware::*;
+use super::harness::*;
+use crate::bytes::be16;
+use crate::command::{op, status};
+
+/// Two EQ pages, out of order as mlx4's separate dma_alloc_coherent
+/// pages may be.
+const EQ_PAGE0: u64 = 0x21_0000;
+const EQ_PAGE1: u64 = 0x20_8000;
+/// The EQ's MTT entries: from entry 8 (mlx4 reserves the first ones).
+const EQ_MTT: u64 = 8 * 8;
+const EQN: u32 = 4;
+
+/// INIT_HCA done, the MTT table's first page mapped and in memory.
+fn with_mtt() -> Harness {
+    let mut h = strict();
+    init_hca(&mut h);
+    map_mtt(&mut h);
+    h.dev.mem_mut().add_range(EQ_PAGE1, 0x1000);
+    h.dev.mem_mut().add_range(EQ_PAGE0, 0x1000);
+    h
+}
+
+#[test]
+fn eq_on_mtt_pages_takes_command_events() {
+    let mut h = with_mtt();
+    write_mtt(&mut h, EQ_MTT, &[EQ_PAGE0, EQ_PAGE1]);
+    // 256 EQEs of 32 bytes: two pages, every owner bit set by SW2HW_EQ.
+    h.poke(IN_MB, &eq_ctx(8, 1, EQ_MTT));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::OK);
+    assert_eq!(h.mem(EQ_PAGE0 + 31, 1), [0x80]);
+    assert_eq!(h.mem(EQ_PAGE1 + 0xfff, 1), [0x80]);
+    // mlx4_init_eq_table: CMD to the async EQ; the NOP test's EQE raises
+    // the EQ's vector at once, the context having armed it.
+    assert_eq!(h.cmd_full(op::MAP_EQ, 0, 1 << 0x0a, EQN, 0, None), 0);
+    for token in 0..129u16 {
+        assert_eq!(h.cmd_full(op::NOP, 0, 0, 0x1f, 0, Some(token)), status::OK);
+    }
+    let first = h.mem(EQ_PAGE0, 32);
+    assert_eq!((first[1], be16(&first, 6)), (0x0a, 0));
+    // EQE 128 is the first of the second page.
+    let eqe = h.mem(EQ_PAGE1, 32);
+    assert_eq!((eqe[1], be16(&eqe, 6), eqe[31]), (0x0a, 128, 0));
+    assert_eq!(h.dev.irq().raised, [1]);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn eq_mtt_refusals() {
+    let mut h = with_mtt();
+    // An entry without PRESENT, a page not aligned to the page size.
+    write_mtt(&mut h, EQ_MTT, &[EQ_PAGE0]);
+    h.poke(MTT_PAGE + EQ_MTT + 8, &[0; 8]);
+    h.poke(IN_MB, &eq_ctx(8, 1, EQ_MTT));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::BAD_PARAM);
+    write_mtt(&mut h, EQ_MTT, &[EQ_PAGE1 + 0x1000]);
+    let mut c = eq_ctx(7, 1, EQ_MTT);
+    c[0x18] = 1; // 8 KiB pages: 0x20_9000 is not aligned to them
+    h.poke(IN_MB, &c);
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::BAD_PARAM);
+    // Entries whose ICM page is not mapped; an MTT address not 8-aligned.
+    h.poke(IN_MB, &eq_ctx(8, 1, 0x1000));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::ICM_ERROR);
+    h.poke(IN_MB, &eq_ctx(8, 1, EQ_MTT + 4));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::BAD_PARAM);
+    // A page offset, too many EQEs.
+    let mut c = eq_ctx(7, 1, EQ_MTT);
+    c[0x0b] = 0x40;
+    h.poke(IN_MB, &c);
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::BAD_PARAM);
+    h.poke(IN_MB, &eq_ctx(23, 1, EQ_MTT));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::BAD_SIZE);
+    assert_eq!(h.dev.eqs().live(), 0);
+    assert_eq!(h.dev.counters().global.icm_errors, 1);
+    assert!(h.error_codes().is_empty());
+}
