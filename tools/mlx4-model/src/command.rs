@@ -17,6 +17,9 @@ pub mod op {
     pub const QUERY_ADAPTER: u16 = 0x06;
     pub const INIT_HCA: u16 = 0x07;
     pub const CLOSE_HCA: u16 = 0x08;
+    pub const INIT_PORT: u16 = 0x09;
+    pub const CLOSE_PORT: u16 = 0x0a;
+    pub const SET_PORT: u16 = 0x0c;
     pub const QUERY_HCA: u16 = 0x0b;
     pub const SW2HW_MPT: u16 = 0x0d;
     pub const HW2SW_MPT: u16 = 0x0f;
@@ -32,6 +35,7 @@ pub mod op {
     pub const TO_ERR_QP: u16 = 0x1e;
     pub const TO_RST_QP: u16 = 0x21;
     pub const QUERY_QP: u16 = 0x22;
+    pub const CONF_SPECIAL_QP: u16 = 0x23;
     pub const NOP: u16 = 0x31;
     pub const MOD_STAT_CFG: u16 = 0x34;
     pub const QUERY_PORT: u16 = 0x43;
@@ -122,6 +126,10 @@ pub fn name(opcode: u16) -> &'static str {
         op::QUERY_ADAPTER => "QUERY_ADAPTER",
         op::INIT_HCA => "INIT_HCA",
         op::CLOSE_HCA => "CLOSE_HCA",
+        op::INIT_PORT => "INIT_PORT",
+        op::CLOSE_PORT => "CLOSE_PORT",
+        op::SET_PORT => "SET_PORT",
+        op::CONF_SPECIAL_QP => "CONF_SPECIAL_QP",
         op::QUERY_HCA => "QUERY_HCA",
         op::MOD_STAT_CFG => "MOD_STAT_CFG",
         op::QUERY_PORT => "QUERY_PORT",

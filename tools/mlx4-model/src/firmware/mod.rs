@@ -18,6 +18,7 @@ pub mod icm;
 pub mod init_hca;
 pub mod mtt;
 pub mod pages;
+pub mod port;
 
 use crate::command::{self, op, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
 use crate::config::FirmwareMode;
@@ -26,6 +27,7 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use icm::{IcmMap, ICM_PAGE};
 use init_hca::{HcaProfile, Table, INIT_HCA_SIZE};
+use port::PortState;
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +67,8 @@ pub struct Firmware {
     aux_pages: u64,
     icm: IcmMap,
     hca: Option<HcaProfile>,
+    /// Port 1 and the special QPs (HCA up).
+    port: PortState,
     /// Set when CLOSE_HCA or UNMAP_FA ended the HCA: the contexts go too.
     hca_closed: bool,
 }
@@ -79,6 +83,7 @@ impl Firmware {
             aux_pages: 0,
             icm: IcmMap::default(),
             hca: None,
+            port: PortState::default(),
             hca_closed: false,
         }
     }
@@ -89,6 +94,11 @@ impl Firmware {
 
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// Port 1 as SET_PORT, INIT_PORT, CLOSE_PORT and CONF_SPECIAL_QP left it.
+    pub fn port(&self) -> &PortState {
+        &self.port
     }
 
     /// The profile INIT_HCA set, while the HCA is up.
@@ -173,6 +183,10 @@ impl Firmware {
                 None => Err(CmdError::BadSysState),
             }),
             _ if self.phase != Phase::HcaUp => Some(Err(CmdError::BadSysState)),
+            op::SET_PORT => Some(self.set_port(env, r)),
+            op::INIT_PORT => Some(self.port.init_port(r).map(|()| None)),
+            op::CLOSE_PORT => Some(self.port.close_port(r).map(|()| None)),
+            op::CONF_SPECIAL_QP => Some(self.port.conf_special_qp(r).map(|()| None)),
             _ => self.context_in_icm(r).err().map(Err),
         };
         if let Some(Err(e @ (CmdError::BadSysState | CmdError::IcmError))) = res {
@@ -227,8 +241,21 @@ impl Firmware {
 
     fn close_hca(&mut self) {
         self.hca = None;
+        self.port = PortState::default();
         self.phase = Phase::Running;
         self.hca_closed = true;
+    }
+
+    fn set_port<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+    ) -> CmdResult {
+        let mb = read_mailbox(env, r.in_param, 8)?;
+        self.port.set_port(r, &mb)?;
+        let rec = self.port.record();
+        env.trace.record("port", || rec);
+        Ok(None)
     }
 
     /// opmod 0 sets the page size (`core/main.c:mlx4_init_fw`: log_pg_sz 0,

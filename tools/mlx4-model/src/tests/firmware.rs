@@ -420,3 +420,32 @@ fn catas_buffer_and_clear_interrupt_register() {
     h.write32(0, CATAS_OFF, 1);
     assert_eq!(h.error_codes(), ["undefined_offset", "undefined_offset"]);
 }
+
+#[test]
+fn ports_and_special_qps_after_init_hca() {
+    let mut h = strict();
+    run_fw(&mut h);
+    assert_eq!(h.cmd(op::SET_PORT, 0, 1), status::BAD_SYS_STATE);
+    assert_eq!(h.cmd(op::CONF_SPECIAL_QP, 0, 0x200), status::BAD_SYS_STATE);
+    h.cmd(op::UNMAP_FA, 0, 0);
+    init_hca(&mut h);
+    // mlx4_setup_hca: CONF_SPECIAL_QP, then per port SET_PORT (8 VLs,
+    // MTU 4096, the capability mask).
+    assert_eq!(h.cmd(op::CONF_SPECIAL_QP, 0, 0x200), status::OK);
+    let mut mb = [0u8; 8];
+    put_be32(&mut mb, 0, (3 << 21) | (5 << 12) | (8 << 4));
+    put_be32(&mut mb, 4, 0x0251_0868);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::SET_PORT, 0, 1), status::OK);
+    assert_eq!(h.cmd(op::INIT_PORT, 0, 1), status::OK);
+    let p = h.dev.fw().port();
+    assert_eq!(
+        (p.up, p.vls, p.cap_mask, p.base_sqpn),
+        (true, 8, 0x0251_0868, 0x200)
+    );
+    assert_eq!(h.records_of("port")[0]["mtu_cap"], 5);
+    assert_eq!(h.cmd(op::CLOSE_PORT, 0, 1), status::OK);
+    assert_eq!(h.cmd(op::CLOSE_PORT, 0, 2), status::BAD_PARAM);
+    assert!(!h.dev.fw().port().up);
+    assert!(h.error_codes().is_empty());
+}
