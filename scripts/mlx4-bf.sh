@@ -158,7 +158,7 @@ vm_boot() {
 	TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
 	vmargs+=(--model "$MODEL_BIN" --trace "$TRACE")
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
-	[ -n "${MODEL_FIRMWARE:-}" ] && vmargs+=(--model-arg "--firmware=$MODEL_FIRMWARE")
+	[ -n "${MODEL_FIRMWARE:-}" ] && vmargs+=("--model-arg=--firmware=$MODEL_FIRMWARE")
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
 	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \
