@@ -36,6 +36,7 @@ pub mod op {
     pub const TO_RST_QP: u16 = 0x21;
     pub const QUERY_QP: u16 = 0x22;
     pub const CONF_SPECIAL_QP: u16 = 0x23;
+    pub const MAD_IFC: u16 = 0x24;
     pub const NOP: u16 = 0x31;
     pub const MOD_STAT_CFG: u16 = 0x34;
     pub const QUERY_PORT: u16 = 0x43;
@@ -130,6 +131,7 @@ pub fn name(opcode: u16) -> &'static str {
         op::CLOSE_PORT => "CLOSE_PORT",
         op::SET_PORT => "SET_PORT",
         op::CONF_SPECIAL_QP => "CONF_SPECIAL_QP",
+        op::MAD_IFC => "MAD_IFC",
         op::QUERY_HCA => "QUERY_HCA",
         op::MOD_STAT_CFG => "MOD_STAT_CFG",
         op::QUERY_PORT => "QUERY_PORT",

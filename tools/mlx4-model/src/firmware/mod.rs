@@ -16,6 +16,7 @@
 pub mod caps;
 pub mod icm;
 pub mod init_hca;
+pub mod mad;
 pub mod mtt;
 pub mod pages;
 pub mod port;
@@ -187,6 +188,7 @@ impl Firmware {
             op::INIT_PORT => Some(self.port.init_port(r).map(|()| None)),
             op::CLOSE_PORT => Some(self.port.close_port(r).map(|()| None)),
             op::CONF_SPECIAL_QP => Some(self.port.conf_special_qp(r).map(|()| None)),
+            op::MAD_IFC => Some(mad_ifc(env, r)),
             _ => self.context_in_icm(r).err().map(Err),
         };
         if let Some(Err(e @ (CmdError::BadSysState | CmdError::IcmError))) = res {
@@ -386,6 +388,17 @@ impl Firmware {
         }
         Ok(())
     }
+}
+
+/// MAD_IFC to port 1's agent (in_mod bits 15..0; bits 31..16 the source
+/// LID of an incoming MAD, opmod bit 2: its work completion follows the MAD
+/// in the mailbox, which the agent does not need).
+fn mad_ifc<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, r: &CommandRequest) -> CmdResult {
+    if r.in_mod & 0xffff != 1 {
+        return Err(CmdError::BadParam);
+    }
+    let mad = read_mailbox(env, r.in_param, mad::MAD_SIZE)?;
+    write_mailbox(env, r.out_param, &mad::respond(&mad)).map(|()| None)
 }
 
 /// QUERY_PORT of port 1, the only one.

@@ -449,3 +449,25 @@ fn ports_and_special_qps_after_init_hca() {
     assert!(!h.dev.fw().port().up);
     assert!(h.error_codes().is_empty());
 }
+
+#[test]
+fn mad_ifc_answers_the_port_info_query() {
+    let mut h = strict();
+    run_fw(&mut h);
+    assert_eq!(h.cmd(op::MAD_IFC, 3, 1), status::BAD_SYS_STATE);
+    h.cmd(op::UNMAP_FA, 0, 0);
+    init_hca(&mut h);
+    // core/port.c:mlx4_get_port_ib_caps: PortInfo, opmod 3, capability
+    // mask at out+84 (data +20).
+    let mut mad = [0u8; 256];
+    mad[..4].copy_from_slice(&[1, 0x01, 1, 0x01]);
+    mad[16..18].copy_from_slice(&0x0015u16.to_be_bytes());
+    h.poke(IN_MB, &mad);
+    assert_eq!(h.cmd(op::MAD_IFC, 3, 1), status::OK);
+    let out = h.mem(OUT_MB, 256);
+    assert_eq!((out[3], be16(&out, 4)), (0x81, 0));
+    assert_eq!(be32(&out, 84), crate::firmware::mad::CAP_MASK);
+    assert_eq!(be16(&out, 64 + 16), crate::firmware::mad::LID);
+    assert_eq!(h.cmd(op::MAD_IFC, 3, 2), status::BAD_PARAM);
+    assert!(h.error_codes().is_empty());
+}
