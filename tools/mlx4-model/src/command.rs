@@ -37,6 +37,7 @@ pub mod op {
     pub const QUERY_QP: u16 = 0x22;
     pub const CONF_SPECIAL_QP: u16 = 0x23;
     pub const MAD_IFC: u16 = 0x24;
+    pub const DIAG_RPRT: u16 = 0x30;
     pub const NOP: u16 = 0x31;
     pub const MOD_STAT_CFG: u16 = 0x34;
     pub const QUERY_PORT: u16 = 0x43;
@@ -157,6 +158,7 @@ pub fn name(opcode: u16) -> &'static str {
         op::TO_ERR_QP => "2ERR_QP",
         op::TO_RST_QP => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
+        op::DIAG_RPRT => "DIAG_RPRT",
         op::NOP => "NOP",
         _ => "unknown",
     }

@@ -189,6 +189,7 @@ impl Firmware {
             op::CLOSE_PORT => Some(self.port.close_port(r).map(|()| None)),
             op::CONF_SPECIAL_QP => Some(self.port.conf_special_qp(r).map(|()| None)),
             op::MAD_IFC => Some(mad_ifc(env, r)),
+            op::DIAG_RPRT => Some(diag_rprt(env, r)),
             _ => self.context_in_icm(r).err().map(Err),
         };
         if let Some(Err(e @ (CmdError::BadSysState | CmdError::IcmError))) = res {
@@ -399,6 +400,20 @@ fn mad_ifc<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, r: &CommandRequest) -> C
     }
     let mad = read_mailbox(env, r.in_param, mad::MAD_SIZE)?;
     write_mailbox(env, r.out_param, &mad::respond(&mad)).map(|()| None)
+}
+
+/// DIAG_RPRT opmod 2 (transport and CI error counters) of the device (in_mod
+/// 0) or port 1: all zero, nothing having gone wrong. mlx4_ib reads it when
+/// it registers its hw_counters (`ib/main.c:mlx4_ib_get_hw_stats` from
+/// `ibcore/sysfs.c`), and fails the registration if it fails.
+fn diag_rprt<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, r: &CommandRequest) -> CmdResult {
+    if r.op_mod != 2 {
+        return Err(CmdError::BadOp);
+    }
+    if r.in_mod > 1 {
+        return Err(CmdError::BadParam);
+    }
+    write_mailbox(env, r.out_param, &[0u8; 4096]).map(|()| None)
 }
 
 /// QUERY_PORT of port 1, the only one.

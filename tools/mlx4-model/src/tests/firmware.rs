@@ -471,3 +471,15 @@ fn mad_ifc_answers_the_port_info_query() {
     assert_eq!(h.cmd(op::MAD_IFC, 3, 2), status::BAD_PARAM);
     assert!(h.error_codes().is_empty());
 }
+
+#[test]
+fn diag_rprt_counters_are_zero() {
+    let mut h = strict();
+    init_hca(&mut h);
+    h.poke(OUT_MB, &[0xff; 0x100]);
+    assert_eq!(h.cmd(op::DIAG_RPRT, 2, 0), status::OK);
+    assert_eq!(h.mem(OUT_MB, 0x100), [0; 0x100]);
+    assert_eq!(h.cmd(op::DIAG_RPRT, 2, 1), status::OK);
+    assert_eq!(h.cmd(op::DIAG_RPRT, 2, 2), status::BAD_PARAM);
+    assert_eq!(h.cmd(op::DIAG_RPRT, 0, 0), status::BAD_OP);
+}
