@@ -283,7 +283,7 @@ fn execute<M: GuestMemory, I: Irq>(
             t.eqs.hw2sw(env, r, |eqn| cqs.uses_eq(eqn))
         }
         op::MAP_EQ => t.eqs.map(r),
-        op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r),
+        op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r, t.fw),
         op::HW2SW_CQ => {
             let qps = &*t.qps;
             t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))

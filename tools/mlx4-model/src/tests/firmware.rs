@@ -139,6 +139,19 @@ pub(super) fn create_eq(h: &mut Harness, eqn: u32) -> u8 {
     h.cmd(op::SW2HW_EQ, 0, eqn)
 }
 
+/// SW2HW_CQ of a one-page CQ (2^CQ_LOG CQEs on UAR, completing to EQ
+/// `eqn`, doorbell record CQ_DB) as `core/cq.c:mlx4_cq_alloc` describes it:
+/// its MTT entry at entry 32 + cqn; the status.
+pub(super) fn create_cq(h: &mut Harness, cqn: u32, eqn: u8) -> u8 {
+    map_mtt(h);
+    let page = 0x31_0000 + 0x1000 * u64::from(cqn);
+    h.dev.mem_mut().add_range(page, 0x1000);
+    let at = 8 * (32 + u64::from(cqn));
+    write_mtt(h, at, &[page]);
+    h.poke(IN_MB, &Harness::cq_ctx(CQ_LOG, UAR, eqn, at, CQ_DB));
+    h.cmd(op::SW2HW_CQ, 0, cqn)
+}
+
 #[test]
 fn before_run_fw_only_the_firmware_commands() {
     let mut h = strict();
@@ -335,7 +348,7 @@ fn contexts_need_their_icm_page() {
     init_hca(&mut h);
     // One page of CQC holds CQs 0..63; CQ 64's page is not mapped.
     assert_eq!(create_eq(&mut h, 0), status::OK);
-    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
+    assert_eq!(create_cq(&mut h, CQN, 0), status::OK);
     assert_eq!(
         h.sw2hw_cq(64, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB),
         status::ICM_ERROR
@@ -373,7 +386,7 @@ fn close_hca_unmap_fa_and_reset() {
     let mut h = strict();
     init_hca(&mut h);
     assert_eq!(create_eq(&mut h, 0), status::OK);
-    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
+    assert_eq!(create_cq(&mut h, CQN, 0), status::OK);
     // mlx4_close_hca: CLOSE_HCA takes the contexts with it; then the ICM,
     // the auxiliary pages and the firmware area go.
     assert_eq!(h.cmd(op::CLOSE_HCA, 0, 0), status::OK);

@@ -78,3 +78,41 @@ fn eq_mtt_refusals() {
     assert_eq!(h.dev.counters().global.icm_errors, 1);
     assert!(h.error_codes().is_empty());
 }
+
+#[test]
+fn cq_on_mtt_pages() {
+    let mut h = with_mtt();
+    write_mtt(&mut h, EQ_MTT, &[EQ_PAGE0]);
+    h.poke(IN_MB, &eq_ctx(7, 0, EQ_MTT));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::OK);
+    // core/cq.c:mlx4_cq_alloc for ib_mad's CQ: CQN 128 (the first after
+    // the reserved ones), 256 CQEs on two separate 4 KiB pages.
+    let (cqn, cq0, cq1) = (128, 0x22_0000, 0x22_2000);
+    h.dev.mem_mut().add_range(cq0, 0x1000);
+    h.dev.mem_mut().add_range(cq1, 0x1000);
+    let at = 8 * 64;
+    write_mtt(&mut h, at, &[cq0, cq1]);
+    assert_eq!(
+        map(
+            &mut h,
+            op::MAP_ICM,
+            &[(CQC_BASE + 0x2000, ICM_DMA + 0x9000, 0)]
+        ),
+        0
+    );
+    h.poke(IN_MB, &Harness::cq_ctx(8, UAR, EQN as u8, at, CQ_DB));
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, cqn), status::OK);
+    assert_eq!(h.mem(cq0 + 31, 1), [0x80]);
+    assert_eq!(h.mem(cq1 + 0xfff, 1), [0x80]);
+    let cq = h.dev.cqs().get(cqn).unwrap();
+    assert_eq!(cq.buf.addr(0x1020), cq1 + 0x20);
+    // A page offset, an entry without PRESENT.
+    let mut c = Harness::cq_ctx(8, UAR, EQN as u8, at, CQ_DB);
+    c[0x0b] = 0x20;
+    h.poke(IN_MB, &c);
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, cqn + 1), status::BAD_PARAM);
+    h.poke(MTT_PAGE + at + 8, &[0; 8]);
+    h.poke(IN_MB, &Harness::cq_ctx(8, UAR, EQN as u8, at, CQ_DB));
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, cqn + 1), status::BAD_PARAM);
+    assert!(h.error_codes().is_empty());
+}
