@@ -288,13 +288,15 @@ fn execute<M: GuestMemory, I: Irq>(
             let qps = &*t.qps;
             t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))
         }
-        op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r),
-        op::INIT2RTR_QP => t
-            .qps
-            .transition(env, t.cqs, n, r, (QpState::Init, QpState::Rtr)),
-        op::RTR2RTS_QP => t
-            .qps
-            .transition(env, t.cqs, n, r, (QpState::Rtr, QpState::Rts)),
+        op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
+        op::INIT2RTR_QP => {
+            let states = (QpState::Init, QpState::Rtr);
+            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+        }
+        op::RTR2RTS_QP => {
+            let states = (QpState::Rtr, QpState::Rts);
+            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+        }
         op::TO_ERR_QP => t.qps.enter_err(r),
         op::TO_RST_QP => t.qps.enter_rst(r),
         op::QUERY_QP => t.qps.query(env, r),

@@ -28,6 +28,25 @@ impl QueueBuf {
         self.addr(0)
     }
 
+    /// `len` bytes from `off` as (DMA address, length) spans, split where
+    /// the pages are (one span for a contiguous buffer).
+    pub fn spans(&self, off: u64, len: u64) -> Vec<(u64, u64)> {
+        match self {
+            QueueBuf::Contiguous(base) => vec![(base + off, len)],
+            QueueBuf::Pages { shift, .. } => {
+                let page = 1u64 << shift;
+                let mut out = Vec::new();
+                let (mut at, end) = (off, off + len);
+                while at < end {
+                    let n = (page - at % page).min(end - at);
+                    out.push((self.addr(at), n));
+                    at += n;
+                }
+                out
+            }
+        }
+    }
+
     /// The first `len` bytes as (DMA address, length) runs, none crossing
     /// a page.
     pub fn runs(&self, len: u64) -> Vec<(u64, u64)> {

@@ -360,8 +360,10 @@ fn contexts_need_their_icm_page() {
     );
     // QPC pages hold 16 contexts: QP 0x40's is on the fifth page, which
     // is not mapped until mlx4_qp_alloc_icm would map it; no dMPT is.
+    // The QP's one SQ page through the MTT, as for the queues.
     h.init_sq(QP_BUF, SQ_LOG);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+    write_mtt(&mut h, 8 * 48, &[QP_BUF]);
+    let mb = Harness::qp_mailbox(QPN, UAR, CQN, 8 * 48, SQ_LOG);
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), status::ICM_ERROR);
     assert_eq!(

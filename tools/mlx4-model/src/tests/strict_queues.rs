@@ -116,3 +116,52 @@ fn cq_on_mtt_pages() {
     assert_eq!(h.cmd(op::SW2HW_CQ, 0, cqn + 1), status::BAD_PARAM);
     assert!(h.error_codes().is_empty());
 }
+
+#[test]
+fn special_qps_on_mtt_pages_and_later_transitions() {
+    let mut h = with_mtt();
+    write_mtt(&mut h, EQ_MTT, &[EQ_PAGE0]);
+    h.poke(IN_MB, &eq_ctx(7, 0, EQ_MTT));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::OK);
+    assert_eq!(create_cq(&mut h, 1, EQN as u8), status::OK);
+    // QP1 of port 1 (base 0x200 + 2), MLX: a 16 x 64 B SQ and a 32 x 16 B
+    // RQ after it, 1.5 KiB on one MTT page; its QPC page mapped as
+    // mlx4_qp_alloc_icm would.
+    let (qpn, at, page) = (0x202, 8 * 80, 0x24_0000);
+    h.dev.mem_mut().add_range(page, 0x1000);
+    write_mtt(&mut h, at, &[page]);
+    let qpc_page = QPC_BASE + u64::from(qpn) * 256 / 0x1000 * 0x1000;
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(qpc_page, ICM_DMA + 0xa000, 0)]),
+        0
+    );
+    let mut mb = Harness::with_rq(Harness::qp_mailbox(qpn, UAR, 1, at, SQ_LOG), 1, RQ_DB);
+    mb[8 + 1] = 7; // service type MLX (flags bits 23..16)
+    h.poke(IN_MB, &mb);
+    assert_eq!(
+        h.cmd(op::RST2INIT_QP, 0, qpn),
+        status::BAD_PARAM,
+        "no special QPs yet"
+    );
+    assert_eq!(h.cmd(op::CONF_SPECIAL_QP, 0, 0x200), status::OK);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RST2INIT_QP, 0, qpn), status::OK);
+    let qp = h.dev.qps().get(qpn).unwrap();
+    assert_eq!(qp.rq_entry_addr(1), page + RQ_OFF + 16);
+    // INIT2RTR and RTR2RTS as mainline sends them: no buffer, MTT or
+    // doorbell record; nothing changes, no protocol error.
+    let mut later = vec![0u8; 0x100];
+    later[8 + 1] = 7;
+    h.poke(IN_MB, &later);
+    assert_eq!(h.cmd(op::INIT2RTR_QP, 0, qpn), status::OK);
+    h.poke(IN_MB, &later);
+    assert_eq!(h.cmd(op::RTR2RTS_QP, 0, qpn), status::OK);
+    let qp = h.dev.qps().get(qpn).unwrap();
+    assert_eq!((qp.buf.base(), qp.rq_db), (page, RQ_DB));
+    // MLX is for the special QPs only.
+    let mut other = Harness::qp_mailbox(0x208, UAR, 1, at, SQ_LOG);
+    other[8 + 1] = 7;
+    h.poke(IN_MB, &other);
+    assert_eq!(h.cmd(op::RST2INIT_QP, 0, 0x208), status::BAD_PARAM);
+    assert!(h.error_codes().is_empty());
+}
