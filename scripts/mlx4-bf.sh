@@ -21,6 +21,8 @@
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
 #                                    non-posted writes), and a total
+#   mlx4-bf.sh upstream              one boot: mainline mlx4_core + mlx4_ib against
+#                                    the model's strict firmware (KTAP)
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
 # Environment: ARCH=x86_64|s390 (s390: the cross-built s390x kernel and
@@ -365,6 +367,19 @@ lint)      need_kdir
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   log "lint: clean" ;;
+upstream)  # Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model
+	   # in strict firmware mode (tools/vm/upstream/upstream.sh).
+	   need_kdir
+	   udir=$OUT/upstream
+	   rm -rf "$udir"
+	   mkdir -p "$udir"
+	   for ko in drivers/infiniband/core/ib_core.ko \
+		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko; do
+		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
+		cp "$KDIR/$ko" "$udir/"
+	   done
+	   cp "$TOP/tools/vm/upstream/upstream.sh" "$udir/"
+	   MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap -- "$udir" ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   selftests ;;
