@@ -64,7 +64,7 @@ impl HcaProfile {
     /// strides (none is advertised in QUERY_DEV_CAP); 4 KiB UAR pages and
     /// no more UAR space than BAR2 has; every table base 4 KiB aligned
     /// (`mlx4_make_profile` rounds each table up to a page). BAD_PARAM
-    /// otherwise.
+    /// otherwise. `num_uars` is a power of two (`Config::validate`).
     pub fn parse(b: &[u8], num_uars: u32) -> Result<HcaProfile, CmdError> {
         if b[0x00] != VERSION
             || be32(b, 0x14) & FLAG_DMFS != 0
@@ -109,7 +109,7 @@ impl HcaProfile {
         ];
         if bases.iter().any(|a| a & 0xfff != 0)
             || p.uar_page_sz != 0
-            || (1u64 << p.log_uar_sz) > u64::from(num_uars)
+            || u32::from(p.log_uar_sz) > num_uars.trailing_zeros()
         {
             return Err(CmdError::BadParam);
         }
@@ -181,6 +181,7 @@ mod tests {
         assert_eq!(bad(|b| b[0x58] = 0x20), Err(CmdError::BadParam));
         assert_eq!(bad(|b| b[0x5b] = 0x11), Err(CmdError::BadParam));
         assert_eq!(bad(|b| b[0x12a] = 11), Err(CmdError::BadParam));
+        assert_eq!(bad(|b| b[0x12a] = 200), Err(CmdError::BadParam));
         assert_eq!(bad(|b| b[0x12b] = 1), Err(CmdError::BadParam));
         assert_eq!(bad(|b| b[0x106] = 0x08), Err(CmdError::BadParam));
     }

@@ -315,7 +315,7 @@ impl Firmware {
         let runs = page_list(env, r, true)?;
         let mut icm = self.icm.clone();
         for p in &runs {
-            if p.virt + p.pages() * ICM_PAGE > caps::MAX_ICM {
+            if p.virt.saturating_add(p.pages() * ICM_PAGE) > caps::MAX_ICM {
                 return Err(CmdError::BadParam);
             }
             icm.map(p.virt, p.dma, p.pages())
@@ -383,8 +383,8 @@ impl Firmware {
         if index >> table.log_num != 0 {
             return Err(CmdError::BadIndex);
         }
-        let virt = table.base + index * u64::from(entry);
-        if self.icm.translate(virt).is_none() {
+        let virt = table.base.checked_add(index * u64::from(entry));
+        if virt.and_then(|v| self.icm.translate(v)).is_none() {
             return Err(CmdError::IcmError);
         }
         Ok(())

@@ -35,7 +35,8 @@ pub(crate) fn read_pages<M: GuestMemory, I: Irq>(
         return Err(CmdError::BadParam);
     }
     let mut pages = Vec::with_capacity(n as usize);
-    let mut virt = mtt_base + mtt_addr;
+    // Past the end of the address space is as unmapped as anywhere else.
+    let mut virt = mtt_base.saturating_add(mtt_addr);
     while (pages.len() as u64) < n {
         let Some(dma) = icm.translate(virt) else {
             env.counters.global.icm_errors += 1;
@@ -55,7 +56,7 @@ pub(crate) fn read_pages<M: GuestMemory, I: Irq>(
             }
             pages.push(page);
         }
-        virt += here * MTT_ENTRY;
+        virt = virt.saturating_add(here * MTT_ENTRY);
     }
     Ok(pages)
 }

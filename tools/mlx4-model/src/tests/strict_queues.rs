@@ -4,7 +4,7 @@
 
 use super::firmware::*;
 use super::harness::*;
-use crate::bytes::be16;
+use crate::bytes::{be16, put_be64};
 use crate::command::{op, status};
 
 /// Two EQ pages, out of order as mlx4's separate dma_alloc_coherent
@@ -164,4 +164,92 @@ fn special_qps_on_mtt_pages_and_later_transitions() {
     h.poke(IN_MB, &other);
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, 0x208), status::BAD_PARAM);
     assert!(h.error_codes().is_empty());
+}
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+/// What the strict firmware decodes, and the context commands it checks.
+const OPS: [u16; 24] = [
+    op::QUERY_FW,
+    op::MAP_FA,
+    op::UNMAP_FA,
+    op::RUN_FW,
+    op::QUERY_DEV_CAP,
+    op::QUERY_PORT,
+    op::MOD_STAT_CFG,
+    op::SET_ICM_SIZE,
+    op::MAP_ICM_AUX,
+    op::UNMAP_ICM_AUX,
+    op::MAP_ICM,
+    op::UNMAP_ICM,
+    op::INIT_HCA,
+    op::CLOSE_HCA,
+    op::QUERY_HCA,
+    op::QUERY_ADAPTER,
+    op::SET_PORT,
+    op::INIT_PORT,
+    op::CONF_SPECIAL_QP,
+    op::MAD_IFC,
+    op::DIAG_RPRT,
+    op::SW2HW_EQ,
+    op::SW2HW_CQ,
+    op::RST2INIT_QP,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Any sequence of these commands with any parameters and mailbox
+    /// bytes: every command completes (GO clears, T kept), nothing panics
+    /// (no overflow on addresses near 2^64), and none is a protocol error.
+    #[test]
+    fn strict_firmware_takes_any_command(
+        up in any::<bool>(),
+        cmds in vec((0..OPS.len(), 0u8..4, any::<u32>(), any::<u64>(), any::<bool>(),
+                     vec(any::<u8>(), 0..0x140)), 1..24),
+    ) {
+        let mut h = strict();
+        if up {
+            init_hca(&mut h);
+        }
+        for (i, op_mod, in_mod, param, mailbox, bytes) in cmds {
+            h.poke(IN_MB, &bytes);
+            let in_param = if mailbox { IN_MB } else { param };
+            h.cmd_full(OPS[i], op_mod, in_param, in_mod % 0x400, OUT_MB, None);
+        }
+        prop_assert!(h.error_codes().iter().all(|c| c == "dma_unmapped"));
+    }
+}
+
+/// The last 4 KiB page of the 64-bit address space.
+const TOP: u64 = !0xfff;
+
+#[test]
+fn addresses_near_the_top_of_the_address_space() {
+    let mut h = strict();
+    run_fw(&mut h);
+    assert_eq!(
+        h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
+        status::OK
+    );
+    assert_eq!(map(&mut h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 0)]), status::OK);
+    assert_eq!(
+        map(&mut h, op::MAP_ICM, &[(TOP, ICM_DMA, 0)]),
+        status::BAD_PARAM
+    );
+    assert_eq!(
+        h.cmd_full(op::UNMAP_ICM, 0, TOP, u32::MAX, 0, None),
+        status::OK
+    );
+    // A profile whose CQC and MTT sit at the very top: creating a CQ there
+    // finds no ICM, it does not wrap around.
+    let mut mb = init_hca_mailbox();
+    put_be64(&mut mb, 0x50, (TOP) | 12);
+    put_be64(&mut mb, 0x100, TOP);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
+    assert_eq!(create_cq(&mut h, 100, 0), status::ICM_ERROR);
+    h.poke(IN_MB, &eq_ctx(7, 0, 0xff_ffff_fff8));
+    assert_eq!(h.cmd(op::SW2HW_EQ, 0, EQN), status::ICM_ERROR);
 }
