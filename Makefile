@@ -6,6 +6,8 @@
 #                   module and show what it did
 #   make test       toolchain versions, host unit tests, then the selftests
 #                   in the guest
+#   make upstream   mainline mlx4_core and mlx4_ib against the model's
+#                   strict firmware, one boot (KTAP)
 #
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
@@ -21,13 +23,16 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu module vm-run vm-shell clean
+.PHONY: run test upstream bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
 
 test:
 	@$(RUN) test
+
+upstream:
+	@$(RUN) upstream
 
 bench:
 	@$(RUN) bench

@@ -20,7 +20,9 @@
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
-#                                    non-posted writes), and a total
+#                                    non-posted writes, nopat, upstream), and a total
+#   mlx4-bf.sh upstream              one boot: mainline mlx4_core + mlx4_ib against
+#                                    the model's strict firmware (KTAP)
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
 # Environment: ARCH=x86_64|s390 (s390: the cross-built s390x kernel and
@@ -30,7 +32,10 @@
 # NO_POSTED_WRITES=1 (QEMU waits for the device model on every write),
 # QEMU_S390X=binary (another s390x QEMU, e.g. the root's unfixed one),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
-# MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer).
+# MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer),
+# MODEL_FIRMWARE=ready|strict (the model's --firmware; ready unless given:
+# strict is what mainline mlx4_core expects, and drivers/mlx4_bf does not
+# bind it yet).
 #
 # The guest's adapter is always the ConnectX-3 device model (tools/mlx4-model);
 # every boot keeps its analyzer trace in build/$KCONFIG/traces/.
@@ -155,6 +160,7 @@ vm_boot() {
 	TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
 	vmargs+=(--model "$MODEL_BIN" --trace "$TRACE")
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
+	[ -n "${MODEL_FIRMWARE:-}" ] && vmargs+=("--model-arg=--firmware=$MODEL_FIRMWARE")
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
 	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \
@@ -201,6 +207,21 @@ selftests() {
 # run again with non-posted writes.
 NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 
+# Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
+# strict firmware mode (tools/vm/upstream/upstream.sh), one boot, KTAP.
+upstream() {
+	local udir=$OUT/upstream ko
+	rm -rf "$udir"
+	mkdir -p "$udir"
+	for ko in drivers/infiniband/core/ib_core.ko \
+		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko; do
+		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
+		cp "$KDIR/$ko" "$udir/"
+	done
+	cp "$TOP/tools/vm/upstream/upstream.sh" "$udir/"
+	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap -- "$udir"
+}
+
 # Every suite of make test, one boot each, and their total as the last line:
 # every program with posted writes (QEMU's default); NONPOSTED_TESTS with
 # non-posted writes (the model then sees the send queue as it was at each
@@ -210,14 +231,16 @@ NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 suites() {
 	local out passed=0 failed=0 skipped=0 rc=0 line p f k
 	out=$(mktemp)
-	for suite in posted nonposted nopat; do
+	for suite in posted nonposted nopat upstream; do
 		[ "$suite" = nopat ] && [ "$ARCH" = s390 ] && continue
+		[ "$suite" = upstream ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
 		(
 			case $suite in
 			nonposted) NO_POSTED_WRITES=1
 				   MLX4_BF_TESTS=$NONPOSTED_TESTS ;;
 			nopat)     KERNEL_APPEND=nopat ;;
+			upstream)  upstream; exit ;;
 			esac
 			selftests
 		) | tee "$out" || rc=1
@@ -365,6 +388,7 @@ lint)      need_kdir
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   log "lint: clean" ;;
+upstream)  need_kdir; upstream ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   selftests ;;

@@ -7,6 +7,7 @@ import os
 import tempfile
 import unittest
 
+from trace_view import command_sequence
 from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap
 
 
@@ -69,3 +70,20 @@ class FileSaverTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CommandSequenceTest(unittest.TestCase):
+    def test_folds_runs_and_shows_refusals(self):
+        cmd = {"kind": "command", "name": "MAP_ICM", "opcode": 0xffa, "op_mod": 0,
+               "in_mod": 1, "status": 0, "event": False}
+        recs = [{"kind": "device_reset", "source": "reset_register"},
+                {"kind": "mmio_write"}, cmd, dict(cmd), dict(cmd),
+                {"kind": "fw_refused", "seq": 9, "name": "NOP", "phase": "off", "status": 4},
+                dict(cmd, name="NOP", opcode=0x31, status=4, event=True)]
+        self.assertEqual(command_sequence(recs), [
+            "-- device reset (reset_register)",
+            "MAP_ICM (0xffa) opmod 0 in_mod 0x1  x3",
+            '   [fw_refused] {"name": "NOP", "phase": "off", "status": 4}',
+            "NOP (0x031) opmod 0 in_mod 0x1 E  -> status 0x04",
+        ])
+

@@ -7,6 +7,12 @@ or with a send doorbell (UAR + 0x14) and ends with its CQE. Runs of MMIO
 writes to one BlueFlame buffer are folded into one line. By default the first
 BlueFlame post and the first doorbell post of the trace are shown; --all
 shows every post, --limit N the first N.
+
+--commands prints the command sequence instead (the bring-up of a driver:
+mlx4_core's QUERY_FW, MAP_FA, RUN_FW ... UNMAP_FA), one line per command
+with its modifiers and status, identical consecutive commands folded into one
+line with a count; device resets, the strict firmware's refusals and
+INIT_HCA's profile, and protocol errors in between.
 """
 
 import argparse
@@ -107,15 +113,61 @@ def show(kind, recs, out):
     print(f"  = {len(writes)} MMIO write(s), {dma_wqe} DMA read(s) of the WQE\n", file=out)
 
 
+def command_line(rec):
+    """One line for a record of the command sequence, or None."""
+    kind = rec.get("kind")
+    if kind == "command":
+        line = (f"{rec['name']} ({rec['opcode']:#05x}) opmod {rec['op_mod']} "
+                f"in_mod {rec['in_mod']:#x}")
+        if rec.get("event"):
+            line += " E"
+        status = rec.get("status", 0)
+        return line + (f"  -> status {status:#04x}" if status else "")
+    if kind == "device_reset":
+        return f"-- device reset ({rec.get('source')})"
+    if kind in ("fw_refused", "protocol_error"):
+        fields = {k: v for k, v in rec.items() if k not in ("seq", "kind", "t_ns")}
+        return f"   [{kind}] {json.dumps(fields)}"
+    if kind == "init_hca":
+        return "   [init_hca] " + ", ".join(
+            f"{k} {v['base']:#x}/2^{v['log_num']}" for k, v in rec.items()
+            if isinstance(v, dict))
+    return None
+
+
+def command_sequence(records):
+    """The command sequence as lines, runs of identical lines folded."""
+    out = []
+    prev, count = None, 0
+    for rec in records:
+        line = command_line(rec)
+        if line is None:
+            continue
+        if line == prev:
+            count += 1
+            continue
+        if prev is not None:
+            out.append(prev + (f"  x{count}" if count > 1 else ""))
+        prev, count = line, 1
+    if prev is not None:
+        out.append(prev + (f"  x{count}" if count > 1 else ""))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace")
     p.add_argument("--all", action="store_true", help="every post")
     p.add_argument("--limit", type=int, default=0, help="at most N posts")
+    p.add_argument("--commands", action="store_true", help="the command sequence")
     args = p.parse_args()
     with open(args.trace) as f:
         records = [json.loads(line) for line in f if line.strip()]
+    if args.commands:
+        lines = command_sequence(records)
+        print("\n".join(lines) if lines else "no command in the trace")
+        return
     shown = set()
     count = 0
     for kind, recs in posts(records):

@@ -8,12 +8,19 @@ use crate::env::DmaFailed;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::qbuf::QueueBuf;
 use crate::timing::Read;
 
 pub mod op {
     pub const QUERY_DEV_CAP: u16 = 0x03;
     pub const QUERY_FW: u16 = 0x04;
     pub const QUERY_ADAPTER: u16 = 0x06;
+    pub const INIT_HCA: u16 = 0x07;
+    pub const CLOSE_HCA: u16 = 0x08;
+    pub const INIT_PORT: u16 = 0x09;
+    pub const CLOSE_PORT: u16 = 0x0a;
+    pub const SET_PORT: u16 = 0x0c;
+    pub const QUERY_HCA: u16 = 0x0b;
     pub const SW2HW_MPT: u16 = 0x0d;
     pub const HW2SW_MPT: u16 = 0x0f;
     pub const WRITE_MTT: u16 = 0x11;
@@ -28,7 +35,20 @@ pub mod op {
     pub const TO_ERR_QP: u16 = 0x1e;
     pub const TO_RST_QP: u16 = 0x21;
     pub const QUERY_QP: u16 = 0x22;
+    pub const CONF_SPECIAL_QP: u16 = 0x23;
+    pub const MAD_IFC: u16 = 0x24;
+    pub const DIAG_RPRT: u16 = 0x30;
     pub const NOP: u16 = 0x31;
+    pub const MOD_STAT_CFG: u16 = 0x34;
+    pub const QUERY_PORT: u16 = 0x43;
+    pub const RUN_FW: u16 = 0xff6;
+    pub const UNMAP_ICM: u16 = 0xff9;
+    pub const MAP_ICM: u16 = 0xffa;
+    pub const UNMAP_ICM_AUX: u16 = 0xffb;
+    pub const MAP_ICM_AUX: u16 = 0xffc;
+    pub const SET_ICM_SIZE: u16 = 0xffd;
+    pub const UNMAP_FA: u16 = 0xffe;
+    pub const MAP_FA: u16 = 0xfff;
 }
 
 /// mlx4 `CMD_STAT_*`.
@@ -37,10 +57,12 @@ pub mod status {
     pub const INTERNAL_ERR: u8 = 0x01;
     pub const BAD_OP: u8 = 0x02;
     pub const BAD_PARAM: u8 = 0x03;
+    pub const BAD_SYS_STATE: u8 = 0x04;
     pub const BAD_RESOURCE: u8 = 0x05;
     pub const RESOURCE_BUSY: u8 = 0x06;
     pub const BAD_RES_STATE: u8 = 0x09;
     pub const BAD_INDEX: u8 = 0x0a;
+    pub const ICM_ERROR: u8 = 0x0c;
     pub const BAD_QP_STATE: u8 = 0x10;
     pub const BAD_SIZE: u8 = 0x40;
 }
@@ -54,6 +76,9 @@ pub enum CmdError {
     BadOp,
     #[error("bad parameter")]
     BadParam,
+    /// Strict firmware: not running, or the HCA not initialised.
+    #[error("bad system state")]
+    BadSysState,
     #[error("bad resource")]
     BadResource,
     #[error("resource busy")]
@@ -62,6 +87,9 @@ pub enum CmdError {
     BadResState,
     #[error("bad index")]
     BadIndex,
+    /// Strict firmware: ICM (or the firmware area) not mapped as needed.
+    #[error("ICM error")]
+    IcmError,
     #[error("bad QP state")]
     BadQpState,
     #[error("bad size")]
@@ -81,10 +109,12 @@ impl CmdError {
             CmdError::Internal => status::INTERNAL_ERR,
             CmdError::BadOp => status::BAD_OP,
             CmdError::BadParam => status::BAD_PARAM,
+            CmdError::BadSysState => status::BAD_SYS_STATE,
             CmdError::BadResource => status::BAD_RESOURCE,
             CmdError::ResourceBusy => status::RESOURCE_BUSY,
             CmdError::BadResState => status::BAD_RES_STATE,
             CmdError::BadIndex => status::BAD_INDEX,
+            CmdError::IcmError => status::ICM_ERROR,
             CmdError::BadQpState => status::BAD_QP_STATE,
             CmdError::BadSize => status::BAD_SIZE,
         }
@@ -96,6 +126,24 @@ pub fn name(opcode: u16) -> &'static str {
         op::QUERY_DEV_CAP => "QUERY_DEV_CAP",
         op::QUERY_FW => "QUERY_FW",
         op::QUERY_ADAPTER => "QUERY_ADAPTER",
+        op::INIT_HCA => "INIT_HCA",
+        op::CLOSE_HCA => "CLOSE_HCA",
+        op::INIT_PORT => "INIT_PORT",
+        op::CLOSE_PORT => "CLOSE_PORT",
+        op::SET_PORT => "SET_PORT",
+        op::CONF_SPECIAL_QP => "CONF_SPECIAL_QP",
+        op::MAD_IFC => "MAD_IFC",
+        op::QUERY_HCA => "QUERY_HCA",
+        op::MOD_STAT_CFG => "MOD_STAT_CFG",
+        op::QUERY_PORT => "QUERY_PORT",
+        op::RUN_FW => "RUN_FW",
+        op::UNMAP_ICM => "UNMAP_ICM",
+        op::MAP_ICM => "MAP_ICM",
+        op::UNMAP_ICM_AUX => "UNMAP_ICM_AUX",
+        op::MAP_ICM_AUX => "MAP_ICM_AUX",
+        op::SET_ICM_SIZE => "SET_ICM_SIZE",
+        op::UNMAP_FA => "UNMAP_FA",
+        op::MAP_FA => "MAP_FA",
         op::SW2HW_MPT => "SW2HW_MPT",
         op::HW2SW_MPT => "HW2SW_MPT",
         op::WRITE_MTT => "WRITE_MTT",
@@ -110,6 +158,7 @@ pub fn name(opcode: u16) -> &'static str {
         op::TO_ERR_QP => "2ERR_QP",
         op::TO_RST_QP => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
+        op::DIAG_RPRT => "DIAG_RPRT",
         op::NOP => "NOP",
         _ => "unknown",
     }
@@ -161,17 +210,20 @@ pub(crate) fn write_mailbox<M: GuestMemory, I: Irq>(
 }
 
 /// Firmware initialises a new queue's ownership: every entry zero but
-/// its owner bit (byte 31, bit 7) set, so nothing reads as valid.
+/// its owner bit (byte 31, bit 7) set, so nothing reads as valid; one
+/// write per page of the buffer.
 pub(crate) fn owner_init<M: GuestMemory, I: Irq>(
     env: &mut Env<M, I>,
-    buf: u64,
+    buf: &QueueBuf,
     entries: u32,
     entry_size: u64,
 ) -> Result<(), CmdError> {
-    let mut b = vec![0u8; (u64::from(entries) * entry_size) as usize];
-    for e in b.chunks_exact_mut(entry_size as usize) {
-        e[entry_size as usize - 1] = 0x80;
+    for (addr, len) in buf.runs(u64::from(entries) * entry_size) {
+        let mut b = vec![0u8; len as usize];
+        for e in b.chunks_exact_mut(entry_size as usize) {
+            e[entry_size as usize - 1] = 0x80;
+        }
+        env.dma_write(addr, &b, "owner_init")?;
     }
-    env.dma_write(buf, &b, "owner_init")?;
     Ok(())
 }

@@ -80,6 +80,13 @@ pub struct Global {
     /// RDMA writes that passed the rkey check but whose destination page
     /// the model could not write (`dma_unmapped`): REMOTE_ACCESS_ERR.
     pub rdma_dma_errors: u64,
+    /// Strict firmware: commands refused with BAD_SYS_STATE, the firmware
+    /// not running or the HCA not initialised for them (`firmware`).
+    pub fw_refused: u64,
+    /// Strict firmware: commands failed with ICM_ERROR (a context's ICM
+    /// page not mapped, firmware area or auxiliary ICM short, ICM mapped
+    /// twice).
+    pub icm_errors: u64,
 }
 
 /// Protection faults: kept across a counter reset (diag +0x18), so that a

@@ -9,10 +9,12 @@ use crate::command::{
 };
 use crate::env::Env;
 use crate::eq::{event, EqTable};
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, NUM_CQS, PAGE_SIZE, UAR_CQ_DB};
 use crate::protocol::Code;
+use crate::qbuf::QueueBuf;
 use crate::timing::Read;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -34,7 +36,7 @@ pub struct Cq {
     pub log_size: u8,
     pub uar: u32,
     pub comp_eqn: u8,
-    pub buf: u64,
+    pub buf: QueueBuf,
     pub db_rec: u64,
     /// Producer index (24 bits): the next CQE the model writes.
     pub pi: u32,
@@ -93,16 +95,55 @@ impl Cq {
             return Err(CmdError::BadParam);
         }
         let buf = addr40(ctx, 0x1b, 0x1c);
+        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
+            return Err(CmdError::BadParam);
+        }
+        Cq::new(cqn, ctx, QueueBuf::Contiguous(buf))
+    }
+
+    /// Strict firmware (`core/cq.c:mlx4_cq_alloc`): the CQEs are on the
+    /// pages the MTT entries from 0x1b/0x1c name, each 4 KiB <<
+    /// log_page_size (0x18); page_offset (0x0a) must be 0.
+    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+        cqn: u32,
+        ctx: &[u8],
+        num_uars: u32,
+        env: &mut Env<M, I>,
+        fw: &Firmware,
+    ) -> Result<Cq, CmdError> {
+        let w = be32(ctx, 0x0c);
+        let log_size = (w >> 24) as u8;
+        if log_size > LOG_MAX_CQ_SZ {
+            return Err(CmdError::BadSize);
+        }
+        if w & 0xff_ffff >= num_uars || be16(ctx, 0x0a) != 0 || ctx[0x18] > 19 {
+            return Err(CmdError::BadParam);
+        }
+        let shift = 12 + u32::from(ctx[0x18]);
+        let bytes = (1u64 << log_size) * CQE_SIZE;
+        let pages = fw.mtt_pages(
+            env,
+            addr40(ctx, 0x1b, 0x1c),
+            shift,
+            bytes.div_ceil(1 << shift),
+        )?;
+        Cq::new(cqn, ctx, QueueBuf::Pages { shift, pages })
+    }
+
+    /// The CQ of a checked context; the doorbell record (0x38) must be
+    /// nonzero and 8-byte aligned.
+    fn new(cqn: u32, ctx: &[u8], buf: QueueBuf) -> Result<Cq, CmdError> {
+        let w = be32(ctx, 0x0c);
         let db_rec = be64(ctx, 0x38);
-        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) || db_rec == 0 || !db_rec.is_multiple_of(8) {
+        if db_rec == 0 || !db_rec.is_multiple_of(8) {
             return Err(CmdError::BadParam);
         }
         let mut c = [0u8; CQ_CTX_SIZE];
         c.copy_from_slice(&ctx[..CQ_CTX_SIZE]);
         Ok(Cq {
             cqn,
-            log_size,
-            uar,
+            log_size: (w >> 24) as u8,
+            uar: w & 0xff_ffff,
             comp_eqn: ctx[0x17],
             buf,
             db_rec,
@@ -170,7 +211,7 @@ impl CqTable {
         solicited: bool,
     ) -> Option<u64> {
         let cq = self.cqs.get(&cqn)?;
-        let (db_rec, nent, idx, buf) = (cq.db_rec, cq.nent(), cq.pi, cq.buf);
+        let (db_rec, nent, idx) = (cq.db_rec, cq.nent(), cq.pi);
         if cq.error {
             Self::drop_cqe(env, cqn, qpn, "cq_error");
             return None;
@@ -192,7 +233,7 @@ impl CqTable {
         } else {
             cqe[31] &= !0x80;
         }
-        let addr = buf + u64::from(idx & (nent - 1)) * CQE_SIZE;
+        let addr = cq.buf.addr(u64::from(idx & (nent - 1)) * CQE_SIZE);
         if env.dma_write(addr, &cqe, "cqe").is_err() {
             return None;
         }
@@ -372,6 +413,7 @@ impl CqTable {
         eqs: &EqTable,
         num_uars: u32,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
         let cqn = Self::cqn(r.in_mod)?;
         if self.cqs.contains_key(&cqn) {
@@ -381,12 +423,16 @@ impl CqTable {
             return Err(CmdError::BadParam);
         }
         let ctx = read_mailbox(env, r.in_param, CQ_CTX_SIZE)?;
-        let cq = Cq::parse(cqn, &ctx, num_uars)?;
+        let cq = if fw.strict() {
+            Cq::parse_strict(cqn, &ctx, num_uars, env, fw)?
+        } else {
+            Cq::parse(cqn, &ctx, num_uars)?
+        };
         if !eqs.exists(cq.comp_eqn) {
             return Err(CmdError::BadResource);
         }
         if r.op_mod == 0 {
-            owner_init(env, cq.buf, cq.nent(), CQE_SIZE)?;
+            owner_init(env, &cq.buf, cq.nent(), CQE_SIZE)?;
         }
         self.cqs.insert(cqn, cq);
         Ok(None)

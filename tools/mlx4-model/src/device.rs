@@ -15,6 +15,7 @@ use crate::datapath::engine::Engine;
 use crate::diag::{DiagState, Gauges};
 use crate::env::Env;
 use crate::eq::EqTable;
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::hcr::{Hcr, Tables};
 use crate::irq::Irq;
@@ -33,6 +34,8 @@ pub struct Device<M, I> {
     /// Memory, interrupts, config space, trace, clock and counters.
     env: Env<M, I>,
     hcr: Hcr,
+    /// The firmware's life cycle (`--firmware`).
+    fw: Firmware,
     owned: bool,
     eqs: EqTable,
     cqs: CqTable,
@@ -52,6 +55,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             diag: DiagState::new(cfg.fallback_every),
             cfg,
             hcr: Hcr::default(),
+            fw: Firmware::new(cfg.firmware),
             owned: false,
             eqs: EqTable::default(),
             cqs: CqTable::default(),
@@ -134,7 +138,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.env.mmio_start_ns = self.env.clock.now();
         match bar {
             0 => {
-                let region = Bar0Region::decode(off, len);
+                let region = Bar0Region::decode(off, len, self.fw.strict());
                 self.env.trace.record("mmio_write", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()})
@@ -149,16 +153,22 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                             qps: &mut self.qps,
                             mrs: &mut self.mrs,
                             cmd_fault: &mut self.diag.cmd_fault,
+                            fw: &mut self.fw,
                         };
                         self.hcr.write(&mut self.env, tables, off - HCR_BASE, data);
                     }
                     Bar0Region::Owner => self.owner_write(data),
                     Bar0Region::Reset => self.reset_block_write(off - RESET_BASE, data),
                     Bar0Region::Diag => self.diag.write(&mut self.env, off - DIAG_BASE, data),
-                    Bar0Region::Msix | Bar0Region::Undefined => self.env.protocol_error(
-                        Code::UndefinedOffset,
-                        format!("BAR0 write of {len} bytes at {off:#x}"),
-                    ),
+                    // mlx4_interrupt's write of clr_mask (INTx): the model's
+                    // INTx line is never asserted, so nothing to clear.
+                    Bar0Region::ClrInt => {}
+                    Bar0Region::Msix | Bar0Region::Catas | Bar0Region::Undefined => {
+                        self.env.protocol_error(
+                            Code::UndefinedOffset,
+                            format!("BAR0 write of {len} bytes at {off:#x}"),
+                        )
+                    }
                 }
             }
             2 => {
@@ -204,7 +214,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let len = data.len() as u64;
         match bar {
             0 => {
-                let region = Bar0Region::decode(off, len);
+                let region = Bar0Region::decode(off, len, self.fw.strict());
                 let err = match region {
                     Bar0Region::Hcr => {
                         self.hcr.read((off - HCR_BASE) as usize, data);
@@ -212,11 +222,13 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                     }
                     Bar0Region::Owner => self.owner_read(data),
                     Bar0Region::Reset => None, // the semaphore (and the rest) reads 0
+                    // core/catas.c:poll_catas: all zero while healthy.
+                    Bar0Region::Catas => None,
                     Bar0Region::Diag => {
                         let gauges = self.gauges();
                         self.diag.read(&self.env, &gauges, off - DIAG_BASE, data)
                     }
-                    Bar0Region::Msix | Bar0Region::Undefined => Some((
+                    Bar0Region::Msix | Bar0Region::ClrInt | Bar0Region::Undefined => Some((
                         Code::UndefinedOffset,
                         format!("BAR0 read of {len} bytes at {off:#x}"),
                     )),
@@ -344,7 +356,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
 
     /// Device reset (reset register or the client's DEVICE_RESET): all
     /// contexts gone (MPTs and the MTT's contents too), HCR idle with T=0
-    /// (a stalled command's GO cleared), ownership free. The analyzer state
+    /// (a stalled command's GO cleared), ownership free in ready mode; in
+    /// strict mode the firmware stops (firmware area, ICM and HCA gone) and
+    /// ownership stays taken until a driver writes 0, as mlx4_core reads
+    /// it once before its reset (`core/main.c:mlx4_load_one`). The analyzer state
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY, an armed
     /// CMD_FAULT) and config space (Bus Master Enable) are kept.
     pub fn reset(&mut self, source: &str) {
@@ -353,7 +368,10 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             .record("device_reset", || json!({"source": source}));
         self.env.counters.lifetime.device_resets += 1;
         self.hcr = Hcr::default();
-        self.owned = false;
+        if !self.fw.strict() {
+            self.owned = false;
+        }
+        self.fw.reset();
         self.eqs = EqTable::default();
         self.cqs = CqTable::default();
         self.qps = QpTable::default();
@@ -399,6 +417,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     #[cfg(test)]
     pub(crate) fn eqs(&self) -> &EqTable {
         &self.eqs
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fw(&self) -> &Firmware {
+        &self.fw
     }
 
     #[cfg(test)]

@@ -8,13 +8,19 @@ use crate::command::{
     owner_init, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest,
 };
 use crate::env::Env;
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, NUM_EQS, PAGE_SIZE};
+use crate::layout::{
+    EQE_SIZE, LOG_MAX_EQ_SZ, LOG_MAX_EQ_SZ_STRICT, MSIX_VECTORS, NUM_EQS, PAGE_SIZE,
+};
 use crate::protocol::Code;
+use crate::qbuf::QueueBuf;
 use serde_json::json;
 
 pub const EQ_CTX_SIZE: usize = 0x40;
+/// EQ context state ARMED (flags bits 11..8, `core/eq.c` MLX4_EQ_STATE_ARMED).
+const STATE_ARMED: u32 = 9;
 
 pub mod event {
     pub const COMP: u8 = 0x00;
@@ -27,7 +33,7 @@ pub struct Eq {
     pub eqn: u8,
     pub log_size: u8,
     pub intr: u8,
-    pub buf: u64,
+    pub buf: QueueBuf,
     /// Consumer index (24 bits) as the driver last reported it.
     pub ci: u32,
     /// Producer index (24 bits): the next EQE the model writes.
@@ -56,18 +62,60 @@ impl Eq {
         if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
             return Err(CmdError::BadParam);
         }
+        Ok(Eq::new(
+            eqn,
+            log_size,
+            intr,
+            QueueBuf::Contiguous(buf),
+            false,
+            ctx,
+        ))
+    }
+
+    /// Strict firmware (`core/eq.c:mlx4_create_eq`): the EQEs are on the
+    /// pages the MTT entries from 0x1b/0x1c name, each 4 KiB <<
+    /// log_page_size (0x18); page_offset (0x0a) must be 0; the EQ is armed
+    /// when the context's state (flags bits 11..8) says ARMED (9).
+    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+        eqn: u8,
+        ctx: &[u8],
+        env: &mut Env<M, I>,
+        fw: &Firmware,
+    ) -> Result<Eq, CmdError> {
+        let log_size = ctx[0x0c];
+        if log_size > LOG_MAX_EQ_SZ_STRICT {
+            return Err(CmdError::BadSize);
+        }
+        let intr = ctx[0x17];
+        if usize::from(intr) >= MSIX_VECTORS || be16(ctx, 0x0a) != 0 || ctx[0x18] > 8 {
+            return Err(CmdError::BadParam);
+        }
+        let shift = 12 + u32::from(ctx[0x18]);
+        let bytes = (1u64 << log_size) * EQE_SIZE;
+        let pages = fw.mtt_pages(
+            env,
+            addr40(ctx, 0x1b, 0x1c),
+            shift,
+            bytes.div_ceil(1 << shift),
+        )?;
+        let armed = (be32(ctx, 0x00) >> 8) & 0xf == STATE_ARMED;
+        let buf = QueueBuf::Pages { shift, pages };
+        Ok(Eq::new(eqn, log_size, intr, buf, armed, ctx))
+    }
+
+    fn new(eqn: u8, log_size: u8, intr: u8, buf: QueueBuf, armed: bool, ctx: &[u8]) -> Eq {
         let mut c = [0u8; EQ_CTX_SIZE];
         c.copy_from_slice(&ctx[..EQ_CTX_SIZE]);
-        Ok(Eq {
+        Eq {
             eqn,
             log_size,
             intr,
             buf,
             ci: be32(ctx, 0x28) & 0xff_ffff,
             pi: 0,
-            armed: false,
+            armed,
             ctx: c,
-        })
+        }
     }
 
     pub fn nent(&self) -> u32 {
@@ -129,14 +177,19 @@ impl EqTable {
         &mut self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
         let eqn = eqn(r.in_mod)?;
         if self.eqs[eqn].is_some() {
             return Err(CmdError::BadResState);
         }
         let ctx = read_mailbox(env, r.in_param, EQ_CTX_SIZE)?;
-        let eq = Eq::parse(eqn as u8, &ctx)?;
-        owner_init(env, eq.buf, eq.nent(), EQE_SIZE)?;
+        let eq = if fw.strict() {
+            Eq::parse_strict(eqn as u8, &ctx, env, fw)?
+        } else {
+            Eq::parse(eqn as u8, &ctx)?
+        };
+        owner_init(env, &eq.buf, eq.nent(), EQE_SIZE)?;
         self.eqs[eqn] = Some(eq);
         Ok(None)
     }
@@ -226,7 +279,7 @@ impl EqTable {
             return;
         }
         let idx = eq.pi;
-        let addr = eq.buf + u64::from(idx & (eq.nent() - 1)) * EQE_SIZE;
+        let addr = eq.buf.addr(u64::from(idx & (eq.nent() - 1)) * EQE_SIZE);
         let owner = idx & eq.nent() != 0;
         let mut eqe = [0u8; 32];
         eqe[1] = event_type;

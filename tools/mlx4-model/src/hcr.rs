@@ -10,6 +10,7 @@ use crate::cq::CqTable;
 use crate::env::Env;
 use crate::eq::{event, EqTable};
 use crate::fault::{CmdFault, Mode};
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::RESERVED_LKEY;
@@ -61,6 +62,8 @@ pub(crate) struct Tables<'a> {
     pub mrs: &'a mut MrTable,
     /// The armed command fault (diag CMD_FAULT).
     pub cmd_fault: &'a mut CmdFault,
+    /// The firmware's state (strict mode); it answers its own commands.
+    pub fw: &'a mut Firmware,
 }
 
 /// QUERY_DEV_CAP output (§3.2); everything not listed is 0.
@@ -253,6 +256,16 @@ fn execute<M: GuestMemory, I: Irq>(
     r: &CommandRequest,
 ) -> CmdResult {
     let n = t.num_uars;
+    if let Some(res) = t.fw.command(env, n, r) {
+        if t.fw.take_hca_closed() {
+            // CLOSE_HCA: every context is gone with the HCA.
+            *t.eqs = EqTable::default();
+            *t.cqs = CqTable::default();
+            *t.qps = QpTable::default();
+            *t.mrs = MrTable::default();
+        }
+        return res;
+    }
     match r.opcode {
         op::QUERY_DEV_CAP => command::write_mailbox(env, r.out_param, &dev_cap(n)).map(|()| None),
         op::QUERY_FW => command::write_mailbox(env, r.out_param, &fw()).map(|()| None),
@@ -264,24 +277,26 @@ fn execute<M: GuestMemory, I: Irq>(
         op::WRITE_MTT => t.mrs.write_mtt(env, r),
         op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r),
         op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r),
-        op::SW2HW_EQ => t.eqs.sw2hw(env, r),
+        op::SW2HW_EQ => t.eqs.sw2hw(env, r, t.fw),
         op::HW2SW_EQ => {
             let cqs = &*t.cqs;
             t.eqs.hw2sw(env, r, |eqn| cqs.uses_eq(eqn))
         }
         op::MAP_EQ => t.eqs.map(r),
-        op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r),
+        op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r, t.fw),
         op::HW2SW_CQ => {
             let qps = &*t.qps;
             t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))
         }
-        op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r),
-        op::INIT2RTR_QP => t
-            .qps
-            .transition(env, t.cqs, n, r, (QpState::Init, QpState::Rtr)),
-        op::RTR2RTS_QP => t
-            .qps
-            .transition(env, t.cqs, n, r, (QpState::Rtr, QpState::Rts)),
+        op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
+        op::INIT2RTR_QP => {
+            let states = (QpState::Init, QpState::Rtr);
+            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+        }
+        op::RTR2RTS_QP => {
+            let states = (QpState::Rtr, QpState::Rts);
+            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+        }
         op::TO_ERR_QP => t.qps.enter_err(r),
         op::TO_RST_QP => t.qps.enter_rst(r),
         op::QUERY_QP => t.qps.query(env, r),

@@ -10,6 +10,14 @@ pub const RESET_BASE: u64 = 0xf0000;
 pub const RESET_SIZE: u64 = 0x400;
 pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
+/// Strict firmware only (QUERY_FW): the catastrophic error buffer where a
+/// ConnectX-3 has it (64 bytes, reads 0 while healthy) and the
+/// clear-interrupt register (8 bytes, written only with INTx), the model's
+/// choice of place.
+pub const CATAS_OFF: u64 = 0x1f020;
+pub const CATAS_SIZE: u64 = 0x40;
+pub const CLR_INT_OFF: u64 = 0x1f000;
+pub const CLR_INT_SIZE: u64 = 8;
 pub const DIAG_BASE: u64 = 0xe0000;
 /// Registers up to 0xff, the last WQE's bytes (0x100..0x4ff), then the
 /// version 3 counters (0x500..0x58f), the version 4 ones (0x590..0x5c7)
@@ -41,6 +49,9 @@ pub const LOG_MAX_CQ: u8 = 12;
 pub const LOG_MAX_EQ: u8 = 3;
 /// Not advertised by mlx4; the model's own bound on EQ size.
 pub const LOG_MAX_EQ_SZ: u8 = 12;
+/// Strict firmware's bound: mlx4_core's completion EQs take 2^16..2^17
+/// EQEs (`core/eq.c:mlx4_init_eq_table`).
+pub const LOG_MAX_EQ_SZ_STRICT: u8 = 22;
 pub const MAX_SG_SQ: usize = 16;
 pub const MAX_DESC_SZ_SQ: u16 = 1008;
 /// Receive WQEs: at most 32 data segments, 512 bytes (the RQ stride).

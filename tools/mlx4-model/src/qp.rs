@@ -6,10 +6,12 @@ use crate::bytes::{addr40, be32, be64, put_be16, put_be32};
 use crate::command::{name, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
 use crate::cq::CqTable;
 use crate::env::Env;
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, NUM_QPS, PAGE_SIZE};
 use crate::protocol::Code;
+use crate::qbuf::QueueBuf;
 use std::collections::BTreeMap;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
@@ -39,6 +41,8 @@ pub mod service {
     pub const RC: u8 = 0;
     pub const UC: u8 = 1;
     pub const UD: u8 = 3;
+    /// The special QPs' (QP0/QP1), strict firmware only.
+    pub const MLX: u8 = 7;
 }
 
 #[derive(Debug, Clone)]
@@ -51,7 +55,7 @@ pub struct Qp {
     pub cqn_send: u32,
     /// Only when the QP has an RQ.
     pub cqn_recv: Option<u32>,
-    pub buf: u64,
+    pub buf: QueueBuf,
     pub sq_off: u64,
     pub sq_log_size: u8,
     pub sq_log_stride: u8,
@@ -85,8 +89,52 @@ fn size_stride(b: u8) -> (u8, u8) {
 impl Qp {
     /// `ctx` is the context (mailbox + 8).
     pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, CmdError> {
+        Qp::parse_with(qpn, ctx, num_uars, false, |_| {
+            let buf = addr40(ctx, 0xcb, 0xcc);
+            if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
+                return Err(CmdError::BadParam);
+            }
+            Ok(QueueBuf::Contiguous(buf))
+        })
+    }
+
+    /// Strict firmware (`core/qp.c:__mlx4_qp_modify` at RST2INIT): the
+    /// work queues are on the pages the MTT entries from 0xcb/0xcc name,
+    /// each 4 KiB << log_page_size (0xc8); MLX (7) is the service type of
+    /// the special QPs CONF_SPECIAL_QP named (QP0/QP1, `ib/qp.c:get_sqp_num`)
+    /// and of no other.
+    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+        qpn: u32,
+        ctx: &[u8],
+        num_uars: u32,
+        env: &mut Env<M, I>,
+        fw: &Firmware,
+    ) -> Result<Qp, CmdError> {
+        let base = fw.port().base_sqpn;
+        let special = base != 0 && (base..base + 4).contains(&qpn);
+        Qp::parse_with(qpn, ctx, num_uars, special, |bytes| {
+            if ctx[0xc8] > 19 {
+                return Err(CmdError::BadParam);
+            }
+            let shift = 12 + u32::from(ctx[0xc8]);
+            let mtt = addr40(ctx, 0xcb, 0xcc);
+            let pages = fw.mtt_pages(env, mtt, shift, bytes.div_ceil(1 << shift))?;
+            Ok(QueueBuf::Pages { shift, pages })
+        })
+    }
+
+    /// The checks both modes share; `buf_of(bytes)` finds the buffer of
+    /// the work queues' `bytes`; `mlx`: the MLX service type is allowed.
+    fn parse_with(
+        qpn: u32,
+        ctx: &[u8],
+        num_uars: u32,
+        mlx: bool,
+        buf_of: impl FnOnce(u64) -> Result<QueueBuf, CmdError>,
+    ) -> Result<Qp, CmdError> {
         let service = ((be32(ctx, 0x00) >> 16) & 0xff) as u8;
-        if !matches!(service, service::RC | service::UC | service::UD) {
+        let mlx_ok = mlx && service == service::MLX;
+        if !mlx_ok && !matches!(service, service::RC | service::UC | service::UD) {
             return Err(CmdError::BadParam);
         }
         if be32(ctx, 0x10) & 0xff_ffff != qpn {
@@ -108,17 +156,15 @@ impl Qp {
         if usr_page >= num_uars {
             return Err(CmdError::BadParam);
         }
-        let buf = addr40(ctx, 0xcb, 0xcc);
-        if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-            return Err(CmdError::BadParam);
-        }
         // The queue with the larger stride comes first (§5.6).
         let sq_bytes = 1u64 << (sq_log_size + sq_log_stride);
+        let rq_bytes = rq.map_or(0, |(rs, rw)| 1u64 << (rs + rw));
         let (sq_off, rq_off) = match rq {
-            Some((rs, rw)) if rw > sq_log_stride => (1u64 << (rs + rw), 0),
+            Some((_, rw)) if rw > sq_log_stride => (rq_bytes, 0),
             Some(_) => (0, sq_bytes),
             None => (0, 0),
         };
+        let buf = buf_of(sq_bytes + rq_bytes)?;
         let mut c = [0u8; QP_CTX_SIZE];
         c.copy_from_slice(&ctx[..QP_CTX_SIZE]);
         Ok(Qp {
@@ -157,10 +203,6 @@ impl Qp {
         u64::from(self.sq_entries()) * self.sq_stride()
     }
 
-    pub fn sq_base(&self) -> u64 {
-        self.buf + self.sq_off
-    }
-
     /// Byte offset of SQ entry `index` in the SQ.
     pub fn sq_entry_off(&self, index: u32) -> u64 {
         u64::from(index & (self.sq_entries() - 1)) * self.sq_stride()
@@ -178,7 +220,7 @@ impl Qp {
     /// DMA address of RQ entry `index`.
     pub fn rq_entry_addr(&self, index: u32) -> u64 {
         let slot = u64::from(index & self.rq_entries().saturating_sub(1));
-        self.buf + self.rq_off + slot * self.rq_stride()
+        self.buf.addr(self.rq_off + slot * self.rq_stride())
     }
 
     /// The owner bit a valid WQE at `index` carries.
@@ -250,9 +292,14 @@ fn qp_from_mailbox<M: GuestMemory, I: Irq>(
     num_uars: u32,
     qpn: u32,
     addr: u64,
+    fw: &Firmware,
 ) -> Result<Qp, CmdError> {
     let mb = read_mailbox(env, addr, QP_MAILBOX_LEN)?;
-    let qp = Qp::parse(qpn, &mb[8..], num_uars)?;
+    let qp = if fw.strict() {
+        Qp::parse_strict(qpn, &mb[8..], num_uars, env, fw)?
+    } else {
+        Qp::parse(qpn, &mb[8..], num_uars)?
+    };
     if !cqs.contains(qp.cqn_send) {
         return Err(CmdError::BadResource);
     }
@@ -294,12 +341,13 @@ impl QpTable {
         cqs: &CqTable,
         num_uars: u32,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
         let qpn = qpn(r.in_mod)?;
         if self.qps.contains_key(&qpn) {
             return Err(CmdError::BadQpState);
         }
-        let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param)?;
+        let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
         self.qps.insert(qpn, qp);
         Ok(None)
     }
@@ -312,13 +360,17 @@ impl QpTable {
         num_uars: u32,
         r: &CommandRequest,
         (from, to): (QpState, QpState),
+        fw: &Firmware,
     ) -> CmdResult {
         let qpn = qpn(r.in_mod)?;
         match self.qps.get(&qpn) {
             Some(qp) if qp.state == from => {}
             _ => return Err(CmdError::BadQpState),
         }
-        let new = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param)?;
+        if fw.strict() {
+            return self.transition_strict(env, r, qpn, to);
+        }
+        let new = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
         let changed = self
             .qps
             .get(&qpn)
@@ -335,6 +387,27 @@ impl QpTable {
         }
         if let Some(qp) = self.qps.get_mut(&qpn) {
             qp.remote_qpn = new.remote_qpn;
+            qp.state = to;
+        }
+        Ok(None)
+    }
+
+    /// Strict firmware: a later transition carries only what it changes
+    /// (`ib/qp.c:__mlx4_ib_modify_qp`): the buffer, MTT, doorbell record
+    /// and rlkey are 0 after RST2INIT and stay as RST2INIT set them; the
+    /// destination QPN comes with INIT2RTR (0x14) and is kept at RTR2RTS.
+    fn transition_strict<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        r: &CommandRequest,
+        qpn: u32,
+        to: QpState,
+    ) -> CmdResult {
+        let mb = read_mailbox(env, r.in_param, QP_MAILBOX_LEN)?;
+        if let Some(qp) = self.qps.get_mut(&qpn) {
+            if to == QpState::Rtr {
+                qp.remote_qpn = be32(&mb[8..], 0x14) & 0xff_ffff;
+            }
             qp.state = to;
         }
         Ok(None)

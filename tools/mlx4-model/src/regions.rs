@@ -14,11 +14,15 @@ pub(crate) enum Bar0Region {
     Reset,
     Diag,
     Msix,
+    /// Strict firmware only (`firmware`).
+    Catas,
+    ClrInt,
     Undefined,
 }
 
 impl Bar0Region {
-    pub(crate) fn decode(off: u64, len: u64) -> Self {
+    /// `strict`: the strict firmware's registers exist.
+    pub(crate) fn decode(off: u64, len: u64, strict: bool) -> Self {
         let inside = |base: u64, size: u64| off >= base && off.saturating_add(len) <= base + size;
         if len == 0 {
             Bar0Region::Undefined
@@ -32,6 +36,10 @@ impl Bar0Region {
             Bar0Region::Diag
         } else if inside(MSIX_TABLE_OFF, PAGE_SIZE) || inside(MSIX_PBA_OFF, PAGE_SIZE) {
             Bar0Region::Msix
+        } else if strict && inside(CATAS_OFF, CATAS_SIZE) {
+            Bar0Region::Catas
+        } else if strict && inside(CLR_INT_OFF, CLR_INT_SIZE) {
+            Bar0Region::ClrInt
         } else {
             Bar0Region::Undefined
         }
@@ -44,6 +52,8 @@ impl Bar0Region {
             Bar0Region::Reset => "reset",
             Bar0Region::Diag => "diag",
             Bar0Region::Msix => "msix",
+            Bar0Region::Catas => "catas",
+            Bar0Region::ClrInt => "clr_int",
             Bar0Region::Undefined => "none",
         }
     }

@@ -33,6 +33,7 @@ pub const ERROR_KINDS: &[&str] = &[
     "cq_error",
     "cqe_dropped",
     "command_fault",
+    "fw_refused",
     "no_master_dma",
     "mark",
     "exit",

@@ -139,24 +139,28 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             return false;
         };
         let ring = qp.sq_bytes();
-        let base = qp.sq_base();
         let start = (qp.sq_entry_off(index) + skip) % ring;
-        let first = (out.len() as u64).min(ring - start) as usize;
-        let (a, b) = out.split_at_mut(first);
-        let read = if skip == 0 {
+        let first = (out.len() as u64).min(ring - start);
+        // Where the bytes are: one span per contiguous piece (ready mode:
+        // one, or two when the ring wraps; strict: split at pages too).
+        let mut spans = qp.buf.spans(qp.sq_off + start, first);
+        spans.extend(qp.buf.spans(qp.sq_off, out.len() as u64 - first));
+        let mut read = if skip == 0 {
             Read::Fresh
         } else {
             Read::Continued
         };
-        self.env.counters.global.sq_dma_reads += 1;
-        if self.env.dma_read(base + start, a, "wqe", read).is_err() {
-            return false;
+        let mut at = 0;
+        for (addr, len) in spans.into_iter().filter(|&(_, n)| n > 0) {
+            let part = &mut out[at..at + len as usize];
+            self.env.counters.global.sq_dma_reads += 1;
+            if self.env.dma_read(addr, part, "wqe", read).is_err() {
+                return false;
+            }
+            read = Read::Continued;
+            at += len as usize;
         }
-        if b.is_empty() {
-            return true;
-        }
-        self.env.counters.global.sq_dma_reads += 1;
-        self.env.dma_read(base, b, "wqe", Read::Continued).is_ok()
+        true
     }
 
     /// Fetches and executes WQEs from the consumer index while they are

@@ -31,6 +31,7 @@ fn query_dev_cap_fw_adapter() {
     let mut h = Harness::with_config(Config {
         num_uars: 256,
         fallback_every: 0,
+        ..Config::default()
     });
     h.cmd(op::QUERY_DEV_CAP, 0, 0);
     assert_eq!(h.mem(OUT_MB + 0x49, 1), [0]);
@@ -412,6 +413,7 @@ fn bf_forced_fallback_every_nth() {
     let mut h = Harness::ready(Config {
         num_uars: 1024,
         fallback_every: 3,
+        ..Config::default()
     });
     for i in 0..6 {
         let wqe = prepare(&mut h, i);

@@ -381,6 +381,7 @@ fn start(ready: bool, level: TraceLevel) -> Harness {
             Config {
                 num_uars: NUM_UARS,
                 fallback_every: 3,
+                ..Config::default()
             },
             level,
         );
@@ -394,6 +395,7 @@ fn start(ready: bool, level: TraceLevel) -> Harness {
             Config {
                 num_uars: NUM_UARS,
                 fallback_every: 0,
+                ..Config::default()
             },
             level,
         )

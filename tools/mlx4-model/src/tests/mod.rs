@@ -3,9 +3,11 @@
 
 mod device;
 mod fault;
+mod firmware;
 mod fuzz;
 pub(crate) mod harness;
 mod latency;
 mod mr;
 mod receive;
 mod record;
+mod strict_queues;

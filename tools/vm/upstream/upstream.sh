@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The upstream boot (issue 23): unmodified mainline mlx4_core and mlx4_ib
+# against the device model in strict firmware mode, reported as KTAP. The
+# model's identity comes from tools/mlx4-model/src/firmware (caps.rs: the
+# GUIDs, 2.42.5000; mad.rs: LID 1). mlx4_bf, loaded by /init, refuses the
+# strict firmware and leaves the device unbound.
+
+cd "$(dirname "$0")" || exit 1
+NODE_GUID=0002:c903:00b1:0000
+LID=0x1
+I=/sys/class/infiniband/mlx4_0
+# msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
+# internal_err_reset=0: a command timeout fails the probe, no reset loop.
+CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0"
+
+BDF=
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
+done
+
+n=0
+failed=0
+result() { # condition-status name [diagnostic]
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "# $3"
+		echo "not ok $n $2"
+		failed=1
+	fi
+}
+wait_for() { # path
+	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		[ -e "$1" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+port_active() {
+	wait_for $I/ports/1/state &&
+	[ "$(cat $I/ports/1/state)" = "4: ACTIVE" ] &&
+	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
+}
+
+echo "KTAP version 1"
+echo "1..8"
+[ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
+insmod ./ib_core.ko
+# shellcheck disable=SC2086
+insmod ./mlx4_core.ko $CORE_PARAMS
+wait_for /sys/bus/pci/drivers/mlx4_core/"$BDF"
+result $? mlx4_core_probe "device $BDF not bound to mlx4_core"
+insmod ./mlx4_ib.ko
+wait_for $I
+result $? mlx4_ib_registers_mlx4_0 "no $I"
+port_active
+result $? port1_active_linkup "state '$(cat $I/ports/1/state 2>&1)', phys_state '$(cat $I/ports/1/phys_state 2>&1)'"
+[ "$(cat $I/node_guid 2>&1)" = $NODE_GUID ] && [ "$(cat $I/ports/1/lid 2>&1)" = $LID ]
+result $? guid_and_lid_as_the_model_reports "node_guid $(cat $I/node_guid 2>&1), lid $(cat $I/ports/1/lid 2>&1)"
+[ "$(cat $I/fw_ver 2>&1)" = 2.42.5000 ] && [ "$(cat $I/hca_type 2>&1)" = MT4099 ]
+result $? fw_ver_and_hca_type "fw_ver $(cat $I/fw_ver 2>&1), hca_type $(cat $I/hca_type 2>&1)"
+echo "$BDF" >/sys/bus/pci/drivers/mlx4_core/unbind
+gone=1
+[ -e $I ] || gone=0
+echo "$BDF" >/sys/bus/pci/drivers/mlx4_core/bind
+[ $gone = 0 ] && port_active
+result $? unbind_and_bind_again "mlx4_0 still there after unbind, or not ACTIVE after bind"
+rmmod mlx4_ib && rmmod mlx4_core && [ ! -e $I ] &&
+	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko && port_active
+result $? unload_and_reload "rmmod/insmod of mlx4_ib and mlx4_core"
+# mlx4_bf's refusal of the strict firmware at boot is expected; mlx4_core's
+# debug line naming the catastrophic error buffer is no error.
+bad=$(dmesg | grep -v -e 'mlx4_bf' -e 'Catastrophic error buffer' |
+	grep -e 'WARNING:' -e 'Call Trace' -e 'BUG:' -e 'mlx4.*[Ff]ail' \
+	-e 'mlx4.*[Ee]rror' -e 'mlx4.*[Aa]bort')
+[ -z "$bad" ]
+result $? no_error_or_warn_in_the_log "$(echo "$bad" | head -n 5 | tr '\n' '|')"
+exit $failed
