@@ -87,6 +87,9 @@ pub struct Global {
     /// page not mapped, firmware area or auxiliary ICM short, ICM mapped
     /// twice).
     pub icm_errors: u64,
+    /// Strict firmware: sends on the special QPs (MLX) completed; their
+    /// packets go nowhere (`datapath::mad`).
+    pub mad_sends: u64,
 }
 
 /// Protection faults: kept across a counter reset (diag +0x18), so that a
