@@ -129,6 +129,11 @@ impl Firmware {
         *self = Firmware::new(self.mode);
     }
 
+    /// The PORT_CHANGE subtype INIT_PORT left to post (port 1), once.
+    pub(crate) fn take_port_event(&mut self) -> Option<u8> {
+        self.port.pending_event.take()
+    }
+
     /// True once after CLOSE_HCA or UNMAP_FA took the HCA down.
     pub(crate) fn take_hca_closed(&mut self) -> bool {
         std::mem::take(&mut self.hca_closed)

@@ -110,3 +110,31 @@ fn mad_sends_complete_and_go_nowhere() {
     assert_eq!(h.error_codes(), ["wqe_bad_opcode"]);
     assert_eq!(h.dev.counters().global.mad_sends, 2);
 }
+
+#[test]
+fn init_port_posts_port_active() {
+    let mut h = strict();
+    init_hca(&mut h);
+    assert_eq!(create_eq(&mut h, EQN), status::OK);
+    let eq_page = 0x30_0000 + 0x1000 * u64::from(EQN);
+    // Before MAP_EQ: nowhere to go, recorded as not posted.
+    assert_eq!(h.cmd(op::INIT_PORT, 0, 1), status::OK);
+    assert_eq!(h.records_of("port_event")[0]["posted"], false);
+    assert_eq!(h.cmd(op::CLOSE_PORT, 0, 1), status::OK);
+    // mlx4_init_eq_table: the async events, PORT_CHANGE (bit 9) among
+    // them, and CMD to the async EQ.
+    let mask = (1u64 << 0x09) | (1 << 0x0a);
+    assert_eq!(h.cmd_full(op::MAP_EQ, 0, mask, EQN, 0, None), status::OK);
+    assert_eq!(h.cmd(op::INIT_PORT, 0, 1), status::OK);
+    // mlx4_eq_int: type 0x09, subtype PORT_ACTIVE, port at 0x0c >> 28.
+    let eqe = h.mem(eq_page, 32);
+    assert_eq!((eqe[1], eqe[3], be32(&eqe, 0x0c) >> 28), (0x09, 0x04, 1));
+    assert_eq!(h.dev.irq().raised, [0]);
+    // Already up: nothing more; CLOSE_PORT posts no PORT_DOWN.
+    assert_eq!(h.cmd(op::INIT_PORT, 0, 1), status::OK);
+    assert_eq!(h.cmd(op::CLOSE_PORT, 0, 1), status::OK);
+    assert_eq!(h.mem(eq_page + 32, 32)[1], 0);
+    assert_eq!(h.records_of("port_event").len(), 2);
+    assert_eq!(h.dev.counters().global.eqes, 1);
+    assert!(h.error_codes().is_empty());
+}
