@@ -138,3 +138,16 @@ fn init_port_posts_port_active() {
     assert_eq!(h.dev.counters().global.eqes, 1);
     assert!(h.error_codes().is_empty());
 }
+
+#[test]
+fn sync_tpt_once_the_hca_is_up() {
+    let mut h = strict();
+    run_fw(&mut h);
+    assert_eq!(h.cmd(op::SYNC_TPT, 0, 0), status::BAD_SYS_STATE);
+    h.cmd(op::UNMAP_FA, 0, 0);
+    init_hca(&mut h);
+    assert_eq!(h.cmd(op::SYNC_TPT, 0, 0), status::OK);
+    // Ready mode, as before: an opcode it does not know.
+    let mut h = Harness::new();
+    assert_eq!(h.cmd(op::SYNC_TPT, 0, 0), status::BAD_OP);
+}
