@@ -109,6 +109,7 @@ fn mad_sends_complete_and_go_nowhere() {
     h.doorbell(UAR, QP1);
     assert_eq!(h.error_codes(), ["wqe_bad_opcode"]);
     assert_eq!(h.dev.counters().global.mad_sends, 2);
+    assert_eq!(h.diag_read(crate::diag::MAD_SENDS), 2);
 }
 
 #[test]
@@ -147,6 +148,10 @@ fn sync_tpt_once_the_hca_is_up() {
     h.cmd(op::UNMAP_FA, 0, 0);
     init_hca(&mut h);
     assert_eq!(h.cmd(op::SYNC_TPT, 0, 0), status::OK);
+    // The strict firmware's diag counters (version 6).
+    assert_eq!(h.diag_read(0x00) >> 32, 6);
+    assert_eq!(h.diag_read(crate::diag::FW_REFUSED), 1);
+    assert_eq!(h.diag_read(crate::diag::ICM_ERRORS), 0);
     // Ready mode, as before: an opcode it does not know.
     let mut h = Harness::new();
     assert_eq!(h.cmd(op::SYNC_TPT, 0, 0), status::BAD_OP);
