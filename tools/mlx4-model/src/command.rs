@@ -38,6 +38,7 @@ pub mod op {
     pub const CONF_SPECIAL_QP: u16 = 0x23;
     pub const MAD_IFC: u16 = 0x24;
     pub const DIAG_RPRT: u16 = 0x30;
+    pub const SYNC_TPT: u16 = 0x2f;
     pub const NOP: u16 = 0x31;
     pub const MOD_STAT_CFG: u16 = 0x34;
     pub const QUERY_PORT: u16 = 0x43;
@@ -159,6 +160,7 @@ pub fn name(opcode: u16) -> &'static str {
         op::TO_RST_QP => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
         op::DIAG_RPRT => "DIAG_RPRT",
+        op::SYNC_TPT => "SYNC_TPT",
         op::NOP => "NOP",
         _ => "unknown",
     }

@@ -81,12 +81,15 @@ pub struct Global {
     /// the model could not write (`dma_unmapped`): REMOTE_ACCESS_ERR.
     pub rdma_dma_errors: u64,
     /// Strict firmware: commands refused with BAD_SYS_STATE, the firmware
-    /// not running or the HCA not initialised for them (`firmware`).
+    /// not running or the HCA not initialised for them (`firmware`; 0x5e8).
     pub fw_refused: u64,
     /// Strict firmware: commands failed with ICM_ERROR (a context's ICM
     /// page not mapped, firmware area or auxiliary ICM short, ICM mapped
-    /// twice).
+    /// twice; 0x5f0).
     pub icm_errors: u64,
+    /// Strict firmware: sends on the special QPs (MLX) completed; their
+    /// packets go nowhere (`datapath::mad`; 0x5f8).
+    pub mad_sends: u64,
 }
 
 /// Protection faults: kept across a counter reset (diag +0x18), so that a
@@ -189,7 +192,8 @@ impl Counters {
     }
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
-    /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0), `qp_select` for the per-QP ones.
+    /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff), `qp_select` for the
+    /// per-QP ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32) -> Option<u64> {
         let g = &self.global;
@@ -240,6 +244,9 @@ impl Counters {
             0x5c0 => g.mtt_entries_written,
             0x5d0 => self.lifetime.device_resets,
             0x5e0 => self.lifetime.no_master_dma,
+            0x5e8 => g.fw_refused,
+            0x5f0 => g.icm_errors,
+            0x5f8 => g.mad_sends,
             _ => return None,
         })
     }

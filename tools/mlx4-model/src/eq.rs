@@ -258,6 +258,21 @@ impl EqTable {
         true
     }
 
+    /// `post_event` of an EQE with a subtype (EQE 0x03).
+    pub(crate) fn post_event_subtype<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        event_type: u8,
+        subtype: u8,
+        body: &[u8; 24],
+    ) -> bool {
+        let Some(eqn) = self.event_map[usize::from(event_type)] else {
+            return false;
+        };
+        self.write_eqe(env, eqn, [event_type, subtype], body);
+        true
+    }
+
     /// Writes one EQE (type, then `body` = EQE bytes 0x04..0x1c) and raises
     /// the EQ's vector if it is armed.
     pub(crate) fn post_eqe<M: GuestMemory, I: Irq>(
@@ -265,6 +280,17 @@ impl EqTable {
         env: &mut Env<M, I>,
         eqn: u8,
         event_type: u8,
+        body: &[u8; 24],
+    ) {
+        self.write_eqe(env, eqn, [event_type, 0], body);
+    }
+
+    /// Writes one EQE: `[type, subtype]` at 0x01 and 0x03, `body` at 0x04.
+    fn write_eqe<M: GuestMemory, I: Irq>(
+        &mut self,
+        env: &mut Env<M, I>,
+        eqn: u8,
+        [event_type, subtype]: [u8; 2],
         body: &[u8; 24],
     ) {
         let Some(eq) = self.eqs.get(usize::from(eqn)).and_then(Option::as_ref) else {
@@ -283,6 +309,7 @@ impl EqTable {
         let owner = idx & eq.nent() != 0;
         let mut eqe = [0u8; 32];
         eqe[1] = event_type;
+        eqe[3] = subtype;
         eqe[4..28].copy_from_slice(body);
         eqe[31] = if owner { 0x80 } else { 0 };
         if env.dma_write(addr, &eqe, "eqe").is_err() {

@@ -10,6 +10,7 @@ use crate::cq::CqTable;
 use crate::env::Env;
 use crate::eq::{event, EqTable};
 use crate::fault::{CmdFault, Mode};
+use crate::firmware::port::{port_change_body, PORT_CHANGE};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
@@ -205,6 +206,9 @@ impl Hcr {
         if req.event {
             self.command_event(env, t.eqs, &req, status);
         }
+        if let Some(subtype) = t.fw.take_port_event() {
+            port_event(env, t.eqs, subtype);
+        }
         env.trace.flush();
     }
 
@@ -231,6 +235,17 @@ impl Hcr {
             );
         }
     }
+}
+
+/// Strict firmware: a port's state changed (INIT_PORT): the PORT_CHANGE
+/// EQE on the EQ MAP_EQ mapped it to, recorded either way; with no EQ
+/// mapped it is dropped, as an unmasked event would be.
+fn port_event<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, eqs: &mut EqTable, subtype: u8) {
+    let posted = eqs.post_event_subtype(env, PORT_CHANGE, subtype, &port_change_body(1));
+    env.trace.record(
+        "port_event",
+        || json!({"port": 1, "subtype": subtype, "posted": posted}),
+    );
 }
 
 /// The fault armed for this command, if any: counted and recorded as it

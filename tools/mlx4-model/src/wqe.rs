@@ -161,7 +161,7 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
                 off += DATAGRAM_SIZE;
             }
         }
-        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM if !ud => {
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM if !ud && qp_service != service::MLX => {
             if off + RADDR_SIZE > len {
                 return Err(WqeError::Missing("raddr"));
             }

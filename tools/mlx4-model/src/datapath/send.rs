@@ -281,6 +281,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             }
         };
         match c.opcode {
+            // wqe::parse takes only SEND, SEND_IMM and NOP on MLX.
+            opcode::SEND | opcode::SEND_IMM if service == service::MLX => {
+                self.mad_send(qpn, idx, &w, bytes);
+                return;
+            }
             opcode::SEND | opcode::SEND_IMM if service != service::UD => {
                 self.send_message(qpn, idx, &w, bytes);
                 return;

@@ -4,6 +4,12 @@
 //! revision 3: no mailbox), and CONF_SPECIAL_QP
 //! (`core/qp.c:mlx4_CONF_SPECIAL_QP`), which names the base of the special
 //! QPs (QP0/QP1 of each port).
+//!
+//! A port that INIT_PORT brings up reports it as real firmware does when
+//! the link comes up: a PORT_CHANGE EQE, subtype PORT_ACTIVE, on the EQ
+//! MAP_EQ mapped PORT_CHANGE to (`core/eq.c:mlx4_eq_int`), posted after the
+//! command completes (`hcr`). CLOSE_PORT posts no PORT_DOWN (see
+//! Documentation/mlx4-model.rst).
 
 use crate::bytes::be32;
 use crate::command::{CmdError, CommandRequest};
@@ -19,6 +25,20 @@ const MAX_MTU: u32 = 5;
 /// mlx4 retries with half as many.
 const MAX_VLS: u32 = 8;
 
+/// EQE type PORT_CHANGE and its subtype PORT_ACTIVE
+/// (`include/linux/mlx4/device.h`).
+pub const PORT_CHANGE: u8 = 0x09;
+pub const PORT_ACTIVE: u8 = 0x04;
+
+/// A PORT_CHANGE EQE's subtype and body (EQE bytes 0x04..0x1c): the
+/// subtype at EQE 0x03 goes in the EQE's header, the port in bits 31..28 of
+/// the be32 at EQE 0x0c (`eqe->event.port_change.port`, read `>> 28`).
+pub fn port_change_body(port: u32) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[8..12].copy_from_slice(&(port << 28).to_be_bytes());
+    b
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PortState {
     /// INIT_PORT ran and no CLOSE_PORT since.
@@ -29,6 +49,8 @@ pub struct PortState {
     pub cap_mask: u32,
     /// CONF_SPECIAL_QP's base QPN (0: none).
     pub base_sqpn: u32,
+    /// A PORT_CHANGE subtype to post once the command completes.
+    pub pending_event: Option<u8>,
 }
 
 fn port(in_mod: u32) -> Result<(), CmdError> {
@@ -66,6 +88,9 @@ impl PortState {
 
     pub fn init_port(&mut self, r: &CommandRequest) -> Result<(), CmdError> {
         port(r.in_mod)?;
+        if !self.up {
+            self.pending_event = Some(PORT_ACTIVE);
+        }
         self.up = true;
         Ok(())
     }
@@ -136,7 +161,12 @@ mod tests {
         assert_eq!(p.close_port(&req(1, 0)), Ok(()));
         assert_eq!(p.init_port(&req(1, 0)), Ok(()));
         assert!(p.up);
+        assert_eq!(p.pending_event.take(), Some(PORT_ACTIVE));
+        // Up already: no second event.
+        assert_eq!(p.init_port(&req(1, 0)), Ok(()));
+        assert_eq!(p.pending_event, None);
         assert_eq!(p.init_port(&req(2, 0)), Err(CmdError::BadParam));
+        assert_eq!(port_change_body(1)[8], 0x10);
         assert_eq!(p.conf_special_qp(&req(0x200, 0)), Ok(()));
         assert_eq!(p.base_sqpn, 0x200);
         assert_eq!(p.conf_special_qp(&req(0x204, 0)), Err(CmdError::BadParam));

@@ -10,4 +10,5 @@ mod latency;
 mod mr;
 mod receive;
 mod record;
+mod strict_datapath;
 mod strict_queues;

@@ -170,7 +170,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 /// What the strict firmware decodes, and the context commands it checks.
-const OPS: [u16; 24] = [
+const OPS: [u16; 25] = [
     op::QUERY_FW,
     op::MAP_FA,
     op::UNMAP_FA,
@@ -192,6 +192,7 @@ const OPS: [u16; 24] = [
     op::CONF_SPECIAL_QP,
     op::MAD_IFC,
     op::DIAG_RPRT,
+    op::SYNC_TPT,
     op::SW2HW_EQ,
     op::SW2HW_CQ,
     op::RST2INIT_QP,
