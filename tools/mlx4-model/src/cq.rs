@@ -119,15 +119,9 @@ impl Cq {
         if w & 0xff_ffff >= num_uars || be16(ctx, 0x0a) != 0 || ctx[0x18] > 19 {
             return Err(CmdError::BadParam);
         }
-        let shift = 12 + u32::from(ctx[0x18]);
         let bytes = (1u64 << log_size) * CQE_SIZE;
-        let pages = fw.mtt_pages(
-            env,
-            addr40(ctx, 0x1b, 0x1c),
-            shift,
-            bytes.div_ceil(1 << shift),
-        )?;
-        Cq::new(cqn, ctx, QueueBuf::Pages { shift, pages })
+        let buf = fw.queue_buf(env, addr40(ctx, 0x1b, 0x1c), ctx[0x18], bytes)?;
+        Cq::new(cqn, ctx, buf)
     }
 
     /// The CQ of a checked context; the doorbell record (0x38) must be

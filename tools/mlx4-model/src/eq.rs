@@ -90,16 +90,9 @@ impl Eq {
         if usize::from(intr) >= MSIX_VECTORS || be16(ctx, 0x0a) != 0 || ctx[0x18] > 8 {
             return Err(CmdError::BadParam);
         }
-        let shift = 12 + u32::from(ctx[0x18]);
         let bytes = (1u64 << log_size) * EQE_SIZE;
-        let pages = fw.mtt_pages(
-            env,
-            addr40(ctx, 0x1b, 0x1c),
-            shift,
-            bytes.div_ceil(1 << shift),
-        )?;
+        let buf = fw.queue_buf(env, addr40(ctx, 0x1b, 0x1c), ctx[0x18], bytes)?;
         let armed = (be32(ctx, 0x00) >> 8) & 0xf == STATE_ARMED;
-        let buf = QueueBuf::Pages { shift, pages };
         Ok(Eq::new(eqn, log_size, intr, buf, armed, ctx))
     }
 

@@ -116,10 +116,7 @@ impl Qp {
             if ctx[0xc8] > 19 {
                 return Err(CmdError::BadParam);
             }
-            let shift = 12 + u32::from(ctx[0xc8]);
-            let mtt = addr40(ctx, 0xcb, 0xcc);
-            let pages = fw.mtt_pages(env, mtt, shift, bytes.div_ceil(1 << shift))?;
-            Ok(QueueBuf::Pages { shift, pages })
+            fw.queue_buf(env, addr40(ctx, 0xcb, 0xcc), ctx[0xc8], bytes)
         })
     }
 

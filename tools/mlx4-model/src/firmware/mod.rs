@@ -26,6 +26,7 @@ use crate::config::FirmwareMode;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::qbuf::QueueBuf;
 use icm::{IcmMap, ICM_PAGE};
 use init_hca::{HcaProfile, Table, INIT_HCA_SIZE};
 use port::PortState;
@@ -111,17 +112,21 @@ impl Firmware {
         &self.icm
     }
 
-    /// The `n` pages of 2^`shift` bytes a context's MTT entries name,
-    /// from byte `mtt_addr` of INIT_HCA's MTT table (`mtt`).
-    pub(crate) fn mtt_pages<M: GuestMemory, I: Irq>(
+    /// A queue of `bytes` on the pages of 2^(12 + `log_page_size`) bytes a
+    /// context's MTT entries name, from byte `mtt_addr` of INIT_HCA's MTT
+    /// table (`mtt`).
+    pub(crate) fn queue_buf<M: GuestMemory, I: Irq>(
         &self,
         env: &mut Env<M, I>,
         mtt_addr: u64,
-        shift: u32,
-        n: u64,
-    ) -> Result<Vec<u64>, CmdError> {
+        log_page_size: u8,
+        bytes: u64,
+    ) -> Result<QueueBuf, CmdError> {
         let hca = self.hca.as_ref().ok_or(CmdError::BadSysState)?;
-        mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)
+        let shift = 12 + u32::from(log_page_size);
+        let n = bytes.div_ceil(1 << shift);
+        let pages = mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)?;
+        Ok(QueueBuf::Pages { shift, pages })
     }
 
     /// Device reset: firmware stopped, firmware area, ICM and HCA gone.
