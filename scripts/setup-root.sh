@@ -33,6 +33,10 @@ BACKPORTS_PKGS=(rustc rust-src cargo rustfmt rust-clippy qemu-system-x86 libelf-
 PKGS=(clang lld llvm libclang-dev bindgen make flex bison bc libssl-dev python3
       cpio kmod busybox-static gcc libc6-dev perl xz-utils gzip findutils
       file git)
+# rdma-core's libibverbs with its mlx4 provider, its tools and perftest: the
+# upstream boot copies them with their shared libraries into the x86 guest
+# (tools/vm/upstream/rdma-files.sh), so they run on mainline mlx4_ib there.
+RDMA_PKGS=(libibverbs1 ibverbs-providers ibverbs-utils perftest)
 # s390x: the cross gcc and binutils (kernel, module), the cross libc (static
 # selftests), and what Debian's QEMU source needs to configure and build the
 # s390x system emulator (scripts/build-qemu.sh; dpkg-dev unpacks the source).
@@ -192,7 +196,7 @@ in_root_at "$tmp" sh -c "
 	export DEBIAN_FRONTEND=noninteractive
 	umount /etc/ssl/certs/ca-certificates.crt
 	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
-	apt-get install -y -qq ${PKGS[*]} ${S390X_PKGS[*]} >/dev/null
+	apt-get install -y -qq ${PKGS[*]} ${RDMA_PKGS[*]} ${S390X_PKGS[*]} >/dev/null
 " || die "installing the toolchain into the root failed (apt-get install; the lines above say which package)"
 in_root_at "$tmp" "$TOP/scripts/build-busybox.sh" || die "building the s390x busybox failed"
 in_root_at "$tmp" apt-get clean
@@ -209,6 +213,7 @@ in_root_at "$tmp" sh -c '
 	echo "qemu: $(qemu-system-x86_64 --version | head -n1)"
 	echo "s390x-gcc: $(s390x-linux-gnu-gcc --version | head -n1)"
 	echo "qemu-s390x-firmware: $(dpkg-query -W -f "\${Version}" qemu-system-s390x)"
+	echo "rdma-core: $(dpkg-query -W -f "\${Version}" libibverbs1), perftest $(dpkg-query -W -f "\${Version}" perftest)"
 	echo "busybox-s390x: Debian source $(cat '"$S390X_BUSYBOX"'.version), $(file -b '"$S390X_BUSYBOX"' | cut -d, -f1-3)"
 	echo "packages: $(dpkg-query -W | sha256sum | cut -c1-16)"
 ' >"$tmp/etc/mlx4-bf-toolchain.new"
