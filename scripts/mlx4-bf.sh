@@ -214,11 +214,13 @@ upstream() {
 	rm -rf "$udir"
 	mkdir -p "$udir"
 	for ko in drivers/infiniband/core/ib_core.ko \
-		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko; do
+		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko \
+		drivers/infiniband/core/ib_uverbs.ko; do
 		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
 		cp "$KDIR/$ko" "$udir/"
 	done
 	cp "$TOP/tools/vm/upstream/upstream.sh" "$udir/"
+	"$TOP/tools/vm/upstream/rdma-files.sh" "$udir/rdma"
 	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap -- "$udir"
 }
 

@@ -45,8 +45,32 @@ port_active() {
 	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
 }
 
+# rdma-core and perftest with their libraries (rdma-files.sh), and the
+# loopback interface their out-of-band exchange uses (TCP on 127.0.0.1).
+[ -d rdma ] && cp -a rdma/. /
+ip link set lo up
+
+# Server in the background, then the client; both must succeed in time.
+# The client's output is kept in /tmp/NAME.out for the caller.
+server_client() { # name server-cmd client-cmd
+	# shellcheck disable=SC2086
+	timeout 120 $2 >/tmp/"$1".server 2>&1 &
+	spid=$!
+	sleep 1
+	# shellcheck disable=SC2086
+	timeout 120 $3 >/tmp/"$1".out 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	[ $crc = 0 ] && [ $src = 0 ] && return 0
+	echo "# $1: client exit $crc, server exit $src"
+	sed 's/^/# client: /' /tmp/"$1".out | tail -n 8
+	sed 's/^/# server: /' /tmp/"$1".server | tail -n 8
+	return 1
+}
+
 echo "KTAP version 1"
-echo "1..8"
+echo "1..9"
 [ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
 insmod ./ib_core.ko
 # shellcheck disable=SC2086
@@ -54,6 +78,7 @@ insmod ./mlx4_core.ko $CORE_PARAMS
 wait_for /sys/bus/pci/drivers/mlx4_core/"$BDF"
 result $? mlx4_core_probe "device $BDF not bound to mlx4_core"
 insmod ./mlx4_ib.ko
+insmod ./ib_uverbs.ko
 wait_for $I
 result $? mlx4_ib_registers_mlx4_0 "no $I"
 port_active
@@ -71,6 +96,11 @@ result $? unbind_and_bind_again "mlx4_0 still there after unbind, or not ACTIVE 
 rmmod mlx4_ib && rmmod mlx4_core && [ ! -e $I ] &&
 	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko && port_active
 result $? unload_and_reload "rmmod/insmod of mlx4_ib and mlx4_core"
+out=$(ibv_devinfo -d mlx4_0 -i 1 2>&1)
+echo "$out" | grep -q 'hca_id:[[:space:]]*mlx4_0' &&
+	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' &&
+	echo "$out" | grep -q 'port_lid:[[:space:]]*1$'
+result $? ibv_devinfo_mlx4_0_port1_active "$(echo "$out" | tr '\n' '|' | cut -c1-300)"
 # mlx4_bf's refusal of the strict firmware at boot is expected; mlx4_core's
 # debug line naming the catastrophic error buffer is no error.
 bad=$(dmesg | grep -v -e 'mlx4_bf' -e 'Catastrophic error buffer' |
