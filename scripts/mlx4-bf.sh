@@ -221,7 +221,12 @@ upstream() {
 	done
 	cp "$TOP/tools/vm/upstream/upstream.sh" "$udir/"
 	"$TOP/tools/vm/upstream/rdma-files.sh" "$udir/rdma"
-	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap -- "$udir"
+	# The analyzer's counters (mlx4-bf counters) around each rdma-core run.
+	mkdir -p "$OUT/guest" "$TOP/results"
+	build_helper
+	cp "$OUT/guest/mlx4-bf" "$udir/"
+	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap \
+		--save-files "$TOP/results" -- "$udir"
 }
 
 # Every suite of make test, one boot each, and their total as the last line:

@@ -174,7 +174,7 @@ impl Analyzer {
     }
 
     /// One 8-byte load of register `off`: a single trapped read.
-    fn read(&self, off: usize) -> u64 {
+    pub fn read(&self, off: usize) -> u64 {
         debug_assert!(off.is_multiple_of(8) && off + 8 <= MAP_LEN);
         // SAFETY: an aligned register inside the mapping.
         u64::from_le_bytes(unsafe { load8(self.map.as_ptr().add(off)) })

@@ -37,7 +37,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
-use cmd::{bench, info, lat, pingpong, post, stress, userpost};
+use cmd::{bench, counters, info, lat, pingpong, post, stress, userpost};
 use device::open;
 
 #[derive(Parser)]
@@ -91,6 +91,9 @@ enum Command {
     /// ioctl's staged BlueFlame and doorbell posts and the no-op ioctl.
     /// --pingpong: ib_write_lat-style RDMA-write ping-pong both ways instead.
     Userpost(userpost::Args),
+    /// The device model's analyzer counters, whichever driver owns the
+    /// adapter (no /dev/mlx4_bf0 needed): one `name value` line each.
+    Counters(counters::Args),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -102,6 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stress(a) => stress::run(&cli.device, a),
         Command::Pingpong(a) => pingpong::run(&cli.device, a),
         Command::Userpost(a) => userpost::run(&cli.device, a),
+        Command::Counters(a) => counters::run(a),
     }
 }
 

@@ -69,8 +69,46 @@ server_client() { # name server-cmd client-cmd
 	return 1
 }
 
+# The analyzer's counters (mlx4-bf counters) before and after a run:
+# delta NAME is how far NAME moved.
+snap() { ./mlx4-bf counters >/tmp/counters."$1"; }
+delta() { # name
+	awk -v n="$1" '$1 == n { v[FILENAME] = $2 }
+		END { print v["/tmp/counters.after"] - v["/tmp/counters.before"] }' \
+		/tmp/counters.before /tmp/counters.after
+}
+mkdir -p /tmp/results
+
+# perftest: server and client of TOOL in the guest for SIZE bytes; the
+# client's table goes to results/perftest-TOOL.txt. Sizes up to
+# INLINE_MAX are sent inline and fit a BlueFlame half: libmlx4 writes
+# them to the BlueFlame page, and the adapter reads no WQE by DMA; a larger
+# one has a data segment: the send doorbell, and the WQE read by DMA.
+ITERS=200
+INLINE_MAX=208
+perftest() { # tool size
+	args="-d mlx4_0 -i 1 -F -s $2 -n $ITERS"
+	snap before
+	server_client "$1-$2" "$1 $args" "$1 $args 127.0.0.1"
+	rc=$?
+	snap after
+	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$1-$2".out >>/tmp/results/perftest-"$1".txt
+	why="bf $(delta wqes_bf), dma $(delta wqes_dma), doorbells $(delta send_doorbells)"
+	why="$why, WQE DMA reads $(delta sq_dma_reads), protocol errors $(delta protocol_errors)"
+	if [ $rc = 0 ]; then
+		[ "$(delta protocol_errors)" = 0 ] || rc=1
+		if [ "$2" -le $INLINE_MAX ]; then
+			[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta wqes_bf)" -ge $((2 * ITERS)) ] || rc=1
+		else
+			[ "$(delta send_doorbells)" -ge $((2 * ITERS)) ] && [ "$(delta sq_dma_reads)" -gt 0 ] || rc=1
+		fi
+	fi
+	echo "# $1 $2 bytes: $why"
+	return $rc
+}
+
 echo "KTAP version 1"
-echo "1..9"
+echo "1..19"
 [ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
 insmod ./ib_core.ko
 # shellcheck disable=SC2086
@@ -101,6 +139,21 @@ echo "$out" | grep -q 'hca_id:[[:space:]]*mlx4_0' &&
 	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' &&
 	echo "$out" | grep -q 'port_lid:[[:space:]]*1$'
 result $? ibv_devinfo_mlx4_0_port1_active "$(echo "$out" | tr '\n' '|' | cut -c1-300)"
+for size in 64 4096; do
+	snap before
+	server_client rc_pingpong "ibv_rc_pingpong -d mlx4_0 -i 1 -n 20 -s $size" \
+		"ibv_rc_pingpong -d mlx4_0 -i 1 -n 20 -s $size 127.0.0.1"
+	rc=$?
+	snap after
+	[ "$(delta protocol_errors)" = 0 ] || rc=1
+	result $rc ibv_rc_pingpong_size_$size "deliveries $(delta deliveries), protocol errors $(delta protocol_errors)"
+done
+for tool in ib_send_lat ib_write_lat; do
+	for size in 4 64 $INLINE_MAX 1024; do
+		perftest $tool $size
+		result $? ${tool}_size_$size "see the lines above"
+	done
+done
 # mlx4_bf's refusal of the strict firmware at boot is expected; mlx4_core's
 # debug line naming the catastrophic error buffer is no error.
 bad=$(dmesg | grep -v -e 'mlx4_bf' -e 'Catastrophic error buffer' |
@@ -108,4 +161,5 @@ bad=$(dmesg | grep -v -e 'mlx4_bf' -e 'Catastrophic error buffer' |
 	-e 'mlx4.*[Ee]rror' -e 'mlx4.*[Aa]bort')
 [ -z "$bad" ]
 result $? no_error_or_warn_in_the_log "$(echo "$bad" | head -n 5 | tr '\n' '|')"
+for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done
 exit $failed

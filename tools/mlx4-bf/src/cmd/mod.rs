@@ -4,6 +4,7 @@
 //! is `userpost --pingpong`'s ping-pong.
 
 pub mod bench;
+pub mod counters;
 pub mod info;
 pub mod lat;
 pub mod pingpong;
