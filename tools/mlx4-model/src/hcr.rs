@@ -290,8 +290,8 @@ fn execute<M: GuestMemory, I: Irq>(
         }
         op::NOP => Ok(None),
         op::WRITE_MTT => t.mrs.write_mtt(env, r),
-        op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r),
-        op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r),
+        op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r, t.fw),
+        op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r, t.fw),
         op::SW2HW_EQ => t.eqs.sw2hw(env, r, t.fw),
         op::HW2SW_EQ => {
             let cqs = &*t.cqs;
