@@ -363,7 +363,11 @@ fn contexts_need_their_icm_page() {
     // The QP's one SQ page through the MTT, as for the queues.
     h.init_sq(QP_BUF, SQ_LOG);
     write_mtt(&mut h, 8 * 48, &[QP_BUF]);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, 8 * 48, SQ_LOG);
+    let mb = Harness::with_rq(
+        Harness::qp_mailbox(QPN, UAR, CQN, 8 * 48, SQ_LOG),
+        CQN,
+        RQ_DB,
+    );
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), status::ICM_ERROR);
     assert_eq!(

@@ -13,3 +13,4 @@ mod record;
 mod strict_datapath;
 mod strict_mr;
 mod strict_queues;
+mod strict_rc;
