@@ -301,7 +301,7 @@ fn execute<M: GuestMemory, I: Irq>(
         op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r, t.fw),
         op::HW2SW_CQ => {
             let qps = &*t.qps;
-            t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))
+            t.cqs.hw2sw(env, r, t.fw, |cqn| qps.uses_cq(cqn))
         }
         op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
         op::INIT2RTR_QP => {
@@ -312,9 +312,9 @@ fn execute<M: GuestMemory, I: Irq>(
             let states = (QpState::Rtr, QpState::Rts);
             t.qps.transition(env, t.cqs, n, r, states, t.fw)
         }
-        op::TO_ERR_QP => t.qps.enter_err(r),
-        op::TO_RST_QP => t.qps.enter_rst(r),
-        op::QUERY_QP => t.qps.query(env, r),
+        op::TO_ERR_QP => t.qps.enter_err(r, t.fw),
+        op::TO_RST_QP => t.qps.enter_rst(r, t.fw),
+        op::QUERY_QP => t.qps.query(env, r, t.fw),
         _ => Err(CmdError::BadOp),
     }
 }

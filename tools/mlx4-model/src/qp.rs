@@ -288,9 +288,17 @@ pub struct QpTable {
     qps: BTreeMap<u32, Qp>,
 }
 
-fn qpn(in_mod: u32) -> Result<u32, CmdError> {
+/// The QP in_mod names: above the firmware's reserved QPs and below the
+/// QP count, NUM_QPS in ready mode and INIT_HCA's in strict mode (mlx4
+/// allocates QPNs from a bitmap its profile sizes, whatever QUERY_DEV_CAP
+/// advertised, `core/qp.c:mlx4_init_qp_table`).
+fn qpn(in_mod: u32, fw: &Firmware) -> Result<u32, CmdError> {
     let qpn = in_mod & 0xff_ffff;
-    if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
+    let limit = match fw.hca() {
+        Some(p) if fw.strict() => 1u64 << p.qpc.log_num.min(24),
+        _ => u64::from(NUM_QPS),
+    };
+    if qpn < FIRST_QPN || u64::from(qpn) >= limit {
         return Err(CmdError::BadIndex);
     }
     Ok(qpn)
@@ -354,7 +362,7 @@ impl QpTable {
         r: &CommandRequest,
         fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         if self.qps.contains_key(&qpn) {
             return Err(CmdError::BadQpState);
         }
@@ -373,7 +381,7 @@ impl QpTable {
         (from, to): (QpState, QpState),
         fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         match self.qps.get(&qpn) {
             Some(qp) if qp.state == from => {}
             _ => return Err(CmdError::BadQpState),
@@ -430,8 +438,8 @@ impl QpTable {
     }
 
     /// 2ERR_QP.
-    pub(crate) fn enter_err(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+    pub(crate) fn enter_err(&mut self, r: &CommandRequest, fw: &Firmware) -> CmdResult {
+        let qpn = qpn(r.in_mod, fw)?;
         let Some(qp) = self.qps.get_mut(&qpn) else {
             return Err(CmdError::BadQpState);
         };
@@ -440,8 +448,8 @@ impl QpTable {
     }
 
     /// 2RST_QP (opmod 2): the QP is gone.
-    pub(crate) fn enter_rst(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+    pub(crate) fn enter_rst(&mut self, r: &CommandRequest, fw: &Firmware) -> CmdResult {
+        let qpn = qpn(r.in_mod, fw)?;
         if r.op_mod != 2 {
             return Err(CmdError::BadParam);
         }
@@ -456,8 +464,9 @@ impl QpTable {
         &self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         let Some(qp) = self.qps.get(&qpn) else {
             return Err(CmdError::BadResState);
         };

@@ -76,6 +76,11 @@ pub(super) fn init_hca_mailbox() -> Vec<u8> {
 /// mlx4_init_hca up to INIT_HCA: SET_ICM_SIZE, MAP_ICM_AUX, the first
 /// page of the EQC, CQC and QPC tables, INIT_HCA.
 pub(super) fn init_hca(h: &mut Harness) {
+    init_hca_with(h, &init_hca_mailbox());
+}
+
+/// `init_hca` with another INIT_HCA mailbox.
+pub(super) fn init_hca_with(h: &mut Harness, mb: &[u8]) {
     run_fw(h);
     assert_eq!(
         h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
@@ -90,7 +95,7 @@ pub(super) fn init_hca(h: &mut Harness) {
         (QPC_BASE, ICM_DMA + 0x2000, 0),
     ];
     assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
-    h.poke(IN_MB, &init_hca_mailbox());
+    h.poke(IN_MB, mb);
     assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
 }
 

@@ -215,3 +215,45 @@ fn a_path_to_another_lid_delivers_nothing() {
     assert_eq!(h.rq_ci(QB), 0);
     assert_eq!(h.dev.counters().global.peer_errors, 1);
 }
+
+#[test]
+fn cq_and_qp_numbers_up_to_the_profiles_counts() {
+    // mlx4_core's default profile: 2^16 CQs and 2^17 QPs, more than
+    // QUERY_DEV_CAP's 2^12 and 2^16; the bitmaps it allocates from are
+    // the profile's.
+    let mut h = strict();
+    let mut mb = init_hca_mailbox();
+    // 2^17 QPCs (32 MiB) do not fit below the CQC table: elsewhere.
+    let qpc_base = 0x1000_0000;
+    put_be64(&mut mb, 0x30, qpc_base | 17);
+    put_be64(&mut mb, 0x50, CQC_BASE | 16);
+    init_hca_with(&mut h, &mb);
+    assert_eq!(create_eq(&mut h, EQN), status::OK);
+    let (cqn, qpn) = (5000u32, 0x1_0008u32);
+    let cqc_page = CQC_BASE + u64::from(cqn) * 64 / 0x1000 * 0x1000;
+    let qpc_page = qpc_base + u64::from(qpn) * 256 / 0x1000 * 0x1000;
+    let pages = [
+        (cqc_page, ICM_DMA + 0xd000, 0),
+        (qpc_page, ICM_DMA + 0xe000, 0),
+    ];
+    assert_eq!(map(&mut h, op::MAP_ICM, &pages), status::OK);
+    h.dev.mem_mut().add_range(0x28_0000, 0x2000);
+    write_mtt(&mut h, 0x800, &[0x28_0000, 0x28_1000]);
+    h.poke(
+        IN_MB,
+        &Harness::cq_ctx(CQ_LOG, UAR, EQN as u8, 0x800, CQ_DB),
+    );
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, cqn), status::OK);
+    let mb = Harness::with_rq(
+        Harness::qp_mailbox(qpn, UAR, cqn, 0x808, SQ_LOG),
+        cqn,
+        RQ_DB,
+    );
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RST2INIT_QP, 0, qpn), status::OK);
+    assert_eq!(h.cmd(op::TO_RST_QP, 2, qpn), status::OK);
+    assert_eq!(h.cmd_full(op::HW2SW_CQ, 1, 0, cqn, 0, None), status::OK);
+    // Past the profile: no such context.
+    assert_eq!(h.cmd(op::TO_RST_QP, 2, 1 << 17), status::BAD_INDEX);
+    assert!(h.error_codes().is_empty());
+}
