@@ -70,6 +70,9 @@ pub enum Fault {
     Permission,
     /// The access does not lie inside the region.
     OutOfRange,
+    /// Strict firmware: the responder QP does not enable remote writes
+    /// (RWE), whatever the key.
+    QpAccess,
 }
 
 impl Fault {
@@ -81,6 +84,7 @@ impl Fault {
             Fault::PdMismatch => "pd_mismatch",
             Fault::Permission => "permission",
             Fault::OutOfRange => "out_of_range",
+            Fault::QpAccess => "qp_access",
         }
     }
 }

@@ -15,6 +15,10 @@ use crate::qbuf::QueueBuf;
 use std::collections::BTreeMap;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
+/// params2 (ctx 0x90) MLX4_QP_BIT_RWE and its optpar bit
+/// (MLX4_QP_OPTPAR_RWE).
+const RWE: u32 = 1 << 14;
+const OPTPAR_RWE: u32 = 1 << 3;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +79,10 @@ pub struct Qp {
     /// +0x06, ctx 0x1e) INIT2RTR set for an RC/UC QP, 0 before; None in
     /// ready mode, which delivers by remote_qpn alone.
     pub rlid: Option<u16>,
+    /// Strict firmware: remote write enable (params2 bit 14, ctx 0x90:
+    /// MLX4_QP_BIT_RWE), from RST2INIT and every later transition whose
+    /// optpar has RWE (bit 3); None in ready mode, which does not check it.
+    pub rwe: Option<bool>,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -128,6 +136,7 @@ impl Qp {
             fw.queue_buf(env, addr40(ctx, 0xcb, 0xcc), ctx[0xc8], bytes)
         })?;
         qp.rlid = Some(0);
+        qp.rwe = Some(be32(ctx, 0x90) & RWE != 0);
         Ok(qp)
     }
 
@@ -196,6 +205,7 @@ impl Qp {
             rlkey: ctx[0x0b] & 0x10 != 0,
             pd: be32(ctx, 0x04) & 0xff_ffff,
             rlid: None,
+            rwe: None,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
@@ -431,6 +441,11 @@ impl QpTable {
             if to == QpState::Rtr {
                 qp.remote_qpn = be32(&mb[8..], 0x14) & 0xff_ffff;
                 qp.rlid = Some(u16::from_be_bytes([mb[8 + 0x1e], mb[8 + 0x1f]]));
+            }
+            // `ib/qp.c:to_mlx4_access_flags`, sent with OPTPAR_RWE
+            // whenever the access flags or max_dest_rd_atomic change.
+            if be32(&mb, 0) & OPTPAR_RWE != 0 {
+                qp.rwe = Some(be32(&mb[8..], 0x90) & RWE != 0);
             }
             qp.state = to;
         }

@@ -5,7 +5,8 @@
 //!    TRANSPORT_RETRY_EXC_ERR;
 //! b. the payload is gathered as a SEND's is (inline bytes, data segments
 //!    after their key checks); else LOCAL_PROT_ERR or LOCAL_LENGTH_ERR;
-//! c. the rkey names a region of `d`'s protection domain with REMOTE_WRITE
+//! c. (strict firmware) `d`'s context enables remote writes (RWE), and
+//!    the rkey names a region of `d`'s protection domain with REMOTE_WRITE
 //!    that holds `[raddr, raddr + length)` (not checked for length 0, as
 //!    IB says); else REMOTE_ACCESS_ERR on the requester, `d` unaffected;
 //! d. RDMA_WRITE_IMM only: `d`'s RQ holds a receive WQE; else
@@ -48,7 +49,20 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let c = w.ctrl;
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let len = payload.len() as u64;
-        let pd = self.qps.get(d).map_or(0, |qp| qp.pd);
+        let (pd, rwe) = self.qps.get(d).map_or((0, None), |qp| (qp.pd, qp.rwe));
+        if rwe == Some(false) {
+            // Strict firmware: the responder QP does not allow remote
+            // writes (no IB_ACCESS_REMOTE_WRITE at modify): a remote
+            // access NAK, whatever the rkey.
+            self.prot_fault(d, "rkey", rkey, raddr, len, keys::Fault::QpAccess);
+            self.delivery_failed(
+                s,
+                d,
+                "remote write not enabled",
+                syndrome::REMOTE_ACCESS_ERR,
+            );
+            return Err(syndrome::REMOTE_ACCESS_ERR);
+        }
         let target = match keys::check(self.mrs, false, pd, rkey, raddr, len, Access::RemoteWrite) {
             Ok(t) => t,
             Err(f) => {

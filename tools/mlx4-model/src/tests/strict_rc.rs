@@ -75,10 +75,26 @@ fn hca() -> Harness {
     h
 }
 
+/// params2 MLX4_QP_BIT_RWE (`ib/qp.c:to_mlx4_access_flags`).
+const RWE: u32 = 1 << 14;
+
 /// RST2INIT as mlx4_ib sends it for a libmlx4 QP: RC, the PD, the
 /// context's UAR, no rlkey, remote QPN 0, a 16 x 64 B SQ then the RQ
-/// (`rq_size_stride`), its doorbell record, one MTT page.
+/// (`rq_size_stride`), its doorbell record, one MTT page, remote writes
+/// enabled (perftest's IBV_ACCESS_REMOTE_WRITE).
 fn rst2init(h: &mut Harness, qpn: u32, page: u64, mtt: u64, rq_size_stride: u8, db: u64) {
+    rst2init_with(h, qpn, page, mtt, rq_size_stride, db, RWE);
+}
+
+fn rst2init_with(
+    h: &mut Harness,
+    qpn: u32,
+    page: u64,
+    mtt: u64,
+    rq_size_stride: u8,
+    db: u64,
+    params2: u32,
+) {
     h.dev.mem_mut().add_range(page, 0x1000);
     write_mtt(h, mtt, &[page]);
     h.init_sq(page, SQ_LOG);
@@ -87,6 +103,7 @@ fn rst2init(h: &mut Harness, qpn: u32, page: u64, mtt: u64, rq_size_stride: u8, 
     mb[8 + 0x09] = rq_size_stride;
     mb[8 + 0x0b] = 0;
     put_be32(&mut mb[8..], 0x14, 0);
+    put_be32(&mut mb[8..], 0x90, params2);
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, qpn), status::OK);
 }
@@ -256,4 +273,31 @@ fn cq_and_qp_numbers_up_to_the_profiles_counts() {
     // Past the profile: no such context.
     assert_eq!(h.cmd(op::TO_RST_QP, 2, 1 << 17), status::BAD_INDEX);
     assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn rdma_writes_need_the_responders_remote_write_enable() {
+    // B created without IBV_ACCESS_REMOTE_WRITE (rc_pingpong's QPs).
+    let mut h = hca();
+    rst2init(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB);
+    rst2init_with(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB, 0);
+    connect(&mut h, QA, QB, 1);
+    connect(&mut h, QB, QA, 1);
+    let write = |index: u32| {
+        let mut w = send_wqe(index, opcode::RDMA_WRITE, 8, 0);
+        w.splice(16..16, [0u8; 16]);
+        w[7] = 3;
+        put_be64(&mut w, 16, VA_B);
+        put_be32(&mut w, 24, key(0x101));
+        w
+    };
+    h.poke(GATHER_BUF, &[0x5a; 8]);
+    h.write_wqe(PAGE_A, 0, &write(0));
+    h.doorbell(UUAR, QA);
+    let s = h.mem(CQ_PAGE, 32);
+    assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | CQE_OPCODE_ERROR);
+    assert_eq!(s[0x1b], syndrome::REMOTE_ACCESS_ERR);
+    assert_eq!(h.mem(RECV2_BUF, 8), [0; 8]);
+    assert_eq!(h.dev.counters().faults.remote_access_faults, 1);
+    assert_eq!(h.records_of("prot_fault")[0]["reason"], "qp_access");
 }
