@@ -301,3 +301,105 @@ fn rdma_writes_need_the_responders_remote_write_enable() {
     assert_eq!(h.dev.counters().faults.remote_access_faults, 1);
     assert_eq!(h.records_of("prot_fault")[0]["reason"], "qp_access");
 }
+
+/// libmlx4's BlueFlame post (`mlx4_post_send`, one inline WQE of at most
+/// bf_buf_size / 16 units): the WQE in the ring, WQE counter in
+/// owner_opcode[23:8], `qpn << 8` OR-ed into bf_qpn, copied in 8-byte
+/// stores to the context UAR's BF page, halves alternating.
+#[test]
+fn inline_send_and_rdma_write_by_blueflame_from_a_user_context() {
+    let mut h = pair(1);
+    for i in 0..4 {
+        h.post_recv(PAGE_B, i, 256, key(0x101), VA_B + 0x100 * u64::from(i));
+    }
+    h.set_rq_head(RQ2_DB, 4);
+    // ib_send_lat: 2-byte inline SEND, DS 2.
+    let w = Harness::inline_send(QA, 0, &[0xc3, 0x3c], true);
+    h.write_wqe(PAGE_A, 0, &w);
+    h.bf_copy(UUAR, 0, &w, 8);
+    assert_eq!(h.mem(RECV2_BUF, 2), [0xc3, 0x3c]);
+    // ib_write_lat: RDMA_WRITE, raddr segment, then 4 inline bytes (the
+    // inline header at +32: 28 bytes fit before the 64-byte boundary).
+    let mut w = vec![0u8; 48];
+    let owner_op = (1u32 << 8) | u32::from(opcode::RDMA_WRITE);
+    put_be32(&mut w, 0, owner_op);
+    put_be32(&mut w, 4, (QA << 8) | 3);
+    put_be32(&mut w, 8, 0xc);
+    put_be64(&mut w, 16, VA_B + 0xff0);
+    put_be32(&mut w, 24, key(0x101));
+    put_be32(&mut w, 32, (1 << 31) | 4);
+    w[36..40].copy_from_slice(&[1, 2, 3, 4]);
+    h.write_wqe(PAGE_A, 1, &w);
+    h.bf_copy(UUAR, 1, &w, 8);
+    assert_eq!(h.mem(RECV2_BUF + 0xff0, 4), [1, 2, 3, 4]);
+    let g = &h.dev.counters().global;
+    assert_eq!((g.wqes_bf, g.wqes_dma, g.bf_fallbacks), (2, 0, 0));
+    assert_eq!(h.sq_ci(QA), 2);
+    // A's CQEs: the SEND's after B's receive, then the write's.
+    let s = h.mem(CQ_PAGE + 2 * 32, 32);
+    assert_eq!((be32(&s, 0), be16(&s, 0x18)), (QA, 1));
+    assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | opcode::RDMA_WRITE);
+    assert!(h.error_codes().is_empty());
+}
+
+/// libmlx4 `mlx4_arm_cq`: one 64-bit big-endian write to the context's
+/// UAR + 0x20 (`sn << 28 | cmd | cqn`, then ci); cmd 1 (solicited) lets
+/// only a solicited completion post the COMP EQE, cmd 2 any.
+#[test]
+fn user_cq_armed_through_the_context_uar() {
+    let mut h = strict();
+    init_hca(&mut h);
+    assert_eq!(create_eq(&mut h, EQN), status::OK);
+    // The CQ on the user context's UAR, as mlx4_ib_create_cq makes it.
+    map_mtt(&mut h);
+    h.dev.mem_mut().add_range(CQ_PAGE, 0x1000);
+    write_mtt(&mut h, 8 * 33, &[CQ_PAGE]);
+    h.poke(
+        IN_MB,
+        &Harness::cq_ctx(CQ_LOG, UUAR, EQN as u8, 8 * 33, CQ_DB),
+    );
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, CQ), status::OK);
+    let qpc_page = QPC_BASE + u64::from(QA) * 256 / 0x1000 * 0x1000;
+    let dmpt_page = DMPT_BASE + 0x100 * 64;
+    let pages = [
+        (qpc_page, ICM_DMA + 0xb000, 0),
+        (dmpt_page, ICM_DMA + 0xc000, 0),
+    ];
+    assert_eq!(map(&mut h, op::MAP_ICM, &pages), status::OK);
+    rst2init(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB);
+    rst2init(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB);
+    connect(&mut h, QA, QB, 1);
+    connect(&mut h, QB, QA, 1);
+    for i in 0..2 {
+        h.post_recv(PAGE_B, i, 0, 0x100, 0);
+    }
+    h.set_rq_head(RQ2_DB, 2);
+    let eq_page = 0x30_0000 + 0x1000 * u64::from(EQN);
+    h.arm_cq(UUAR, CQ, 1, 0);
+    // Zero-byte SEND (no data segment: DS 1), not solicited: no event.
+    let send = |index: u32, se: bool| {
+        let mut w = vec![0u8; 16];
+        let owner = if index & (1 << SQ_LOG) != 0 {
+            1 << 31
+        } else {
+            0
+        };
+        put_be32(&mut w, 0, owner | u32::from(opcode::SEND));
+        w[7] = 1;
+        put_be32(&mut w, 8, 0xc | if se { 2 } else { 0 });
+        w
+    };
+    h.write_wqe(PAGE_A, 0, &send(0, false));
+    h.doorbell(UUAR, QA);
+    assert_eq!(h.mem(CQ_PAGE, 32)[0x1f] & 0x7f, recv_opcode::SEND);
+    assert_eq!(h.mem(eq_page, 32)[0x1f] & 0x80, 0x80, "no EQE yet");
+    // Solicited: B's receive CQE fires the arm once.
+    h.write_wqe(PAGE_A, 1, &send(1, true));
+    h.doorbell(UUAR, QA);
+    let eqe = h.mem(eq_page, 32);
+    assert_eq!((eqe[1], be32(&eqe, 4) & 0xff_ffff), (0x00, CQ));
+    assert_eq!(h.dev.counters().global.eqes, 1);
+    // Armed on another UAR than the CQ's context names: refused.
+    h.arm_cq(UAR, CQ, 2, 4);
+    assert_eq!(h.error_codes(), ["cq_doorbell_foreign_uar"]);
+}
