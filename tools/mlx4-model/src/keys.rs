@@ -53,6 +53,8 @@ pub enum Access {
     LocalWrite,
     /// An RDMA write's destination (REMOTE_WRITE; never the reserved lkey).
     RemoteWrite,
+    /// An RDMA read's source (REMOTE_READ; never the reserved lkey).
+    RemoteRead,
 }
 
 /// Why a key check failed (trace `prot_fault`, field `reason`).
@@ -116,7 +118,8 @@ pub fn check(
         return Ok(Target::Nothing);
     }
     if key == RESERVED_LKEY {
-        return if rlkey && access != Access::RemoteWrite {
+        let remote = matches!(access, Access::RemoteWrite | Access::RemoteRead);
+        return if rlkey && !remote {
             Ok(Target::Dma)
         } else {
             Err(Fault::ReservedKey)
@@ -136,6 +139,7 @@ pub fn check(
         Access::LocalRead => 0,
         Access::LocalWrite => perm::LOCAL_WRITE,
         Access::RemoteWrite => perm::REMOTE_WRITE,
+        Access::RemoteRead => perm::REMOTE_READ,
     };
     if mpt.flags & needs != needs {
         return Err(Fault::Permission);

@@ -19,6 +19,9 @@ pub const QP_CTX_SIZE: usize = 0xf8;
 /// (MLX4_QP_OPTPAR_RWE).
 const RWE: u32 = 1 << 14;
 const OPTPAR_RWE: u32 = 1 << 3;
+/// params2 MLX4_QP_BIT_RRE and MLX4_QP_OPTPAR_RRE.
+const RRE: u32 = 1 << 15;
+const OPTPAR_RRE: u32 = 1 << 1;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +86,9 @@ pub struct Qp {
     /// MLX4_QP_BIT_RWE), from RST2INIT and every later transition whose
     /// optpar has RWE (bit 3); None in ready mode, which does not check it.
     pub rwe: Option<bool>,
+    /// Strict firmware: remote read enable (params2 bit 15, RRE; optpar
+    /// bit 1), likewise.
+    pub rre: Option<bool>,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -137,6 +143,7 @@ impl Qp {
         })?;
         qp.rlid = Some(0);
         qp.rwe = Some(be32(ctx, 0x90) & RWE != 0);
+        qp.rre = Some(be32(ctx, 0x90) & RRE != 0);
         Ok(qp)
     }
 
@@ -206,10 +213,16 @@ impl Qp {
             pd: be32(ctx, 0x04) & 0xff_ffff,
             rlid: None,
             rwe: None,
+            rre: None,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
         })
+    }
+
+    /// The strict firmware created it (it keeps the access enables).
+    pub fn strict(&self) -> bool {
+        self.rwe.is_some()
     }
 
     pub fn sq_entries(&self) -> u32 {
@@ -446,6 +459,9 @@ impl QpTable {
             // whenever the access flags or max_dest_rd_atomic change.
             if be32(&mb, 0) & OPTPAR_RWE != 0 {
                 qp.rwe = Some(be32(&mb[8..], 0x90) & RWE != 0);
+            }
+            if be32(&mb, 0) & OPTPAR_RRE != 0 {
+                qp.rre = Some(be32(&mb[8..], 0x90) & RRE != 0);
             }
             qp.state = to;
         }

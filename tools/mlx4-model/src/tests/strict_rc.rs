@@ -57,7 +57,7 @@ fn hca() -> Harness {
     ] {
         write_mtt(&mut h, mtt, &[dma]);
         let mut e = [0u8; 64];
-        let access = perm::LOCAL_READ | perm::LOCAL_WRITE | perm::REMOTE_WRITE;
+        let access = perm::LOCAL_READ | perm::LOCAL_WRITE | perm::REMOTE_WRITE | perm::REMOTE_READ;
         put_be32(
             &mut e,
             0x00,
@@ -402,4 +402,60 @@ fn user_cq_armed_through_the_context_uar() {
     // Armed on another UAR than the CQ's context names: refused.
     h.arm_cq(UAR, CQ, 2, 4);
     assert_eq!(h.error_codes(), ["cq_doorbell_foreign_uar"]);
+}
+
+/// params2 MLX4_QP_BIT_RRE.
+const RRE: u32 = 1 << 15;
+
+/// ib_read_lat's post: RDMA_READ (libmlx4: raddr segment, then the data
+/// segments the bytes land in).
+fn read_wqe(index: u32, raddr: u64, len: u32) -> Vec<u8> {
+    let mut w = send_wqe(index, opcode::RDMA_READ, len, 0);
+    w.splice(16..16, [0u8; 16]);
+    w[7] = 3;
+    put_be64(&mut w, 16, raddr);
+    put_be32(&mut w, 24, key(0x101));
+    w
+}
+
+#[test]
+fn rdma_read_from_the_responders_region() {
+    let mut h = hca();
+    rst2init(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB);
+    rst2init_with(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB, RWE | RRE);
+    connect(&mut h, QA, QB, 1);
+    connect(&mut h, QB, QA, 1);
+    let src: Vec<u8> = (0..64u8).rev().collect();
+    h.poke(RECV2_BUF + 0x40, &src);
+    h.write_wqe(PAGE_A, 0, &read_wqe(0, VA_B + 0x40, 64));
+    h.doorbell(UUAR, QA);
+    assert_eq!(h.mem(GATHER_BUF, 64), src);
+    let s = h.mem(CQ_PAGE, 32);
+    assert_eq!((be32(&s, 0), be32(&s, 0x14)), (QA, 64));
+    assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | opcode::RDMA_READ);
+    assert!(h.error_codes().is_empty());
+    // Past the responder's region: REMOTE_ACCESS_ERR, nothing written.
+    h.poke(GATHER_BUF, &[0; 64]);
+    h.write_wqe(PAGE_A, 1, &read_wqe(1, VA_B + 0xfc0, 65));
+    h.doorbell(UUAR, QA);
+    let s = h.mem(CQ_PAGE + 32, 32);
+    assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | CQE_OPCODE_ERROR);
+    assert_eq!(s[0x1b], syndrome::REMOTE_ACCESS_ERR);
+    assert_eq!(h.mem(GATHER_BUF, 64), [0; 64]);
+}
+
+#[test]
+fn rdma_read_needs_remote_read_enable_and_ready_mode_refuses_it() {
+    let mut h = pair(1); // RWE only
+    h.write_wqe(PAGE_A, 0, &read_wqe(0, VA_B, 8));
+    h.doorbell(UUAR, QA);
+    assert_eq!(h.mem(CQ_PAGE, 32)[0x1b], syndrome::REMOTE_ACCESS_ERR);
+    assert_eq!(h.records_of("prot_fault")[0]["reason"], "qp_access");
+    // Ready mode: an opcode it does not take.
+    let mut h = Harness::pair();
+    let mut w = read_wqe(0, 0x1000, 8);
+    put_be32(&mut w, 20, RESERVED_LKEY);
+    h.write_wqe(QP_BUF, 0, &w);
+    h.doorbell(UAR, QPN);
+    assert_eq!(h.error_codes(), ["wqe_bad_opcode"]);
 }
