@@ -90,6 +90,10 @@ pub struct Global {
     /// Strict firmware: sends on the special QPs (MLX) completed; their
     /// packets go nowhere (`datapath::mad`; 0x5f8).
     pub mad_sends: u64,
+    /// Strict firmware: what the model refuses where a real ConnectX-3's
+    /// behaviour is unknown to it (a fast-register MPT, ...), each also
+    /// recorded (`fw_refused` with a `reason`). Summary only.
+    pub fw_unmodelled: u64,
 }
 
 /// Protection faults: kept across a counter reset (diag +0x18), so that a

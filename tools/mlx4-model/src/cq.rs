@@ -392,8 +392,15 @@ impl CqTable {
         }
     }
 
-    fn cqn(in_mod: u32) -> Result<u32, CmdError> {
-        if in_mod >= NUM_CQS {
+    /// The CQ in_mod names: below NUM_CQS in ready mode, INIT_HCA's CQ
+    /// count in strict mode (mlx4 allocates CQNs from a bitmap its profile
+    /// sizes, whatever QUERY_DEV_CAP advertised, `core/cq.c:mlx4_init_cq_table`).
+    fn cqn(in_mod: u32, fw: &Firmware) -> Result<u32, CmdError> {
+        let limit = match fw.hca() {
+            Some(p) if fw.strict() => 1u64 << p.cqc.log_num.min(24),
+            _ => u64::from(NUM_CQS),
+        };
+        if u64::from(in_mod) >= limit {
             return Err(CmdError::BadIndex);
         }
         Ok(in_mod)
@@ -409,7 +416,7 @@ impl CqTable {
         r: &CommandRequest,
         fw: &Firmware,
     ) -> CmdResult {
-        let cqn = Self::cqn(r.in_mod)?;
+        let cqn = Self::cqn(r.in_mod, fw)?;
         if self.cqs.contains_key(&cqn) {
             return Err(CmdError::BadResState);
         }
@@ -437,9 +444,10 @@ impl CqTable {
         &mut self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
         in_use: impl Fn(u32) -> bool,
     ) -> CmdResult {
-        let cqn = Self::cqn(r.in_mod)?;
+        let cqn = Self::cqn(r.in_mod, fw)?;
         let Some(cq) = self.cqs.get(&cqn) else {
             return Err(CmdError::BadResState);
         };

@@ -290,8 +290,8 @@ fn execute<M: GuestMemory, I: Irq>(
         }
         op::NOP => Ok(None),
         op::WRITE_MTT => t.mrs.write_mtt(env, r),
-        op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r),
-        op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r),
+        op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r, t.fw),
+        op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r, t.fw),
         op::SW2HW_EQ => t.eqs.sw2hw(env, r, t.fw),
         op::HW2SW_EQ => {
             let cqs = &*t.cqs;
@@ -301,7 +301,7 @@ fn execute<M: GuestMemory, I: Irq>(
         op::SW2HW_CQ => t.cqs.sw2hw(env, t.eqs, n, r, t.fw),
         op::HW2SW_CQ => {
             let qps = &*t.qps;
-            t.cqs.hw2sw(env, r, |cqn| qps.uses_cq(cqn))
+            t.cqs.hw2sw(env, r, t.fw, |cqn| qps.uses_cq(cqn))
         }
         op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
         op::INIT2RTR_QP => {
@@ -312,9 +312,9 @@ fn execute<M: GuestMemory, I: Irq>(
             let states = (QpState::Rtr, QpState::Rts);
             t.qps.transition(env, t.cqs, n, r, states, t.fw)
         }
-        op::TO_ERR_QP => t.qps.enter_err(r),
-        op::TO_RST_QP => t.qps.enter_rst(r),
-        op::QUERY_QP => t.qps.query(env, r),
+        op::TO_ERR_QP => t.qps.enter_err(r, t.fw),
+        op::TO_RST_QP => t.qps.enter_rst(r, t.fw),
+        op::QUERY_QP => t.qps.query(env, r, t.fw),
         _ => Err(CmdError::BadOp),
     }
 }

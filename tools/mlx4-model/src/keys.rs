@@ -7,18 +7,20 @@
 //!   context sets rlkey means "addr is a DMA address": one access, as
 //!   given. Never as an rkey.
 //! - Any other key names a memory region: MPT index
-//!   `key_to_hw_index(key) & (NUM_MPTS - 1)` with `key_to_hw_index(k) =
-//!   (k << 24) | (k >> 8)` (mlx4). The MPT must be in hardware ownership,
+//!   `key_to_hw_index(key) & (num_mpts - 1)` with `key_to_hw_index(k) =
+//!   (k << 24) | (k >> 8)` (mlx4), num_mpts NUM_MPTS in ready mode and
+//!   2^log_mpt_sz of INIT_HCA in strict mode (`MrTable::index_of`). The MPT must be in hardware ownership,
 //!   its key field must equal `key_to_hw_index(key)` (the tag in the
 //!   key's low byte included), its PD must equal the QP's (the responder's
 //!   for an rkey), the access must lie inside `[start, start + length)`,
 //!   and writes need LOCAL_WRITE (a receive scatter) or REMOTE_WRITE (an
 //!   RDMA write). Local reads are always allowed. The reserved lkey without
 //!   rlkey names MPT 0, which is reserved and never in hardware ownership.
-//! - A region's virtual address `va` is at DMA address `mtt[i] & !0xfff |
-//!   (va & 0xfff)`, `i = (va >> 12) - (start >> 12)`, from the translation
-//!   the MPT took at SW2HW_MPT; an access is split at 4 KiB page
-//!   boundaries.
+//! - A region's virtual address `va` is at DMA address `mtt[i] |
+//!   (va % 2^s)`, `i = (va >> s) - (start >> s)`, s the region's page
+//!   shift (12 in ready mode, entity_size in strict mode), from the
+//!   translation the MPT took at SW2HW_MPT; an access is split at page
+//!   boundaries. A PHYSICAL region (strict) is the identity.
 //!
 //! A failed check touches nothing: the caller completes the WQE in error
 //! and counts the fault.
@@ -37,7 +39,7 @@ pub fn hw_index(key: u32) -> u32 {
     key.rotate_right(8)
 }
 
-/// The MPT a key names.
+/// The MPT a key names in ready mode (`MrTable::index_of` in general).
 pub fn mpt_index(key: u32) -> u32 {
     hw_index(key) & (NUM_MPTS - 1)
 }
@@ -51,6 +53,8 @@ pub enum Access {
     LocalWrite,
     /// An RDMA write's destination (REMOTE_WRITE; never the reserved lkey).
     RemoteWrite,
+    /// An RDMA read's source (REMOTE_READ; never the reserved lkey).
+    RemoteRead,
 }
 
 /// Why a key check failed (trace `prot_fault`, field `reason`).
@@ -68,6 +72,9 @@ pub enum Fault {
     Permission,
     /// The access does not lie inside the region.
     OutOfRange,
+    /// Strict firmware: the responder QP does not enable remote writes
+    /// (RWE), whatever the key.
+    QpAccess,
 }
 
 impl Fault {
@@ -79,6 +86,7 @@ impl Fault {
             Fault::PdMismatch => "pd_mismatch",
             Fault::Permission => "permission",
             Fault::OutOfRange => "out_of_range",
+            Fault::QpAccess => "qp_access",
         }
     }
 }
@@ -110,13 +118,15 @@ pub fn check(
         return Ok(Target::Nothing);
     }
     if key == RESERVED_LKEY {
-        return if rlkey && access != Access::RemoteWrite {
+        let remote = matches!(access, Access::RemoteWrite | Access::RemoteRead);
+        return if rlkey && !remote {
             Ok(Target::Dma)
         } else {
             Err(Fault::ReservedKey)
         };
     }
-    let Some(mpt) = mrs.mpt(mpt_index(key)) else {
+    let index = mrs.index_of(key);
+    let Some(mpt) = mrs.mpt(index) else {
         return Err(Fault::NoRegion);
     };
     if mpt.key != hw_index(key) {
@@ -129,6 +139,7 @@ pub fn check(
         Access::LocalRead => 0,
         Access::LocalWrite => perm::LOCAL_WRITE,
         Access::RemoteWrite => perm::REMOTE_WRITE,
+        Access::RemoteRead => perm::REMOTE_READ,
     };
     if mpt.flags & needs != needs {
         return Err(Fault::Permission);
@@ -137,7 +148,7 @@ pub fn check(
     if addr < mpt.start || end > mpt.start + mpt.length {
         return Err(Fault::OutOfRange);
     }
-    Ok(Target::Region(mpt_index(key)))
+    Ok(Target::Region(index))
 }
 
 /// The DMA accesses of the first `len` bytes at `addr` of what `check`

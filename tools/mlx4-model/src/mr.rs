@@ -9,10 +9,21 @@
 //! driver must not change under the adapter; WRITE_MTT refuses to touch an
 //! entry an MPT in hardware ownership uses, so the snapshot always equals
 //! the table.
+//!
+//! Strict firmware (`--firmware=strict`) is mainline mlx4_core's device
+//! instead (`core/mr.c:mlx4_mr_enable`, `mlx4_write_mtt_chunk`): SW2HW_MPT
+//! in_mod is `key_to_hw_index(key) & (num_mpts - 1)` with num_mpts =
+//! 2^INIT_HCA log_mpt_sz, indices below the 2^LOG_RSVD_MPT reserved ones
+//! are the firmware's; the pages come from the MTT entries mlx4 wrote into
+//! the MTT table's ICM, each 2^entity_size bytes (12..=31: mlx4_ib picks
+//! up to 2 GiB for contiguous user memory, `ib/mr.c:mlx4_ib_reg_user_mr`);
+//! a PHYSICAL MPT (no MTT, `ib/mr.c:mlx4_ib_get_dma_mr`: start 0, length
+//! ~0) translates every address to itself.
 
 use crate::bytes::{be32, be64};
 use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
 use crate::env::Env;
+use crate::firmware::{caps::LOG_RSVD_MPT, Firmware};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{
@@ -30,6 +41,14 @@ const WRITE_MTT_HEADER: usize = 16;
 pub const MTT_PRESENT: u64 = 1;
 /// MLX4_MPT_PD_MASK.
 pub const PD_MASK: u32 = 0x1_ffff;
+
+/// MPT pd_flags (+0x0c) above the PD: MLX4_MPT_PD_FLAG_FAST_REG.
+pub const PD_FLAG_FAST_REG: u32 = 1 << 27;
+
+/// Strict firmware: the region page sizes (entity_size) SW2HW_MPT takes,
+/// 4 KiB (MLX4_ICM_PAGE_SHIFT) to 2 GiB (mlx4_ib's MLX4_MAX_MTT_SHIFT 31).
+pub const STRICT_MIN_SHIFT: u32 = 12;
+pub const STRICT_MAX_SHIFT: u32 = 31;
 
 /// MPT flags (+0x00).
 pub mod flag {
@@ -61,7 +80,10 @@ pub struct Mpt {
     pub length: u64,
     /// The first MTT entry (`mtt_addr / 8`).
     pub first_mtt: u32,
-    /// The DMA address of each page, from the MTT at SW2HW_MPT.
+    /// log2 of the region's page size (entity_size): 12 in ready mode.
+    pub shift: u32,
+    /// The DMA address of each page, from the MTT at SW2HW_MPT; none for a
+    /// PHYSICAL MPT.
     pub pages: Vec<u64>,
     raw: [u8; MPT_ENTRY_SIZE],
 }
@@ -72,27 +94,46 @@ pub type Chunk = (u64, usize);
 
 /// Bytes of a 4 KiB page from `va` to its end.
 pub fn page_rest(va: u64) -> u64 {
-    let page = 1u64 << MR_PAGE_SHIFT;
+    page_rest_of(va, MR_PAGE_SHIFT)
+}
+
+/// Bytes of a 2^`shift` byte page from `va` to its end.
+pub fn page_rest_of(va: u64, shift: u32) -> u64 {
+    let page = 1u64 << shift;
     page - (va & (page - 1))
 }
 
-/// Pages a region of `length` bytes from `start` spans (`length` > 0).
+/// 4 KiB pages a region of `length` bytes from `start` spans (`length` > 0).
 pub fn pages_spanned(start: u64, length: u64) -> u64 {
-    ((start + length - 1) >> MR_PAGE_SHIFT) - (start >> MR_PAGE_SHIFT) + 1
+    pages_spanned_of(start, length, MR_PAGE_SHIFT)
+}
+
+/// 2^`shift` byte pages a region of `length` bytes from `start` spans
+/// (`length` > 0, the end not overflowing).
+pub fn pages_spanned_of(start: u64, length: u64, shift: u32) -> u64 {
+    ((start + (length - 1)) >> shift) - (start >> shift) + 1
 }
 
 impl Mpt {
-    /// The DMA accesses of `len` (> 0) bytes at `va`, inside the region.
+    pub fn physical(&self) -> bool {
+        self.flags & flag::PHYSICAL != 0
+    }
+
+    /// The DMA accesses of `len` (> 0) bytes at `va`, inside the region:
+    /// page `(va >> shift) - (start >> shift)` at offset `va % 2^shift` (the
+    /// MTT's first entry holds the page containing `start`), split at page
+    /// boundaries; a PHYSICAL region's address is the DMA address.
     pub fn translate(&self, va: u64, len: u64) -> Vec<Chunk> {
+        if self.physical() {
+            return vec![(va, len as usize)];
+        }
+        let s = self.shift;
         let mut out = Vec::new();
         let (mut va, mut left) = (va, len);
         while left > 0 {
-            let i = ((va >> MR_PAGE_SHIFT) - (self.start >> MR_PAGE_SHIFT)) as usize;
-            let n = left.min(page_rest(va));
-            out.push((
-                self.pages[i] | (va & ((1 << MR_PAGE_SHIFT) - 1)),
-                n as usize,
-            ));
+            let i = ((va >> s) - (self.start >> s)) as usize;
+            let n = left.min(page_rest_of(va, s));
+            out.push((self.pages[i] | (va & ((1 << s) - 1)), n as usize));
             va += n;
             left -= n;
         }
@@ -108,6 +149,7 @@ impl Mpt {
             start,
             length,
             first_mtt: 1,
+            shift: MR_PAGE_SHIFT,
             pages: pages.to_vec(),
             raw: [0; MPT_ENTRY_SIZE],
         }
@@ -121,12 +163,27 @@ pub struct MrTable {
     mtt: BTreeMap<u32, u64>,
     /// MPTs in hardware ownership, by index.
     mpts: BTreeMap<u32, Mpt>,
+    /// Strict firmware: log2 of INIT_HCA's MPT count (the index mask);
+    /// None in ready mode (NUM_MPTS).
+    log_mpts: Option<u8>,
 }
 
 impl MrTable {
     /// The MPT at `index`, if it is in hardware ownership.
     pub fn mpt(&self, index: u32) -> Option<&Mpt> {
         self.mpts.get(&index)
+    }
+
+    /// The MPT index a key names: `key_to_hw_index(key) & (num_mpts - 1)`
+    /// (`core/mr.c:mlx4_mr_enable`), num_mpts NUM_MPTS in ready mode and
+    /// INIT_HCA's in strict mode.
+    pub fn index_of(&self, key: u32) -> u32 {
+        let hw = key.rotate_right(8);
+        match self.log_mpts {
+            Some(log) if log < 32 => hw & ((1u32 << log) - 1),
+            Some(_) => hw,
+            None => hw & (NUM_MPTS - 1),
+        }
     }
 
     /// MPTs in hardware ownership (diag 0x590).
@@ -198,6 +255,98 @@ fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, CmdE
         start,
         length,
         first_mtt: first as u32,
+        shift: MR_PAGE_SHIFT,
+        pages,
+        raw,
+    })
+}
+
+/// Why the strict firmware refused an MPT (trace `fw_refused`, `mpt`).
+fn strict_refusal<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    index: u32,
+    reason: &'static str,
+    e: CmdError,
+) -> CmdError {
+    env.counters.global.fw_unmodelled += 1;
+    env.trace
+        .record("fw_refused", || json!({"mpt": index, "reason": reason}));
+    e
+}
+
+/// Strict firmware: parses a SW2HW_MPT mailbox for MPT `index` as
+/// `core/mr.c:mlx4_mr_enable` fills it, its pages from the MTT in ICM.
+fn parse_mpt_strict<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    fw: &Firmware,
+    index: u32,
+    b: &[u8],
+) -> Result<Mpt, CmdError> {
+    let hca = fw.hca().ok_or(CmdError::BadSysState)?;
+    let flags = be32(b, 0x00);
+    let key = be32(b, 0x08);
+    let pd_flags = be32(b, 0x0c);
+    let start = be64(b, 0x10);
+    let length = be64(b, 0x18);
+    let mtt_addr = be64(b, 0x2c);
+    let shift = be32(b, 0x38);
+    // Firmware-reserved MPTs: mlx4's bitmap starts above them
+    // (`core/mr.c:mlx4_init_mr_table`).
+    if index >> LOG_RSVD_MPT == 0 {
+        return Err(CmdError::BadIndex);
+    }
+    let mask = if hca.log_mpt_sz >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << hca.log_mpt_sz) - 1
+    };
+    if flags & flag::REGION == 0 || key & mask != index {
+        return Err(CmdError::BadParam);
+    }
+    // Why refused: a fast-register MPT (`ib/mr.c:mlx4_ib_alloc_mr`, kernel
+    // ULPs only) is filled by FMR WQEs the model does not execute.
+    if pd_flags & PD_FLAG_FAST_REG != 0 {
+        return Err(strict_refusal(env, index, "fast_reg", CmdError::BadParam));
+    }
+    let mut raw = [0u8; MPT_ENTRY_SIZE];
+    raw.copy_from_slice(&b[..MPT_ENTRY_SIZE]);
+    let pd = pd_flags & PD_MASK;
+    if flags & flag::PHYSICAL != 0 {
+        // mlx4_mr_enable with no MTT (order < 0): mtt_addr 0.
+        if mtt_addr != 0 || length == 0 || start.checked_add(length - 1).is_none() {
+            return Err(CmdError::BadParam);
+        }
+        return Ok(Mpt {
+            key,
+            pd,
+            flags,
+            start,
+            length,
+            first_mtt: 0,
+            shift: STRICT_MIN_SHIFT,
+            pages: Vec::new(),
+            raw,
+        });
+    }
+    if length == 0 || length > 1 << LOG_MAX_MR_SIZE || start.checked_add(length).is_none() {
+        return Err(CmdError::BadParam);
+    }
+    if !(STRICT_MIN_SHIFT..=STRICT_MAX_SHIFT).contains(&shift) {
+        return Err(CmdError::BadParam);
+    }
+    let n = pages_spanned_of(start, length, shift);
+    if n > crate::firmware::mtt::MAX_ENTRIES {
+        return Err(CmdError::BadParam);
+    }
+    let pages = fw.mr_pages(env, mtt_addr, shift, n)?;
+    Ok(Mpt {
+        key,
+        pd,
+        flags,
+        start,
+        length,
+        first_mtt: (mtt_addr / u64::from(MTT_ENTRY_SIZE)) as u32,
+        shift,
         pages,
         raw,
     })
@@ -205,8 +354,25 @@ fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, CmdE
 
 /// WRITE_MTT, SW2HW_MPT, HW2SW_MPT.
 impl MrTable {
-    fn mpt_index(in_mod: u32) -> Result<u32, CmdError> {
-        if in_mod == 0 || in_mod >= NUM_MPTS {
+    /// Strict firmware: the MPT count INIT_HCA set (the HCA is up for
+    /// every MPT command, `Firmware::command`).
+    fn follow(&mut self, fw: &Firmware) -> Result<(), CmdError> {
+        if fw.strict() {
+            self.log_mpts = Some(fw.hca().ok_or(CmdError::BadSysState)?.log_mpt_sz);
+        }
+        Ok(())
+    }
+
+    /// The MPT in_mod names: below NUM_MPTS in ready mode; in strict mode
+    /// the firmware checked it against INIT_HCA's count
+    /// (`Firmware::context_in_icm` for SW2HW_MPT), and an index past it
+    /// is in no MPT.
+    fn mpt_index(&self, in_mod: u32) -> Result<u32, CmdError> {
+        let bound = match self.log_mpts {
+            Some(log) => 1u64 << log.min(32),
+            None => u64::from(NUM_MPTS),
+        };
+        if in_mod == 0 || u64::from(in_mod) >= bound {
             return Err(CmdError::BadIndex);
         }
         Ok(in_mod)
@@ -264,8 +430,10 @@ impl MrTable {
         &mut self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
-        let index = Self::mpt_index(r.in_mod)?;
+        self.follow(fw)?;
+        let index = self.mpt_index(r.in_mod)?;
         if self.mpts.contains_key(&index) {
             return Err(CmdError::BadResState);
         }
@@ -273,11 +441,16 @@ impl MrTable {
             return Err(CmdError::BadParam);
         }
         let mb = read_mailbox(env, r.in_param, MPT_ENTRY_SIZE)?;
-        let mpt = parse_mpt(index, &mb, &self.mtt)?;
+        let mpt = if fw.strict() {
+            parse_mpt_strict(env, fw, index, &mb)?
+        } else {
+            parse_mpt(index, &mb, &self.mtt)?
+        };
         env.trace.record("mpt", || {
             json!({"op": "sw2hw", "index": index, "key": mpt.key, "pd": mpt.pd,
                    "flags": mpt.flags, "start": mpt.start, "length": mpt.length,
-                   "mtt": mpt.first_mtt, "pages": mpt.pages.len()})
+                   "mtt": mpt.first_mtt, "shift": mpt.shift,
+                   "pages": mpt.pages.len()})
         });
         self.mpts.insert(index, mpt);
         Ok(None)
@@ -289,8 +462,10 @@ impl MrTable {
         &mut self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
-        let index = Self::mpt_index(r.in_mod)?;
+        self.follow(fw)?;
+        let index = self.mpt_index(r.in_mod)?;
         let Some(mpt) = self.mpts.get(&index) else {
             return Err(CmdError::BadResState);
         };

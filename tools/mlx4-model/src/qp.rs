@@ -15,6 +15,13 @@ use crate::qbuf::QueueBuf;
 use std::collections::BTreeMap;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
+/// params2 (ctx 0x90) MLX4_QP_BIT_RWE and its optpar bit
+/// (MLX4_QP_OPTPAR_RWE).
+const RWE: u32 = 1 << 14;
+const OPTPAR_RWE: u32 = 1 << 3;
+/// params2 MLX4_QP_BIT_RRE and MLX4_QP_OPTPAR_RRE.
+const RRE: u32 = 1 << 15;
+const OPTPAR_RRE: u32 = 1 << 1;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +78,17 @@ pub struct Qp {
     pub rlkey: bool,
     /// ctx 0x04 bits 23..0: the protection domain its keys must match.
     pub pd: u32,
+    /// Strict firmware: the primary path's destination LID (pri_path
+    /// +0x06, ctx 0x1e) INIT2RTR set for an RC/UC QP, 0 before; None in
+    /// ready mode, which delivers by remote_qpn alone.
+    pub rlid: Option<u16>,
+    /// Strict firmware: remote write enable (params2 bit 14, ctx 0x90:
+    /// MLX4_QP_BIT_RWE), from RST2INIT and every later transition whose
+    /// optpar has RWE (bit 3); None in ready mode, which does not check it.
+    pub rwe: Option<bool>,
+    /// Strict firmware: remote read enable (params2 bit 15, RRE; optpar
+    /// bit 1), likewise.
+    pub rre: Option<bool>,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -89,7 +107,8 @@ fn size_stride(b: u8) -> (u8, u8) {
 impl Qp {
     /// `ctx` is the context (mailbox + 8).
     pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, CmdError> {
-        Qp::parse_with(qpn, ctx, num_uars, false, |_| {
+        let has_rq = ctx[0x09] != 0;
+        Qp::parse_with(qpn, ctx, num_uars, false, has_rq, |_| {
             let buf = addr40(ctx, 0xcb, 0xcc);
             if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
                 return Err(CmdError::BadParam);
@@ -102,7 +121,10 @@ impl Qp {
     /// work queues are on the pages the MTT entries from 0xcb/0xcc name,
     /// each 4 KiB << log_page_size (0xc8); MLX (7) is the service type of
     /// the special QPs CONF_SPECIAL_QP named (QP0/QP1, `ib/qp.c:get_sqp_num`)
-    /// and of no other.
+    /// and of no other. Every QP has an RQ unless it uses an SRQ (srqn
+    /// bit 24, ctx 0xac): mlx4 gives even a QP created with no receive
+    /// WRs one 16-byte receive WQE (`ib/qp.c:set_rq_size`, libmlx4
+    /// `create_qp_ex`), so rq_size_stride 0 is 1 x 16 B, not "no RQ".
     pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
         qpn: u32,
         ctx: &[u8],
@@ -112,21 +134,28 @@ impl Qp {
     ) -> Result<Qp, CmdError> {
         let base = fw.port().base_sqpn;
         let special = base != 0 && (base..base + 4).contains(&qpn);
-        Qp::parse_with(qpn, ctx, num_uars, special, |bytes| {
+        let has_rq = be32(ctx, 0xac) & (1 << 24) == 0;
+        let mut qp = Qp::parse_with(qpn, ctx, num_uars, special, has_rq, |bytes| {
             if ctx[0xc8] > 19 {
                 return Err(CmdError::BadParam);
             }
             fw.queue_buf(env, addr40(ctx, 0xcb, 0xcc), ctx[0xc8], bytes)
-        })
+        })?;
+        qp.rlid = Some(0);
+        qp.rwe = Some(be32(ctx, 0x90) & RWE != 0);
+        qp.rre = Some(be32(ctx, 0x90) & RRE != 0);
+        Ok(qp)
     }
 
     /// The checks both modes share; `buf_of(bytes)` finds the buffer of
-    /// the work queues' `bytes`; `mlx`: the MLX service type is allowed.
+    /// the work queues' `bytes`; `mlx`: the MLX service type is allowed;
+    /// `has_rq`: rq_size_stride (0x09) describes an RQ.
     fn parse_with(
         qpn: u32,
         ctx: &[u8],
         num_uars: u32,
         mlx: bool,
+        has_rq: bool,
         buf_of: impl FnOnce(u64) -> Result<QueueBuf, CmdError>,
     ) -> Result<Qp, CmdError> {
         let service = ((be32(ctx, 0x00) >> 16) & 0xff) as u8;
@@ -138,7 +167,7 @@ impl Qp {
             return Err(CmdError::BadParam);
         }
         let (sq_log_size, sq_log_stride) = size_stride(ctx[0x0a] & 0x7f);
-        let rq = (ctx[0x09] != 0).then(|| size_stride(ctx[0x09]));
+        let rq = has_rq.then(|| size_stride(ctx[0x09]));
         if sq_log_size > LOG_MAX_QP_SZ || rq.is_some_and(|(s, _)| s > LOG_MAX_QP_SZ) {
             return Err(CmdError::BadSize);
         }
@@ -182,10 +211,18 @@ impl Qp {
             rq_ci: 0,
             rlkey: ctx[0x0b] & 0x10 != 0,
             pd: be32(ctx, 0x04) & 0xff_ffff,
+            rlid: None,
+            rwe: None,
+            rre: None,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
         })
+    }
+
+    /// The strict firmware created it (it keeps the access enables).
+    pub fn strict(&self) -> bool {
+        self.rwe.is_some()
     }
 
     pub fn sq_entries(&self) -> u32 {
@@ -274,9 +311,17 @@ pub struct QpTable {
     qps: BTreeMap<u32, Qp>,
 }
 
-fn qpn(in_mod: u32) -> Result<u32, CmdError> {
+/// The QP in_mod names: above the firmware's reserved QPs and below the
+/// QP count, NUM_QPS in ready mode and INIT_HCA's in strict mode (mlx4
+/// allocates QPNs from a bitmap its profile sizes, whatever QUERY_DEV_CAP
+/// advertised, `core/qp.c:mlx4_init_qp_table`).
+fn qpn(in_mod: u32, fw: &Firmware) -> Result<u32, CmdError> {
     let qpn = in_mod & 0xff_ffff;
-    if !(FIRST_QPN..NUM_QPS).contains(&qpn) {
+    let limit = match fw.hca() {
+        Some(p) if fw.strict() => 1u64 << p.qpc.log_num.min(24),
+        _ => u64::from(NUM_QPS),
+    };
+    if qpn < FIRST_QPN || u64::from(qpn) >= limit {
         return Err(CmdError::BadIndex);
     }
     Ok(qpn)
@@ -340,7 +385,7 @@ impl QpTable {
         r: &CommandRequest,
         fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         if self.qps.contains_key(&qpn) {
             return Err(CmdError::BadQpState);
         }
@@ -359,7 +404,7 @@ impl QpTable {
         (from, to): (QpState, QpState),
         fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         match self.qps.get(&qpn) {
             Some(qp) if qp.state == from => {}
             _ => return Err(CmdError::BadQpState),
@@ -392,7 +437,11 @@ impl QpTable {
     /// Strict firmware: a later transition carries only what it changes
     /// (`ib/qp.c:__mlx4_ib_modify_qp`): the buffer, MTT, doorbell record
     /// and rlkey are 0 after RST2INIT and stay as RST2INIT set them; the
-    /// destination QPN comes with INIT2RTR (0x14) and is kept at RTR2RTS.
+    /// destination QPN (0x14) and the primary path (0x18, `mlx4_set_path`:
+    /// rlid at +0x06) come with INIT2RTR and are kept at RTR2RTS, which
+    /// carries only the ack timeout of the path. The PSNs, path MTU and RNR
+    /// timer are not kept: the model's loopback neither segments nor
+    /// retries (a message longer than the path MTU arrives whole).
     fn transition_strict<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
@@ -404,6 +453,15 @@ impl QpTable {
         if let Some(qp) = self.qps.get_mut(&qpn) {
             if to == QpState::Rtr {
                 qp.remote_qpn = be32(&mb[8..], 0x14) & 0xff_ffff;
+                qp.rlid = Some(u16::from_be_bytes([mb[8 + 0x1e], mb[8 + 0x1f]]));
+            }
+            // `ib/qp.c:to_mlx4_access_flags`, sent with OPTPAR_RWE
+            // whenever the access flags or max_dest_rd_atomic change.
+            if be32(&mb, 0) & OPTPAR_RWE != 0 {
+                qp.rwe = Some(be32(&mb[8..], 0x90) & RWE != 0);
+            }
+            if be32(&mb, 0) & OPTPAR_RRE != 0 {
+                qp.rre = Some(be32(&mb[8..], 0x90) & RRE != 0);
             }
             qp.state = to;
         }
@@ -411,8 +469,8 @@ impl QpTable {
     }
 
     /// 2ERR_QP.
-    pub(crate) fn enter_err(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+    pub(crate) fn enter_err(&mut self, r: &CommandRequest, fw: &Firmware) -> CmdResult {
+        let qpn = qpn(r.in_mod, fw)?;
         let Some(qp) = self.qps.get_mut(&qpn) else {
             return Err(CmdError::BadQpState);
         };
@@ -421,8 +479,8 @@ impl QpTable {
     }
 
     /// 2RST_QP (opmod 2): the QP is gone.
-    pub(crate) fn enter_rst(&mut self, r: &CommandRequest) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+    pub(crate) fn enter_rst(&mut self, r: &CommandRequest, fw: &Firmware) -> CmdResult {
+        let qpn = qpn(r.in_mod, fw)?;
         if r.op_mod != 2 {
             return Err(CmdError::BadParam);
         }
@@ -437,8 +495,9 @@ impl QpTable {
         &self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
-        let qpn = qpn(r.in_mod)?;
+        let qpn = qpn(r.in_mod, fw)?;
         let Some(qp) = self.qps.get(&qpn) else {
             return Err(CmdError::BadResState);
         };

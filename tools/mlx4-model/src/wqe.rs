@@ -14,6 +14,8 @@ pub mod opcode {
     pub const RDMA_WRITE_IMM: u8 = 0x09;
     pub const SEND: u8 = 0x0a;
     pub const SEND_IMM: u8 = 0x0b;
+    /// Strict firmware only (RC).
+    pub const RDMA_READ: u8 = 0x10;
 }
 
 pub const CTRL_SIZE: usize = 16;
@@ -140,6 +142,12 @@ impl WqeError {
 /// WQE's byte offset in the queue buffer: the 64-byte rule for inline data
 /// is about memory, not about the WQE.
 pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
+    parse_with(b, qp_service, base, false)
+}
+
+/// `parse`; `reads`: RDMA_READ is taken on an RC QP (strict firmware):
+/// the raddr segment, then the data segments it scatters into.
+pub fn parse_with(b: &[u8], qp_service: u8, base: u64, reads: bool) -> Result<Wqe, WqeError> {
     let ctrl = Ctrl::decode(b);
     let len = b.len();
     let mut w = Wqe {
@@ -160,6 +168,16 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
                 w.segments.push(Segment::Datagram);
                 off += DATAGRAM_SIZE;
             }
+        }
+        opcode::RDMA_READ if reads && qp_service == service::RC => {
+            if off + RADDR_SIZE > len {
+                return Err(WqeError::Missing("raddr"));
+            }
+            w.segments.push(Segment::Raddr {
+                addr: be64(b, off),
+                rkey: be32(b, off + 8),
+            });
+            off += RADDR_SIZE;
         }
         opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM if !ud && qp_service != service::MLX => {
             if off + RADDR_SIZE > len {

@@ -5,7 +5,8 @@
 //!    TRANSPORT_RETRY_EXC_ERR;
 //! b. the payload is gathered as a SEND's is (inline bytes, data segments
 //!    after their key checks); else LOCAL_PROT_ERR or LOCAL_LENGTH_ERR;
-//! c. the rkey names a region of `d`'s protection domain with REMOTE_WRITE
+//! c. (strict firmware) `d`'s context enables remote writes (RWE), and
+//!    the rkey names a region of `d`'s protection domain with REMOTE_WRITE
 //!    that holds `[raddr, raddr + length)` (not checked for length 0, as
 //!    IB says); else REMOTE_ACCESS_ERR on the requester, `d` unaffected;
 //! d. RDMA_WRITE_IMM only: `d`'s RQ holds a receive WQE; else
@@ -18,10 +19,14 @@
 
 use super::deliver::{recv_cqe, SenderSyndrome};
 use super::engine::Engine;
+use super::send::send_cqe;
 use crate::cq::syndrome;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access};
+use crate::layout::MAX_MESSAGE;
+use crate::timing::{Read, Tx};
+use crate::wqe::Segment;
 use crate::wqe::{opcode, Wqe};
 use serde_json::json;
 
@@ -48,7 +53,20 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let c = w.ctrl;
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let len = payload.len() as u64;
-        let pd = self.qps.get(d).map_or(0, |qp| qp.pd);
+        let (pd, rwe) = self.qps.get(d).map_or((0, None), |qp| (qp.pd, qp.rwe));
+        if rwe == Some(false) {
+            // Strict firmware: the responder QP does not allow remote
+            // writes (no IB_ACCESS_REMOTE_WRITE at modify): a remote
+            // access NAK, whatever the rkey.
+            self.prot_fault(d, "rkey", rkey, raddr, len, keys::Fault::QpAccess);
+            self.delivery_failed(
+                s,
+                d,
+                "remote write not enabled",
+                syndrome::REMOTE_ACCESS_ERR,
+            );
+            return Err(syndrome::REMOTE_ACCESS_ERR);
+        }
         let target = match keys::check(self.mrs, false, pd, rkey, raddr, len, Access::RemoteWrite) {
             Ok(t) => t,
             Err(f) => {
@@ -98,5 +116,143 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                    "rq_index": rq_index, "post_t_ns": start, "one_way_ns": one_way})
         });
         Ok(())
+    }
+}
+
+/// RDMA_READ of QP `s` (strict firmware, RC), by the same rules in the
+/// other direction:
+///
+/// a. the responder `d` as for a write (`peer`); else
+///    TRANSPORT_RETRY_EXC_ERR;
+/// b. the requester's data segments are the scatter list: each passes its
+///    key check with LOCAL_WRITE (`s`'s PD), the total is at most
+///    MAX_MESSAGE; else LOCAL_PROT_ERR / LOCAL_LENGTH_ERR, nothing read;
+/// c. `d` enables remote reads (RRE) and the rkey names a region of `d`'s
+///    PD with REMOTE_READ holding `[raddr, raddr + length)` (length 0: no
+///    check); else REMOTE_ACCESS_ERR;
+/// d. the bytes are read from `d`'s region and written into the scatter
+///    list; then the send CQE (opcode RDMA_READ, byte_cnt = length).
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
+    pub(crate) fn rdma_read(&mut self, s: u32, idx: u32, w: &Wqe) {
+        let c = w.ctrl;
+        let d = match self.peer(s) {
+            Ok(d) => d,
+            Err((d, why)) => {
+                self.wqe_ready();
+                self.env.counters.global.peer_errors += 1;
+                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                return;
+            }
+        };
+        let len: u64 = w
+            .segments
+            .iter()
+            .map(|g| match *g {
+                Segment::Data { len, .. } => u64::from(len),
+                _ => 0,
+            })
+            .sum();
+        if len > MAX_MESSAGE {
+            self.wqe_ready();
+            self.env.counters.global.messages_too_long += 1;
+            self.send_error(s, idx, &c, syndrome::LOCAL_LENGTH_ERR);
+            return;
+        }
+        let (rlkey, pd) = self.qps.get(s).map_or((false, 0), |q| (q.rlkey, q.pd));
+        let mut scatter = Vec::new();
+        let mut refused = 0u64;
+        for g in &w.segments {
+            let Segment::Data { len, lkey, addr } = *g else {
+                continue;
+            };
+            let n = u64::from(len);
+            match keys::resolve(self.mrs, rlkey, pd, lkey, addr, n, Access::LocalWrite) {
+                Ok(chunks) => scatter.extend(chunks),
+                Err(f) => {
+                    refused += 1;
+                    self.prot_fault(s, "scatter", lkey, addr, n, f);
+                }
+            }
+        }
+        self.wqe_ready();
+        if refused > 0 {
+            self.env.counters.global.refused_segments += refused;
+            self.env.counters.global.scatter_errors += 1;
+            self.send_error(s, idx, &c, syndrome::LOCAL_PROT_ERR);
+            return;
+        }
+        self.env.charge(Tx::Wire);
+        let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
+        let data = match self.read_remote(s, d, raddr, rkey, len) {
+            Ok(b) => b,
+            Err(syn) => {
+                self.send_error(s, idx, &c, syn);
+                return;
+            }
+        };
+        let mut off = 0usize;
+        for (addr, k) in scatter {
+            let k = k.min(data.len() - off);
+            if k == 0 {
+                break;
+            }
+            if self
+                .env
+                .dma_write(addr, &data[off..off + k], "rdma_read")
+                .is_err()
+            {
+                self.env.counters.global.scatter_errors += 1;
+                self.send_error(s, idx, &c, syndrome::LOCAL_PROT_ERR);
+                return;
+            }
+            off += k;
+        }
+        self.env.trace.record(
+            "rdma_read",
+            || json!({"from": s, "to": d, "len": len, "raddr": raddr, "rkey": rkey}),
+        );
+        self.advance(s, &c);
+        if c.signaled() {
+            self.complete(s, send_cqe(s, idx, opcode::RDMA_READ, len), false);
+        }
+    }
+
+    /// Rule c and the read of `len` bytes at `raddr` of responder `d`.
+    fn read_remote(
+        &mut self,
+        s: u32,
+        d: u32,
+        raddr: u64,
+        rkey: u32,
+        len: u64,
+    ) -> Result<Vec<u8>, SenderSyndrome> {
+        let (pd, rre) = self.qps.get(d).map_or((0, None), |q| (q.pd, q.rre));
+        if rre == Some(false) {
+            self.prot_fault(d, "rkey", rkey, raddr, len, keys::Fault::QpAccess);
+            self.delivery_failed(s, d, "remote read not enabled", syndrome::REMOTE_ACCESS_ERR);
+            return Err(syndrome::REMOTE_ACCESS_ERR);
+        }
+        let target = match keys::check(self.mrs, false, pd, rkey, raddr, len, Access::RemoteRead) {
+            Ok(t) => t,
+            Err(f) => {
+                self.prot_fault(d, "rkey", rkey, raddr, len, f);
+                self.delivery_failed(s, d, "rkey", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+        };
+        let mut data = Vec::with_capacity(len as usize);
+        let mut read = Read::Fresh;
+        for (addr, k) in keys::translate(self.mrs, target, raddr, len) {
+            let mut b = vec![0u8; k];
+            if self.env.dma_read(addr, &mut b, "rdma_read", read).is_err() {
+                self.env.counters.global.rdma_dma_errors += 1;
+                self.delivery_failed(s, d, "RDMA read DMA", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+            read = Read::Continued;
+            data.extend_from_slice(&b);
+        }
+        Ok(data)
     }
 }

@@ -254,7 +254,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             Origin::Dma { .. } => Source::Dma,
         };
         let (service, base) = (qp.service, qp.sq_off + qp.sq_entry_off(idx));
-        let result = wqe::parse(bytes, service, base);
+        let result = wqe::parse_with(bytes, service, base, qp.strict());
         let c = Ctrl::decode(bytes);
         self.record_wqe(qpn, idx, bytes, origin);
         match source {
@@ -293,6 +293,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             // wqe::parse takes RDMA writes on RC and UC only.
             opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => {
                 self.rdma_write(qpn, idx, &w, bytes);
+                return;
+            }
+            // wqe::parse takes RDMA reads on strict RC QPs only.
+            opcode::RDMA_READ => {
+                self.rdma_read(qpn, idx, &w);
                 return;
             }
             _ => {}

@@ -129,6 +129,19 @@ impl Firmware {
         Ok(QueueBuf::Pages { shift, pages })
     }
 
+    /// A memory region's `n` pages of 2^`shift` bytes, from byte
+    /// `mtt_addr` of INIT_HCA's MTT table (`core/mr.c:mlx4_mr_enable`).
+    pub(crate) fn mr_pages<M: GuestMemory, I: Irq>(
+        &self,
+        env: &mut Env<M, I>,
+        mtt_addr: u64,
+        shift: u32,
+        n: u64,
+    ) -> Result<Vec<u64>, CmdError> {
+        let hca = self.hca.as_ref().ok_or(CmdError::BadSysState)?;
+        mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)
+    }
+
     /// Device reset: firmware stopped, firmware area, ICM and HCA gone.
     pub fn reset(&mut self) {
         *self = Firmware::new(self.mode);

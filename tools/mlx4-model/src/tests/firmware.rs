@@ -76,6 +76,11 @@ pub(super) fn init_hca_mailbox() -> Vec<u8> {
 /// mlx4_init_hca up to INIT_HCA: SET_ICM_SIZE, MAP_ICM_AUX, the first
 /// page of the EQC, CQC and QPC tables, INIT_HCA.
 pub(super) fn init_hca(h: &mut Harness) {
+    init_hca_with(h, &init_hca_mailbox());
+}
+
+/// `init_hca` with another INIT_HCA mailbox.
+pub(super) fn init_hca_with(h: &mut Harness, mb: &[u8]) {
     run_fw(h);
     assert_eq!(
         h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
@@ -90,7 +95,7 @@ pub(super) fn init_hca(h: &mut Harness) {
         (QPC_BASE, ICM_DMA + 0x2000, 0),
     ];
     assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
-    h.poke(IN_MB, &init_hca_mailbox());
+    h.poke(IN_MB, mb);
     assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
 }
 
@@ -363,7 +368,11 @@ fn contexts_need_their_icm_page() {
     // The QP's one SQ page through the MTT, as for the queues.
     h.init_sq(QP_BUF, SQ_LOG);
     write_mtt(&mut h, 8 * 48, &[QP_BUF]);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, 8 * 48, SQ_LOG);
+    let mb = Harness::with_rq(
+        Harness::qp_mailbox(QPN, UAR, CQN, 8 * 48, SQ_LOG),
+        CQN,
+        RQ_DB,
+    );
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), status::ICM_ERROR);
     assert_eq!(

@@ -11,4 +11,6 @@ mod mr;
 mod receive;
 mod record;
 mod strict_datapath;
+mod strict_mr;
 mod strict_queues;
+mod strict_rc;
