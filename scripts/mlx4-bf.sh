@@ -215,7 +215,7 @@ upstream() {
 	mkdir -p "$udir"
 	for ko in drivers/infiniband/core/ib_core.ko \
 		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko \
-		drivers/infiniband/core/ib_uverbs.ko; do
+		drivers/infiniband/core/ib_uverbs_support.ko drivers/infiniband/core/ib_uverbs.ko; do
 		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
 		cp "$KDIR/$ko" "$udir/"
 	done

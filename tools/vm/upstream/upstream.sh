@@ -116,6 +116,7 @@ insmod ./mlx4_core.ko $CORE_PARAMS
 wait_for /sys/bus/pci/drivers/mlx4_core/"$BDF"
 result $? mlx4_core_probe "device $BDF not bound to mlx4_core"
 insmod ./mlx4_ib.ko
+insmod ./ib_uverbs_support.ko
 insmod ./ib_uverbs.ko
 wait_for $I
 result $? mlx4_ib_registers_mlx4_0 "no $I"
