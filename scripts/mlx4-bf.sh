@@ -207,21 +207,52 @@ selftests() {
 # run again with non-posted writes.
 NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 
-# Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
-# strict firmware mode (tools/vm/upstream/upstream.sh), one boot, KTAP.
-upstream() {
-	local udir=$OUT/upstream ko
-	rm -rf "$udir"
-	mkdir -p "$udir"
+# Mainline's side of the guest, in DIR: ib_core, mlx4_core, mlx4_ib and
+# ib_uverbs from the kernel build, rdma-core's tools and perftest with their
+# libraries (rdma-files.sh), the guest scripts of tools/vm/upstream.
+mainline_dir() {
+	local dir=$1 ko
+	rm -rf "$dir"
+	mkdir -p "$dir"
 	for ko in drivers/infiniband/core/ib_core.ko \
 		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko \
 		drivers/infiniband/core/ib_uverbs_support.ko drivers/infiniband/core/ib_uverbs.ko; do
 		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
-		cp "$KDIR/$ko" "$udir/"
+		cp "$KDIR/$ko" "$dir/"
 	done
-	cp "$TOP/tools/vm/upstream/upstream.sh" "$udir/"
-	"$TOP/tools/vm/upstream/rdma-files.sh" "$udir/rdma"
-	# The analyzer's counters (mlx4-bf counters) around each rdma-core run.
+	cp "$TOP/tools/vm/upstream/upstream.sh" "$TOP/tools/vm/upstream/versus.sh" "$dir/"
+	"$TOP/tools/vm/upstream/rdma-files.sh" "$dir/rdma"
+}
+
+# tools/vm/upstream/ibv_post_cost.c against libibverbs: the headers from
+# Debian's libibverbs-dev of the root's libibverbs1 version (downloaded once
+# from the root's amd64 index into the cache, keyed by that version), linked
+# to the root's libibverbs.so.1, which the guest gets (rdma-files.sh).
+build_ibv_post_cost() {
+	local out=$1 version dev
+	version=$(dpkg-query -W -f '${Version}' libibverbs1)
+	dev=$CACHE/libibverbs-dev-$version
+	if [ ! -f "$dev/.complete" ]; then
+		log "ibv_post_cost: libibverbs-dev $version headers into $dev"
+		rm -rf "$dev" "$dev.tmp"
+		mkdir -p "$dev.tmp"
+		(cd "$dev.tmp" && apt-get download -q "libibverbs-dev=$version" >/dev/null 2>&1) ||
+			die "apt-get download libibverbs-dev=$version failed in the root"
+		dpkg -x "$dev.tmp"/libibverbs-dev_*.deb "$dev"
+		rm -rf "$dev.tmp"
+		touch "$dev/.complete"
+	fi
+	gcc -O2 -Wall -Wextra -Werror -I"$dev/usr/include" -o "$out" \
+		"$TOP/tools/vm/upstream/ibv_post_cost.c" /usr/lib/x86_64-linux-gnu/libibverbs.so.1
+}
+
+# Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
+# strict firmware mode (tools/vm/upstream/upstream.sh), one boot, KTAP;
+# rdma-core's tools and perftest run on them, with the analyzer's counters
+# (mlx4-bf counters) around each run.
+upstream() {
+	local udir=$OUT/upstream
+	mainline_dir "$udir"
 	mkdir -p "$OUT/guest" "$TOP/results"
 	build_helper
 	cp "$OUT/guest/mlx4-bf" "$udir/"
@@ -304,29 +335,41 @@ run)       need_kdir; build_selftests "$KDIR"
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
+	   # Both boots have a second adapter, its model in strict firmware,
+	   # for mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so
+	   # that their posts are measured beside ours in the same boot.
+	   mainline_dir "$OUT/mainline"
+	   build_ibv_post_cost "$OUT/mainline/ibv_post_cost"
+	   two=(--second-adapter "--model2-arg=--firmware=strict")
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
 	   icount=()
 	   [ "${BENCH_CLOCK:-icount}" = icount ] && icount=(--icount)
-	   # Then the ioctl against rdma-core's way of posting (userpost).
-	   vm_boot run "/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
+	   # Then the ioctl against rdma-core's way of posting (userpost), and
+	   # libmlx4's own post (ibv_post_cost).
+	   vm_boot run "sh /work/versus.sh up &&
+		/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
 		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
 		/work/mlx4-bf userpost ${icount[*]} --out-dir /tmp/results \
-		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} && $send_back" \
-		"${icount[@]}" --save-files "$TOP/results" -- "$OUT/guest"
+		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
+		sh /work/versus.sh post-cost ${POST_COST_ARGS:--m 4 -M 208 -s 68 -n 300} && $send_back" \
+		"${icount[@]}" "${two[@]}" --save-files "$TOP/results" -- "$OUT/guest" "$OUT/mainline"
 	   # Scaling needs vCPUs running side by side, and the ping-pong the
 	   # model's asynchronous answers: never under -icount. The stress
 	   # results come back even if the ping-pong fails; its status is the
 	   # boot's.
-	   vm_boot run "mkdir -p /tmp/results &&
+	   vm_boot run "mkdir -p /tmp/results && sh /work/versus.sh up &&
 		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
 		cat /tmp/results/stress.txt &&
 		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
 			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
 		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
-			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
+			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
+		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208}; rc=\$?;
 		  $send_back; exit \$rc; }" \
-		--save-files "$TOP/results" -- "$OUT/guest" ;;
+		"${two[@]}" --save-files "$TOP/results" -- "$OUT/guest" "$OUT/mainline"
+	   # rdma-core's post and latency beside ours, one table and its plot.
+	   python3 "$TOP/tools/vm/versus.py" "$TOP/results" ;;
 pingpong)  need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"

@@ -51,8 +51,9 @@ def set_pdeathsig():
     os.setsid()
 
 
-def adapter_args(args, sock):
-    """The QEMU options that give the guest its adapter, the model on `sock`."""
+def adapter_args(args, sock, sock2=None):
+    """The QEMU options that give the guest its adapter, the model on `sock`
+    (and a second one, on `sock2`, x86 only)."""
     device = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock}}
     if args.no_posted_writes:
         # Every write waits for the model: it sees guest memory as it was at
@@ -71,10 +72,12 @@ def adapter_args(args, sock):
         "-machine", f"{machine},memory-backend=guestmem",
     ] + zpci + [
         "-device", json.dumps(device),
-    ]
+    ] + ([
+        "-device", json.dumps(dict(device, socket={"type": "unix", "path": sock2})),
+    ] if sock2 else [])
 
 
-def qemu_command(args, sock):
+def qemu_command(args, sock, sock2=None):
     accel = "kvm" if args.accel == "kvm" else "tcg"
     if args.arch == "s390":
         # The console is SCLP's VT220 (QEMU's first serial port there); the
@@ -101,22 +104,25 @@ def qemu_command(args, sock):
         arg for spec in getattr(args, "plugin", None) or [] for arg in ("-plugin", spec)
     ] + [
         "-kernel", args.kernel, "-initrd", args.initrd, "-append", cmdline,
-    ] + adapter_args(args, sock)
+    ] + adapter_args(args, sock, sock2)
 
 
 class Model:
     """The device model process: started before QEMU, stopped after it."""
 
-    def __init__(self, args):
-        self.sock = f"/tmp/mlx4-bf-model-{os.getpid()}.sock"
+    def __init__(self, args, second=False):
+        tag = f"{os.getpid()}-2" if second else f"{os.getpid()}"
+        self.sock = f"/tmp/mlx4-bf-model-{tag}.sock"
         self.trace = os.path.abspath(args.trace or f"/tmp/mlx4-bf-trace-{os.getpid()}.jsonl")
+        if second:
+            self.trace = self.trace.removesuffix(".jsonl") + "-2.jsonl"
         self.summary_path = self.trace + ".summary.json"
         self.log_path = self.trace + ".log"
         for path in (self.sock, self.summary_path):
             if os.path.exists(path):
                 os.unlink(path)
         cmd = [args.model, "--socket", self.sock, "--trace", self.trace,
-               "--summary", self.summary_path] + args.model_arg
+               "--summary", self.summary_path] + (args.model2_arg if second else args.model_arg)
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
@@ -263,7 +269,12 @@ def main():
     p.add_argument("--model", default="mlx4-model", help="the device model binary")
     p.add_argument("--model-arg", action="append", default=[],
                    help="an argument for the model (repeatable)")
-    p.add_argument("--trace", help="the model's analyzer trace (default: temporary)")
+    p.add_argument("--second-adapter", action="store_true",
+                   help="a second adapter, its own model instance (x86 only)")
+    p.add_argument("--model2-arg", action="append", default=[],
+                   help="an argument for the second adapter's model (repeatable)")
+    p.add_argument("--trace", help="the model's analyzer trace (default: temporary); "
+                   "the second adapter's ends in -2.jsonl")
     p.add_argument("--no-posted-writes", action="store_true",
                    help="QEMU waits for the model on every write (ordering tests)")
     p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg")
@@ -286,17 +297,22 @@ def main():
     if args.plugin and args.accel != "tcg":
         p.error("--plugin needs --accel tcg")
 
-    model = Model(args)
-    cmd = qemu_command(args, model.sock)
+    if args.second_adapter and args.arch != "x86_64":
+        p.error("--second-adapter is for x86_64")
+    models = [Model(args)]
+    if args.second_adapter:
+        models.append(Model(args, second=True))
+    cmd = qemu_command(args, models[0].sock, models[1].sock if args.second_adapter else None)
     try:
         if args.shell:
             return subprocess.call(cmd)
-        return run(cmd, args, model)
+        return run(cmd, args, models)
     finally:
-        model.stop()
+        for model in models:
+            model.stop()
 
 
-def run(cmd, args, model):
+def run(cmd, args, models):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
@@ -337,7 +353,7 @@ def run(cmd, args, model):
             proc.wait()
 
     elapsed = time.monotonic() - start
-    errors = model_errors(model, model.stop())
+    errors = [e for model in models for e in model_errors(model, model.stop())]
     if timed_out:
         errors.append(f"timed out after {args.timeout} s")
     if exit_status is None:

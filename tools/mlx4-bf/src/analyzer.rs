@@ -92,7 +92,9 @@ pub struct V3 {
     pub pcie_clock_ns: u64,
 }
 
-/// The PCI function of the ConnectX-3 (vendor 0x15b3, device 0x1003).
+/// The PCI function of the ConnectX-3 (vendor 0x15b3, device 0x1003): of
+/// several, the one mlx4_bf drives (our tools measure our adapter; another
+/// may be mainline mlx4_core's), else the first.
 fn find_function() -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = fs::read_dir(PCI_DEVICES)
         .ok()?
@@ -103,7 +105,10 @@ fn find_function() -> Option<PathBuf> {
         })
         .collect();
     found.sort();
-    found.into_iter().next()
+    let ours = found.iter().position(|p| {
+        fs::read_link(p.join("driver")).is_ok_and(|d| d.file_name().is_some_and(|n| n == "mlx4_bf"))
+    });
+    found.into_iter().nth(ours.unwrap_or(0))
 }
 
 /// One 8-byte MMIO load at `addr`, the bus bytes in order: read_volatile of
@@ -147,6 +152,11 @@ impl Analyzer {
     /// or it does not carry the model's magic (real hardware).
     pub fn open() -> Option<Self> {
         Self::open_at(&find_function()?)
+    }
+
+    /// Maps the block of the PCI function `bdf` (e.g. 0000:00:03.0).
+    pub fn open_bdf(bdf: &str) -> Option<Self> {
+        Self::open_at(&Path::new(PCI_DEVICES).join(bdf))
     }
 
     fn open_at(function: &Path) -> Option<Self> {

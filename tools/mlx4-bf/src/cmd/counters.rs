@@ -10,7 +10,12 @@ use anyhow::{bail, Result};
 use crate::analyzer::Analyzer;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The adapter's PCI function (default: the one mlx4_bf drives, else
+    /// the first ConnectX-3).
+    #[arg(long)]
+    bdf: Option<String>,
+}
 
 /// The global counters, by their diagnostic block offset
 /// (`Documentation/mlx4-model.rst`, "Diagnostic block").
@@ -44,8 +49,12 @@ const COUNTERS: &[(&str, usize)] = &[
 /// Version 6 has every counter above.
 const MIN_VERSION: u32 = 6;
 
-pub fn run(_args: &Args) -> Result<()> {
-    let Some(a) = Analyzer::open() else {
+pub fn run(args: &Args) -> Result<()> {
+    let a = match &args.bdf {
+        Some(bdf) => Analyzer::open_bdf(bdf),
+        None => Analyzer::open(),
+    };
+    let Some(a) = a else {
         bail!("no device model's diagnostic block (real hardware, or no ConnectX-3)");
     };
     if a.version < MIN_VERSION {

@@ -1,0 +1,114 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench's boots with two adapters (vm.py --second-adapter), each its
+# own device model: mlx4_bf drives the first (ready firmware) and refuses
+# the second (strict firmware), which mainline mlx4_core + mlx4_ib take
+# (driver_override), so that rdma-core's posts and ours run in one boot on
+# identical adapters.
+#
+#   versus.sh up                 mainline on the second adapter, port ACTIVE
+#   versus.sh perftest SIZE...   ib_send_lat and ib_write_lat per size, with
+#                                that adapter's analyzer counters around each
+#                                run: /tmp/results/perftest-versus.txt
+#   versus.sh post-cost ARGS...  ibv_post_cost (libmlx4's post, timed as
+#                                mlx4-bf userpost times ours):
+#                                /tmp/results/ibv-post-cost.txt
+
+cd "$(dirname "$0")" || exit 1
+ITERS=${PERFTEST_ITERS:-300}
+
+# The ConnectX-3 mlx4_bf does not drive.
+mainline_bdf() {
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x15b3 ] || continue
+		[ -e "$d/driver" ] && [ "$(basename "$(readlink "$d/driver")")" = mlx4_bf ] && continue
+		echo "${d##*/}"
+		return 0
+	done
+	return 1
+}
+
+up() {
+	bdf=$(mainline_bdf) || { echo "versus: no adapter left for mlx4_core" >&2; return 1; }
+	[ -d rdma ] && cp -a rdma/. /
+	ip link set lo up
+	echo mlx4_core >/sys/bus/pci/devices/"$bdf"/driver_override
+	insmod ./ib_core.ko &&
+		insmod ./mlx4_core.ko msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0 &&
+		insmod ./mlx4_ib.ko && insmod ./ib_uverbs_support.ko && insmod ./ib_uverbs.ko ||
+		return 1
+	for _ in $(seq 40); do
+		[ "$(cat /sys/class/infiniband/mlx4_0/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] && {
+			echo "versus: mainline mlx4_core + mlx4_ib on $bdf (mlx4_0), mlx4_bf on the other adapter"
+			return 0
+		}
+		sleep 0.5
+	done
+	echo "versus: mlx4_0 port 1 not ACTIVE" >&2
+	return 1
+}
+
+# Per-post deltas of the analyzer's counters between two readings.
+per_post() { # before after posts
+	awk -v posts="$3" '
+		FILENAME == ARGV[1] { b[$1] = $2; next }
+		{ a[$1] = $2 }
+		END {
+			printf "%.2f %.2f %.2f %.2f %d", (a["bar2_writes"] - b["bar2_writes"]) / posts,
+				(a["bar2_bytes"] - b["bar2_bytes"]) / posts,
+				(a["sq_dma_reads"] - b["sq_dma_reads"]) / posts,
+				(a["wqes_bf"] - b["wqes_bf"]) / posts,
+				a["protocol_errors"] - b["protocol_errors"]
+		}' "$1" "$2"
+}
+
+perftest() {
+	bdf=$(mainline_bdf) || return 1
+	out=/tmp/results/perftest-versus.txt
+	mkdir -p /tmp/results
+	{
+		echo "# perftest on mainline mlx4_ib + libmlx4 ($bdf), $ITERS iterations per size, wall clock under TCG"
+		echo "# t_typical[usec] from the client's table; per post (both sides' posts) from the adapter's analyzer"
+		echo "#tool size t_typical[usec] BAR2_wr BAR2_bytes WQE_DMA_rd BF_fraction protocol_errors"
+	} >"$out"
+	for tool in ib_send_lat ib_write_lat; do
+		for size in "$@"; do
+			args="-d mlx4_0 -i 1 -F -s $size -n $ITERS"
+			/work/mlx4-bf counters --bdf "$bdf" >/tmp/c.before || return 1
+			# shellcheck disable=SC2086
+			timeout 300 $tool $args >/tmp/server.out 2>&1 &
+			spid=$!
+			sleep 1
+			# shellcheck disable=SC2086
+			timeout 300 $tool $args 127.0.0.1 >/tmp/client.out 2>&1
+			crc=$?
+			wait $spid
+			src=$?
+			/work/mlx4-bf counters --bdf "$bdf" >/tmp/c.after || return 1
+			if [ $crc != 0 ] || [ $src != 0 ]; then
+				echo "versus: $tool $size: client exit $crc, server exit $src" >&2
+				tail -n 5 /tmp/client.out /tmp/server.out >&2
+				return 1
+			fi
+			typical=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' /tmp/client.out)
+			echo "$tool $size ${typical:--} $(per_post /tmp/c.before /tmp/c.after $((2 * ITERS)))" >>"$out"
+		done
+	done
+	cat "$out"
+}
+
+post_cost() {
+	mkdir -p /tmp/results
+	./ibv_post_cost "$@" >/tmp/results/ibv-post-cost.txt || return 1
+	cat /tmp/results/ibv-post-cost.txt
+}
+
+cmd=$1
+shift
+case $cmd in
+up)        up ;;
+perftest)  perftest "$@" ;;
+post-cost) post_cost "$@" ;;
+*)         echo "usage: versus.sh up | perftest SIZE... | post-cost ARGS..." >&2; exit 2 ;;
+esac
