@@ -56,10 +56,11 @@ def analyzer_rows(d):
     with open(os.path.join(d, "pingpong.txt")) as f:
         for line in f:
             if line.startswith("----"):
-                inside = line.startswith("---- analyzer: path bf, wait busy")
+                inside = line.startswith(("---- analyzer: path bf, wait busy",
+                                          "---- analyzer: path auto, wait busy"))
                 continue
             cols = line.split()
-            if inside and len(cols) >= 6 and cols[0].isdigit() and cols[1] == "bf":
+            if inside and len(cols) >= 6 and cols[0].isdigit() and cols[1] in ("bf", "auto"):
                 out[int(cols[0])] = (cols[3], cols[4], cols[5])
     return out
 
@@ -67,7 +68,11 @@ def analyzer_rows(d):
 def latencies(d):
     """size -> {column: t_typical usec}."""
     lat = {}
-    for r in rows(os.path.join(d, "pingpong-bf-busy.dat")):
+    # pingpong --all names it by path; a run for one path only, "auto".
+    dat = os.path.join(d, "pingpong-bf-busy.dat")
+    if not os.path.exists(dat):
+        dat = os.path.join(d, "pingpong-auto-busy.dat")
+    for r in rows(dat):
         lat.setdefault(int(r[0]), {})["ours_send"] = float(r[1])
     for r in rows(os.path.join(d, "userpost-pingpong.txt")):
         lat.setdefault(int(r[0]), {}).update(
@@ -75,7 +80,8 @@ def latencies(d):
     perf = {}
     for r in rows(os.path.join(d, "perftest-versus.txt"), first_numeric=False):
         tool, size = r[0], int(r[1])
-        if r[2] != "-":
+        # perftest prints inf when its CPU frequency estimate failed.
+        if r[2] not in ("-", "inf"):
             lat.setdefault(size, {})[tool] = float(r[2])
         perf[(tool, size)] = r[3:8]
     return lat, perf

@@ -72,6 +72,7 @@ perftest() {
 		echo "# t_typical[usec] from the client's table; per post (both sides' posts) from the adapter's analyzer"
 		echo "#tool size t_typical[usec] BAR2_wr BAR2_bytes WQE_DMA_rd BF_fraction protocol_errors"
 	} >"$out"
+	rm -f /tmp/results/perftest-versus-raw.txt
 	for tool in ib_send_lat ib_write_lat; do
 		for size in "$@"; do
 			args="-d mlx4_0 -i 1 -F -s $size -n $ITERS"
@@ -91,6 +92,12 @@ perftest() {
 				tail -n 5 /tmp/client.out /tmp/server.out >&2
 				return 1
 			fi
+			{
+				echo "==== $tool $size: client"
+				cat /tmp/client.out
+				echo "==== $tool $size: server"
+				cat /tmp/server.out
+			} >>/tmp/results/perftest-versus-raw.txt
 			typical=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' /tmp/client.out)
 			echo "$tool $size ${typical:--} $(per_post /tmp/c.before /tmp/c.after $((2 * ITERS)))" >>"$out"
 		done
