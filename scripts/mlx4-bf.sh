@@ -170,7 +170,7 @@ vm_boot() {
 
 # The toolchain the run uses, as the first lines of make test.
 versions() {
-	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
+	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|rdma-core\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 	if [ "$ARCH" = s390 ]; then
 		sed -n 's/^\(s390x-gcc\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 		echo "toolchain: qemu-s390x: Debian's qemu source $QEMU_SRC_VERSION + $(cd "$TOP" && echo tools/qemu/*.patch)"
