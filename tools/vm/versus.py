@@ -194,7 +194,7 @@ def plot(path, lat):
             continue
         line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts[c])
         svg.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
-        svg.append(f'<text x="{w - m - 110}" y="{m + 14 * k}" fill="{color}">{c}</text>')
+        svg.append(f'<text x="{m + 10}" y="{m + 14 * k}" fill="{color}">{c}</text>')
     svg.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(svg) + "\n")
