@@ -169,17 +169,10 @@ pub fn parse_with(b: &[u8], qp_service: u8, base: u64, reads: bool) -> Result<Wq
                 off += DATAGRAM_SIZE;
             }
         }
-        opcode::RDMA_READ if reads && qp_service == service::RC => {
-            if off + RADDR_SIZE > len {
-                return Err(WqeError::Missing("raddr"));
-            }
-            w.segments.push(Segment::Raddr {
-                addr: be64(b, off),
-                rkey: be32(b, off + 8),
-            });
-            off += RADDR_SIZE;
-        }
-        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM if !ud && qp_service != service::MLX => {
+        op @ (opcode::RDMA_READ | opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM)
+            if (op == opcode::RDMA_READ && reads && qp_service == service::RC)
+                || (op != opcode::RDMA_READ && !ud && qp_service != service::MLX) =>
+        {
             if off + RADDR_SIZE > len {
                 return Err(WqeError::Missing("raddr"));
             }

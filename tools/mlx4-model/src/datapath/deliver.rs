@@ -156,22 +156,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// read: every refused segment is counted (0x548, 0x5a0) and traced,
     /// and the WQE completes with LOCAL_PROT_ERR (None).
     pub(crate) fn checked_gather(&mut self, s: u32, idx: u32, w: &Wqe) -> Option<Vec<Vec<Chunk>>> {
-        let (rlkey, pd) = self.qps.get(s).map_or((false, 0), |qp| (qp.rlkey, qp.pd));
-        let mut out = Vec::new();
-        let mut refused = 0u64;
-        for seg in &w.segments {
-            let Segment::Data { len, lkey, addr } = *seg else {
-                continue;
-            };
-            let len = u64::from(len);
-            match keys::resolve(self.mrs, rlkey, pd, lkey, addr, len, Access::LocalRead) {
-                Ok(c) => out.push(c),
-                Err(f) => {
-                    refused += 1;
-                    self.prot_fault(s, "gather", lkey, addr, len, f);
-                }
-            }
-        }
+        let (out, refused) = self.resolve_segments(s, w, Access::LocalRead, "gather");
         if refused == 0 {
             return Some(out);
         }
@@ -180,6 +165,36 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         self.env.counters.global.gather_errors += 1;
         self.send_error(s, idx, &w.ctrl, syndrome::LOCAL_PROT_ERR);
         None
+    }
+
+    /// The lkey check of every data segment of `w` on QP `s` for `access`
+    /// (`side`: "gather" or "scatter", for the fault's record): the DMA
+    /// accesses of each segment that passed, and how many were refused
+    /// (each one counted and traced).
+    pub(crate) fn resolve_segments(
+        &mut self,
+        s: u32,
+        w: &Wqe,
+        access: Access,
+        side: &'static str,
+    ) -> (Vec<Vec<Chunk>>, u64) {
+        let (rlkey, pd) = self.qps.get(s).map_or((false, 0), |qp| (qp.rlkey, qp.pd));
+        let mut out = Vec::new();
+        let mut refused = 0u64;
+        for seg in &w.segments {
+            let Segment::Data { len, lkey, addr } = *seg else {
+                continue;
+            };
+            let len = u64::from(len);
+            match keys::resolve(self.mrs, rlkey, pd, lkey, addr, len, access) {
+                Ok(c) => out.push(c),
+                Err(f) => {
+                    refused += 1;
+                    self.prot_fault(s, side, lkey, addr, len, f);
+                }
+            }
+        }
+        (out, refused)
     }
 
     /// A key check failed on QP `qpn`: a local protection fault (gather,

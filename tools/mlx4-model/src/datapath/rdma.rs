@@ -159,22 +159,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             self.send_error(s, idx, &c, syndrome::LOCAL_LENGTH_ERR);
             return;
         }
-        let (rlkey, pd) = self.qps.get(s).map_or((false, 0), |q| (q.rlkey, q.pd));
-        let mut scatter = Vec::new();
-        let mut refused = 0u64;
-        for g in &w.segments {
-            let Segment::Data { len, lkey, addr } = *g else {
-                continue;
-            };
-            let n = u64::from(len);
-            match keys::resolve(self.mrs, rlkey, pd, lkey, addr, n, Access::LocalWrite) {
-                Ok(chunks) => scatter.extend(chunks),
-                Err(f) => {
-                    refused += 1;
-                    self.prot_fault(s, "scatter", lkey, addr, n, f);
-                }
-            }
-        }
+        let (segments, refused) = self.resolve_segments(s, w, Access::LocalWrite, "scatter");
+        let scatter = segments.into_iter().flatten();
         self.wqe_ready();
         if refused > 0 {
             self.env.counters.global.refused_segments += refused;
