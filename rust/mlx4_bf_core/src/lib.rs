@@ -9,6 +9,7 @@
 #![no_std]
 
 pub mod abi;
+pub mod icm;
 pub mod layout;
 pub mod region;
 pub mod ring;
