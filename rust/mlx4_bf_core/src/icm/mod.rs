@@ -25,6 +25,7 @@
 //! (ICM address, length) to UNMAP_ICM at teardown with the page count it
 //! mapped (mainline unmaps 64 pages per chunk even where it mapped fewer).
 
+pub mod init_hca;
 pub mod profile;
 
 /// ICM is mapped in 4 KiB pages whatever the CPU page size
