@@ -26,6 +26,7 @@
 //! mapped (mainline unmaps 64 pages per chunk even where it mapped fewer).
 
 pub mod init_hca;
+pub mod map_cmd;
 pub mod profile;
 
 /// ICM is mapped in 4 KiB pages whatever the CPU page size
