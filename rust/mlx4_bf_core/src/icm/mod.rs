@@ -28,6 +28,7 @@
 pub mod init_hca;
 pub mod map_cmd;
 pub mod profile;
+pub mod table_chunks;
 
 /// ICM is mapped in 4 KiB pages whatever the CPU page size
 /// (`MLX4_ICM_PAGE_SHIFT`, `core/icm.h`). Mainline also uses `PAGE_SIZE`
