@@ -277,7 +277,11 @@ pub fn write_init_hca(
     put_u8(
         inbox,
         offset::TPT_MW,
-        if options.mem_windows { TPT_MW_ENABLE } else { 0 },
+        if options.mem_windows {
+            TPT_MW_ENABLE
+        } else {
+            0
+        },
     );
     put_u8(inbox, offset::LOG_MPT_SZ, icm.log_mpt_sz);
     put_be64(inbox, offset::MTT_BASE, icm.mtt_base);
@@ -309,17 +313,42 @@ mod tests {
     fn offsets_match_mainline_defines() {
         use offset::*;
         let got = [
-            QPC_BASE, LOG_QP, SRQC_BASE, LOG_SRQ, CQC_BASE, LOG_CQ, EQE_CQE, ALTC_BASE, AUXC_BASE,
-            EQC_BASE, LOG_EQ, NUM_SYS_EQS, RDMARC_BASE, LOG_RD, MC_BASE, LOG_MC_ENTRY_SZ,
-            LOG_MC_HASH_SZ, UC_STEERING, LOG_MC_TABLE_SZ, DMPT_BASE, TPT_MW, LOG_MPT_SZ, MTT_BASE,
-            CMPT_BASE, LOG_UAR_SZ, UAR_PAGE_SZ,
+            QPC_BASE,
+            LOG_QP,
+            SRQC_BASE,
+            LOG_SRQ,
+            CQC_BASE,
+            LOG_CQ,
+            EQE_CQE,
+            ALTC_BASE,
+            AUXC_BASE,
+            EQC_BASE,
+            LOG_EQ,
+            NUM_SYS_EQS,
+            RDMARC_BASE,
+            LOG_RD,
+            MC_BASE,
+            LOG_MC_ENTRY_SZ,
+            LOG_MC_HASH_SZ,
+            UC_STEERING,
+            LOG_MC_TABLE_SZ,
+            DMPT_BASE,
+            TPT_MW,
+            LOG_MPT_SZ,
+            MTT_BASE,
+            CMPT_BASE,
+            LOG_UAR_SZ,
+            UAR_PAGE_SZ,
         ];
         let want = [
             0x30, 0x37, 0x48, 0x4f, 0x50, 0x57, 0x58, 0x60, 0x70, 0x80, 0x87, 0x8a, 0x90, 0x97,
             0xc0, 0xd3, 0xd7, 0xd8, 0xdb, 0xf0, 0xf8, 0xfb, 0x100, 0x108, 0x12a, 0x12b,
         ];
         assert_eq!(got, want);
-        assert_eq!((VERSION, CACHELINE_SZ, FLAGS, RECOVERABLE_ERROR_EVENT), (0, 0x0e, 0x14, 0x18));
+        assert_eq!(
+            (VERSION, CACHELINE_SZ, FLAGS, RECOVERABLE_ERROR_EVENT),
+            (0, 0x0e, 0x14, 0x18)
+        );
     }
 
     #[test]
@@ -333,7 +362,10 @@ mod tests {
         assert_eq!(inbox[0], 2);
         // 64-byte cache line: ((6 - 4) << 5) | 1 << 4.
         assert_eq!(inbox[0x0e], 0x50);
-        assert_eq!(be32(&inbox, 0x14), if cfg!(target_endian = "big") { 3 } else { 1 });
+        assert_eq!(
+            be32(&inbox, 0x14),
+            if cfg!(target_endian = "big") { 3 } else { 1 }
+        );
         assert_eq!(inbox[0x12a], 10);
         let set = [0x00, 0x0e, 0x17, 0x12a];
         for (i, b) in inbox.iter().enumerate() {
@@ -386,8 +418,14 @@ mod tests {
         assert_eq!(icm.mtt_base, 1 << 32);
         assert_eq!(icm.qpc_base, (1 << 32) + (128 << 10));
         assert_eq!(icm.dmpt_base, icm.qpc_base + (64 << 10));
-        assert_eq!((icm.log_num_qps, icm.log_rd_per_qp, icm.log_mpt_sz), (8, 0, 10));
-        assert_eq!((icm.log_mc_entry_sz, icm.log_mc_hash_sz, icm.log_mc_table_sz), (7, 0, 1));
+        assert_eq!(
+            (icm.log_num_qps, icm.log_rd_per_qp, icm.log_mpt_sz),
+            (8, 0, 10)
+        );
+        assert_eq!(
+            (icm.log_mc_entry_sz, icm.log_mc_hash_sz, icm.log_mc_table_sz),
+            (7, 0, 1)
+        );
     }
 
     proptest! {

@@ -299,7 +299,10 @@ pub(crate) mod tests {
         ];
         let mut start = 0;
         for (region, (table, log_size)) in layout.regions.iter().zip(expected) {
-            assert_eq!((region.table, region.size, region.start), (table, 1 << log_size, start));
+            assert_eq!(
+                (region.table, region.size, region.start),
+                (table, 1 << log_size, start)
+            );
             start += 1u64 << log_size;
         }
         assert_eq!(layout.total_size, start);
