@@ -9,7 +9,7 @@
 //!
 //! Recommendation: map every table *whole*, once, after MAP_ICM_AUX and
 //! before INIT_HCA, and never map or unmap ICM while the HCA runs. With the
-//! driver's counts (a few hundred QPs, CQs and MPTs, tens of EQs, 2^14 MTT
+//! driver's counts (a few hundred QPs, CQs and MPTs, up to 128 EQs, 2^14 MTT
 //! entries) every table is smaller than one 256 KiB `MLX4_TABLE_CHUNK_SIZE`
 //! chunk and holds firmware-reserved objects, so mainline's own rules
 //! (`mlx4_init_icm_table()` maps each chunk holding reserved objects,

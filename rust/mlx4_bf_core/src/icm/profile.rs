@@ -174,6 +174,83 @@ impl Layout {
     }
 }
 
+/// Objects the firmware owns, as counts decoded from QUERY_DEV_CAP
+/// (`core/fw.c:mlx4_QUERY_DEV_CAP`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserved {
+    /// `reserved_qps_cnt[MLX4_QP_REGION_FW]` = 1 << (mbox+0x12 & 0xf).
+    pub qps: u32,
+    /// 1 << (mbox+0x14 >> 4).
+    pub srqs: u32,
+    /// 1 << (mbox+0x1a & 0xf).
+    pub cqs: u32,
+    /// See [`reserved_eqs`].
+    pub eqs: u32,
+    /// 1 << (mbox+0x22 & 0xf) (`reserved_mrws`).
+    pub mpts: u32,
+    /// 1 << (mbox+0x20 >> 4), rounded up to whole cache lines
+    /// (`table_chunks::reserved_mtts_aligned`).
+    pub mtts: u32,
+}
+
+/// Reserved EQs: 1 << (mbox+0x1e & 0xf), but at least the four EQs whose
+/// doorbells sit in each reserved UAR page (mbox+0x48 >> 4 UARs), when the
+/// device has no SYS_EQS (`mlx4_QUERY_DEV_CAP`: "Each UAR has 4 EQ
+/// doorbells").
+pub fn reserved_eqs(log_reserved_eqs: u8, reserved_uars: u32) -> u32 {
+    (1u32 << (log_reserved_eqs & 0xf)).max(reserved_uars.saturating_mul(4))
+}
+
+/// Why a request does not suit the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    /// The table has no entry left beyond the firmware's reserved ones
+    /// (SRQs: fewer entries than reserved).
+    NoneLeft(Table),
+    /// More EQs than QUERY_DEV_CAP's max (mbox+0x1f & 0xf, log2).
+    TooManyEqs,
+    /// More than 2^31 MTT entries ("has to ... fit into 32 bits",
+    /// `mlx4_make_profile`).
+    TooManyMtts,
+    /// The MCG table needs two entries: its hash part is half of it.
+    McgTooSmall,
+}
+
+/// Checks a request against the device before laying it out. mainline's
+/// own profile is large enough that it never checks these; a small one
+/// must, or the driver would get no usable QP, CQ, EQ, MPT or MTT number.
+pub fn check_request(
+    request: &ProfileRequest,
+    reserved: &Reserved,
+    log_max_eqs: u8,
+) -> Result<(), RequestError> {
+    let count = |log: u8| 1u64 << log.min(63);
+    for (table, log, rsvd) in [
+        (Table::Qpc, request.log_num_qps, reserved.qps),
+        (Table::Cqc, request.log_num_cqs, reserved.cqs),
+        (Table::Eqc, request.log_num_eqs, reserved.eqs),
+        (Table::Dmpt, request.log_num_mpts, reserved.mpts),
+        (Table::Mtt, request.log_num_mtts, reserved.mtts),
+    ] {
+        if count(log) <= u64::from(rsvd) {
+            return Err(RequestError::NoneLeft(table));
+        }
+    }
+    if count(request.log_num_srqs) < u64::from(reserved.srqs) {
+        return Err(RequestError::NoneLeft(Table::Srqc));
+    }
+    if request.log_num_eqs > log_max_eqs {
+        return Err(RequestError::TooManyEqs);
+    }
+    if request.log_num_mtts > 31 {
+        return Err(RequestError::TooManyMtts);
+    }
+    if request.log_num_mcgs == 0 {
+        return Err(RequestError::McgTooSmall);
+    }
+    Ok(())
+}
+
 /// Why a profile cannot be laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProfileError {
@@ -346,6 +423,105 @@ pub(crate) mod tests {
             make_layout(&CX3_SIZES, &MAINLINE_DEFAULT, 1 << 32),
             Err(ProfileError::DoesNotFit { max_icm_size, .. }) if max_icm_size == 1 << 32
         ));
+    }
+
+    #[test]
+    fn reserved_eqs_cover_reserved_uar_doorbells() {
+        assert_eq!(reserved_eqs(0, 1), 4);
+        assert_eq!(reserved_eqs(0, 0), 1);
+        assert_eq!(reserved_eqs(6, 16), 64);
+        assert_eq!(reserved_eqs(0x17, 0), 128);
+    }
+
+    #[test]
+    fn small_requests_are_checked_against_reservations() {
+        let reserved = Reserved {
+            qps: 64,
+            srqs: 64,
+            cqs: 128,
+            eqs: 64,
+            mpts: 256,
+            mtts: 8,
+        };
+        let ok = ProfileRequest {
+            log_num_qps: 7,
+            log_rdmarc_per_qp: 0,
+            log_num_srqs: 6,
+            log_num_cqs: 8,
+            log_num_eqs: 7,
+            log_num_mpts: 9,
+            log_num_mtts: 14,
+            log_num_mcgs: 1,
+        };
+        assert_eq!(check_request(&ok, &reserved, 7), Ok(()));
+        let cases = [
+            (
+                ProfileRequest {
+                    log_num_qps: 6,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Qpc),
+            ),
+            (
+                ProfileRequest {
+                    log_num_cqs: 7,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Cqc),
+            ),
+            (
+                ProfileRequest {
+                    log_num_eqs: 6,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Eqc),
+            ),
+            (
+                ProfileRequest {
+                    log_num_mpts: 8,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Dmpt),
+            ),
+            (
+                ProfileRequest {
+                    log_num_mtts: 3,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Mtt),
+            ),
+            (
+                ProfileRequest {
+                    log_num_srqs: 5,
+                    ..ok
+                },
+                RequestError::NoneLeft(Table::Srqc),
+            ),
+            (
+                ProfileRequest {
+                    log_num_eqs: 8,
+                    ..ok
+                },
+                RequestError::TooManyEqs,
+            ),
+            (
+                ProfileRequest {
+                    log_num_mtts: 32,
+                    ..ok
+                },
+                RequestError::TooManyMtts,
+            ),
+            (
+                ProfileRequest {
+                    log_num_mcgs: 0,
+                    ..ok
+                },
+                RequestError::McgTooSmall,
+            ),
+        ];
+        for (request, err) in cases {
+            assert_eq!(check_request(&request, &reserved, 7), Err(err));
+        }
     }
 
     pub(crate) fn entry_sizes() -> impl Strategy<Value = EntrySizes> {

@@ -14,7 +14,7 @@
 //!   (even past the end of a table smaller than that), and the last one
 //!   released unmaps 64 pages.
 
-use super::profile::{EntrySizes, Layout, Table, CMPT_SHIFT};
+use super::profile::{EntrySizes, Layout, Reserved, Table, CMPT_SHIFT};
 use super::ICM_PAGE_SIZE;
 
 /// Granule of on-demand mapping (`MLX4_TABLE_CHUNK_SIZE`).
@@ -42,21 +42,6 @@ pub enum IcmTable {
 
 /// Number of [`IcmTable`]s.
 pub const NUM_ICM_TABLES: usize = 14;
-
-/// Objects the firmware owns, from QUERY_DEV_CAP (`core/fw.c`), as counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reserved {
-    /// `reserved_qps_cnt[MLX4_QP_REGION_FW]` = 1 << (mbox+0x12 & 0xf).
-    pub qps: u32,
-    /// 1 << (mbox+0x14 >> 4).
-    pub srqs: u32,
-    /// 1 << (mbox+0x1a & 0xf).
-    pub cqs: u32,
-    /// 1 << (mbox+0x22 & 0xf) (`reserved_mrws`).
-    pub mpts: u32,
-    /// 1 << (mbox+0x20 >> 4); see [`reserved_mtts_aligned`].
-    pub mtts: u32,
-}
 
 /// Reserved MTT entries rounded up so that they fill whole cache lines:
 /// the firmware writes them and the driver all others
@@ -169,7 +154,8 @@ impl IcmTableSpec {
 /// Every table mlx4_core maps, with its ICM address, object size, count
 /// and reserved objects (`core/main.c:mlx4_init_icm`,
 /// `mlx4_init_cmpt_table`). `reserved.mtts` should already be cache-line
-/// aligned ([`reserved_mtts_aligned`]).
+/// aligned ([`reserved_mtts_aligned`]); `reserved.eqs` is not used: the EQ
+/// tables are wholly reserved.
 ///
 /// Unlike mainline, the EQ tables (EQC, cMPT EQ) use the profile's EQ
 /// count rather than `MLX4_MAX_EQ_NUM` (1024), so they stay inside the EQC
@@ -230,7 +216,7 @@ pub fn icm_tables(
 mod tests {
     use super::*;
     use crate::icm::profile::tests::{entry_sizes, requests, CX3_SIZES};
-    use crate::icm::profile::{make_layout, ProfileRequest};
+    use crate::icm::profile::{check_request, make_layout, ProfileRequest};
     use proptest::prelude::*;
 
     /// Reserved counts of a real ConnectX-3 (mlx4-core-bringup.md §2.2):
@@ -239,6 +225,7 @@ mod tests {
         qps: 64,
         srqs: 64,
         cqs: 128,
+        eqs: 64,
         mpts: 256,
         mtts: 8,
     };
@@ -264,6 +251,11 @@ mod tests {
         };
         let layout = make_layout(&sizes, &DRIVER_PROFILE, 1 << 36).unwrap();
         icm_tables(&layout, &sizes, &CX3_RESERVED)
+    }
+
+    #[test]
+    fn driver_profile_passes_its_own_check() {
+        assert_eq!(check_request(&DRIVER_PROFILE, &CX3_RESERVED, 7), Ok(()));
     }
 
     #[test]
@@ -350,7 +342,7 @@ mod tests {
             request in requests(),
         ) {
             let layout = make_layout(&sizes, &request, u64::MAX).unwrap();
-            let reserved = Reserved { qps: 1, srqs: 1, cqs: 1, mpts: 1, mtts: 1 };
+            let reserved = Reserved { qps: 1, srqs: 1, cqs: 1, eqs: 1, mpts: 1, mtts: 1 };
             for t in icm_tables(&layout, &sizes, &reserved) {
                 let region = layout.regions.iter().find(|r| r.start <= t.virt && t.virt < r.end());
                 let region = region.unwrap();
