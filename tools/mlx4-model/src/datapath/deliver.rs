@@ -63,15 +63,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         deliver: impl FnOnce(&mut Self, u32, &[u8], u64) -> Result<(), SenderSyndrome>,
     ) {
         let c = w.ctrl;
-        let d = match self.peer(s) {
-            Ok(d) => d,
-            Err((d, why)) => {
-                self.wqe_ready();
-                self.env.counters.global.peer_errors += 1;
-                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                return;
-            }
+        let Some(d) = self.reachable_peer(s, idx, &c) else {
+            return;
         };
         let Some(payload) = self.gather(s, idx, w, bytes) else {
             return;
@@ -86,6 +79,22 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         if c.signaled() {
             let cqe = send_cqe(s, idx, c.opcode, payload.len() as u64);
             self.complete(s, cqe, false);
+        }
+    }
+
+    /// Rule a for WQE `idx` of QP `s` with control segment `c`: the
+    /// destination QP; or, when there is none to reach, the failure counted
+    /// and recorded, the WQE completed with TRANSPORT_RETRY_EXC_ERR, None.
+    pub(crate) fn reachable_peer(&mut self, s: u32, idx: u32, c: &Ctrl) -> Option<u32> {
+        match self.peer(s) {
+            Ok(d) => Some(d),
+            Err((d, why)) => {
+                self.wqe_ready();
+                self.env.counters.global.peer_errors += 1;
+                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                self.send_error(s, idx, c, syndrome::TRANSPORT_RETRY_EXC_ERR);
+                None
+            }
         }
     }
 

@@ -135,15 +135,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
 impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     pub(crate) fn rdma_read(&mut self, s: u32, idx: u32, w: &Wqe) {
         let c = w.ctrl;
-        let d = match self.peer(s) {
-            Ok(d) => d,
-            Err((d, why)) => {
-                self.wqe_ready();
-                self.env.counters.global.peer_errors += 1;
-                self.delivery_failed(s, d, why, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                self.send_error(s, idx, &c, syndrome::TRANSPORT_RETRY_EXC_ERR);
-                return;
-            }
+        let Some(d) = self.reachable_peer(s, idx, &c) else {
+            return;
         };
         let len: u64 = w
             .segments
