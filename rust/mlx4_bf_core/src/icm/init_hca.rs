@@ -295,8 +295,8 @@ pub fn write_init_hca(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::icm::profile::tests::{entry_sizes, requests, CX3_SIZES};
-    use crate::icm::profile::{make_layout, ProfileRequest};
+    use crate::icm::profile::make_layout;
+    use crate::icm::profile::tests::{entry_sizes, requests, CX3_SIZES, DRIVER_PROFILE};
     use proptest::prelude::*;
 
     fn be64(b: &[u8], at: usize) -> u64 {
@@ -399,19 +399,9 @@ mod tests {
 
     #[test]
     fn driver_sized_profile_fields() {
-        let request = ProfileRequest {
-            log_num_qps: 8,
-            log_rdmarc_per_qp: 0,
-            log_num_srqs: 6,
-            log_num_cqs: 8,
-            log_num_eqs: 7,
-            log_num_mpts: 10,
-            log_num_mtts: 14,
-            log_num_mcgs: 1,
-        };
         let mut sizes = CX3_SIZES;
         sizes.mcg = 128;
-        let layout = make_layout(&sizes, &request, 1 << 36).unwrap();
+        let layout = make_layout(&sizes, &DRIVER_PROFILE, 1 << 36).unwrap();
         let icm = IcmParams::from_layout(&layout, 7);
         assert_eq!(icm.cmpt_base, 0);
         // cMPT (4 GiB) first, then MTT (128 KiB), then QPC and dMPT (64 KiB).

@@ -328,6 +328,31 @@ pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Reserved counts of a real ConnectX-3 (mlx4-core-bringup.md §2.2):
+    /// 64 FW QPs, 128 CQs, 256 MPTs, 1 MTT (8 after cache-line rounding).
+    pub(crate) const CX3_RESERVED: Reserved = Reserved {
+        qps: 64,
+        srqs: 64,
+        cqs: 128,
+        eqs: 64,
+        mpts: 256,
+        mtts: 8,
+    };
+
+    /// What this driver needs, with headroom: 256 QPs and CQs, 128 EQs
+    /// (reserved EQs can be 4 x reserved UARs), 1024 MPTs, 2^14 MTT
+    /// entries, a two-entry MCG table of 128-byte entries.
+    pub(crate) const DRIVER_PROFILE: ProfileRequest = ProfileRequest {
+        log_num_qps: 8,
+        log_rdmarc_per_qp: 0,
+        log_num_srqs: 6,
+        log_num_cqs: 8,
+        log_num_eqs: 7,
+        log_num_mpts: 10,
+        log_num_mtts: 14,
+        log_num_mcgs: 1,
+    };
+
     /// ConnectX-3 entry sizes (mlx4-core-bringup.md §2.2) with the default
     /// 1 KiB MCG entry (`MLX4_DEFAULT_MGM_LOG_ENTRY_SIZE`).
     pub(crate) const CX3_SIZES: EntrySizes = EntrySizes {
@@ -435,14 +460,7 @@ pub(crate) mod tests {
 
     #[test]
     fn small_requests_are_checked_against_reservations() {
-        let reserved = Reserved {
-            qps: 64,
-            srqs: 64,
-            cqs: 128,
-            eqs: 64,
-            mpts: 256,
-            mtts: 8,
-        };
+        let reserved = CX3_RESERVED;
         let ok = ProfileRequest {
             log_num_qps: 7,
             log_rdmarc_per_qp: 0,

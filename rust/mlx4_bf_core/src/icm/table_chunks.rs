@@ -215,34 +215,11 @@ pub fn icm_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::icm::profile::tests::{entry_sizes, requests, CX3_SIZES};
-    use crate::icm::profile::{check_request, make_layout, ProfileRequest};
+    use crate::icm::profile::tests::{
+        entry_sizes, requests, CX3_RESERVED, CX3_SIZES, DRIVER_PROFILE,
+    };
+    use crate::icm::profile::{check_request, make_layout};
     use proptest::prelude::*;
-
-    /// Reserved counts of a real ConnectX-3 (mlx4-core-bringup.md §2.2):
-    /// 64 FW QPs, 128 CQs, 256 MPTs, 1 MTT (8 after cache-line rounding).
-    const CX3_RESERVED: Reserved = Reserved {
-        qps: 64,
-        srqs: 64,
-        cqs: 128,
-        eqs: 64,
-        mpts: 256,
-        mtts: 8,
-    };
-
-    /// What this driver needs, with headroom: 256 QPs and CQs, 128 EQs
-    /// (reserved EQs can be 4 x reserved UARs), 1024 MPTs, 2^14 MTT
-    /// entries, a two-entry MCG table of 128-byte entries.
-    const DRIVER_PROFILE: ProfileRequest = ProfileRequest {
-        log_num_qps: 8,
-        log_rdmarc_per_qp: 0,
-        log_num_srqs: 6,
-        log_num_cqs: 8,
-        log_num_eqs: 7,
-        log_num_mpts: 10,
-        log_num_mtts: 14,
-        log_num_mcgs: 1,
-    };
 
     fn driver_tables() -> [IcmTableSpec; NUM_ICM_TABLES] {
         let sizes = EntrySizes {
