@@ -37,6 +37,18 @@ fn key(index: u32) -> u32 {
     index.rotate_left(8)
 }
 
+/// MAP_ICM of the QPC page holding QP `QA` (and `QB`) and of the dMPT page
+/// of the user MRs (indices 0x100..).
+fn map_qpc_and_dmpt_pages(h: &mut Harness) {
+    let qpc_page = QPC_BASE + u64::from(QA) * 256 / 0x1000 * 0x1000;
+    let dmpt_page = DMPT_BASE + 0x100 * 64;
+    let pages = [
+        (qpc_page, ICM_DMA + 0xb000, 0),
+        (dmpt_page, ICM_DMA + 0xc000, 0),
+    ];
+    assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
+}
+
 /// HCA up, an EQ, one CQ for everything, QPC and dMPT pages mapped, the
 /// two user MRs registered.
 fn hca() -> Harness {
@@ -44,13 +56,7 @@ fn hca() -> Harness {
     init_hca(&mut h);
     assert_eq!(create_eq(&mut h, EQN), status::OK);
     assert_eq!(create_cq(&mut h, CQ, EQN as u8), status::OK);
-    let qpc_page = QPC_BASE + u64::from(QA) * 256 / 0x1000 * 0x1000;
-    let dmpt_page = DMPT_BASE + 0x100 * 64;
-    let pages = [
-        (qpc_page, ICM_DMA + 0xb000, 0),
-        (dmpt_page, ICM_DMA + 0xc000, 0),
-    ];
-    assert_eq!(map(&mut h, op::MAP_ICM, &pages), status::OK);
+    map_qpc_and_dmpt_pages(&mut h);
     for (index, va, dma, mtt) in [
         (0x100, VA_A, GATHER_BUF, 0x600),
         (0x101, VA_B, RECV2_BUF, 0x608),
@@ -359,13 +365,7 @@ fn user_cq_armed_through_the_context_uar() {
         &Harness::cq_ctx(CQ_LOG, UUAR, EQN as u8, 8 * 33, CQ_DB),
     );
     assert_eq!(h.cmd(op::SW2HW_CQ, 0, CQ), status::OK);
-    let qpc_page = QPC_BASE + u64::from(QA) * 256 / 0x1000 * 0x1000;
-    let dmpt_page = DMPT_BASE + 0x100 * 64;
-    let pages = [
-        (qpc_page, ICM_DMA + 0xb000, 0),
-        (dmpt_page, ICM_DMA + 0xc000, 0),
-    ];
-    assert_eq!(map(&mut h, op::MAP_ICM, &pages), status::OK);
+    map_qpc_and_dmpt_pages(&mut h);
     rst2init(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB);
     rst2init(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB);
     connect(&mut h, QA, QB, 1);
