@@ -220,7 +220,8 @@ mainline_dir() {
 		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
 		cp "$KDIR/$ko" "$dir/"
 	done
-	cp "$TOP/tools/vm/upstream/upstream.sh" "$TOP/tools/vm/upstream/versus.sh" "$dir/"
+	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/upstream/upstream.sh" \
+		"$TOP/tools/vm/upstream/versus.sh" "$dir/"
 	"$TOP/tools/vm/upstream/rdma-files.sh" "$dir/rdma"
 }
 
@@ -256,7 +257,7 @@ upstream() {
 	mkdir -p "$OUT/guest" "$TOP/results"
 	build_helper
 	cp "$OUT/guest/mlx4-bf" "$udir/"
-	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh" --ktap \
+	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh; rc=\$?; $send_back; exit \$rc" --ktap \
 		--save-files "$TOP/results" -- "$udir"
 }
 

@@ -8,12 +8,10 @@
 # strict firmware and leaves the device unbound.
 
 cd "$(dirname "$0")" || exit 1
+. ./lib.sh
 NODE_GUID=0002:c903:00b1:0000
 LID=0x1
 I=/sys/class/infiniband/mlx4_0
-# msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
-# internal_err_reset=0: a command timeout fails the probe, no reset loop.
-CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0"
 
 BDF=
 for d in /sys/bus/pci/devices/*; do
@@ -45,38 +43,7 @@ port_active() {
 	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
 }
 
-# rdma-core and perftest with their libraries (rdma-files.sh), and the
-# loopback interface their out-of-band exchange uses (TCP on 127.0.0.1).
-[ -d rdma ] && cp -a rdma/. /
-ip link set lo up
-
-# Server in the background, then the client; both must succeed in time.
-# The client's output is kept in /tmp/NAME.out for the caller.
-server_client() { # name server-cmd client-cmd
-	# shellcheck disable=SC2086
-	timeout 120 $2 >/tmp/"$1".server 2>&1 &
-	spid=$!
-	sleep 1
-	# shellcheck disable=SC2086
-	timeout 120 $3 >/tmp/"$1".out 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	[ $crc = 0 ] && [ $src = 0 ] && return 0
-	echo "# $1: client exit $crc, server exit $src"
-	sed 's/^/# client: /' /tmp/"$1".out | tail -n 8
-	sed 's/^/# server: /' /tmp/"$1".server | tail -n 8
-	return 1
-}
-
-# The analyzer's counters (mlx4-bf counters) before and after a run:
-# delta NAME is how far NAME moved.
-snap() { ./mlx4-bf counters >/tmp/counters."$1"; }
-delta() { # name
-	awk -v n="$1" '$1 == n { v[FILENAME] = $2 }
-		END { print v["/tmp/counters.after"] - v["/tmp/counters.before"] }' \
-		/tmp/counters.before /tmp/counters.after
-}
+rdma_setup
 mkdir -p /tmp/results
 
 # perftest: server and client of TOOL in the guest for SIZE bytes; the
@@ -163,5 +130,4 @@ bad=$(dmesg | grep -v -e 'mlx4_bf' -e 'Catastrophic error buffer' |
 	-e 'mlx4.*[Ee]rror' -e 'mlx4.*[Aa]bort')
 [ -z "$bad" ]
 result $? no_error_or_warn_in_the_log "$(echo "$bad" | head -n 5 | tr '\n' '|')"
-for f in /tmp/results/*; do echo "mlx4-bf-file: ${f##*/}"; base64 "$f"; echo mlx4-bf-file-end; done
 exit $failed

@@ -16,7 +16,10 @@
 #                                /tmp/results/ibv-post-cost.txt
 
 cd "$(dirname "$0")" || exit 1
+. ./lib.sh
 ITERS=${PERFTEST_ITERS:-300}
+# 300 iterations at the largest size while the other adapter is busy too.
+SERVER_CLIENT_TIMEOUT=300
 
 # The ConnectX-3 mlx4_bf does not drive.
 mainline_bdf() {
@@ -31,11 +34,10 @@ mainline_bdf() {
 
 up() {
 	bdf=$(mainline_bdf) || { echo "versus: no adapter left for mlx4_core" >&2; return 1; }
-	[ -d rdma ] && cp -a rdma/. /
-	ip link set lo up
+	rdma_setup
 	echo mlx4_core >/sys/bus/pci/devices/"$bdf"/driver_override
-	insmod ./ib_core.ko &&
-		insmod ./mlx4_core.ko msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0 &&
+	# shellcheck disable=SC2086
+	insmod ./ib_core.ko && insmod ./mlx4_core.ko $CORE_PARAMS &&
 		insmod ./mlx4_ib.ko && insmod ./ib_uverbs_support.ko && insmod ./ib_uverbs.ko ||
 		return 1
 	for _ in $(seq 40); do
@@ -49,18 +51,11 @@ up() {
 	return 1
 }
 
-# Per-post deltas of the analyzer's counters between two readings.
-per_post() { # before after posts
-	awk -v posts="$3" '
-		FILENAME == ARGV[1] { b[$1] = $2; next }
-		{ a[$1] = $2 }
-		END {
-			printf "%.2f %.2f %.2f %.2f %d", (a["bar2_writes"] - b["bar2_writes"]) / posts,
-				(a["bar2_bytes"] - b["bar2_bytes"]) / posts,
-				(a["sq_dma_reads"] - b["sq_dma_reads"]) / posts,
-				(a["wqes_bf"] - b["wqes_bf"]) / posts,
-				a["protocol_errors"] - b["protocol_errors"]
-		}' "$1" "$2"
+# Per post: the analyzer's deltas divided by POSTS, and the protocol errors.
+per_post() { # posts
+	echo "$(delta bar2_writes) $(delta bar2_bytes) $(delta sq_dma_reads) $(delta wqes_bf) $1" |
+		awk '{ printf "%.2f %.2f %.2f %.2f", $1 / $5, $2 / $5, $3 / $5, $4 / $5 }'
+	echo " $(delta protocol_errors)"
 }
 
 perftest() {
@@ -76,30 +71,19 @@ perftest() {
 	for tool in ib_send_lat ib_write_lat; do
 		for size in "$@"; do
 			args="-d mlx4_0 -i 1 -F -s $size -n $ITERS"
-			/work/mlx4-bf counters --bdf "$bdf" >/tmp/c.before || return 1
-			# shellcheck disable=SC2086
-			timeout 300 $tool $args >/tmp/server.out 2>&1 &
-			spid=$!
-			sleep 1
-			# shellcheck disable=SC2086
-			timeout 300 $tool $args 127.0.0.1 >/tmp/client.out 2>&1
-			crc=$?
-			wait $spid
-			src=$?
-			/work/mlx4-bf counters --bdf "$bdf" >/tmp/c.after || return 1
-			if [ $crc != 0 ] || [ $src != 0 ]; then
-				echo "versus: $tool $size: client exit $crc, server exit $src" >&2
-				tail -n 5 /tmp/client.out /tmp/server.out >&2
-				return 1
-			fi
+			snap before "$bdf" || return 1
+			server_client "$tool-$size" "$tool $args" "$tool $args 127.0.0.1"
+			rc=$?
+			snap after "$bdf" || return 1
+			[ $rc = 0 ] || return 1
 			{
 				echo "==== $tool $size: client"
-				cat /tmp/client.out
+				cat /tmp/"$tool-$size".out
 				echo "==== $tool $size: server"
-				cat /tmp/server.out
+				cat /tmp/"$tool-$size".server
 			} >>/tmp/results/perftest-versus-raw.txt
-			typical=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' /tmp/client.out)
-			echo "$tool $size ${typical:--} $(per_post /tmp/c.before /tmp/c.after $((2 * ITERS)))" >>"$out"
+			typical=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' /tmp/"$tool-$size".out)
+			echo "$tool $size ${typical:--} $(per_post $((2 * ITERS)))" >>"$out"
 		done
 	done
 	cat "$out"

@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# What the guest scripts of mainline's side share (upstream.sh, versus.sh):
+# mlx4_core's parameters, rdma-core's files, a server and client pair, and
+# the analyzer's counters before and after a run. Sourced, from this
+# directory.
+
+# msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
+# internal_err_reset=0: a command timeout fails the probe, no reset loop.
+CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0"
+
+# rdma-core and perftest with their libraries (rdma-files.sh), and the
+# loopback interface their out-of-band exchange uses (TCP on 127.0.0.1).
+rdma_setup() {
+	[ -d rdma ] && cp -a rdma/. /
+	ip link set lo up
+}
+
+# Server in the background, then the client; both must succeed within
+# SERVER_CLIENT_TIMEOUT seconds (120 unless the caller sets it).
+# Their output is kept in /tmp/NAME.out (client) and /tmp/NAME.server.
+server_client() { # name server-cmd client-cmd
+	t=${SERVER_CLIENT_TIMEOUT:-120}
+	# shellcheck disable=SC2086
+	timeout "$t" $2 >/tmp/"$1".server 2>&1 &
+	spid=$!
+	sleep 1
+	# shellcheck disable=SC2086
+	timeout "$t" $3 >/tmp/"$1".out 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	[ $crc = 0 ] && [ $src = 0 ] && return 0
+	echo "# $1: client exit $crc, server exit $src"
+	sed 's/^/# client: /' /tmp/"$1".out | tail -n 8
+	sed 's/^/# server: /' /tmp/"$1".server | tail -n 8
+	return 1
+}
+
+# The analyzer's counters (mlx4-bf counters [--bdf BDF]) as WHEN (before,
+# after); delta NAME is how far NAME moved between the two.
+snap() { # when [bdf]
+	./mlx4-bf counters ${2:+--bdf "$2"} >/tmp/counters."$1"
+}
+delta() { # name
+	awk -v n="$1" '$1 == n { v[FILENAME] = $2 }
+		END { print v["/tmp/counters.after"] - v["/tmp/counters.before"] }' \
+		/tmp/counters.before /tmp/counters.after
+}
