@@ -33,9 +33,8 @@
 # QEMU_S390X=binary (another s390x QEMU, e.g. the root's unfixed one),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
 # MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer),
-# MODEL_FIRMWARE=ready|strict (the model's --firmware; ready unless given:
-# strict is what mainline mlx4_core expects, and drivers/mlx4_bf does not
-# bind it yet).
+# MODEL_FIRMWARE=ready|strict (the model's --firmware; strict unless given:
+# the firmware life cycle mainline mlx4_core and drivers/mlx4_bf bring up).
 #
 # The guest's adapter is always the ConnectX-3 device model (tools/mlx4-model);
 # every boot keeps its analyzer trace in build/$KCONFIG/traces/.
@@ -160,7 +159,7 @@ vm_boot() {
 	TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
 	vmargs+=(--model "$MODEL_BIN" --trace "$TRACE")
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
-	[ -n "${MODEL_FIRMWARE:-}" ] && vmargs+=("--model-arg=--firmware=$MODEL_FIRMWARE")
+	vmargs+=("--model-arg=--firmware=${MODEL_FIRMWARE:-strict}")
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
 	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \

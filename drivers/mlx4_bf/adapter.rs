@@ -20,9 +20,10 @@ use crate::{
     hw::geometry::{FIRST_QPN, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
     hw::hca::{self, Hca},
     hw::mr::MrTable,
+    hw::mtt::Pool,
     hw::queue_mem::HcaMem,
     hw::stats::{self, DeviceStats},
-    hw::umem::UserMem,
+    hw::umem::{UserMem, AREAS},
     hw::writer::Writer,
     layout::{self, Caps},
     module_parameters,
@@ -303,18 +304,24 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     );
     let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
     let umem = UserMem::new(pdev.as_ref())?;
+    // The adapter finds the queues in these pools through the MTT.
+    hca.write_pool_mtt(Pool::QpPool, hw.qp_pool.dma_handle())?;
+    for area in 0..AREAS {
+        hca.write_pool_mtt(Pool::Area(area), umem.area(area)?.dma_base())?;
+    }
     #[allow(
         clippy::useless_conversion,
         reason = "resource_size_t is u32 on some 32-bit configs"
     )]
     let bar2_start = u64::from(pdev.resource_start(Bar2::BAR)?);
-    let mrs = MrTable::new(pdev.as_ref(), &hca.dev_cap)?;
+    let mrs = MrTable::new(pdev.as_ref(), &hca.dev_cap, &hca.profile)?;
+    let kernel_uars = hca.kernel_uars();
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,
             writer,
             hw: Devres::new(pdev.as_ref(), hw)?,
-            uars <- new_mutex!(UarAllocator::new(caps.num_uars)),
+            uars <- new_mutex!(UarAllocator::with_reserved(caps.num_uars, kernel_uars)),
             qps <- new_mutex!(QpTable::new(qpn_limit)),
             umem,
             areas <- new_mutex!(0),

@@ -17,6 +17,9 @@
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]
 #[allow(unreachable_pub)]
 mod abi;
+#[path = "../../rust/mlx4_bf_core/src/icm/mod.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod icm;
 #[path = "../../rust/mlx4_bf_core/src/layout.rs"]
 #[allow(unreachable_pub)]
 mod layout;

@@ -35,12 +35,13 @@ impl Context {
         let first_page = addr & !(region::PAGE_SIZE - 1);
         let writable = access & abi::ACCESS_LOCAL_WRITE != 0;
         let pinned = Pinned::pin(first_page, pages as usize, writable)?;
-        let cmd = &self.hca().cmd;
+        let hca = self.hca();
+        let cmd = &hca.cmd;
         let key = self
             .adapter
             .mrs
             .lock()
-            .register(cmd, pinned, self.uar_index, addr, len, perm)?;
+            .register(hca, pinned, self.uar_index, addr, len, perm)?;
         let info = abi::MrInfo {
             mr_handle: key,
             lkey: key,

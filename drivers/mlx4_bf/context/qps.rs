@@ -11,6 +11,7 @@ use crate::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES,
         SQ_STRIDE,
     },
+    hw::mtt::Pool,
     hw::qp,
     hw::umem::{self, Area, QP_AREA_BYTES},
 };
@@ -122,16 +123,23 @@ impl Context {
         remote_qpn: u32,
         cqn_recv: u32,
     ) -> Result<qp::QpParams> {
-        let buf_dma = if user_send {
-            self.user_area(state)?
-                .dma(index * QP_AREA_BYTES + umem::USER_QP_OFFSET)
+        let (buf_mtt, rq_db_dma) = if user_send {
+            let area = self.user_area(state)?;
+            let off = index * QP_AREA_BYTES + umem::USER_QP_OFFSET;
+            (
+                self.hca().profile.queue_mtt.addr(Pool::Area(area.index), off)?,
+                area.dma(off + RQ_DB_OFFSET),
+            )
         } else {
             let hw = self.hw()?;
             let base = slot * QP_BUF_BYTES;
             if base + QP_BUF_BYTES > hw.qp_pool.size() {
                 return Err(EINVAL);
             }
-            hw.qp_pool.dma_handle() + base as u64
+            (
+                self.hca().profile.queue_mtt.addr(Pool::QpPool, base)?,
+                hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
+            )
         };
         Ok(qp::QpParams {
             qpn,
@@ -145,8 +153,9 @@ impl Context {
                 state.cq.as_ref().ok_or(EINVAL)?.cqn
             },
             cqn_recv,
-            buf_dma,
-            rq_db_dma: buf_dma + RQ_DB_OFFSET as u64,
+            buf_mtt,
+            rq_db_dma,
+            rlid: self.hca().lid(),
             rlkey: !user_send,
         })
     }
@@ -211,7 +220,7 @@ impl Context {
             hca.open_recv_cq(
                 slot,
                 self.uar_index,
-                mem.dma(qp_off + umem::CQ_OFFSET),
+                (Pool::Area(mem.index), qp_off + umem::CQ_OFFSET),
                 mem.dma(qp_off + umem::CQ_DB_OFFSET),
             )
         });

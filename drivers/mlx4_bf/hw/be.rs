@@ -19,16 +19,6 @@ pub(crate) type Be32 = U32<BigEndian>;
 /// `__be64`.
 pub(crate) type Be64 = U64<BigEndian>;
 
-/// `mtt_base_addr_h` (8 bits) and `mtt_base_addr_l` (32 bits) of a context
-/// for a buffer at `dma`: the model takes the buffer's DMA address there
-/// instead of an MTT offset. It must be 4 KiB aligned and below 2^40.
-pub(crate) fn mtt_addr(dma: u64) -> Result<(u8, Be32)> {
-    if dma >> 40 != 0 || dma & 0xfff != 0 {
-        return Err(ERANGE);
-    }
-    Ok(((dma >> 32) as u8, Be32::new(dma as u32)))
-}
-
 fn field<const N: usize>(b: &[u8], at: usize) -> Result<[u8; N]> {
     let s = b.get(at..at.checked_add(N).ok_or(EINVAL)?).ok_or(EINVAL)?;
     let mut v = [0u8; N];
@@ -46,4 +36,8 @@ pub(crate) fn get16(b: &[u8], at: usize) -> Result<u16> {
 
 pub(crate) fn get32(b: &[u8], at: usize) -> Result<u32> {
     Ok(u32::from_be_bytes(field(b, at)?))
+}
+
+pub(crate) fn get64(b: &[u8], at: usize) -> Result<u64> {
+    Ok(u64::from_be_bytes(field(b, at)?))
 }

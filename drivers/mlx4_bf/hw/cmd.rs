@@ -49,9 +49,12 @@ pub(crate) const MAILBOX_SIZE: usize = 4096;
 pub(crate) enum Op {
     QueryDevCap = 0x03,
     QueryFw = 0x04,
+    InitHca = 0x07,
+    CloseHca = 0x08,
+    InitPort = 0x09,
+    ClosePort = 0x0a,
     Sw2HwMpt = 0x0d,
     Hw2SwMpt = 0x0f,
-    WriteMtt = 0x11,
     MapEq = 0x12,
     Sw2HwEq = 0x13,
     Hw2SwEq = 0x14,
@@ -61,7 +64,16 @@ pub(crate) enum Op {
     Init2RtrQp = 0x1a,
     Rtr2RtsQp = 0x1b,
     ToRstQp = 0x21,
+    MadIfc = 0x24,
     Nop = 0x31,
+    UnmapIcm = 0xff9,
+    MapIcm = 0xffa,
+    UnmapIcmAux = 0xffb,
+    MapIcmAux = 0xffc,
+    SetIcmSize = 0xffd,
+    UnmapFa = 0xffe,
+    MapFa = 0xfff,
+    RunFw = 0xff6,
 }
 
 impl Op {
@@ -69,9 +81,12 @@ impl Op {
         match self {
             Op::QueryDevCap => "QUERY_DEV_CAP",
             Op::QueryFw => "QUERY_FW",
+            Op::InitHca => "INIT_HCA",
+            Op::CloseHca => "CLOSE_HCA",
+            Op::InitPort => "INIT_PORT",
+            Op::ClosePort => "CLOSE_PORT",
             Op::Sw2HwMpt => "SW2HW_MPT",
             Op::Hw2SwMpt => "HW2SW_MPT",
-            Op::WriteMtt => "WRITE_MTT",
             Op::MapEq => "MAP_EQ",
             Op::Sw2HwEq => "SW2HW_EQ",
             Op::Hw2SwEq => "HW2SW_EQ",
@@ -81,7 +96,16 @@ impl Op {
             Op::Init2RtrQp => "INIT2RTR_QP",
             Op::Rtr2RtsQp => "RTR2RTS_QP",
             Op::ToRstQp => "2RST_QP",
+            Op::MadIfc => "MAD_IFC",
             Op::Nop => "NOP",
+            Op::UnmapIcm => "UNMAP_ICM",
+            Op::MapIcm => "MAP_ICM",
+            Op::UnmapIcmAux => "UNMAP_ICM_AUX",
+            Op::MapIcmAux => "MAP_ICM_AUX",
+            Op::SetIcmSize => "SET_ICM_SIZE",
+            Op::UnmapFa => "UNMAP_FA",
+            Op::MapFa => "MAP_FA",
+            Op::RunFw => "RUN_FW",
         }
     }
 }
@@ -128,6 +152,9 @@ pub(crate) struct Command<'a> {
     pub(crate) input: Input<'a>,
     /// Filled from the start of the out mailbox, whose address is passed.
     pub(crate) output: Option<&'a mut [u8]>,
+    /// Filled from the HCR's out_param after completion (`mlx4_cmd_imm()`:
+    /// SET_ICM_SIZE's auxiliary pages).
+    pub(crate) output_imm: Option<&'a mut u64>,
     /// Also report the completion as a CMD EQE (E bit).
     pub(crate) event: bool,
 }
@@ -140,6 +167,7 @@ impl<'a> Command<'a> {
             op_mod: 0,
             input: Input::None,
             output: None,
+            output_imm: None,
             event: false,
         }
     }
@@ -159,6 +187,11 @@ impl<'a> Command<'a> {
         self
     }
 
+    pub(crate) fn output_imm(mut self, out: &'a mut u64) -> Self {
+        self.output_imm = Some(out);
+        self
+    }
+
     pub(crate) fn event(mut self) -> Self {
         self.event = true;
         self
@@ -175,6 +208,8 @@ pub(crate) struct Mailboxes {
 #[derive(Default)]
 pub(crate) struct Live {
     pub(crate) eq: bool,
+    /// Port 1 is up (INIT_PORT); not a context, so not in [`Live::any`].
+    pub(crate) port: bool,
     /// CQ slots with a CQ in hardware (bit = slot).
     pub(crate) cqs: u64,
     /// QPN of the QP in hardware per send-queue slot (0: none).
@@ -234,6 +269,7 @@ impl CmdIf {
                     owned: false,
                     live: Live {
                         eq: false,
+                        port: false,
                         cqs: 0,
                         qps: [0; MAX_QPS],
                         mpts: [0; MAX_MPTS / 64],
@@ -310,7 +346,7 @@ impl CmdIf {
     }
 
     /// Posts `cmd` and polls for its completion. The caller holds the lock
-    /// (`st`). None of the commands used returns an immediate out_param.
+    /// (`st`).
     pub(crate) fn exec(&self, st: &mut CmdState, mut cmd: Command<'_>) -> Result {
         if st.dead {
             return Err(ENODEV);
@@ -424,6 +460,13 @@ impl CmdIf {
             return Err(err);
         }
 
+        if let Some(out) = cmd.output_imm {
+            let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
+            let hcr = BeMmio::new(&bar0);
+            let hi = hcr.read(HCR_OUT_PARAM_HI).into_raw();
+            let lo = hcr.read(HCR_OUT_PARAM_LO).into_raw();
+            *out = (u64::from(hi) << 32) | u64::from(lo);
+        }
         if let Some(out) = cmd.output.as_deref_mut() {
             let mbox = self.mbox.try_access().ok_or(ENODEV)?;
             let len = out.len().min(MAILBOX_SIZE);

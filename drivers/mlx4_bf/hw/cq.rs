@@ -16,9 +16,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_addr, Be16, Be32, Be64},
+    hw::be::{Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    hw::mtt::{self, Pool, QueueMtt},
     hw::queue_mem::{HcaDma, HcaMem},
     ring,
 };
@@ -132,8 +133,9 @@ pub(crate) struct CqParams {
     /// The UAR it is armed through.
     pub(crate) uar: u32,
     pub(crate) eqn: u32,
-    /// DMA addresses of its ring (one page) and doorbell record.
-    pub(crate) buf: u64,
+    /// MTT byte address of its ring (one page), DMA address of its
+    /// doorbell record.
+    pub(crate) buf_mtt: u64,
     pub(crate) db_rec: u64,
 }
 
@@ -150,9 +152,9 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
         .into_raw()
         .into();
     ctx.comp_eqn = p.eqn as u8;
-    // 4 KiB pages: log_page_size 0, as the contract requires.
+    // 4 KiB pages: log_page_size 0.
     ctx.log_page_size = 0;
-    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(p.buf)?;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(p.buf_mtt)?;
     ctx.db_rec_addr = p.db_rec.into();
     cmd.exec(
         st,
@@ -169,6 +171,7 @@ impl Cq {
         cmd: &CmdIf,
         st: &mut CmdState,
         dma: &HcaDma,
+        queue_mtt: &QueueMtt,
         slot: usize,
         cqn: u32,
         uar: u32,
@@ -186,7 +189,7 @@ impl Cq {
                 log_entries: CQ_LOG_ENTRIES,
                 uar,
                 eqn,
-                buf: dma.cqs + (slot * CQ_BYTES) as u64,
+                buf_mtt: queue_mtt.addr(Pool::SendCqs, slot * CQ_BYTES)?,
                 db_rec: dma.cq_db + (slot * DB_REC_WORDS * 4) as u64,
             },
         )?;

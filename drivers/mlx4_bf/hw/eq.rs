@@ -21,10 +21,11 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_addr, Be16, Be32},
+    hw::be::{Be16, Be32},
     hw::be_io::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
+    hw::mtt,
     hw::queue_mem::HcaMem,
     hw::stats::{EqeKind, HcaStats},
     ring,
@@ -106,9 +107,15 @@ const ASYNC_EVENT_MASK: u64 = (1 << 0x01)
 /// The MSI-X vector of the EQ (mlx4's async EQ uses entry 0).
 pub(crate) const EQ_VECTOR: u32 = 0;
 
-/// Offset in the UAR area of the doorbell of EQ `eqn` (`mlx4_get_eq_uar()`).
+/// The UAR page of the doorbell of EQ `eqn`: four EQs per page
+/// (`mlx4_get_eq_uar()`).
+pub(crate) fn doorbell_page(eqn: u32) -> u32 {
+    eqn / 4
+}
+
+/// Offset in the UAR area of the doorbell of EQ `eqn`.
 pub(crate) fn doorbell_offset(eqn: u32) -> usize {
-    (eqn / 4) as usize * 4096 + 0x800 + 8 * (eqn % 4) as usize
+    doorbell_page(eqn) as usize * 4096 + 0x800 + 8 * (eqn % 4) as usize
 }
 
 /// The software side of the EQ.
@@ -129,9 +136,9 @@ impl Eq {
         }
     }
 
-    /// SW2HW_EQ with the buffer at DMA address `buf` (zeroed), then MAP_EQ
-    /// of the async events.
-    pub(crate) fn create(&self, cmd: &CmdIf, st: &mut CmdState, buf: u64) -> Result {
+    /// SW2HW_EQ with the buffer (zeroed) at MTT byte address `buf_mtt`,
+    /// then MAP_EQ of the async events.
+    pub(crate) fn create(&self, cmd: &CmdIf, st: &mut CmdState, buf_mtt: u64) -> Result {
         let mut ctx = EqContext::new_zeroed();
         ctx.flags = EqFlags::from_raw(0)
             .with_const_state::<EQ_STATE_ARMED>()
@@ -139,9 +146,9 @@ impl Eq {
             .into();
         ctx.log_eq_size = EQ_LOG_ENTRIES as u8;
         ctx.intr = EQ_VECTOR as u8;
-        // 4 KiB pages: log_page_size 0, as the contract requires.
+        // 4 KiB pages: log_page_size 0.
         ctx.log_page_size = 0;
-        (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(buf)?;
+        (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(buf_mtt)?;
         cmd.exec(
             st,
             Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(ctx.as_bytes())),

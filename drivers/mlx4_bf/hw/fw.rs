@@ -7,8 +7,9 @@
 use kernel::{device, prelude::*};
 
 use crate::{
-    hw::be::{get16, get32, get8},
+    hw::be::{get16, get32, get64, get8},
     hw::cmd::{CmdIf, Command, Op},
+    icm::profile::{self, EntrySizes},
 };
 
 // QUERY_FW out mailbox.
@@ -24,6 +25,7 @@ const CMD_IF_REVS: core::ops::RangeInclusive<u16> = 2..=3;
 const DEV_CAP_MAX_QP_SZ: usize = 0x11;
 const DEV_CAP_RSVD_QP: usize = 0x12;
 const DEV_CAP_MAX_QP: usize = 0x13;
+const DEV_CAP_RSVD_SRQ: usize = 0x14;
 const DEV_CAP_MAX_CQ_SZ: usize = 0x19;
 const DEV_CAP_RSVD_CQ: usize = 0x1a;
 const DEV_CAP_MAX_CQ: usize = 0x1b;
@@ -41,10 +43,16 @@ const DEV_CAP_LOG_BF_REG_SZ: usize = 0x4d;
 const DEV_CAP_LOG_MAX_BF_REGS_PER_PAGE: usize = 0x4e;
 const DEV_CAP_MAX_DESC_SZ_SQ: usize = 0x52;
 const DEV_CAP_RSVD_LKEY: usize = 0x98;
+/// The ICM entry sizes, 16 bits each: RDMARC, QPC, AUXC, ALTC, EQC, CQC,
+/// SRQC, cMPT, MTT, dMPT.
+const DEV_CAP_RDMARC_ENTRY_SZ: usize = 0x80;
+const DEV_CAP_MAX_ICM_SZ: usize = 0xa0;
 
 const MAILBOX_USED: usize = 0x100;
 
 pub(crate) struct FwInfo {
+    /// The firmware area it asks for, in 4 KiB pages (MAP_FA).
+    pub(crate) fw_pages: u32,
     pub(crate) major: u16,
     pub(crate) minor: u16,
     pub(crate) subminor: u16,
@@ -55,13 +63,14 @@ pub(crate) struct FwInfo {
 pub(crate) struct DevCap {
     pub(crate) log_max_qp_sz: u8,
     pub(crate) reserved_qps: u32,
+    pub(crate) reserved_srqs: u32,
     pub(crate) max_qps: u32,
     pub(crate) log_max_cq_sz: u8,
     pub(crate) reserved_cqs: u32,
     pub(crate) max_cqs: u32,
+    /// Four per reserved UAR at least (their doorbells are in it).
     pub(crate) reserved_eqs: u32,
-    pub(crate) max_eqs: u32,
-    pub(crate) reserved_uars: u32,
+    pub(crate) log_max_eqs: u8,
     /// Bytes of UAR pages (`1 << (field + 20)`).
     pub(crate) uar_size: u64,
     pub(crate) min_page_sz: u64,
@@ -79,11 +88,14 @@ pub(crate) struct DevCap {
     /// they are entries.
     pub(crate) max_mtts: u32,
     pub(crate) reserved_mtts: u32,
+    /// Bytes of an entry of each ICM table.
+    pub(crate) entry_sizes: EntrySizes,
+    /// ICM the adapter can address.
+    pub(crate) max_icm_size: u64,
 }
 
-/// QUERY_FW. Refuses a command interface revision mlx4 would refuse, and
-/// firmware that wants MAP_FA/RUN_FW (real ConnectX firmware: this driver
-/// does no ICM set-up; the device model needs none).
+/// QUERY_FW, the one command the firmware takes before it runs. Refuses a
+/// command interface revision mlx4 would refuse.
 pub(crate) fn query_fw(cmd: &CmdIf) -> Result<FwInfo> {
     let mut out = [0u8; MAILBOX_USED];
     cmd.exec(
@@ -91,6 +103,7 @@ pub(crate) fn query_fw(cmd: &CmdIf) -> Result<FwInfo> {
         Command::new(Op::QueryFw, 0).output(&mut out),
     )?;
     let fw = FwInfo {
+        fw_pages: u32::from(get16(&out, FW_PAGES)?),
         major: get16(&out, FW_VER_MAJOR)?,
         minor: get16(&out, FW_VER_MINOR)?,
         subminor: get16(&out, FW_VER_SUBMINOR)?,
@@ -102,15 +115,6 @@ pub(crate) fn query_fw(cmd: &CmdIf) -> Result<FwInfo> {
             dev,
             "command interface revision {} not supported (2..3)\n",
             fw.cmd_if_rev
-        );
-        return Err(ENODEV);
-    }
-    let fw_pages = get16(&out, FW_PAGES)?;
-    if fw_pages != 0 {
-        dev_err!(
-            dev,
-            "firmware needs {} pages of ICM (MAP_FA/RUN_FW); not supported\n",
-            fw_pages
         );
         return Err(ENODEV);
     }
@@ -129,17 +133,20 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         &mut cmd.lock(),
         Command::new(Op::QueryDevCap, 0).output(&mut out),
     )?;
+    let entry = |i: usize| -> Result<u32> {
+        Ok(u32::from(get16(&out, DEV_CAP_RDMARC_ENTRY_SZ + 2 * i)?))
+    };
+    let reserved_uars = u32::from(get8(&out, DEV_CAP_RSVD_UAR)? >> 4);
     Ok(DevCap {
         log_max_qp_sz: get8(&out, DEV_CAP_MAX_QP_SZ)?,
         reserved_qps: log_at(&out, DEV_CAP_RSVD_QP, 0xf)?,
+        reserved_srqs: 1 << (get8(&out, DEV_CAP_RSVD_SRQ)? >> 4),
         max_qps: log_at(&out, DEV_CAP_MAX_QP, 0x1f)?,
         log_max_cq_sz: get8(&out, DEV_CAP_MAX_CQ_SZ)?,
         reserved_cqs: log_at(&out, DEV_CAP_RSVD_CQ, 0xf)?,
         max_cqs: log_at(&out, DEV_CAP_MAX_CQ, 0x1f)?,
-        // Newer mlx4 reads a log here (older ones a count; both give 1 for 0).
-        reserved_eqs: log_at(&out, DEV_CAP_RSVD_EQ, 0xf)?,
-        max_eqs: log_at(&out, DEV_CAP_MAX_EQ, 0xf)?,
-        reserved_uars: u32::from(get8(&out, DEV_CAP_RSVD_UAR)? >> 4),
+        reserved_eqs: profile::reserved_eqs(get8(&out, DEV_CAP_RSVD_EQ)?, reserved_uars),
+        log_max_eqs: get8(&out, DEV_CAP_MAX_EQ)? & 0xf,
         uar_size: 1u64
             .checked_shl(u32::from(get8(&out, DEV_CAP_UAR_SZ)? & 0x3f) + 20)
             .ok_or(EINVAL)?,
@@ -157,6 +164,21 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         reserved_mrws: log_at(&out, DEV_CAP_RSVD_MRW, 0xf)?,
         max_mtts: 1 << (get8(&out, DEV_CAP_MAX_MTT_SEG)? & 0x3f).min(31),
         reserved_mtts: 1 << (get8(&out, DEV_CAP_RSVD_MTT)? >> 4),
+        entry_sizes: EntrySizes {
+            rdmarc: entry(0)?,
+            qpc: entry(1)?,
+            auxc: entry(2)?,
+            altc: entry(3)?,
+            eqc: entry(4)?,
+            cqc: entry(5)?,
+            srqc: entry(6)?,
+            cmpt: entry(7)?,
+            mtt: entry(8)?,
+            dmpt: entry(9)?,
+            // Not reported: the driver chooses it (`firmware.rs`).
+            mcg: 0,
+        },
+        max_icm_size: get64(&out, DEV_CAP_MAX_ICM_SZ)?,
     })
 }
 
@@ -189,9 +211,9 @@ impl DevCap {
         if self.log_max_cq_sz < cq_log {
             return fail("CQs too small");
         }
-        if self.reserved_uars > 1 {
-            // Contexts take every UAR from 1 up; UAR 0 is the kernel's.
-            return fail("more than one reserved UAR");
+        if self.entry_sizes.mtt != 8 {
+            // MTT entries are 64-bit addresses (`mlx4_write_mtt_chunk`).
+            return fail("MTT entries are not 8 bytes");
         }
         Ok(())
     }

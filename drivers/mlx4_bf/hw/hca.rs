@@ -5,42 +5,54 @@
 //! interface, the EQ and its interrupt, the CQ and QP commands contexts
 //! need, and the teardown at unbind.
 //!
-//! Probe: 64-bit DMA mask (40 bits for the coherent queue memory); BAR0
-//! mapped; ownership word read (nonzero: owned by someone else, -EBUSY); the
-//! HCR toggle taken from the device (no reset, see `CmdIf::sync_toggle`);
-//! QUERY_FW (cmd_if_rev 2..3); QUERY_DEV_CAP (UARs, BlueFlame, queue
-//! limits); then, once the adapter exists, one MSI-X
-//! vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, and a NOP with
-//! the E bit, which must come back as an interrupt. No MAP_FA/RUN_FW/
-//! INIT_HCA/ICM: the model is ready after reset and takes queue buffers by
-//! DMA address (real firmware asking for ICM is refused in QUERY_FW).
+//! Probe, as mainline mlx4_core brings a ConnectX up: 64-bit DMA masks;
+//! BAR0 mapped; ownership word read (nonzero: owned by someone else,
+//! -EBUSY); the HCR toggle taken from the device (no reset, see
+//! `CmdIf::sync_toggle`); QUERY_FW (cmd_if_rev 2..3); the firmware area,
+//! RUN_FW, QUERY_DEV_CAP, ICM and INIT_HCA (`firmware.rs`); the MTT
+//! entries of the queue memory (`mtt.rs`). Then, once the adapter exists,
+//! one MSI-X vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, a NOP
+//! with the E bit, which must come back as an interrupt, and port 1 up
+//! (INIT_PORT; its LID from PortInfo, `port.rs`).
 //!
 //! Unbind: posts are stopped (`posting` revoked, which waits for those in
-//! flight), every QP still in hardware is reset and every CQ returned
-//! (2RST_QP, HW2SW_CQ), the EQ unmapped and returned after its interrupt
-//! handler has finished, the command interface marked dead and the
+//! flight), every QP still in hardware is reset and every CQ and MPT
+//! returned (2RST_QP, HW2SW_CQ, HW2SW_MPT), port 1 closed, the EQ unmapped
+//! and returned after its interrupt handler has finished, the HCA closed
+//! and the firmware's memory taken back (CLOSE_HCA, UNMAP_ICM,
+//! UNMAP_ICM_AUX, UNMAP_FA), the command interface marked dead and the
 //! ownership word cleared. If the adapter kept any of them, it is reset
-//! first (`reset.rs`). Contexts still open then get -ENODEV.
+//! first (`reset.rs`). Contexts still open then get -ENODEV. A probe that
+//! fails half-way, or an adapter dropped without unbind, goes the same way
+//! (`Hca`'s drop).
 
 use kernel::{
     device::{Bound, Core, Device},
     dma::{Device as _, DmaMask},
     io::{poll::read_poll_timeout, Mmio},
-    pci,
+    new_mutex, pci,
     prelude::*,
     revocable::Revocable,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        aref::ARef,
+        Mutex,
+    },
     time::Delta,
 };
 
 use crate::{
     hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
     hw::cq::{self, Cq, CqParams},
-    hw::eq::Eq,
+    hw::eq::{self, Eq},
+    hw::firmware::{Firmware, Profile},
     hw::fw::{self, DevCap, FwInfo},
     hw::geometry::{
         CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
     hw::mr,
+    hw::mtt::Pool,
+    hw::port,
     hw::qp::{self, QpParams},
     hw::queue_mem::{HcaDma, HcaMem},
     hw::stats::HcaStats,
@@ -52,11 +64,20 @@ const NOP_IN_MOD: u32 = 0x1f;
 /// How long the NOP's event may take to arrive as an interrupt.
 const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
 
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Hca {
     pub(crate) cmd: Pin<KBox<CmdIf>>,
     pub(crate) fw: FwInfo,
     pub(crate) dev_cap: DevCap,
+    /// What INIT_HCA set up: the numbers of QPs, CQs, MPTs, MTT entries.
+    pub(crate) profile: Profile,
+    /// The firmware area and ICM; taken at shutdown, once given back.
+    /// Locked inside the command lock.
+    #[pin]
+    firmware: Mutex<Option<Firmware>>,
+    pdev: ARef<pci::Device>,
+    /// Port 1's LID (PortInfo), once it is up.
+    lid: Atomic<u32>,
     pub(crate) eq: Eq,
     dma: HcaDma,
     /// CQ slot `i` is CQ number `first_cqn + i`.
@@ -69,17 +90,14 @@ pub(crate) struct Hca {
     pub(crate) stats: HcaStats,
 }
 
-/// Maps BAR0, takes ownership, queries the device and allocates the queue
-/// memory. If anything fails after the ownership was taken, `CmdIf`'s drop
-/// gives it back.
+/// Maps BAR0, takes ownership, starts the firmware, sets up ICM and the
+/// HCA, and allocates the queue memory. If anything fails after the
+/// ownership was taken, what was done is undone (`abort`) and `CmdIf`'s
+/// drop gives the ownership back.
 pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, HcaMem)> {
     let dev = pdev.as_ref();
     // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
-    unsafe { pdev.dma_set_mask(DmaMask::new::<64>())? };
-    // Queue buffers (all coherent memory) are named by a 40-bit address
-    // where mlx4 puts the MTT address (`be::mtt_addr`).
-    // SAFETY: As above.
-    unsafe { pdev.dma_set_coherent_mask(DmaMask::new::<40>())? };
+    unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
     // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and
     // an area or a memory region's pages are mapped in longer ones.
     // SAFETY: As above.
@@ -101,22 +119,26 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, Hca
     }
     cmd.sync_toggle()?;
     let fw = fw::query_fw(&cmd)?;
-    let dev_cap = fw::query_dev_cap(&cmd)?;
-    dev_cap.check(
-        dev,
-        SQ_ENTRIES.ilog2() as u8,
-        CQ_LOG_ENTRIES as u8,
-        wqe::MAX_WQE_LEN,
-    )?;
-    let (eqn, first_cqn) = numbers(dev, &dev_cap)?;
-    let mem = HcaMem::new(dev)?;
+    let mut firmware = Firmware::new();
+    let up = bring_up(pdev, &cmd, &fw, &mut firmware);
+    let (dev_cap, profile, eqn, first_cqn, mem) = match up {
+        Ok(up) => up,
+        Err(e) => {
+            abort(pdev, &cmd, firmware);
+            return Err(e);
+        }
+    };
     let dma = mem.dma();
     let hca = KBox::pin_init(
         try_pin_init!(Hca {
             cmd,
             fw,
-            qpn_limit: dev_cap.max_qps,
+            qpn_limit: profile.num_qps,
             dev_cap,
+            profile,
+            firmware <- new_mutex!(Some(firmware)),
+            pdev: ARef::from(&**pdev),
+            lid: Atomic::new(0),
             eq: Eq::new(eqn),
             dma,
             first_cqn,
@@ -128,32 +150,64 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Hca>>, Hca
     Ok((hca, mem))
 }
 
-/// The EQ and the first CQ number, inside the device's limits. The EQ's
-/// doorbell must be in UAR page 0, the only one no context owns.
-fn numbers(dev: &kernel::device::Device, cap: &DevCap) -> Result<(u32, u32)> {
+/// The part of the probe that gives the adapter memory: firmware, ICM,
+/// INIT_HCA, the queue memory and its MTT entries.
+fn bring_up(
+    pdev: &pci::Device<Core<'_>>,
+    cmd: &CmdIf,
+    fw: &FwInfo,
+    firmware: &mut Firmware,
+) -> Result<(DevCap, Profile, u32, u32, HcaMem)> {
+    let dev = pdev.as_ref();
+    firmware.start(dev, cmd, fw.fw_pages)?;
+    let dev_cap = fw::query_dev_cap(cmd)?;
+    dev_cap.check(
+        dev,
+        SQ_ENTRIES.ilog2() as u8,
+        CQ_LOG_ENTRIES as u8,
+        wqe::MAX_WQE_LEN,
+    )?;
+    let num_uars = u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
+    let profile = firmware.init_hca(dev, cmd, &dev_cap, num_uars)?;
+    let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
+    let mem = HcaMem::new(dev)?;
+    let mtt = &profile.queue_mtt;
+    mtt.write_pool(firmware, Pool::Eq, mem.eq.dma_handle())?;
+    mtt.write_pool(firmware, Pool::SendCqs, mem.cqs.dma_handle())?;
+    Ok((dev_cap, profile, eqn, first_cqn, mem))
+}
+
+/// Undoes a bring-up that failed half-way: the firmware gives its memory
+/// back, or the adapter is reset before the memory is freed.
+fn abort(pdev: &pci::Device, cmd: &CmdIf, mut firmware: Firmware) {
+    let given_back = firmware.close(cmd, &mut cmd.lock());
+    if !given_back {
+        crate::sys::reset::last_resort(pdev, || cmd.write_reset());
+    }
+    drop(firmware);
+}
+
+/// The EQ and the first CQ number, inside the profile INIT_HCA set: the
+/// first EQ and CQ numbers the firmware does not reserve.
+fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u32, u32)> {
     let eqn = cap.reserved_eqs;
-    if eqn >= cap.max_eqs || eqn >= 4 {
-        dev_err!(dev, "no usable EQ ({} reserved of {})\n", eqn, cap.max_eqs);
+    if eqn >= p.num_eqs {
+        dev_err!(dev, "no usable EQ ({} reserved of {})\n", eqn, p.num_eqs);
         return Err(ENODEV);
     }
     let first_cqn = cap.reserved_cqs;
     // Send CQs (one per context) and receive CQs (one per QP).
-    if first_cqn as usize + MAX_CQS + MAX_QPS > cap.max_cqs as usize {
-        dev_err!(
-            dev,
-            "too few CQs ({} reserved of {})\n",
-            first_cqn,
-            cap.max_cqs
-        );
+    if first_cqn as usize + MAX_CQS + MAX_QPS > p.num_cqs as usize {
+        dev_err!(dev, "too few CQs ({} reserved of {})\n", first_cqn, p.num_cqs);
         return Err(ENODEV);
     }
     // QPNs skip 64 of every 256 (BlueFlame-safe); leave room to wrap.
-    if FIRST_QPN < cap.reserved_qps || FIRST_QPN as usize + 4 * MAX_QPS > cap.max_qps as usize {
+    if FIRST_QPN < cap.reserved_qps || FIRST_QPN as usize + 4 * MAX_QPS > p.num_qps as usize {
         dev_err!(
             dev,
             "too few QPs ({} reserved of {})\n",
             cap.reserved_qps,
-            cap.max_qps
+            p.num_qps
         );
         return Err(ENODEV);
     }
@@ -165,8 +219,8 @@ impl Hca {
     /// SW2HW_EQ, MAP_EQ, arm, NOP with an event. `uar` is the adapter's UAR
     /// area (the EQ doorbell is in page 0).
     pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
-        self.eq
-            .create(&self.cmd, &mut self.cmd.lock(), self.dma.eq)?;
+        let eq_mtt = self.profile.queue_mtt.addr(Pool::Eq, 0)?;
+        self.eq.create(&self.cmd, &mut self.cmd.lock(), eq_mtt)?;
         self.eq.arm(uar)?;
         let before = self.stats.cmd_events();
         let nop = self.cmd.exec(
@@ -186,10 +240,50 @@ impl Hca {
         match seen {
             Err(e) if e == ETIMEDOUT => {
                 dev_warn!(dev, "NOP command failed to generate an MSI-X interrupt\n");
-                Ok(())
             }
-            r => r.map(|_| ()),
+            r => r.map(|_| ())?,
         }
+        self.open_port(dev)
+    }
+
+    /// INIT_PORT of port 1 and its LID from PortInfo.
+    fn open_port(&self, dev: &Device<Bound>) -> Result {
+        let mut st = self.cmd.lock();
+        port::init(&self.cmd, &mut st)?;
+        st.live.port = true;
+        let info = port::query(&self.cmd, &mut st)?;
+        if !info.active {
+            // The link may come up later; QPs connect anyway.
+            dev_warn!(dev, "port {} is not active\n", port::PORT);
+        }
+        self.lid.store(u32::from(info.lid), Relaxed);
+        Ok(())
+    }
+
+    /// Port 1's LID, the remote LID of every QP's primary path.
+    pub(crate) fn lid(&self) -> u16 {
+        self.lid.load(Relaxed) as u16
+    }
+
+    /// UAR pages below this are the kernel's: the EQ's doorbell is in
+    /// page `eqn / 4` (`mlx4_get_eq_uar()`), and the pages below it hold
+    /// the firmware's reserved EQs.
+    pub(crate) fn kernel_uars(&self) -> u32 {
+        eq::doorbell_page(self.eq.eqn) + 1
+    }
+
+    /// The MTT entries of a queue pool allocated after the probe (QP
+    /// buffers, areas), physically contiguous from `dma`.
+    pub(crate) fn write_pool_mtt(&self, pool: Pool, dma: u64) -> Result {
+        let fw = self.firmware.lock();
+        let fw = Option::as_ref(&fw).ok_or(ENODEV)?;
+        self.profile.queue_mtt.write_pool(fw, pool, dma)
+    }
+
+    /// MTT entries `first..` for `pages` (a memory region's).
+    pub(crate) fn write_mtt(&self, first: u32, pages: &[u64]) -> Result {
+        let fw = self.firmware.lock();
+        Option::as_ref(&fw).ok_or(ENODEV)?.write_mtt(first, pages)
     }
 
     /// Takes the device down (see the module documentation); idempotent.
@@ -213,15 +307,26 @@ impl Hca {
         for slot in 0..MAX_MPTS {
             let _ = mr::mpt_destroy(&self.cmd, &mut st, slot);
         }
+        if core::mem::take(&mut st.live.port) {
+            // A failure is logged; CLOSE_HCA takes the port down anyway.
+            let _ = port::close(&self.cmd, &mut st);
+        }
         self.eq.quiesce();
         sync_irq();
         self.eq.destroy(&self.cmd, &mut st);
+        let mut firmware = self.firmware.lock();
+        // The HCA goes only once nothing is left in it.
+        let given_back = !st.live.any()
+            && Option::as_mut(&mut firmware).is_none_or(|f| f.close(&self.cmd, &mut st));
         st.dead = true;
-        if st.live.any() {
+        if !given_back {
             crate::sys::reset::last_resort(pdev, || self.cmd.write_reset());
             // The reset took everything out of the adapter.
             st.live = Live::default();
         }
+        // Nothing of it is the adapter's any more.
+        drop(Option::take(&mut firmware));
+        drop(firmware);
         drop(st);
         self.cmd.free_ownership();
     }
@@ -251,6 +356,7 @@ impl Hca {
             &self.cmd,
             &mut st,
             &self.dma,
+            &self.profile.queue_mtt,
             slot,
             self.cqn(slot),
             uar,
@@ -262,14 +368,14 @@ impl Hca {
         cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
     }
 
-    /// SW2HW_CQ of the receive CQ of the QP in `qp_slot`, with its ring and
-    /// doorbell record at `buf` and `db_rec`; returns its CQN and the
-    /// `Live::cqs` bit that records it.
+    /// SW2HW_CQ of the receive CQ of the QP in `qp_slot`, with its ring at
+    /// byte `off` of `pool` and its doorbell record at DMA address
+    /// `db_rec`; returns its CQN and the `Live::cqs` bit that records it.
     pub(crate) fn open_recv_cq(
         &self,
         qp_slot: usize,
         uar: u32,
-        buf: u64,
+        (pool, off): (Pool, usize),
         db_rec: u64,
     ) -> Result<(u32, usize)> {
         if qp_slot >= MAX_QPS {
@@ -287,7 +393,7 @@ impl Hca {
             log_entries: RCQ_LOG_ENTRIES,
             uar,
             eqn: self.eq.eqn,
-            buf,
+            buf_mtt: self.profile.queue_mtt.addr(pool, off)?,
             db_rec,
         };
         cq::create(&self.cmd, &mut st, &p)?;
@@ -326,5 +432,15 @@ impl Hca {
     /// Whether a QP is (still) in the device under send-queue slot `slot`.
     pub(crate) fn qp_in_hw(&self, slot: usize) -> bool {
         self.cmd.lock().live.qps.get(slot).is_some_and(|&q| q != 0)
+    }
+}
+
+/// An adapter dropped without `shutdown()` (a probe that failed after the
+/// bring-up) is taken down here; after unbind this finds it dead.
+#[pinned_drop]
+impl PinnedDrop for Hca {
+    fn drop(self: Pin<&mut Self>) {
+        let pdev = self.pdev.clone();
+        self.shutdown(|| (), &pdev);
     }
 }

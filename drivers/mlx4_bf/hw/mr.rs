@@ -19,9 +19,12 @@
 use kernel::{device::Device, prelude::*, sync::aref::ARef};
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op, MAILBOX_SIZE},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::firmware::Profile,
     hw::fw::DevCap,
     hw::geometry::MAX_MPTS,
+    hw::hca::Hca,
+    hw::mtt::QueueMtt,
     region::{self, Mpt, RangeAlloc},
     sys::pin::{DmaMap, Pinned},
 };
@@ -122,23 +125,20 @@ pub(crate) struct MrTable {
     tags: KVVec<u8>,
     first_slot: usize,
     mtt: KBox<RangeAlloc<MTT_WORDS>>,
-    /// Bytes of one WRITE_MTT mailbox.
-    mailbox: KVec<u8>,
 }
 
 impl MrTable {
-    /// The table for a device with capabilities `cap`; registering fails
-    /// with `-EOPNOTSUPP` on one without MPTs to spare.
-    pub(crate) fn new(dev: &Device, cap: &DevCap) -> Result<Self> {
-        let slots = (cap.max_mpts as usize).min(MAX_MPTS);
+    /// The table for a device with capabilities `cap` and the MPTs and
+    /// MTT entries of `profile`: those after the firmware's and the queues'.
+    /// Registering fails with `-EOPNOTSUPP` without MPTs to spare.
+    pub(crate) fn new(dev: &Device, cap: &DevCap, profile: &Profile) -> Result<Self> {
+        let slots = (profile.num_mpts as usize).min(MAX_MPTS);
         let mut entries = KVVec::with_capacity(slots, GFP_KERNEL)?;
         let mut tags = KVVec::with_capacity(slots, GFP_KERNEL)?;
         for _ in 0..slots {
             entries.push(None, GFP_KERNEL)?;
             tags.push(0, GFP_KERNEL)?;
         }
-        let mut mailbox = KVec::with_capacity(MAILBOX_SIZE, GFP_KERNEL)?;
-        mailbox.resize(MAILBOX_SIZE, 0, GFP_KERNEL)?;
         Ok(MrTable {
             dev: dev.into(),
             closed: false,
@@ -146,10 +146,12 @@ impl MrTable {
             tags,
             first_slot: (cap.reserved_mrws as usize).max(1),
             mtt: KBox::new(
-                RangeAlloc::new(cap.reserved_mtts as usize, cap.max_mtts as usize),
+                RangeAlloc::new(
+                    (profile.queue_mtt.base + QueueMtt::ENTRIES) as usize,
+                    profile.num_mtts as usize,
+                ),
                 GFP_KERNEL,
             )?,
-            mailbox,
         })
     }
 
@@ -172,7 +174,7 @@ impl MrTable {
     /// the pages are unpinned.
     pub(crate) fn register(
         &mut self,
-        cmd: &CmdIf,
+        hca: &Hca,
         mut pinned: Pinned,
         owner: u32,
         start: u64,
@@ -209,8 +211,8 @@ impl MrTable {
             perm,
             mtt: mtt as u32,
         };
-        let written = self.write_mtt(cmd, &dma, mtt as u32, pages);
-        let created = written.and_then(|()| mpt_create(cmd, &mut cmd.lock(), slot, &mpt));
+        let written = self.write_mtt(hca, &dma, mtt as u32, pages);
+        let created = written.and_then(|()| mpt_create(&hca.cmd, &mut hca.cmd.lock(), slot, &mpt));
         if let Err(e) = created {
             // SAFETY: Still bound (as above); mapped in this call.
             unsafe { dma.unmap(&self.dev) };
@@ -227,9 +229,8 @@ impl MrTable {
         Ok(mpt.key)
     }
 
-    /// WRITE_MTT of the page addresses of `dma` from entry `first` on, in
-    /// mailboxes of `region::MTT_PER_MAILBOX` entries.
-    fn write_mtt(&mut self, cmd: &CmdIf, dma: &DmaMap, first: u32, pages: usize) -> Result {
+    /// WRITE_MTT of the page addresses of `dma` from entry `first` on.
+    fn write_mtt(&self, hca: &Hca, dma: &DmaMap, first: u32, pages: usize) -> Result {
         let mut addrs = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut pushed = Ok(());
         dma.for_each_page(|a| {
@@ -241,17 +242,7 @@ impl MrTable {
         if addrs.len() != pages {
             return Err(EINVAL);
         }
-        let mut at = first;
-        for chunk in addrs.chunks(region::MTT_PER_MAILBOX) {
-            let used = region::mtt_mailbox(&mut self.mailbox, at, chunk);
-            cmd.exec(
-                &mut cmd.lock(),
-                Command::new(Op::WriteMtt, chunk.len() as u32)
-                    .input(Input::Mailbox(&self.mailbox[..used])),
-            )?;
-            at += chunk.len() as u32;
-        }
-        Ok(())
+        hca.write_mtt(first, &addrs)
     }
 
     /// Takes context `owner`'s region `key` out of the adapter and unmaps

@@ -10,9 +10,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_addr, Be16, Be32, Be64},
+    hw::be::{Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
+    hw::mtt,
 };
 
 /// `struct mlx4_qp_path`.
@@ -132,6 +133,9 @@ const PM_MIGRATED: u32 = 3;
 const MTU_MSGMAX: u8 = (5 << 5) | 31;
 /// Port 1 (`0x83 | (port - 1) << 6`).
 const SCHED_QUEUE_PORT1: u8 = 0x83;
+/// `MLX4_QP_BIT_RWE` of `params2`: remote writes to this QP's responder are
+/// allowed (the MPT an rkey names must allow them too).
+const PARAMS2_RWE: u32 = 1 << 14;
 /// `2RST_QP` takes op_mod 2 and no mailbox.
 const TO_RST_OP_MOD: u32 = 2;
 
@@ -184,13 +188,16 @@ pub(crate) struct QpParams {
     /// The context's send CQ, and the QP's own receive CQ.
     pub(crate) cqn_send: u32,
     pub(crate) cqn_recv: u32,
-    /// DMA address of its buffer: SQ at offset 0, RQ at `RQ_OFFSET`.
-    pub(crate) buf_dma: u64,
+    /// The MTT byte address of its buffer (`mtt.rs`): SQ at offset 0, RQ
+    /// at `RQ_OFFSET`.
+    pub(crate) buf_mtt: u64,
     /// DMA address of its RQ doorbell record.
     pub(crate) rq_db_dma: u64,
     /// The reserved lkey names DMA addresses: only for QPs whose WQEs the
     /// kernel writes, never for one user space posts to.
     pub(crate) rlkey: bool,
+    /// The port's LID: the peer is a QP on the same port.
+    pub(crate) rlid: u16,
 }
 
 fn context(p: &QpParams, state: u32) -> Result<QpModify> {
@@ -212,12 +219,14 @@ fn context(p: &QpParams, state: u32) -> Result<QpModify> {
     ctx.local_qpn = p.qpn.into();
     ctx.remote_qpn = p.remote_qpn.into();
     ctx.pri_path.sched_queue = SCHED_QUEUE_PORT1;
+    ctx.pri_path.rlid = p.rlid.into();
+    ctx.params2 = PARAMS2_RWE.into();
     ctx.cqn_send = p.cqn_send.into();
     ctx.cqn_recv = p.cqn_recv.into();
     ctx.db_rec_addr = p.rq_db_dma.into();
-    // 4 KiB pages: log_page_size 0, as the contract requires.
+    // 4 KiB pages: log_page_size 0.
     ctx.log_page_size = 0;
-    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_addr(p.buf_dma)?;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(p.buf_mtt)?;
     Ok(mbox)
 }
 

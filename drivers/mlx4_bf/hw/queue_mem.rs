@@ -22,12 +22,11 @@ pub(crate) struct HcaMem {
     pub(crate) cq_db: Coherent<[u32]>,
 }
 
-/// The DMA addresses of [`HcaMem`], for contexts written outside the RCU
-/// section that guards the memory itself.
+/// The DMA address of [`HcaMem`]'s doorbell records, for contexts written
+/// outside the RCU section that guards the memory itself (the rings are
+/// named by their MTT entries, `mtt::Pool`).
 #[derive(Clone, Copy)]
 pub(crate) struct HcaDma {
-    pub(crate) eq: u64,
-    pub(crate) cqs: u64,
     pub(crate) cq_db: u64,
 }
 
@@ -42,8 +41,6 @@ impl HcaMem {
 
     pub(crate) fn dma(&self) -> HcaDma {
         HcaDma {
-            eq: self.eq.dma_handle(),
-            cqs: self.cqs.dma_handle(),
             cq_db: self.cq_db.dma_handle(),
         }
     }

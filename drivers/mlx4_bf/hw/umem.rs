@@ -4,8 +4,7 @@
 //! receive CQ ring, the CQ doorbell record and the receive buffers, mapped
 //! with `mmap()` on the device file (RAM, so s390 may map it too).
 //!
-//! Each area is physically contiguous kernel memory (the adapter sees it as
-//! one DMA range; queues are contiguous on this adapter), allocated at probe
+//! Each area is kernel memory mapped as one DMA range, allocated at probe
 //! and mapped for the adapter's DMA in a `Devres`: the DMA mapping ends when
 //! the device is unbound, after unbind has quiesced or reset the adapter.
 //! The memory itself is plain pages that live in the `Adapter` until its
@@ -60,7 +59,7 @@ pub(crate) const WQE_OFFSET: usize = RECV_OFFSET + RECV_BYTES;
 pub(crate) const QP_AREA_BYTES: usize = WQE_OFFSET + PAGE;
 /// The QP buffer of a QP user space posts to.
 pub(crate) const USER_QP_OFFSET: usize = RECV_OFFSET;
-const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
+pub(crate) const AREA_BYTES: usize = MAX_QPS_PER_CONTEXT * QP_AREA_BYTES;
 /// Contexts that may hold an area at once (each keeps it until closed).
 pub(crate) const AREAS: usize = 32;
 
@@ -115,12 +114,6 @@ impl UserMem {
                 dev_err!(dev, "an area of {AREA_BYTES} bytes is not one DMA range\n");
             })?;
             dma.maps.push(map, GFP_KERNEL)?;
-            // Its queues are named by a 40-bit address where mlx4 puts the
-            // MTT address (`be::mtt_addr`), as the coherent memory is.
-            if base + AREA_BYTES as u64 > 1 << 40 {
-                dev_err!(dev, "an area's DMA address {base:#x} is beyond 40 bits\n");
-                return Err(ERANGE);
-            }
             dma_bases.push(base, GFP_KERNEL)?;
         }
         Ok(UserMem {
@@ -133,6 +126,7 @@ impl UserMem {
     /// Area `area`, which the caller's context owns.
     pub(crate) fn area(&self, area: usize) -> Result<Area<'_>> {
         Ok(Area {
+            index: area,
             mem: self.areas.get(area).ok_or(EINVAL)?,
             dma: *self.dma_bases.get(area).ok_or(EINVAL)?,
         })
@@ -180,6 +174,8 @@ impl UserMem {
 
 /// One context's area, read and written by the kernel.
 pub(crate) struct Area<'a> {
+    /// Which area: its queues' MTT entries are `mtt::Pool::Area(index)`.
+    pub(crate) index: usize,
     mem: &'a KernelPages,
     dma: u64,
 }
@@ -187,6 +183,11 @@ pub(crate) struct Area<'a> {
 impl Area<'_> {
     pub(crate) fn dma(&self, off: usize) -> u64 {
         self.dma + off as u64
+    }
+
+    /// The DMA address of the area's first page (it is one DMA range).
+    pub(crate) fn dma_base(&self) -> u64 {
+        self.dma
     }
 
     fn ptr(&self, off: usize, len: usize) -> Result<*mut u8> {

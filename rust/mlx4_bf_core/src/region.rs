@@ -19,10 +19,6 @@ pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 pub const MPT_ENTRY_LEN: usize = 64;
 /// Bytes of one MTT entry.
 pub const MTT_ENTRY_LEN: u64 = 8;
-/// WRITE_MTT mailbox: first index, reserved, then the entries.
-pub const MTT_MAILBOX_HEADER: usize = 16;
-/// Entries one WRITE_MTT carries (a 4 KiB mailbox, `mlx4_write_mtt()`).
-pub const MTT_PER_MAILBOX: usize = 4096 / 8 - 2;
 
 /// `MLX4_MPT_FLAG_*` and `MLX4_PERM_*` (`mlx4.h`, `device.h`).
 const MPT_FLAG_SW_OWNS: u32 = 0xf << 28;
@@ -127,16 +123,10 @@ pub fn mpt_entry(m: &Mpt) -> [u8; MPT_ENTRY_LEN] {
     e
 }
 
-/// Fills a WRITE_MTT mailbox with entries `first..` for the page addresses
-/// `pages` (at most `MTT_PER_MAILBOX`); returns the bytes used.
-pub fn mtt_mailbox(out: &mut [u8], first: u32, pages: &[u64]) -> usize {
-    out[..8].copy_from_slice(&u64::from(first).to_be_bytes());
-    out[8..16].fill(0);
-    for (i, p) in pages.iter().enumerate() {
-        let at = MTT_MAILBOX_HEADER + i * 8;
-        out[at..at + 8].copy_from_slice(&(p | MTT_FLAG_PRESENT).to_be_bytes());
-    }
-    MTT_MAILBOX_HEADER + pages.len() * 8
+/// The MTT entry of the page at DMA address `page` (4 KiB aligned), as it
+/// sits in the MTT table, big-endian (`mlx4_write_mtt_chunk()`).
+pub fn mtt_entry(page: u64) -> [u8; MTT_ENTRY_LEN as usize] {
+    (page | MTT_FLAG_PRESENT).to_be_bytes()
 }
 
 /// The data segments of a validated WQE: `(byte_count, lkey, addr)`.
@@ -357,13 +347,9 @@ mod tests {
     }
 
     #[test]
-    fn mtt_mailbox_marks_entries_present() {
-        let mut b = [0xffu8; 64];
-        assert_eq!(mtt_mailbox(&mut b, 9, &[0x1000, 0x5000]), 32);
-        assert_eq!(b[..8], 9u64.to_be_bytes());
-        assert_eq!(b[8..16], [0; 8]);
-        assert_eq!(b[16..24], 0x1001u64.to_be_bytes());
-        assert_eq!(b[24..32], 0x5001u64.to_be_bytes());
+    fn mtt_entries_are_marked_present() {
+        assert_eq!(mtt_entry(0x1000), 0x1001u64.to_be_bytes());
+        assert_eq!(mtt_entry(0x5_0000_5000), 0x5_0000_5001u64.to_be_bytes());
     }
 
     fn gather_wqe(

@@ -2,10 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make bench's boots with two adapters (vm.py --second-adapter), each its
-# own device model: mlx4_bf drives the first (ready firmware) and refuses
-# the second (strict firmware), which mainline mlx4_core + mlx4_ib take
-# (driver_override), so that rdma-core's posts and ours run in one boot on
-# identical adapters.
+# own device model: /init's mlx4_bf binds both; it gives the second back
+# (unbind), which mainline mlx4_core + mlx4_ib then take (driver_override),
+# so that rdma-core's posts and ours run in one boot on identical adapters.
 #
 #   versus.sh up                 mainline on the second adapter, port ACTIVE
 #   versus.sh perftest SIZE...   ib_send_lat and ib_write_lat per size, with
@@ -21,15 +20,15 @@ ITERS=${PERFTEST_ITERS:-300}
 # 300 iterations at the largest size while the other adapter is busy too.
 SERVER_CLIENT_TIMEOUT=300
 
-# The ConnectX-3 mlx4_bf does not drive.
+# The second ConnectX-3, taken from mlx4_bf if it holds it.
 mainline_bdf() {
+	bdf=
 	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$d/vendor")" = 0x15b3 ] || continue
-		[ -e "$d/driver" ] && [ "$(basename "$(readlink "$d/driver")")" = mlx4_bf ] && continue
-		echo "${d##*/}"
-		return 0
+		[ "$(cat "$d/vendor")" = 0x15b3 ] && bdf=${d##*/}
 	done
-	return 1
+	[ -n "$bdf" ] || return 1
+	[ -e /sys/bus/pci/drivers/mlx4_bf/"$bdf" ] && echo "$bdf" >/sys/bus/pci/drivers/mlx4_bf/unbind
+	echo "$bdf"
 }
 
 up() {
