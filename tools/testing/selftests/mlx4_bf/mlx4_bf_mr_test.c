@@ -273,18 +273,20 @@ TEST_F(mr, debugfs_counts_mrs_and_pinned_pages)
 
 TEST_F(mr, adapter_owns_an_mpt_per_mr_translating_its_pages)
 {
-	uint64_t mpts, pages, mtts;
+	uint64_t mpts, pages;
 
 	if (!self->v4)
 		SKIP(return, NO_V4);
 	mpts = model_read(&self->m, MODEL_MPTS);
 	pages = model_read(&self->m, MODEL_MR_PAGES);
-	mtts = model_read(&self->m, MODEL_MTT_WRITES);
+	/*
+	 * The MTT entries go straight into ICM, as mlx4_core writes them (no
+	 * WRITE_MTT): the pages count only if SW2HW_MPT translated them there.
+	 */
 	ASSERT_EQ(0, reg(self, 100, 2 * PAGE, 0));	/* three pages */
 	ASSERT_EQ(0, reg(self, 0, BUF_BYTES, ACCESS_RDMA));
 	EXPECT_EQ(mpts + 2, model_read(&self->m, MODEL_MPTS));
 	EXPECT_EQ(pages + 3 + BUF_PAGES, model_read(&self->m, MODEL_MR_PAGES));
-	EXPECT_EQ(mtts + 3 + BUF_PAGES, model_read(&self->m, MODEL_MTT_WRITES));
 	ASSERT_EQ(0, dereg_mr(self->fd, self->info.mr_handle));
 	EXPECT_EQ(mpts + 1, model_read(&self->m, MODEL_MPTS)) TH_LOG("after DEREG_MR");
 	EXPECT_EQ(pages + 3, model_read(&self->m, MODEL_MR_PAGES)) TH_LOG("after DEREG_MR");
