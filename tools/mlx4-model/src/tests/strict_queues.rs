@@ -1,8 +1,8 @@
-//! Strict firmware's queues: buffers on the pages MTT entries in ICM name,
+//! Queues as the firmware finds them: buffers on the pages MTT entries in ICM name,
 //! as mainline mlx4_core writes them (`core/mr.c:mlx4_write_mtt_chunk`)
 //! and describes them in the contexts (`core/eq.c:mlx4_create_eq`).
 
-use super::firmware::*;
+use super::bringup::*;
 use super::harness::*;
 use crate::bytes::{be16, put_be64};
 use crate::command::{op, status};
@@ -17,7 +17,7 @@ const EQN: u32 = 4;
 
 /// INIT_HCA done, the MTT table's first page mapped and in memory.
 fn with_mtt() -> Harness {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     map_mtt(&mut h);
     h.dev.mem_mut().add_range(EQ_PAGE1, 0x1000);
@@ -169,7 +169,7 @@ fn special_qps_on_mtt_pages_and_later_transitions() {
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-/// What the strict firmware decodes, and the context commands it checks.
+/// What the firmware decodes, and the context commands it checks.
 const OPS: [u16; 25] = [
     op::QUERY_FW,
     op::MAP_FA,
@@ -205,12 +205,12 @@ proptest! {
     /// bytes: every command completes (GO clears, T kept), nothing panics
     /// (no overflow on addresses near 2^64), and none is a protocol error.
     #[test]
-    fn strict_firmware_takes_any_command(
+    fn firmware_takes_any_command(
         up in any::<bool>(),
         cmds in vec((0..OPS.len(), 0u8..4, any::<u32>(), any::<u64>(), any::<bool>(),
                      vec(any::<u8>(), 0..0x140)), 1..24),
     ) {
-        let mut h = strict();
+        let mut h = Harness::fresh();
         if up {
             init_hca(&mut h);
         }
@@ -228,7 +228,7 @@ const TOP: u64 = !0xfff;
 
 #[test]
 fn addresses_near_the_top_of_the_address_space() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     run_fw(&mut h);
     assert_eq!(
         h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
