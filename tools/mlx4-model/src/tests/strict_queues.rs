@@ -166,6 +166,44 @@ fn special_qps_on_mtt_pages_and_later_transitions() {
     assert!(h.error_codes().is_empty());
 }
 
+/// A CQ or QP whose mtt_base_addr names MTT entries mlx4 never wrote
+/// (not PRESENT: BAD_PARAM) or entries beyond the MTT's mapped ICM
+/// (ICM_ERROR, counted in `icm_errors` and recorded): no queue, and
+/// nothing written where a buffer would have been.
+#[test]
+fn queues_whose_mtt_entries_are_not_there_are_refused() {
+    let mut h = Harness::new();
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
+    h.poke(CQ_BUF, &[0x11; 512]);
+    // Entries 300.. of the MTT's first page: never written.
+    h.poke(IN_MB, &Harness::cq_ctx(CQ_LOG, UAR, 0, 8 * 300, CQ_DB));
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, CQN), status::BAD_PARAM);
+    // Two pages from the last page of the fake memory: the second
+    // page's entry was never written.
+    let last = MEM_BASE + MEM_LEN as u64 - 0x1000;
+    h.poke(IN_MB, &Harness::cq_ctx(8, UAR, 0, mtt_of(last), CQ_DB));
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, CQN), status::BAD_PARAM);
+    // Entries on an MTT ICM page nobody mapped (the harness maps two).
+    let icm_errors = h.dev.counters().global.icm_errors;
+    h.poke(IN_MB, &Harness::cq_ctx(CQ_LOG, UAR, 0, 8 * 4096, CQ_DB));
+    assert_eq!(h.cmd(op::SW2HW_CQ, 0, CQN), status::ICM_ERROR);
+    assert_eq!(h.dev.counters().global.icm_errors, icm_errors + 1);
+    let r = h.records_of("fw_refused").pop().unwrap();
+    assert_eq!(r["mtt_icm_unmapped"], MTT_BASE + 8 * 4096);
+    assert!(h.dev.cqs().is_empty());
+    assert_eq!(h.mem(CQ_BUF, 512), [0x11; 512], "no owner bits written");
+    // A QP likewise, its CQ in place.
+    assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 0, CQ_BUF, CQ_DB), status::OK);
+    for (mtt, want) in [(8 * 300, status::BAD_PARAM), (8 * 4096, status::ICM_ERROR)] {
+        let mb = Harness::with_rq(Harness::qp_mailbox(QPN, UAR, CQN, mtt, SQ_LOG), CQN, RQ_DB);
+        h.poke(IN_MB, &mb);
+        assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), want, "mtt {mtt:#x}");
+    }
+    assert!(h.dev.qps().is_empty());
+    assert_eq!(h.dev.counters().global.icm_errors, icm_errors + 2);
+    assert!(h.error_codes().is_empty());
+}
+
 use proptest::collection::vec;
 use proptest::prelude::*;
 
