@@ -77,7 +77,7 @@ pub enum CmdError {
     BadOp,
     #[error("bad parameter")]
     BadParam,
-    /// Strict firmware: not running, or the HCA not initialised.
+    /// The firmware not running, or the HCA not initialised.
     #[error("bad system state")]
     BadSysState,
     #[error("bad resource")]
@@ -88,7 +88,7 @@ pub enum CmdError {
     BadResState,
     #[error("bad index")]
     BadIndex,
-    /// Strict firmware: ICM (or the firmware area) not mapped as needed.
+    /// ICM (or the firmware area) not mapped as needed.
     #[error("ICM error")]
     IcmError,
     #[error("bad QP state")]

@@ -1,47 +1,12 @@
 //! The model's configuration: what the command line sets.
 
 use crate::layout::{MAX_UARS, MIN_UARS, PAGE_SIZE};
-use std::str::FromStr;
-
-/// How the adapter's firmware behaves after a reset (`--firmware`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FirmwareMode {
-    /// Ready after reset: no firmware area, RUN_FW or INIT_HCA; every
-    /// command works at once (what `drivers/mlx4_bf` relies on today).
-    #[default]
-    Ready,
-    /// The life cycle mainline mlx4_core drives (`firmware`): QUERY_FW,
-    /// MAP_FA, RUN_FW, ICM, INIT_HCA, and nothing out of order.
-    Strict,
-}
-
-impl FirmwareMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FirmwareMode::Ready => "ready",
-            FirmwareMode::Strict => "strict",
-        }
-    }
-}
-
-impl FromStr for FirmwareMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "ready" => Ok(FirmwareMode::Ready),
-            "strict" => Ok(FirmwareMode::Strict),
-            _ => Err(format!("unknown firmware mode {s:?} (ready, strict)")),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub num_uars: u32,
     /// Every Nth valid BlueFlame post falls back (0: never).
     pub fallback_every: u32,
-    pub firmware: FirmwareMode,
 }
 
 impl Default for Config {
@@ -49,7 +14,6 @@ impl Default for Config {
         Config {
             num_uars: 1024,
             fallback_every: 0,
-            firmware: FirmwareMode::Ready,
         }
     }
 }
@@ -71,5 +35,35 @@ impl Config {
 
     pub fn bar2_size(&self) -> u64 {
         2 * u64::from(self.num_uars) * PAGE_SIZE
+    }
+}
+
+/// `--firmware`, kept for old callers: the model's firmware is always the
+/// life cycle mainline mlx4_core drives (`firmware`), so `strict` is
+/// accepted and changes nothing; `ready`, the shortcut that once let every
+/// command work after reset, is gone.
+pub fn firmware_arg(s: &str) -> Result<String, String> {
+    match s {
+        "strict" => Ok(s.to_string()),
+        "ready" => Err(
+            "ready mode was removed: the firmware always needs QUERY_FW, \
+             MAP_FA, RUN_FW, ICM and INIT_HCA first (drop --firmware, or pass strict)"
+                .to_string(),
+        ),
+        _ => Err(format!(
+            "unknown firmware mode {s:?} (only strict, which is what the model always is)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn firmware_strict_is_a_no_op_and_ready_is_refused() {
+        assert_eq!(firmware_arg("strict").as_deref(), Ok("strict"));
+        assert!(firmware_arg("ready").unwrap_err().contains("removed"));
+        assert!(firmware_arg("fast").is_err());
     }
 }

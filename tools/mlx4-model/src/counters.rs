@@ -80,17 +80,17 @@ pub struct Global {
     /// RDMA writes that passed the rkey check but whose destination page
     /// the model could not write (`dma_unmapped`): REMOTE_ACCESS_ERR.
     pub rdma_dma_errors: u64,
-    /// Strict firmware: commands refused with BAD_SYS_STATE, the firmware
+    /// Commands refused with BAD_SYS_STATE, the firmware
     /// not running or the HCA not initialised for them (`firmware`; 0x5e8).
     pub fw_refused: u64,
-    /// Strict firmware: commands failed with ICM_ERROR (a context's ICM
+    /// Commands failed with ICM_ERROR (a context's ICM
     /// page not mapped, firmware area or auxiliary ICM short, ICM mapped
     /// twice; 0x5f0).
     pub icm_errors: u64,
-    /// Strict firmware: sends on the special QPs (MLX) completed; their
+    /// Sends on the special QPs (MLX) completed; their
     /// packets go nowhere (`datapath::mad`; 0x5f8).
     pub mad_sends: u64,
-    /// Strict firmware: what the model refuses where a real ConnectX-3's
+    /// What the model refuses where a real ConnectX-3's
     /// behaviour is unknown to it (a fast-register MPT, ...), each also
     /// recorded (`fw_refused` with a `reason`). Summary only.
     pub fw_unmodelled: u64,

@@ -12,7 +12,7 @@ use crate::eq::{event, EqTable};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, NUM_CQS, PAGE_SIZE, UAR_CQ_DB};
+use crate::layout::{CQE_SIZE, LOG_MAX_CQ_SZ, UAR_CQ_DB};
 use crate::protocol::Code;
 use crate::qbuf::QueueBuf;
 use crate::timing::Read;
@@ -79,32 +79,11 @@ pub fn error_cqe(qpn: u32, wqe_index: u32, syndrome: u8, is_send: bool) -> [u8; 
 pub const CQ_ERROR_OVERRUN: u8 = 0x01;
 
 impl Cq {
-    /// 0x0c `log2(nent) << 24 | uar`, 0x17 comp_eqn, 0x1b/0x1c buffer, 0x38
-    /// doorbell record; page_offset and log_page_size must be 0.
-    pub fn parse(cqn: u32, ctx: &[u8], num_uars: u32) -> Result<Cq, CmdError> {
-        let w = be32(ctx, 0x0c);
-        let log_size = (w >> 24) as u8;
-        let uar = w & 0xff_ffff;
-        if log_size > LOG_MAX_CQ_SZ {
-            return Err(CmdError::BadSize);
-        }
-        if uar >= num_uars {
-            return Err(CmdError::BadParam);
-        }
-        if be16(ctx, 0x0a) != 0 || ctx[0x18] != 0 {
-            return Err(CmdError::BadParam);
-        }
-        let buf = addr40(ctx, 0x1b, 0x1c);
-        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-            return Err(CmdError::BadParam);
-        }
-        Cq::new(cqn, ctx, QueueBuf::Contiguous(buf))
-    }
-
-    /// Strict firmware (`core/cq.c:mlx4_cq_alloc`): the CQEs are on the
-    /// pages the MTT entries from 0x1b/0x1c name, each 4 KiB <<
-    /// log_page_size (0x18); page_offset (0x0a) must be 0.
-    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+    /// `core/cq.c:mlx4_cq_alloc`: 0x0c `log2(nent) << 24 | uar`, 0x17
+    /// comp_eqn, 0x38 the doorbell record; the CQEs are on the pages the
+    /// MTT entries from 0x1b/0x1c name, each 4 KiB << log_page_size
+    /// (0x18); page_offset (0x0a) must be 0.
+    pub(crate) fn parse<M: GuestMemory, I: Irq>(
         cqn: u32,
         ctx: &[u8],
         num_uars: u32,
@@ -392,14 +371,12 @@ impl CqTable {
         }
     }
 
-    /// The CQ in_mod names: below NUM_CQS in ready mode, INIT_HCA's CQ
-    /// count in strict mode (mlx4 allocates CQNs from a bitmap its profile
-    /// sizes, whatever QUERY_DEV_CAP advertised, `core/cq.c:mlx4_init_cq_table`).
+    /// The CQ in_mod names: below INIT_HCA's CQ count (mlx4 allocates
+    /// CQNs from a bitmap its profile sizes, whatever QUERY_DEV_CAP
+    /// advertised, `core/cq.c:mlx4_init_cq_table`).
     fn cqn(in_mod: u32, fw: &Firmware) -> Result<u32, CmdError> {
-        let limit = match fw.hca() {
-            Some(p) if fw.strict() => 1u64 << p.cqc.log_num.min(24),
-            _ => u64::from(NUM_CQS),
-        };
+        let p = fw.hca().ok_or(CmdError::BadSysState)?;
+        let limit = 1u64 << p.cqc.log_num.min(24);
         if u64::from(in_mod) >= limit {
             return Err(CmdError::BadIndex);
         }
@@ -424,11 +401,7 @@ impl CqTable {
             return Err(CmdError::BadParam);
         }
         let ctx = read_mailbox(env, r.in_param, CQ_CTX_SIZE)?;
-        let cq = if fw.strict() {
-            Cq::parse_strict(cqn, &ctx, num_uars, env, fw)?
-        } else {
-            Cq::parse(cqn, &ctx, num_uars)?
-        };
+        let cq = Cq::parse(cqn, &ctx, num_uars, env, fw)?;
         if !eqs.exists(cq.comp_eqn) {
             return Err(CmdError::BadResource);
         }

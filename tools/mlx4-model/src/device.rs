@@ -34,7 +34,7 @@ pub struct Device<M, I> {
     /// Memory, interrupts, config space, trace, clock and counters.
     env: Env<M, I>,
     hcr: Hcr,
-    /// The firmware's life cycle (`--firmware`).
+    /// The firmware's life cycle (`firmware`).
     fw: Firmware,
     owned: bool,
     eqs: EqTable,
@@ -55,7 +55,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             diag: DiagState::new(cfg.fallback_every),
             cfg,
             hcr: Hcr::default(),
-            fw: Firmware::new(cfg.firmware),
+            fw: Firmware::new(),
             owned: false,
             eqs: EqTable::default(),
             cqs: CqTable::default(),
@@ -138,7 +138,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.env.mmio_start_ns = self.env.clock.now();
         match bar {
             0 => {
-                let region = Bar0Region::decode(off, len, self.fw.strict());
+                let region = Bar0Region::decode(off, len);
                 self.env.trace.record("mmio_write", || {
                     json!({"bar": 0, "off": off, "len": len, "data": hex(data),
                            "region": region.as_str()})
@@ -214,7 +214,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         let len = data.len() as u64;
         match bar {
             0 => {
-                let region = Bar0Region::decode(off, len, self.fw.strict());
+                let region = Bar0Region::decode(off, len);
                 let err = match region {
                     Bar0Region::Hcr => {
                         self.hcr.read((off - HCR_BASE) as usize, data);
@@ -355,11 +355,11 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     }
 
     /// Device reset (reset register or the client's DEVICE_RESET): all
-    /// contexts gone (MPTs and the MTT's contents too), HCR idle with T=0
-    /// (a stalled command's GO cleared), ownership free in ready mode; in
-    /// strict mode the firmware stops (firmware area, ICM and HCA gone) and
-    /// ownership stays taken until a driver writes 0, as mlx4_core reads
-    /// it once before its reset (`core/main.c:mlx4_load_one`). The analyzer state
+    /// contexts gone (the MPTs too), HCR idle with T=0 (a stalled
+    /// command's GO cleared), the firmware stopped (firmware area, ICM and
+    /// HCA gone); ownership stays taken until a driver writes 0, as
+    /// mlx4_core reads it once before its reset
+    /// (`core/main.c:mlx4_load_one`). The analyzer state
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY, an armed
     /// CMD_FAULT) and config space (Bus Master Enable) are kept.
     pub fn reset(&mut self, source: &str) {
@@ -368,9 +368,6 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             .record("device_reset", || json!({"source": source}));
         self.env.counters.lifetime.device_resets += 1;
         self.hcr = Hcr::default();
-        if !self.fw.strict() {
-            self.owned = false;
-        }
         self.fw.reset();
         self.eqs = EqTable::default();
         self.cqs = CqTable::default();

@@ -5,8 +5,7 @@
 //! the modelled PCIe clock, (version 4) the memory-region gauges, the
 //! protection faults and the RDMA write counters, and (version 5) command
 //! fault injection and what a teardown leaves: resets, live queues, DMA
-//! refused without bus mastering, (version 6) the strict firmware's
-//! counters.
+//! refused without bus mastering, (version 6) the firmware's counters.
 
 use crate::env::Env;
 use crate::fault::CmdFault;
@@ -19,7 +18,7 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 4: memory regions, protection faults and RDMA writes (0x590..0x5c7).
 /// 5: command faults, resets, live queues, DMA without bus mastering
 /// (0x5c8..0x5e7).
-/// 6: strict firmware: refused commands, ICM errors, special-QP sends
+/// 6: the firmware: refused commands, ICM errors, special-QP sends
 /// (0x5e8..0x5ff).
 pub const VERSION: u32 = 6;
 
@@ -56,9 +55,9 @@ pub const RESETS: u64 = 0x5d0;
 pub const LIVE: u64 = 0x5d8;
 /// DMA accesses and MSI-X refused because Bus Master Enable was clear.
 pub const NO_MASTER_DMA: u64 = 0x5e0;
-/// Strict firmware (counters, reset by the counter reset): commands
-/// refused with BAD_SYS_STATE, commands failed with ICM_ERROR, sends on the
-/// special QPs. Always 0 in ready mode.
+/// The firmware (counters, reset by the counter reset): commands refused
+/// with BAD_SYS_STATE, commands failed with ICM_ERROR, sends on the
+/// special QPs.
 pub const FW_REFUSED: u64 = 0x5e8;
 pub const ICM_ERRORS: u64 = 0x5f0;
 pub const MAD_SENDS: u64 = 0x5f8;

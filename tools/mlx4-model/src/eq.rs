@@ -1,4 +1,4 @@
-//! Event queues (§5.4–5.6): 32-byte EQEs in one contiguous buffer, the EQ
+//! Event queues (§5.4–5.6): 32-byte EQEs on the pages of the EQ's MTT entries, the EQ
 //! doorbell in the UAR pages, MSI-X vector `intr` when an armed EQ gets an
 //! EQE. The EQ table owns the EQs and the event map (MAP_EQ), and
 //! executes SW2HW_EQ, HW2SW_EQ and MAP_EQ.
@@ -11,9 +11,7 @@ use crate::env::Env;
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{
-    EQE_SIZE, LOG_MAX_EQ_SZ, LOG_MAX_EQ_SZ_STRICT, MSIX_VECTORS, NUM_EQS, PAGE_SIZE,
-};
+use crate::layout::{EQE_SIZE, LOG_MAX_EQ_SZ, MSIX_VECTORS, NUM_EQS};
 use crate::protocol::Code;
 use crate::qbuf::QueueBuf;
 use serde_json::json;
@@ -43,47 +41,19 @@ pub struct Eq {
 }
 
 impl Eq {
-    /// Reads what the contract lists: 0x0c log_eq_size, 0x17 intr,
-    /// 0x1b/0x1c buffer, 0x28 consumer index; page_offset and log_page_size
-    /// must be 0. A new EQ is not armed until its first doorbell with req_not.
-    pub fn parse(eqn: u8, ctx: &[u8]) -> Result<Eq, CmdError> {
-        let log_size = ctx[0x0c];
-        if log_size > LOG_MAX_EQ_SZ {
-            return Err(CmdError::BadSize);
-        }
-        let intr = ctx[0x17];
-        if usize::from(intr) >= MSIX_VECTORS {
-            return Err(CmdError::BadParam);
-        }
-        if be16(ctx, 0x0a) != 0 || ctx[0x18] != 0 {
-            return Err(CmdError::BadParam);
-        }
-        let buf = addr40(ctx, 0x1b, 0x1c);
-        if buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-            return Err(CmdError::BadParam);
-        }
-        Ok(Eq::new(
-            eqn,
-            log_size,
-            intr,
-            QueueBuf::Contiguous(buf),
-            false,
-            ctx,
-        ))
-    }
-
-    /// Strict firmware (`core/eq.c:mlx4_create_eq`): the EQEs are on the
-    /// pages the MTT entries from 0x1b/0x1c name, each 4 KiB <<
-    /// log_page_size (0x18); page_offset (0x0a) must be 0; the EQ is armed
-    /// when the context's state (flags bits 11..8) says ARMED (9).
-    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+    /// `core/eq.c:mlx4_create_eq`: 0x0c log_eq_size, 0x17 intr, 0x28 the
+    /// consumer index; the EQEs are on the pages the MTT entries from
+    /// 0x1b/0x1c name, each 4 KiB << log_page_size (0x18); page_offset
+    /// (0x0a) must be 0; the EQ is armed when the context's state (flags
+    /// bits 11..8) says ARMED (9), else at its first doorbell with req_not.
+    pub(crate) fn parse<M: GuestMemory, I: Irq>(
         eqn: u8,
         ctx: &[u8],
         env: &mut Env<M, I>,
         fw: &Firmware,
     ) -> Result<Eq, CmdError> {
         let log_size = ctx[0x0c];
-        if log_size > LOG_MAX_EQ_SZ_STRICT {
+        if log_size > LOG_MAX_EQ_SZ {
             return Err(CmdError::BadSize);
         }
         let intr = ctx[0x17];
@@ -177,11 +147,7 @@ impl EqTable {
             return Err(CmdError::BadResState);
         }
         let ctx = read_mailbox(env, r.in_param, EQ_CTX_SIZE)?;
-        let eq = if fw.strict() {
-            Eq::parse_strict(eqn as u8, &ctx, env, fw)?
-        } else {
-            Eq::parse(eqn as u8, &ctx)?
-        };
+        let eq = Eq::parse(eqn as u8, &ctx, env, fw)?;
         owner_init(env, &eq.buf, eq.nent(), EQE_SIZE)?;
         self.eqs[eqn] = Some(eq);
         Ok(None)

@@ -4,7 +4,7 @@
 //! injected fault (`fault`) fails or stalls it. The command goes to the
 //! table it is about (`execute`).
 
-use crate::bytes::{be32, put_be16, put_be32, put_be64};
+use crate::bytes::{be32, put_be64};
 use crate::command::{self, op, CmdError, CmdResult, CommandRequest};
 use crate::cq::CqTable;
 use crate::env::Env;
@@ -14,8 +14,6 @@ use crate::firmware::port::{port_change_body, PORT_CHANGE};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::keys::RESERVED_LKEY;
-use crate::layout::*;
 use crate::mr::MrTable;
 use crate::protocol::Code;
 use crate::qp::{QpState, QpTable};
@@ -63,58 +61,8 @@ pub(crate) struct Tables<'a> {
     pub mrs: &'a mut MrTable,
     /// The armed command fault (diag CMD_FAULT).
     pub cmd_fault: &'a mut CmdFault,
-    /// The firmware's state (strict mode); it answers its own commands.
+    /// The firmware's state; it answers its own commands.
     pub fw: &'a mut Firmware,
-}
-
-/// QUERY_DEV_CAP output (§3.2); everything not listed is 0.
-pub fn dev_cap(num_uars: u32) -> [u8; 0x100] {
-    let mut b = [0u8; 0x100];
-    b[0x10] = 0; // log max SRQ size
-    b[0x11] = LOG_MAX_QP_SZ;
-    b[0x12] = LOG_RSVD_QP;
-    b[0x13] = LOG_MAX_QP;
-    b[0x19] = LOG_MAX_CQ_SZ;
-    b[0x1a] = 0;
-    b[0x1b] = LOG_MAX_CQ;
-    b[0x1d] = LOG_MAX_MPT;
-    b[0x1e] = 0;
-    b[0x1f] = LOG_MAX_EQ;
-    b[0x20] = 0; // log reserved MTT entries (bits 7..4): entry 0
-    b[0x21] = LOG_MAX_MR_SIZE;
-    b[0x22] = 0; // log reserved MPTs (bits 3..0): MPT 0, the reserved lkey's
-    b[0x23] = LOG_MAX_MTT;
-    b[0x37] = 1; // ports
-    b[0x48] = 1 << 4; // one reserved UAR (UAR 0, the kernel's)
-    b[0x49] = ((u64::from(num_uars) * PAGE_SIZE).trailing_zeros() - 20) as u8;
-    b[0x4b] = 12;
-    b[0x4c] = 0x80; // BlueFlame
-    b[0x4d] = BF_REG_SIZE.trailing_zeros() as u8;
-    b[0x4e] = 3; // 8 BF registers per page (log)
-    b[0x51] = MAX_SG_SQ as u8;
-    put_be16(&mut b, 0x52, MAX_DESC_SZ_SQ);
-    b[0x55] = MAX_SG_RQ;
-    put_be16(&mut b, 0x56, MAX_DESC_SZ_RQ);
-    put_be16(&mut b, 0x90, MTT_ENTRY_SIZE);
-    put_be32(&mut b, 0x98, RESERVED_LKEY);
-    b
-}
-
-/// QUERY_FW output: firmware 2.42.5000, cmd_if_rev 3, no clear-interrupt
-/// register or catastrophic buffer.
-pub fn fw() -> [u8; 0x100] {
-    let mut b = [0u8; 0x100];
-    put_be16(&mut b, 0x00, 0);
-    put_be16(&mut b, 0x02, 2);
-    put_be16(&mut b, 0x04, 5000);
-    put_be16(&mut b, 0x06, 42);
-    put_be16(&mut b, 0x0a, 3);
-    b[0x0f] = 0;
-    put_be64(&mut b, 0x20, 0);
-    b[0x28] = 0;
-    put_be64(&mut b, 0x30, 0);
-    put_be32(&mut b, 0x38, 0);
-    b
 }
 
 impl Hcr {
@@ -237,7 +185,7 @@ impl Hcr {
     }
 }
 
-/// Strict firmware: a port's state changed (INIT_PORT): the PORT_CHANGE
+/// A port's state changed (INIT_PORT): the PORT_CHANGE
 /// EQE on the EQ MAP_EQ mapped it to, recorded either way; with no EQ
 /// mapped it is dropped, as an unmasked event would be.
 fn port_event<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, eqs: &mut EqTable, subtype: u8) {
@@ -282,14 +230,8 @@ fn execute<M: GuestMemory, I: Irq>(
         return res;
     }
     match r.opcode {
-        op::QUERY_DEV_CAP => command::write_mailbox(env, r.out_param, &dev_cap(n)).map(|()| None),
-        op::QUERY_FW => command::write_mailbox(env, r.out_param, &fw()).map(|()| None),
-        op::QUERY_ADAPTER => {
-            let b = [0u8; 0x100]; // 0x10: INTA pin 0
-            command::write_mailbox(env, r.out_param, &b).map(|()| None)
-        }
         op::NOP => Ok(None),
-        op::WRITE_MTT => t.mrs.write_mtt(env, r),
+        op::WRITE_MTT => t.mrs.write_mtt(env, r, t.fw),
         op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r, t.fw),
         op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r, t.fw),
         op::SW2HW_EQ => t.eqs.sw2hw(env, r, t.fw),
@@ -306,11 +248,11 @@ fn execute<M: GuestMemory, I: Irq>(
         op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
         op::INIT2RTR_QP => {
             let states = (QpState::Init, QpState::Rtr);
-            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+            t.qps.transition(env, r, states, t.fw)
         }
         op::RTR2RTS_QP => {
             let states = (QpState::Rtr, QpState::Rts);
-            t.qps.transition(env, t.cqs, n, r, states, t.fw)
+            t.qps.transition(env, r, states, t.fw)
         }
         op::TO_ERR_QP => t.qps.enter_err(r, t.fw),
         op::TO_RST_QP => t.qps.enter_rst(r, t.fw),

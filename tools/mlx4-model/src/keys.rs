@@ -8,8 +8,8 @@
 //!   given. Never as an rkey.
 //! - Any other key names a memory region: MPT index
 //!   `key_to_hw_index(key) & (num_mpts - 1)` with `key_to_hw_index(k) =
-//!   (k << 24) | (k >> 8)` (mlx4), num_mpts NUM_MPTS in ready mode and
-//!   2^log_mpt_sz of INIT_HCA in strict mode (`MrTable::index_of`). The MPT must be in hardware ownership,
+//!   (k << 24) | (k >> 8)` (mlx4), num_mpts 2^log_mpt_sz of INIT_HCA
+//!   (`MrTable::index_of`). The MPT must be in hardware ownership,
 //!   its key field must equal `key_to_hw_index(key)` (the tag in the
 //!   key's low byte included), its PD must equal the QP's (the responder's
 //!   for an rkey), the access must lie inside `[start, start + length)`,
@@ -18,14 +18,13 @@
 //!   rlkey names MPT 0, which is reserved and never in hardware ownership.
 //! - A region's virtual address `va` is at DMA address `mtt[i] |
 //!   (va % 2^s)`, `i = (va >> s) - (start >> s)`, s the region's page
-//!   shift (12 in ready mode, entity_size in strict mode), from the
+//!   shift (entity_size), from the
 //!   translation the MPT took at SW2HW_MPT; an access is split at page
-//!   boundaries. A PHYSICAL region (strict) is the identity.
+//!   boundaries. A PHYSICAL region is the identity.
 //!
 //! A failed check touches nothing: the caller completes the WQE in error
 //! and counts the fault.
 
-use crate::layout::NUM_MPTS;
 pub use crate::mr::{page_rest, Chunk};
 use crate::mr::{perm, MrTable};
 
@@ -37,11 +36,6 @@ pub const INVALID_LKEY: u32 = 0x100;
 /// mlx4 `key_to_hw_index()`: the MPT key field a key must match.
 pub fn hw_index(key: u32) -> u32 {
     key.rotate_right(8)
-}
-
-/// The MPT a key names in ready mode (`MrTable::index_of` in general).
-pub fn mpt_index(key: u32) -> u32 {
-    hw_index(key) & (NUM_MPTS - 1)
 }
 
 /// What the access does.
@@ -72,8 +66,8 @@ pub enum Fault {
     Permission,
     /// The access does not lie inside the region.
     OutOfRange,
-    /// Strict firmware: the responder QP does not enable remote writes
-    /// (RWE), whatever the key.
+    /// The responder QP does not enable remote writes (RWE) or reads
+    /// (RRE), whatever the key.
     QpAccess,
 }
 
@@ -196,8 +190,7 @@ mod tests {
     #[test]
     fn hw_index_is_mlx4s_rotation() {
         assert_eq!(hw_index(0x0000_0108), 0x0800_0001);
-        assert_eq!(mpt_index(RESERVED_LKEY), 0);
-        assert_eq!(mpt_index(0x1234_5678), 0x56);
+        assert_eq!(hw_index(0x1234_5678), 0x7812_3456);
     }
 
     #[test]

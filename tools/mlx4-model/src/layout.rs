@@ -10,7 +10,7 @@ pub const RESET_BASE: u64 = 0xf0000;
 pub const RESET_SIZE: u64 = 0x400;
 pub const RESET_SEM: u64 = 0x3fc;
 pub const RESET_REG: u64 = 0x10;
-/// Strict firmware only (QUERY_FW): the catastrophic error buffer where a
+/// Named by QUERY_FW: the catastrophic error buffer where a
 /// ConnectX-3 has it (64 bytes, reads 0 while healthy) and the
 /// clear-interrupt register (8 bytes, written only with INTx), the model's
 /// choice of place.
@@ -48,11 +48,9 @@ pub const LOG_MAX_QP: u8 = 16;
 pub const LOG_MAX_CQ_SZ: u8 = 12;
 pub const LOG_MAX_CQ: u8 = 12;
 pub const LOG_MAX_EQ: u8 = 3;
-/// Not advertised by mlx4; the model's own bound on EQ size.
-pub const LOG_MAX_EQ_SZ: u8 = 12;
-/// Strict firmware's bound: mlx4_core's completion EQs take 2^16..2^17
-/// EQEs (`core/eq.c:mlx4_init_eq_table`).
-pub const LOG_MAX_EQ_SZ_STRICT: u8 = 22;
+/// Not advertised by mlx4; the model's own bound on EQ size: mlx4_core's
+/// completion EQs take 2^16..2^17 EQEs (`core/eq.c:mlx4_init_eq_table`).
+pub const LOG_MAX_EQ_SZ: u8 = 22;
 pub const MAX_SG_SQ: usize = 16;
 pub const MAX_DESC_SZ_SQ: u16 = 1008;
 /// Receive WQEs: at most 32 data segments, 512 bytes (the RQ stride).
@@ -62,22 +60,17 @@ pub const MAX_DESC_SZ_RQ: u16 = 512;
 /// ConnectX-3 takes 2^31. A longer SEND completes with LOCAL_LENGTH_ERR.
 pub const MAX_MESSAGE: u64 = 1 << 20;
 pub const NUM_EQS: usize = 1 << LOG_MAX_EQ;
-pub const NUM_CQS: u32 = 1 << LOG_MAX_CQ;
 pub const FIRST_QPN: u32 = 1 << LOG_RSVD_QP;
-pub const NUM_QPS: u32 = 1 << LOG_MAX_QP;
 
-/// Memory regions (`mr`): 1024 MPTs (index 0 reserved: the reserved lkey's),
-/// 65536 MTT entries of 8 bytes (entry 0 reserved), regions up to 2^32
-/// bytes, 4 KiB pages only.
-pub const LOG_MAX_MPT: u8 = 10;
-pub const NUM_MPTS: u32 = 1 << LOG_MAX_MPT;
+/// Memory regions (`mr`): 65536 MTT entries of 8 bytes (entry 0
+/// reserved), regions up to 2^32 bytes; the MPT count is INIT_HCA's.
 pub const LOG_MAX_MTT: u8 = 16;
 pub const NUM_MTTS: u32 = 1 << LOG_MAX_MTT;
 pub const MTT_ENTRY_SIZE: u16 = 8;
 pub const LOG_MAX_MR_SIZE: u8 = 32;
 /// WRITE_MTT: entries per command (a 4 KiB mailbox less its 16-byte header).
 pub const MAX_WRITE_MTT: u32 = 510;
-/// The only page size a region may use (MPT entity_size).
+/// 4 KiB: the ICM page, the smallest region page (MPT entity_size).
 pub const MR_PAGE_SHIFT: u32 = 12;
 
 /// Entry sizes (no 64-byte CQEs/EQEs are advertised).

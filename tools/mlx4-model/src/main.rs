@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use mlx4_model::config::FirmwareMode;
 use mlx4_model::server::{self, Backend, DmaMaps, EventfdIrq, Model};
 use mlx4_model::{Config, Device, TraceLevel, Tracer};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -34,11 +33,12 @@ struct Args {
     /// Every Nth valid BlueFlame post falls back to the doorbell path (0: never).
     #[arg(long, default_value_t = 0)]
     fallback_every: u32,
-    /// Firmware life cycle: `ready` (every command works after reset, as
-    /// drivers/mlx4_bf expects) or `strict` (QUERY_FW, MAP_FA, RUN_FW, ICM
-    /// and INIT_HCA first, as mainline mlx4_core drives it).
-    #[arg(long, default_value = "ready")]
-    firmware: FirmwareMode,
+    /// Accepted for old callers and ignored: `strict` is the only firmware
+    /// (QUERY_FW, MAP_FA, RUN_FW, ICM and INIT_HCA first, as mainline
+    /// mlx4_core drives it); `ready` is refused.
+    #[arg(long, hide = true, value_parser = mlx4_model::config::firmware_arg)]
+    #[allow(dead_code)]
+    firmware: Option<String>,
 }
 
 fn write_summary(model: &Mutex<Model>, path: Option<&Path>) -> Result<()> {
@@ -60,7 +60,6 @@ fn main() -> Result<()> {
     let cfg = Config {
         num_uars: args.num_uars,
         fallback_every: args.fallback_every,
-        firmware: args.firmware,
     };
     cfg.validate()?;
 

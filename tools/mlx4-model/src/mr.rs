@@ -1,24 +1,21 @@
-//! Memory regions (contract "Memory regions"): the MTT, the MPT table and
-//! the commands that fill them, WRITE_MTT, SW2HW_MPT and HW2SW_MPT. The
-//! model has no ICM: the MTT is a table of `NUM_MTTS` entries inside the
-//! model (MTT base 0, so an MPT's `mtt_addr` is its first entry * 8), and
-//! the MPTs live in the model as well. Which key reaches which region is
-//! `keys`' question.
+//! Memory regions (contract "Memory regions"): the commands that fill the
+//! MTT and the MPTs, WRITE_MTT, SW2HW_MPT and HW2SW_MPT, as mainline
+//! mlx4_core drives them (`core/mr.c:mlx4_mr_enable`,
+//! `mlx4_write_mtt_chunk`). The MTT is INIT_HCA's table in ICM: mlx4
+//! writes its entries there itself, or with WRITE_MTT
+//! (`Firmware::write_mtt`). SW2HW_MPT in_mod is `key_to_hw_index(key) &
+//! (num_mpts - 1)` with num_mpts = 2^INIT_HCA log_mpt_sz; indices below the
+//! 2^LOG_RSVD_MPT reserved ones are the firmware's; the pages come from the
+//! MTT entries in ICM, each 2^entity_size bytes (12..=31: mlx4_ib picks up
+//! to 2 GiB for contiguous user memory, `ib/mr.c:mlx4_ib_reg_user_mr`); a
+//! PHYSICAL MPT (no MTT, `ib/mr.c:mlx4_ib_get_dma_mr`: start 0, length ~0)
+//! translates every address to itself. The MPTs live in the model. Which
+//! key reaches which region is `keys`' question.
 //!
 //! An MPT takes a snapshot of its pages at SW2HW_MPT, like a cache the
 //! driver must not change under the adapter; WRITE_MTT refuses to touch an
 //! entry an MPT in hardware ownership uses, so the snapshot always equals
-//! the table.
-//!
-//! Strict firmware (`--firmware=strict`) is mainline mlx4_core's device
-//! instead (`core/mr.c:mlx4_mr_enable`, `mlx4_write_mtt_chunk`): SW2HW_MPT
-//! in_mod is `key_to_hw_index(key) & (num_mpts - 1)` with num_mpts =
-//! 2^INIT_HCA log_mpt_sz, indices below the 2^LOG_RSVD_MPT reserved ones
-//! are the firmware's; the pages come from the MTT entries mlx4 wrote into
-//! the MTT table's ICM, each 2^entity_size bytes (12..=31: mlx4_ib picks
-//! up to 2 GiB for contiguous user memory, `ib/mr.c:mlx4_ib_reg_user_mr`);
-//! a PHYSICAL MPT (no MTT, `ib/mr.c:mlx4_ib_get_dma_mr`: start 0, length
-//! ~0) translates every address to itself.
+//! the table as far as WRITE_MTT goes.
 
 use crate::bytes::{be32, be64};
 use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
@@ -26,9 +23,7 @@ use crate::env::Env;
 use crate::firmware::{caps::LOG_RSVD_MPT, Firmware};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{
-    LOG_MAX_MR_SIZE, MAX_WRITE_MTT, MR_PAGE_SHIFT, MTT_ENTRY_SIZE, NUM_MPTS, NUM_MTTS,
-};
+use crate::layout::{LOG_MAX_MR_SIZE, MAX_WRITE_MTT, MR_PAGE_SHIFT, MTT_ENTRY_SIZE, NUM_MTTS};
 use crate::protocol::Code;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -45,7 +40,7 @@ pub const PD_MASK: u32 = 0x1_ffff;
 /// MPT pd_flags (+0x0c) above the PD: MLX4_MPT_PD_FLAG_FAST_REG.
 pub const PD_FLAG_FAST_REG: u32 = 1 << 27;
 
-/// Strict firmware: the region page sizes (entity_size) SW2HW_MPT takes,
+/// The region page sizes (entity_size) SW2HW_MPT takes,
 /// 4 KiB (MLX4_ICM_PAGE_SHIFT) to 2 GiB (mlx4_ib's MLX4_MAX_MTT_SHIFT 31).
 pub const STRICT_MIN_SHIFT: u32 = 12;
 pub const STRICT_MAX_SHIFT: u32 = 31;
@@ -80,7 +75,7 @@ pub struct Mpt {
     pub length: u64,
     /// The first MTT entry (`mtt_addr / 8`).
     pub first_mtt: u32,
-    /// log2 of the region's page size (entity_size): 12 in ready mode.
+    /// log2 of the region's page size (entity_size).
     pub shift: u32,
     /// The DMA address of each page, from the MTT at SW2HW_MPT; none for a
     /// PHYSICAL MPT.
@@ -156,16 +151,14 @@ impl Mpt {
     }
 }
 
-/// The model's MTT and MPT tables.
+/// The MPTs in hardware ownership.
 #[derive(Debug, Clone, Default)]
 pub struct MrTable {
-    /// Written MTT entries, as written (address | PRESENT).
-    mtt: BTreeMap<u32, u64>,
     /// MPTs in hardware ownership, by index.
     mpts: BTreeMap<u32, Mpt>,
-    /// Strict firmware: log2 of INIT_HCA's MPT count (the index mask);
-    /// None in ready mode (NUM_MPTS).
-    log_mpts: Option<u8>,
+    /// log2 of INIT_HCA's MPT count (the index mask), from the first MPT
+    /// command on; before it there is no MPT to name.
+    log_mpts: u8,
 }
 
 impl MrTable {
@@ -175,14 +168,12 @@ impl MrTable {
     }
 
     /// The MPT index a key names: `key_to_hw_index(key) & (num_mpts - 1)`
-    /// (`core/mr.c:mlx4_mr_enable`), num_mpts NUM_MPTS in ready mode and
-    /// INIT_HCA's in strict mode.
+    /// (`core/mr.c:mlx4_mr_enable`), num_mpts INIT_HCA's.
     pub fn index_of(&self, key: u32) -> u32 {
         let hw = key.rotate_right(8);
         match self.log_mpts {
-            Some(log) if log < 32 => hw & ((1u32 << log) - 1),
-            Some(_) => hw,
-            None => hw & (NUM_MPTS - 1),
+            log if log < 32 => hw & ((1u32 << log) - 1),
+            _ => hw,
         }
     }
 
@@ -209,59 +200,15 @@ impl MrTable {
             .map(|(&i, _)| i)
     }
 
+    /// MPT `index` in a table of 2^10 (the tests' INIT_HCA log_mpt_sz).
     #[cfg(test)]
     pub fn insert_for_test(&mut self, index: u32, mpt: Mpt) {
+        self.log_mpts = 10;
         self.mpts.insert(index, mpt);
     }
 }
 
-/// Parses a SW2HW_MPT mailbox for MPT `index` against the MTT.
-fn parse_mpt(index: u32, b: &[u8], mtt: &BTreeMap<u32, u64>) -> Result<Mpt, CmdError> {
-    let flags = be32(b, 0x00);
-    let key = be32(b, 0x08);
-    let start = be64(b, 0x10);
-    let length = be64(b, 0x18);
-    let mtt_addr = be64(b, 0x2c);
-    if flags & flag::REGION == 0 || flags & flag::PHYSICAL != 0 {
-        return Err(CmdError::BadParam);
-    }
-    if key & (NUM_MPTS - 1) != index {
-        return Err(CmdError::BadParam);
-    }
-    if length == 0 || length > 1 << LOG_MAX_MR_SIZE || start.checked_add(length).is_none() {
-        return Err(CmdError::BadParam);
-    }
-    if be32(b, 0x38) != MR_PAGE_SHIFT {
-        return Err(CmdError::BadParam);
-    }
-    if !mtt_addr.is_multiple_of(u64::from(MTT_ENTRY_SIZE)) {
-        return Err(CmdError::BadParam);
-    }
-    let first = mtt_addr / u64::from(MTT_ENTRY_SIZE);
-    let n = pages_spanned(start, length);
-    if first == 0 || first + n > u64::from(NUM_MTTS) {
-        return Err(CmdError::BadParam);
-    }
-    let pages = (first..first + n)
-        .map(|i| mtt.get(&(i as u32)).map(|e| e & !0xfff))
-        .collect::<Option<Vec<u64>>>()
-        .ok_or(CmdError::BadParam)?;
-    let mut raw = [0u8; MPT_ENTRY_SIZE];
-    raw.copy_from_slice(&b[..MPT_ENTRY_SIZE]);
-    Ok(Mpt {
-        key,
-        pd: be32(b, 0x0c) & PD_MASK,
-        flags,
-        start,
-        length,
-        first_mtt: first as u32,
-        shift: MR_PAGE_SHIFT,
-        pages,
-        raw,
-    })
-}
-
-/// Why the strict firmware refused an MPT (trace `fw_refused`, `mpt`).
+/// Why the firmware refused an MPT (trace `fw_refused`, `mpt`).
 fn strict_refusal<M: GuestMemory, I: Irq>(
     env: &mut Env<M, I>,
     index: u32,
@@ -274,9 +221,9 @@ fn strict_refusal<M: GuestMemory, I: Irq>(
     e
 }
 
-/// Strict firmware: parses a SW2HW_MPT mailbox for MPT `index` as
+/// Parses a SW2HW_MPT mailbox for MPT `index` as
 /// `core/mr.c:mlx4_mr_enable` fills it, its pages from the MTT in ICM.
-fn parse_mpt_strict<M: GuestMemory, I: Irq>(
+fn parse_mpt<M: GuestMemory, I: Irq>(
     env: &mut Env<M, I>,
     fw: &Firmware,
     index: u32,
@@ -354,35 +301,31 @@ fn parse_mpt_strict<M: GuestMemory, I: Irq>(
 
 /// WRITE_MTT, SW2HW_MPT, HW2SW_MPT.
 impl MrTable {
-    /// Strict firmware: the MPT count INIT_HCA set (the HCA is up for
-    /// every MPT command, `Firmware::command`).
+    /// The MPT count INIT_HCA set (the HCA is up for every MPT command,
+    /// `Firmware::command`).
     fn follow(&mut self, fw: &Firmware) -> Result<(), CmdError> {
-        if fw.strict() {
-            self.log_mpts = Some(fw.hca().ok_or(CmdError::BadSysState)?.log_mpt_sz);
-        }
+        self.log_mpts = fw.hca().ok_or(CmdError::BadSysState)?.log_mpt_sz;
         Ok(())
     }
 
-    /// The MPT in_mod names: below NUM_MPTS in ready mode; in strict mode
-    /// the firmware checked it against INIT_HCA's count
-    /// (`Firmware::context_in_icm` for SW2HW_MPT), and an index past it
-    /// is in no MPT.
+    /// The MPT in_mod names: the firmware checked it against INIT_HCA's
+    /// count (`Firmware::context_in_icm` for SW2HW_MPT), and an index past
+    /// it is in no MPT.
     fn mpt_index(&self, in_mod: u32) -> Result<u32, CmdError> {
-        let bound = match self.log_mpts {
-            Some(log) => 1u64 << log.min(32),
-            None => u64::from(NUM_MPTS),
-        };
+        let bound = 1u64 << self.log_mpts.min(32);
         if in_mod == 0 || u64::from(in_mod) >= bound {
             return Err(CmdError::BadIndex);
         }
         Ok(in_mod)
     }
 
-    /// WRITE_MTT: in_mod entries from the mailbox's first index on.
+    /// WRITE_MTT: in_mod entries from the mailbox's first index on, into
+    /// the MTT table in ICM.
     pub(crate) fn write_mtt<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
         r: &CommandRequest,
+        fw: &Firmware,
     ) -> CmdResult {
         let n = r.in_mod;
         if r.op_mod != 0 || n == 0 || n > MAX_WRITE_MTT {
@@ -416,9 +359,7 @@ impl MrTable {
             );
             return Err(CmdError::ResourceBusy);
         }
-        for (i, e) in entries.into_iter().enumerate() {
-            self.mtt.insert(first + i as u32, e);
-        }
+        fw.write_mtt(env, u64::from(first), &entries)?;
         env.counters.global.mtt_entries_written += u64::from(n);
         env.trace
             .record("mtt", || json!({"first": first, "count": n}));
@@ -441,11 +382,7 @@ impl MrTable {
             return Err(CmdError::BadParam);
         }
         let mb = read_mailbox(env, r.in_param, MPT_ENTRY_SIZE)?;
-        let mpt = if fw.strict() {
-            parse_mpt_strict(env, fw, index, &mb)?
-        } else {
-            parse_mpt(index, &mb, &self.mtt)?
-        };
+        let mpt = parse_mpt(env, fw, index, &mb)?;
         env.trace.record("mpt", || {
             json!({"op": "sw2hw", "index": index, "key": mpt.key, "pd": mpt.pd,
                    "flags": mpt.flags, "start": mpt.start, "length": mpt.length,
@@ -485,54 +422,6 @@ impl MrTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bytes::{put_be32, put_be64};
-
-    fn entry(flags: u32, key: u32, start: u64, length: u64, mtt_addr: u64) -> [u8; 64] {
-        let mut b = [0u8; 64];
-        put_be32(&mut b, 0x00, flags);
-        put_be32(&mut b, 0x08, key);
-        put_be32(&mut b, 0x0c, 0x3_0005); // pd 0x10005 and a flag above the mask
-        put_be64(&mut b, 0x10, start);
-        put_be64(&mut b, 0x18, length);
-        put_be64(&mut b, 0x2c, mtt_addr);
-        put_be32(&mut b, 0x38, 12);
-        b
-    }
-
-    #[test]
-    fn parse_takes_the_pages_and_refuses_what_it_cannot_translate() {
-        let mtt: BTreeMap<u32, u64> = [(4, 0x5000 | 1), (5, 0x3000 | 1)].into();
-        let ok = entry(flag::REGION | flag::SW_OWNS, 0x0100_0007, 0x10ff0, 0x20, 32);
-        let m = parse_mpt(7, &ok, &mtt).unwrap();
-        assert_eq!(
-            (m.pd, m.first_mtt, m.pages.clone()),
-            (0x1_0005, 4, vec![0x5000, 0x3000])
-        );
-        assert_eq!(m.translate(0x10ffc, 8), vec![(0x5ffc, 4), (0x3000, 4)]);
-        let bad = [
-            entry(0, 0x0100_0007, 0x10ff0, 0x20, 32),
-            entry(
-                flag::REGION | flag::PHYSICAL,
-                0x0100_0007,
-                0x10ff0,
-                0x20,
-                32,
-            ),
-            entry(flag::REGION, 0x0100_0008, 0x10ff0, 0x20, 32),
-            entry(flag::REGION, 0x0100_0007, 0x10ff0, 0, 32),
-            entry(flag::REGION, 0x0100_0007, u64::MAX - 4, 0x20, 32),
-            entry(flag::REGION, 0x0100_0007, 0, (1 << 32) + 1, 32),
-            entry(flag::REGION, 0x0100_0007, 0x10ff0, 0x20, 33),
-            entry(flag::REGION, 0x0100_0007, 0x10ff0, 0x20, 40), // entry 6 unwritten
-            entry(flag::REGION, 0x0100_0007, 0x10ff0, 0x20, 0),
-        ];
-        for (i, b) in bad.iter().enumerate() {
-            assert_eq!(parse_mpt(7, b, &mtt), Err(CmdError::BadParam), "case {i}");
-        }
-        let mut big_pages = ok;
-        put_be32(&mut big_pages, 0x38, 21);
-        assert_eq!(parse_mpt(7, &big_pages, &mtt), Err(CmdError::BadParam));
-    }
 
     #[test]
     fn pages_spanned_counts_partial_pages() {

@@ -45,7 +45,6 @@ codes! {
     EqDoorbellUnknownEq => "eq_doorbell_unknown_eq",
     EqOverflow => "eq_overflow",
     MsixNotEnabled => "msix_not_enabled",
-    QpContextChanged => "qp_context_changed",
     WqeBadOpcode => "wqe_bad_opcode",
     WqeDsTooLarge => "ds_too_large",
     WqeSegmentOverrun => "wqe_segment_overrun",

@@ -1,12 +1,13 @@
-//! Where a queue's bytes are: one contiguous buffer whose DMA address sits
-//! where mlx4 puts the MTT address (ready mode's shortcut), or the pages the
-//! MTT entries name, each 4 KiB << log_page_size (strict firmware; mlx4
-//! allocates EQs page by page, `core/eq.c:mlx4_create_eq`).
+//! Where a queue's bytes are: the pages its context's MTT entries name,
+//! each 4 KiB << log_page_size (mlx4 allocates EQs page by page,
+//! `core/eq.c:mlx4_create_eq`; `firmware::Firmware::queue_buf`).
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QueueBuf {
-    Contiguous(u64),
-    Pages { shift: u32, pages: Vec<u64> },
+pub struct QueueBuf {
+    /// log2 of the page size.
+    pub shift: u32,
+    /// The DMA address of each page, in queue order.
+    pub pages: Vec<u64>,
 }
 
 impl QueueBuf {
@@ -14,12 +15,9 @@ impl QueueBuf {
     /// the queue (its pages were resolved for its whole size); past the
     /// last page it is address 0, which no DMA reaches.
     pub fn addr(&self, off: u64) -> u64 {
-        match self {
-            QueueBuf::Contiguous(base) => base + off,
-            QueueBuf::Pages { shift, pages } => match pages.get((off >> shift) as usize) {
-                Some(p) => p + (off & ((1u64 << shift) - 1)),
-                None => 0,
-            },
+        match self.pages.get((off >> self.shift) as usize) {
+            Some(p) => p + (off & ((1u64 << self.shift) - 1)),
+            None => 0,
         }
     }
 
@@ -29,39 +27,29 @@ impl QueueBuf {
     }
 
     /// `len` bytes from `off` as (DMA address, length) spans, split where
-    /// the pages are (one span for a contiguous buffer).
+    /// the pages are.
     pub fn spans(&self, off: u64, len: u64) -> Vec<(u64, u64)> {
-        match self {
-            QueueBuf::Contiguous(base) => vec![(base + off, len)],
-            QueueBuf::Pages { shift, .. } => {
-                let page = 1u64 << shift;
-                let mut out = Vec::new();
-                let (mut at, end) = (off, off + len);
-                while at < end {
-                    let n = (page - at % page).min(end - at);
-                    out.push((self.addr(at), n));
-                    at += n;
-                }
-                out
-            }
+        let page = 1u64 << self.shift;
+        let mut out = Vec::new();
+        let (mut at, end) = (off, off + len);
+        while at < end {
+            let n = (page - at % page).min(end - at);
+            out.push((self.addr(at), n));
+            at += n;
         }
+        out
     }
 
     /// The first `len` bytes as (DMA address, length) runs, none crossing
     /// a page.
     pub fn runs(&self, len: u64) -> Vec<(u64, u64)> {
-        match self {
-            QueueBuf::Contiguous(base) => vec![(*base, len)],
-            QueueBuf::Pages { shift, pages } => {
-                let page = 1u64 << shift;
-                pages
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &p)| (p, len.saturating_sub(i as u64 * page).min(page)))
-                    .filter(|&(_, n)| n > 0)
-                    .collect()
-            }
-        }
+        let page = 1u64 << self.shift;
+        self.pages
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p, len.saturating_sub(i as u64 * page).min(page)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
     }
 }
 
@@ -70,13 +58,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn contiguous_and_paged() {
-        let c = QueueBuf::Contiguous(0x10000);
-        assert_eq!(
-            (c.addr(0x1234), c.runs(0x2000)),
-            (0x11234, vec![(0x10000, 0x2000)])
-        );
-        let p = QueueBuf::Pages {
+    fn pages_addresses_spans_and_runs() {
+        let p = QueueBuf {
             shift: 12,
             pages: vec![0x5000, 0x2000, 0x9000],
         };
@@ -88,5 +71,6 @@ mod tests {
             p.runs(0x2800),
             vec![(0x5000, 0x1000), (0x2000, 0x1000), (0x9000, 0x800)]
         );
+        assert_eq!(p.spans(0xff0, 0x20), vec![(0x5ff0, 0x10), (0x2000, 0x10)]);
     }
 }

@@ -3,14 +3,13 @@
 //! the QPs out of RESET and executes the QP commands.
 
 use crate::bytes::{addr40, be32, be64, put_be16, put_be32};
-use crate::command::{name, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
+use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
 use crate::cq::CqTable;
 use crate::env::Env;
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ, NUM_QPS, PAGE_SIZE};
-use crate::protocol::Code;
+use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ};
 use crate::qbuf::QueueBuf;
 use std::collections::BTreeMap;
 
@@ -48,7 +47,7 @@ pub mod service {
     pub const RC: u8 = 0;
     pub const UC: u8 = 1;
     pub const UD: u8 = 3;
-    /// The special QPs' (QP0/QP1), strict firmware only.
+    /// The special QPs' (QP0/QP1).
     pub const MLX: u8 = 7;
 }
 
@@ -78,17 +77,15 @@ pub struct Qp {
     pub rlkey: bool,
     /// ctx 0x04 bits 23..0: the protection domain its keys must match.
     pub pd: u32,
-    /// Strict firmware: the primary path's destination LID (pri_path
-    /// +0x06, ctx 0x1e) INIT2RTR set for an RC/UC QP, 0 before; None in
-    /// ready mode, which delivers by remote_qpn alone.
-    pub rlid: Option<u16>,
-    /// Strict firmware: remote write enable (params2 bit 14, ctx 0x90:
-    /// MLX4_QP_BIT_RWE), from RST2INIT and every later transition whose
-    /// optpar has RWE (bit 3); None in ready mode, which does not check it.
-    pub rwe: Option<bool>,
-    /// Strict firmware: remote read enable (params2 bit 15, RRE; optpar
-    /// bit 1), likewise.
-    pub rre: Option<bool>,
+    /// The primary path's destination LID (pri_path +0x06, ctx 0x1e)
+    /// INIT2RTR set for an RC/UC QP, 0 before.
+    pub rlid: u16,
+    /// Remote write enable (params2 bit 14, ctx 0x90: MLX4_QP_BIT_RWE),
+    /// from RST2INIT and every later transition whose optpar has RWE
+    /// (bit 3).
+    pub rwe: bool,
+    /// Remote read enable (params2 bit 15, RRE; optpar bit 1), likewise.
+    pub rre: bool,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -105,27 +102,16 @@ fn size_stride(b: u8) -> (u8, u8) {
 }
 
 impl Qp {
-    /// `ctx` is the context (mailbox + 8).
-    pub fn parse(qpn: u32, ctx: &[u8], num_uars: u32) -> Result<Qp, CmdError> {
-        let has_rq = ctx[0x09] != 0;
-        Qp::parse_with(qpn, ctx, num_uars, false, has_rq, |_| {
-            let buf = addr40(ctx, 0xcb, 0xcc);
-            if ctx[0xc8] != 0 || buf == 0 || !buf.is_multiple_of(PAGE_SIZE) {
-                return Err(CmdError::BadParam);
-            }
-            Ok(QueueBuf::Contiguous(buf))
-        })
-    }
-
-    /// Strict firmware (`core/qp.c:__mlx4_qp_modify` at RST2INIT): the
-    /// work queues are on the pages the MTT entries from 0xcb/0xcc name,
-    /// each 4 KiB << log_page_size (0xc8); MLX (7) is the service type of
+    /// RST2INIT (`core/qp.c:__mlx4_qp_modify`), `ctx` the context at
+    /// mailbox byte 8: the work queues are on the pages the MTT entries
+    /// from 0xcb/0xcc name, each 4 KiB << log_page_size (0xc8); the
+    /// access enables from params2 (0x90); MLX (7) is the service type of
     /// the special QPs CONF_SPECIAL_QP named (QP0/QP1, `ib/qp.c:get_sqp_num`)
     /// and of no other. Every QP has an RQ unless it uses an SRQ (srqn
     /// bit 24, ctx 0xac): mlx4 gives even a QP created with no receive
     /// WRs one 16-byte receive WQE (`ib/qp.c:set_rq_size`, libmlx4
     /// `create_qp_ex`), so rq_size_stride 0 is 1 x 16 B, not "no RQ".
-    pub(crate) fn parse_strict<M: GuestMemory, I: Irq>(
+    pub(crate) fn parse<M: GuestMemory, I: Irq>(
         qpn: u32,
         ctx: &[u8],
         num_uars: u32,
@@ -135,31 +121,8 @@ impl Qp {
         let base = fw.port().base_sqpn;
         let special = base != 0 && (base..base + 4).contains(&qpn);
         let has_rq = be32(ctx, 0xac) & (1 << 24) == 0;
-        let mut qp = Qp::parse_with(qpn, ctx, num_uars, special, has_rq, |bytes| {
-            if ctx[0xc8] > 19 {
-                return Err(CmdError::BadParam);
-            }
-            fw.queue_buf(env, addr40(ctx, 0xcb, 0xcc), ctx[0xc8], bytes)
-        })?;
-        qp.rlid = Some(0);
-        qp.rwe = Some(be32(ctx, 0x90) & RWE != 0);
-        qp.rre = Some(be32(ctx, 0x90) & RRE != 0);
-        Ok(qp)
-    }
-
-    /// The checks both modes share; `buf_of(bytes)` finds the buffer of
-    /// the work queues' `bytes`; `mlx`: the MLX service type is allowed;
-    /// `has_rq`: rq_size_stride (0x09) describes an RQ.
-    fn parse_with(
-        qpn: u32,
-        ctx: &[u8],
-        num_uars: u32,
-        mlx: bool,
-        has_rq: bool,
-        buf_of: impl FnOnce(u64) -> Result<QueueBuf, CmdError>,
-    ) -> Result<Qp, CmdError> {
         let service = ((be32(ctx, 0x00) >> 16) & 0xff) as u8;
-        let mlx_ok = mlx && service == service::MLX;
+        let mlx_ok = special && service == service::MLX;
         if !mlx_ok && !matches!(service, service::RC | service::UC | service::UD) {
             return Err(CmdError::BadParam);
         }
@@ -190,7 +153,10 @@ impl Qp {
             Some(_) => (0, sq_bytes),
             None => (0, 0),
         };
-        let buf = buf_of(sq_bytes + rq_bytes)?;
+        if ctx[0xc8] > 19 {
+            return Err(CmdError::BadParam);
+        }
+        let buf = fw.queue_buf(env, addr40(ctx, 0xcb, 0xcc), ctx[0xc8], sq_bytes + rq_bytes)?;
         let mut c = [0u8; QP_CTX_SIZE];
         c.copy_from_slice(&ctx[..QP_CTX_SIZE]);
         Ok(Qp {
@@ -211,18 +177,13 @@ impl Qp {
             rq_ci: 0,
             rlkey: ctx[0x0b] & 0x10 != 0,
             pd: be32(ctx, 0x04) & 0xff_ffff,
-            rlid: None,
-            rwe: None,
-            rre: None,
+            rlid: 0,
+            rwe: be32(ctx, 0x90) & RWE != 0,
+            rre: be32(ctx, 0x90) & RRE != 0,
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
         })
-    }
-
-    /// The strict firmware created it (it keeps the access enables).
-    pub fn strict(&self) -> bool {
-        self.rwe.is_some()
     }
 
     pub fn sq_entries(&self) -> u32 {
@@ -266,31 +227,6 @@ impl Qp {
         self.cqn_send == cqn || self.cqn_recv == Some(cqn)
     }
 
-    /// Which fixed field a later transition's context changes, if any.
-    pub fn structural_difference(&self, new: &Qp) -> Option<&'static str> {
-        if self.service != new.service {
-            Some("the service type")
-        } else if self.usr_page != new.usr_page {
-            Some("usr_page")
-        } else if self.cqn_send != new.cqn_send || self.cqn_recv != new.cqn_recv {
-            Some("a CQ number")
-        } else if self.buf != new.buf {
-            Some("the buffer address")
-        } else if (self.sq_log_size, self.sq_log_stride, self.rq)
-            != (new.sq_log_size, new.sq_log_stride, new.rq)
-        {
-            Some("a queue size or stride")
-        } else if self.rq_db != new.rq_db {
-            Some("the RQ doorbell record")
-        } else if self.rlkey != new.rlkey {
-            Some("rlkey")
-        } else if self.pd != new.pd {
-            Some("the protection domain")
-        } else {
-            None
-        }
-    }
-
     /// QUERY_QP output: optpar 0, then the context with the current state
     /// and the RQ and SQ counters.
     pub fn query_mailbox(&self) -> [u8; 8 + QP_CTX_SIZE] {
@@ -311,16 +247,13 @@ pub struct QpTable {
     qps: BTreeMap<u32, Qp>,
 }
 
-/// The QP in_mod names: above the firmware's reserved QPs and below the
-/// QP count, NUM_QPS in ready mode and INIT_HCA's in strict mode (mlx4
-/// allocates QPNs from a bitmap its profile sizes, whatever QUERY_DEV_CAP
-/// advertised, `core/qp.c:mlx4_init_qp_table`).
+/// The QP in_mod names: above the firmware's reserved QPs and below
+/// INIT_HCA's QP count (mlx4 allocates QPNs from a bitmap its profile
+/// sizes, whatever QUERY_DEV_CAP advertised, `core/qp.c:mlx4_init_qp_table`).
 fn qpn(in_mod: u32, fw: &Firmware) -> Result<u32, CmdError> {
     let qpn = in_mod & 0xff_ffff;
-    let limit = match fw.hca() {
-        Some(p) if fw.strict() => 1u64 << p.qpc.log_num.min(24),
-        _ => u64::from(NUM_QPS),
-    };
+    let p = fw.hca().ok_or(CmdError::BadSysState)?;
+    let limit = 1u64 << p.qpc.log_num.min(24);
     if qpn < FIRST_QPN || u64::from(qpn) >= limit {
         return Err(CmdError::BadIndex);
     }
@@ -337,11 +270,7 @@ fn qp_from_mailbox<M: GuestMemory, I: Irq>(
     fw: &Firmware,
 ) -> Result<Qp, CmdError> {
     let mb = read_mailbox(env, addr, QP_MAILBOX_LEN)?;
-    let qp = if fw.strict() {
-        Qp::parse_strict(qpn, &mb[8..], num_uars, env, fw)?
-    } else {
-        Qp::parse(qpn, &mb[8..], num_uars)?
-    };
+    let qp = Qp::parse(qpn, &mb[8..], num_uars, env, fw)?;
     if !cqs.contains(qp.cqn_send) {
         return Err(CmdError::BadResource);
     }
@@ -395,11 +324,18 @@ impl QpTable {
     }
 
     /// INIT2RTR_QP, RTR2RTS_QP: `from` to `to`.
+    ///
+    /// A later transition carries only what it changes
+    /// (`ib/qp.c:__mlx4_ib_modify_qp`): the buffer, MTT, doorbell record
+    /// and rlkey are 0 after RST2INIT and stay as RST2INIT set them; the
+    /// destination QPN (0x14) and the primary path (0x18, `mlx4_set_path`:
+    /// rlid at +0x06) come with INIT2RTR and are kept at RTR2RTS, which
+    /// carries only the ack timeout of the path. The PSNs, path MTU and RNR
+    /// timer are not kept: the model's loopback neither segments nor
+    /// retries (a message longer than the path MTU arrives whole).
     pub(crate) fn transition<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
-        cqs: &CqTable,
-        num_uars: u32,
         r: &CommandRequest,
         (from, to): (QpState, QpState),
         fw: &Firmware,
@@ -409,59 +345,19 @@ impl QpTable {
             Some(qp) if qp.state == from => {}
             _ => return Err(CmdError::BadQpState),
         }
-        if fw.strict() {
-            return self.transition_strict(env, r, qpn, to);
-        }
-        let new = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
-        let changed = self
-            .qps
-            .get(&qpn)
-            .and_then(|qp| qp.structural_difference(&new));
-        if let Some(what) = changed {
-            // The queues were fixed at RST2INIT; the model keeps them.
-            env.protocol_error(
-                Code::QpContextChanged,
-                format!(
-                    "{} on qp {qpn:#x} changes {what}; kept the RST2INIT value",
-                    name(r.opcode)
-                ),
-            );
-        }
-        if let Some(qp) = self.qps.get_mut(&qpn) {
-            qp.remote_qpn = new.remote_qpn;
-            qp.state = to;
-        }
-        Ok(None)
-    }
-
-    /// Strict firmware: a later transition carries only what it changes
-    /// (`ib/qp.c:__mlx4_ib_modify_qp`): the buffer, MTT, doorbell record
-    /// and rlkey are 0 after RST2INIT and stay as RST2INIT set them; the
-    /// destination QPN (0x14) and the primary path (0x18, `mlx4_set_path`:
-    /// rlid at +0x06) come with INIT2RTR and are kept at RTR2RTS, which
-    /// carries only the ack timeout of the path. The PSNs, path MTU and RNR
-    /// timer are not kept: the model's loopback neither segments nor
-    /// retries (a message longer than the path MTU arrives whole).
-    fn transition_strict<M: GuestMemory, I: Irq>(
-        &mut self,
-        env: &mut Env<M, I>,
-        r: &CommandRequest,
-        qpn: u32,
-        to: QpState,
-    ) -> CmdResult {
         let mb = read_mailbox(env, r.in_param, QP_MAILBOX_LEN)?;
         if let Some(qp) = self.qps.get_mut(&qpn) {
             if to == QpState::Rtr {
                 qp.remote_qpn = be32(&mb[8..], 0x14) & 0xff_ffff;
-                qp.rlid = Some(u16::from_be_bytes([mb[8 + 0x1e], mb[8 + 0x1f]]));
+                qp.rlid = u16::from_be_bytes([mb[8 + 0x1e], mb[8 + 0x1f]]);
             }
             // `ib/qp.c:to_mlx4_access_flags`, sent with OPTPAR_RWE
             // whenever the access flags or max_dest_rd_atomic change.
             if be32(&mb, 0) & OPTPAR_RWE != 0 {
-                qp.rwe = Some(be32(&mb[8..], 0x90) & RWE != 0);
+                qp.rwe = be32(&mb[8..], 0x90) & RWE != 0;
             }
             if be32(&mb, 0) & OPTPAR_RRE != 0 {
-                qp.rre = Some(be32(&mb[8..], 0x90) & RRE != 0);
+                qp.rre = be32(&mb[8..], 0x90) & RRE != 0;
             }
             qp.state = to;
         }

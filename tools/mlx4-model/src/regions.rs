@@ -14,15 +14,14 @@ pub(crate) enum Bar0Region {
     Reset,
     Diag,
     Msix,
-    /// Strict firmware only (`firmware`).
+    /// The catastrophic error buffer QUERY_FW names (`firmware`).
     Catas,
     ClrInt,
     Undefined,
 }
 
 impl Bar0Region {
-    /// `strict`: the strict firmware's registers exist.
-    pub(crate) fn decode(off: u64, len: u64, strict: bool) -> Self {
+    pub(crate) fn decode(off: u64, len: u64) -> Self {
         let inside = |base: u64, size: u64| off >= base && off.saturating_add(len) <= base + size;
         if len == 0 {
             Bar0Region::Undefined
@@ -36,9 +35,9 @@ impl Bar0Region {
             Bar0Region::Diag
         } else if inside(MSIX_TABLE_OFF, PAGE_SIZE) || inside(MSIX_PBA_OFF, PAGE_SIZE) {
             Bar0Region::Msix
-        } else if strict && inside(CATAS_OFF, CATAS_SIZE) {
+        } else if inside(CATAS_OFF, CATAS_SIZE) {
             Bar0Region::Catas
-        } else if strict && inside(CLR_INT_OFF, CLR_INT_SIZE) {
+        } else if inside(CLR_INT_OFF, CLR_INT_SIZE) {
             Bar0Region::ClrInt
         } else {
             Bar0Region::Undefined

@@ -14,7 +14,7 @@ pub mod opcode {
     pub const RDMA_WRITE_IMM: u8 = 0x09;
     pub const SEND: u8 = 0x0a;
     pub const SEND_IMM: u8 = 0x0b;
-    /// Strict firmware only (RC).
+    /// RC only.
     pub const RDMA_READ: u8 = 0x10;
 }
 
@@ -140,14 +140,9 @@ impl WqeError {
 
 /// Parses the WQE in `b` (exactly DS*16 bytes, DS >= 1). `base` is the
 /// WQE's byte offset in the queue buffer: the 64-byte rule for inline data
-/// is about memory, not about the WQE.
-pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
-    parse_with(b, qp_service, base, false)
-}
-
-/// `parse`; `reads`: RDMA_READ is taken on an RC QP (strict firmware):
+/// is about memory, not about the WQE. RDMA_READ is taken on an RC QP:
 /// the raddr segment, then the data segments it scatters into.
-pub fn parse_with(b: &[u8], qp_service: u8, base: u64, reads: bool) -> Result<Wqe, WqeError> {
+pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
     let ctrl = Ctrl::decode(b);
     let len = b.len();
     let mut w = Wqe {
@@ -170,7 +165,7 @@ pub fn parse_with(b: &[u8], qp_service: u8, base: u64, reads: bool) -> Result<Wq
             }
         }
         op @ (opcode::RDMA_READ | opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM)
-            if (op == opcode::RDMA_READ && reads && qp_service == service::RC)
+            if (op == opcode::RDMA_READ && qp_service == service::RC)
                 || (op != opcode::RDMA_READ && !ud && qp_service != service::MLX) =>
         {
             if off + RADDR_SIZE > len {
@@ -284,8 +279,10 @@ mod tests {
             parse(&b, service::RC, 0),
             Err(WqeError::SegmentOverrun { .. })
         ));
-        let b = ctrl(0x10, 1); // RDMA_READ
-        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::BadOpcode(0x10)));
+        // RDMA_READ: RC only, and its raddr segment first.
+        let b = ctrl(0x10, 1);
+        assert_eq!(parse(&b, service::UC, 0), Err(WqeError::BadOpcode(0x10)));
+        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::Missing("raddr")));
         let b = ctrl(opcode::SEND, 3);
         assert!(matches!(
             parse(&b, service::UD, 0),

@@ -1,7 +1,9 @@
 //! The shell end to end over a real vfio-user socket: DMA through a mapped
 //! memfd (fd offset = guest-physical address, as QEMU sends it), MSI-X
-//! through an eventfd, commands through region writes.
+//! through an eventfd, commands through region writes, the firmware
+//! brought up as mlx4_core does before the first queue.
 
+use mlx4_model::command::op;
 use mlx4_model::layout::{DIAG_BASE, HCR_BASE};
 use mlx4_model::server::{self, Backend, DmaMaps, EventfdIrq, Model};
 use mlx4_model::{Config, Device, Tracer};
@@ -18,6 +20,11 @@ const RAM: u64 = 0x20_0000;
 const IN_MB: u64 = 0x10_0000;
 const OUT_MB: u64 = 0x10_1000;
 const EQ_BUF: u64 = 0x10_2000;
+/// The MTT table's first ICM page, in guest RAM (the model reads the
+/// EQ's MTT entry there); the EQC page need not be.
+const MTT_PAGE: u64 = 0x10_3000;
+const EQC_BASE: u64 = 0x0300_0000;
+const MTT_BASE: u64 = 0x0500_0000;
 
 fn owned(fd: i32) -> File {
     assert!(fd >= 0);
@@ -37,6 +44,53 @@ fn cmd(c: &mut vfio_user::Client, toggle: &mut u32, words: [u32; 6], go: u32) ->
     let mut b = [0u8; 4];
     c.region_read(0, HCR_BASE + 0x18, &mut b).unwrap();
     u32::from_be_bytes(b)
+}
+
+/// A command with a mailbox at IN_MB holding `mailbox`; the status.
+fn cmd_mb(
+    c: &mut vfio_user::Client,
+    toggle: &mut u32,
+    ram: &File,
+    opcode: u16,
+    in_mod: u32,
+    mailbox: &[u8],
+) -> u32 {
+    std::os::unix::fs::FileExt::write_all_at(ram, mailbox, IN_MB).unwrap();
+    let words = [0, IN_MB as u32, in_mod, 0, 0, 0];
+    cmd(c, toggle, words, u32::from(opcode)) >> 24
+}
+
+/// A page list (MAP_FA, MAP_ICM_AUX, MAP_ICM): (ICM address, DMA, order).
+fn pages(entries: &[(u64, u64, u64)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for &(virt, dma, order) in entries {
+        b.extend_from_slice(&virt.to_be_bytes());
+        b.extend_from_slice(&(dma | order).to_be_bytes());
+    }
+    b
+}
+
+/// MAP_FA (2 MiB, what QUERY_FW asks for), RUN_FW, SET_ICM_SIZE,
+/// MAP_ICM_AUX, MAP_ICM of the EQC and MTT tables' first pages, INIT_HCA.
+fn bring_up(c: &mut vfio_user::Client, toggle: &mut u32, ram: &File) {
+    let fa = pages(&[(0, 0x4000_0000, 9)]);
+    assert_eq!(cmd_mb(c, toggle, ram, op::MAP_FA, 1, &fa), 0);
+    assert_eq!(cmd(c, toggle, [0; 6], u32::from(op::RUN_FW)) >> 24, 0);
+    let icm_size = [0, 0x0600_0000, 0, 0, 0, 0];
+    assert_eq!(
+        cmd(c, toggle, icm_size, u32::from(op::SET_ICM_SIZE)) >> 24,
+        0
+    );
+    let aux = pages(&[(0, 0x5000_0000, 0)]);
+    assert_eq!(cmd_mb(c, toggle, ram, op::MAP_ICM_AUX, 1, &aux), 0);
+    let icm = pages(&[(EQC_BASE, 0x6000_0000, 0), (MTT_BASE, MTT_PAGE, 0)]);
+    assert_eq!(cmd_mb(c, toggle, ram, op::MAP_ICM, 2, &icm), 0);
+    let mut hca = [0u8; 0x200];
+    hca[0] = 2;
+    hca[0x80..0x88].copy_from_slice(&(EQC_BASE | 3).to_be_bytes());
+    hca[0x100..0x108].copy_from_slice(&MTT_BASE.to_be_bytes());
+    hca[0x12a] = 10; // log_uar_sz: 1024 UARs
+    assert_eq!(cmd_mb(c, toggle, ram, op::INIT_HCA, 0, &hca), 0);
 }
 
 #[test]
@@ -106,10 +160,15 @@ fn commands_dma_and_msix_over_vfio_user() {
     std::os::unix::fs::FileExt::read_exact_at(&ram, &mut fw, OUT_MB).unwrap();
     assert_eq!(&fw[2..4], &[0, 2]);
 
-    // EQ 0 on vector 0, CMD mapped to it, armed; NOP with E=1.
+    bring_up(&mut c, &mut toggle, &ram);
+
+    // EQ 0 on vector 0 (its page through MTT entry 8), CMD mapped to it,
+    // armed; NOP with E=1.
+    let entry = (EQ_BUF | 1).to_be_bytes();
+    std::os::unix::fs::FileExt::write_all_at(&ram, &entry, MTT_PAGE + 64).unwrap();
     let mut ctx = [0u8; 0x40];
     ctx[0x0c] = 3;
-    ctx[0x1c..0x20].copy_from_slice(&(EQ_BUF as u32).to_be_bytes());
+    ctx[0x1c..0x20].copy_from_slice(&64u32.to_be_bytes());
     std::os::unix::fs::FileExt::write_all_at(&ram, &ctx, IN_MB).unwrap();
     assert_eq!(
         cmd(&mut c, &mut toggle, [0, IN_MB as u32, 0, 0, 0, 0], 0x13) >> 24,
@@ -145,7 +204,7 @@ fn commands_dma_and_msix_over_vfio_user() {
     c.shutdown().unwrap();
     t.join().unwrap();
     let dev = model.lock().unwrap();
-    assert_eq!(dev.counters().global.commands, 5);
+    assert_eq!(dev.counters().global.commands, 11);
     assert!(dev
         .tracer()
         .lines()

@@ -2,8 +2,8 @@
 //! the QP it names (§6), by the contract's rules, in order:
 //!
 //! a. the destination `d = s.remote_qpn` exists, is in RTR or RTS, has an
-//!    RQ, has the same service type and names `s` back, and (strict
-//!    firmware) `s`'s primary path leads to the port's own LID; else the
+//!    RQ, has the same service type and names `s` back, and `s`'s
+//!    primary path leads to the port's own LID; else the
 //!    sender's error CQE TRANSPORT_RETRY_EXC_ERR;
 //! b. the payload: inline bytes, and data segments read by DMA after every
 //!    one passed its key check (`keys`: the reserved lkey on an rlkey QP,
@@ -115,8 +115,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             Err((d, "another service type"))
         } else if dq.remote_qpn != s {
             Err((d, "its remote_qpn names another QP"))
-        } else if sq.rlid.is_some_and(|l| l != LID) {
-            // Strict firmware: a path to another LID leaves the port, and
+        } else if sq.rlid != LID {
+            // A path to another LID leaves the port, and
             // no one answers there (the model has no fabric).
             Err((d, "the path's DLID is not the port's LID"))
         } else {

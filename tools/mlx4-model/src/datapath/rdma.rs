@@ -5,7 +5,7 @@
 //!    TRANSPORT_RETRY_EXC_ERR;
 //! b. the payload is gathered as a SEND's is (inline bytes, data segments
 //!    after their key checks); else LOCAL_PROT_ERR or LOCAL_LENGTH_ERR;
-//! c. (strict firmware) `d`'s context enables remote writes (RWE), and
+//! c. `d`'s context enables remote writes (RWE), and
 //!    the rkey names a region of `d`'s protection domain with REMOTE_WRITE
 //!    that holds `[raddr, raddr + length)` (not checked for length 0, as
 //!    IB says); else REMOTE_ACCESS_ERR on the requester, `d` unaffected;
@@ -53,9 +53,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let c = w.ctrl;
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let len = payload.len() as u64;
-        let (pd, rwe) = self.qps.get(d).map_or((0, None), |qp| (qp.pd, qp.rwe));
-        if rwe == Some(false) {
-            // Strict firmware: the responder QP does not allow remote
+        let (pd, rwe) = self.qps.get(d).map_or((0, true), |qp| (qp.pd, qp.rwe));
+        if !rwe {
+            // The responder QP does not allow remote
             // writes (no IB_ACCESS_REMOTE_WRITE at modify): a remote
             // access NAK, whatever the rkey.
             self.prot_fault(d, "rkey", rkey, raddr, len, keys::Fault::QpAccess);
@@ -119,7 +119,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     }
 }
 
-/// RDMA_READ of QP `s` (strict firmware, RC), by the same rules in the
+/// RDMA_READ of QP `s` (RC), by the same rules in the
 /// other direction:
 ///
 /// a. the responder `d` as for a write (`peer`); else
@@ -206,8 +206,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         rkey: u32,
         len: u64,
     ) -> Result<Vec<u8>, SenderSyndrome> {
-        let (pd, rre) = self.qps.get(d).map_or((0, None), |q| (q.pd, q.rre));
-        if rre == Some(false) {
+        let (pd, rre) = self.qps.get(d).map_or((0, true), |q| (q.pd, q.rre));
+        if !rre {
             self.prot_fault(d, "rkey", rkey, raddr, len, keys::Fault::QpAccess);
             self.delivery_failed(s, d, "remote read not enabled", syndrome::REMOTE_ACCESS_ERR);
             return Err(syndrome::REMOTE_ACCESS_ERR);

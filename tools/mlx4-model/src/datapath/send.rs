@@ -141,8 +141,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let ring = qp.sq_bytes();
         let start = (qp.sq_entry_off(index) + skip) % ring;
         let first = (out.len() as u64).min(ring - start);
-        // Where the bytes are: one span per contiguous piece (ready mode:
-        // one, or two when the ring wraps; strict: split at pages too).
+        // Where the bytes are: one span per page piece, the ring's wrap
+        // splitting them too.
         let mut spans = qp.buf.spans(qp.sq_off + start, first);
         spans.extend(qp.buf.spans(qp.sq_off, out.len() as u64 - first));
         let mut read = if skip == 0 {
@@ -254,7 +254,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             Origin::Dma { .. } => Source::Dma,
         };
         let (service, base) = (qp.service, qp.sq_off + qp.sq_entry_off(idx));
-        let result = wqe::parse_with(bytes, service, base, qp.strict());
+        let result = wqe::parse(bytes, service, base);
         let c = Ctrl::decode(bytes);
         self.record_wqe(qpn, idx, bytes, origin);
         match source {

@@ -1,8 +1,8 @@
-//! What strict firmware reports: QUERY_FW, QUERY_DEV_CAP, QUERY_PORT,
+//! What the firmware reports: QUERY_FW, QUERY_DEV_CAP, QUERY_PORT,
 //! MOD_STAT_CFG's port query and QUERY_ADAPTER, as a ConnectX-3 (MT4099)
 //! with firmware 2.42.5000 answers them where mainline mlx4_core checks or
 //! uses a value, and the model's own limits where its tables enforce them
-//! (Documentation/mlx4-model.rst, "Strict firmware"). Offsets are those
+//! (Documentation/mlx4-model.rst, "Firmware"). Offsets are those
 //! `core/fw.c` reads.
 
 use crate::bytes::{put_be16, put_be32, put_be64};

@@ -1,4 +1,4 @@
-//! The ICM address space (strict firmware): which 4 KiB ICM virtual pages
+//! The ICM address space: which 4 KiB ICM virtual pages
 //! MAP_ICM backed with which host DMA pages, as mlx4 hands them over
 //! (`core/icm.c:mlx4_MAP_ICM`, `mlx4_UNMAP_ICM`). Each MAP_ICM entry maps a
 //! run of 2^order contiguous pages; UNMAP_ICM may cover runs mapped by

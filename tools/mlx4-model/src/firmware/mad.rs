@@ -1,4 +1,4 @@
-//! MAD_IFC (strict firmware): the port's subnet management agent answers
+//! MAD_IFC: the port's subnet management agent answers
 //! the SMPs mlx4_core and mlx4_ib send through the command interface
 //! (`ib/mad.c:mlx4_MAD_IFC`, `core/port.c:mlx4_get_port_ib_caps`): in
 //! mailbox a 256-byte MAD, out mailbox the response, data at +64. One IB

@@ -1,4 +1,4 @@
-//! The firmware life cycle of `--firmware=strict`, as mainline mlx4_core
+//! The firmware life cycle, as mainline mlx4_core
 //! 7.2 drives it (`core/main.c:mlx4_init_fw`, `mlx4_init_hca`,
 //! `mlx4_close_hca`): after reset the firmware is not running and takes only
 //! QUERY_FW, MAP_FA, RUN_FW and UNMAP_FA; RUN_FW (with the firmware area
@@ -10,8 +10,8 @@
 //! A command out of order fails with BAD_SYS_STATE ("system not enabled or
 //! bad system state", `core/cmd.c`), a context whose ICM page is not mapped
 //! with ICM_ERROR; both are counted (`fw_refused`, `icm_errors`) and
-//! recorded. In `--firmware=ready` this module answers nothing: every
-//! command goes to the tables as before.
+//! recorded. The commands on contexts then go on to the tables, which
+//! find the queues' pages through the MTT in ICM (`queue_buf`).
 
 pub mod caps;
 pub mod icm;
@@ -22,7 +22,6 @@ pub mod pages;
 pub mod port;
 
 use crate::command::{self, op, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
-use crate::config::FirmwareMode;
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
@@ -60,7 +59,6 @@ pub fn aux_pages_for(icm_bytes: u64) -> u64 {
 
 #[derive(Debug, Clone)]
 pub struct Firmware {
-    mode: FirmwareMode,
     phase: Phase,
     /// Firmware area pages MAP_FA handed over.
     fa_pages: u64,
@@ -75,10 +73,15 @@ pub struct Firmware {
     hca_closed: bool,
 }
 
+impl Default for Firmware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Firmware {
-    pub fn new(mode: FirmwareMode) -> Self {
+    pub fn new() -> Self {
         Firmware {
-            mode,
             phase: Phase::Off,
             fa_pages: 0,
             icm_size: None,
@@ -88,10 +91,6 @@ impl Firmware {
             port: PortState::default(),
             hca_closed: false,
         }
-    }
-
-    pub fn strict(&self) -> bool {
-        self.mode == FirmwareMode::Strict
     }
 
     pub fn phase(&self) -> Phase {
@@ -126,7 +125,7 @@ impl Firmware {
         let shift = 12 + u32::from(log_page_size);
         let n = bytes.div_ceil(1 << shift);
         let pages = mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)?;
-        Ok(QueueBuf::Pages { shift, pages })
+        Ok(QueueBuf { shift, pages })
     }
 
     /// A memory region's `n` pages of 2^`shift` bytes, from byte
@@ -142,9 +141,21 @@ impl Firmware {
         mtt::read_pages(env, hca.mtt, &self.icm, mtt_addr, shift, n)
     }
 
+    /// WRITE_MTT: `entries` (as written, PRESENT set) into the MTT table
+    /// from entry `first` on, through MAP_ICM's pages, all or none.
+    pub(crate) fn write_mtt<M: GuestMemory, I: Irq>(
+        &self,
+        env: &mut Env<M, I>,
+        first: u64,
+        entries: &[u64],
+    ) -> Result<(), CmdError> {
+        let hca = self.hca.as_ref().ok_or(CmdError::BadSysState)?;
+        mtt::write_entries(env, hca.mtt, &self.icm, first, entries)
+    }
+
     /// Device reset: firmware stopped, firmware area, ICM and HCA gone.
     pub fn reset(&mut self) {
-        *self = Firmware::new(self.mode);
+        *self = Firmware::new();
     }
 
     /// The PORT_CHANGE subtype INIT_PORT left to post (port 1), once.
@@ -158,16 +169,13 @@ impl Firmware {
     }
 
     /// The firmware's answer to `r`, or None when the command goes on to
-    /// the tables (always in ready mode).
+    /// the tables (a command on contexts, the HCA up and its ICM mapped).
     pub(crate) fn command<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
         num_uars: u32,
         r: &CommandRequest,
     ) -> Option<CmdResult> {
-        if !self.strict() {
-            return None;
-        }
         let res = match r.opcode {
             op::QUERY_FW => Some(write_mailbox(env, r.out_param, &caps::query_fw()).map(|()| None)),
             op::MAP_FA => Some(

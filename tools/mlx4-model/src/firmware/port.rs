@@ -1,4 +1,4 @@
-//! Strict firmware's port commands, port 1 only (one IB port): SET_PORT
+//! The firmware's port commands, port 1 only (one IB port): SET_PORT
 //! of an IB port (`core/port.c:mlx4_SET_PORT`), INIT_PORT and CLOSE_PORT
 //! (`core/fw.c:mlx4_INIT_PORT`, `mlx4_CLOSE_PORT`; command interface
 //! revision 3: no mailbox), and CONF_SPECIAL_QP

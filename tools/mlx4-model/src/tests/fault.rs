@@ -104,7 +104,7 @@ fn a_stalled_command_holds_go_until_a_reset() {
     assert_eq!(h.read32(0, HCR_BASE + 0x18), 0, "idle, T=0");
     assert_eq!(h.diag_read(RESETS), 1);
     assert_eq!(live(&mut h), (0, 0));
-    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK, "the HCR works again");
+    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK, "the HCR works again");
     // The client's DEVICE_RESET counts too; the counter reset clears
     // neither count.
     h.dev.reset("vfio_user");
@@ -132,6 +132,7 @@ fn the_armed_fault_reads_back_and_waits_for_its_opcode() {
     // Armed until it fires or is disarmed, whatever resets meanwhile.
     h.diag_write(RESET_COUNTERS, 1);
     h.reset_adapter();
+    super::bringup::hca_up(&mut h);
     assert_eq!(cmd_fault(&mut h), (STALL | 0x0f, 0));
     h.diag_write(CMD_FAULT, u32::from(op::HW2SW_MPT));
     assert_eq!(cmd_fault(&mut h), (0, 0), "mode 0 disarms");

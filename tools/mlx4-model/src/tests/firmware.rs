@@ -1,165 +1,17 @@
-//! Strict firmware (`--firmware=strict`): the life cycle mainline
-//! mlx4_core drives, step by step (QUERY_FW, MAP_FA, RUN_FW, capabilities,
-//! ICM, INIT_HCA, CLOSE_HCA, UNMAP_FA), what it refuses, and that `ready`
-//! mode stays as it was.
+//! The firmware: the life cycle mainline mlx4_core drives, step by step
+//! (QUERY_FW, MAP_FA, RUN_FW, capabilities, ICM, INIT_HCA, CLOSE_HCA,
+//! UNMAP_FA), and what it refuses out of order.
 
+use super::bringup::*;
 use super::harness::*;
-use crate::bytes::{be16, be32, be64, put_be32, put_be64};
+use crate::bytes::{be16, be32, be64, put_be32};
 use crate::command::{op, status};
-use crate::config::FirmwareMode;
 use crate::firmware::{caps, Phase};
 use crate::layout::*;
-use crate::Config;
-
-/// Where the tests' firmware area, auxiliary ICM and ICM pages "are": the
-/// model never touches them, so they need not be in the fake memory.
-pub(super) const FA_DMA: u64 = 0x4000_0000;
-pub(super) const AUX_DMA: u64 = 0x5000_0000;
-pub(super) const ICM_DMA: u64 = 0x6000_0000;
-
-/// The test profile: each table at its own 16 MiB of ICM.
-pub(super) const QPC_BASE: u64 = 0x0100_0000;
-pub(super) const CQC_BASE: u64 = 0x0200_0000;
-pub(super) const EQC_BASE: u64 = 0x0300_0000;
-pub(super) const DMPT_BASE: u64 = 0x0400_0000;
-pub(super) const MTT_BASE: u64 = 0x0500_0000;
-pub(super) const ICM_SIZE: u64 = 0x0600_0000;
-
-pub(super) fn strict() -> Harness {
-    Harness::with_config(Config {
-        firmware: FirmwareMode::Strict,
-        ..Config::default()
-    })
-}
-
-/// A page-list command of (virt, dma, order) entries; the status.
-pub(super) fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {
-    let mut b = vec![0u8; 16 * entries.len()];
-    for (i, &(virt, dma, order)) in entries.iter().enumerate() {
-        put_be64(&mut b, 16 * i, virt);
-        put_be64(&mut b, 16 * i + 8, dma | u64::from(order));
-    }
-    h.poke(IN_MB, &b);
-    h.cmd(opcode, 0, entries.len() as u32)
-}
-
-/// The immediate out_param of the last command.
-pub(super) fn out_param(h: &mut Harness) -> u64 {
-    (u64::from(h.read32(0, HCR_BASE + 0x0c)) << 32) | u64::from(h.read32(0, HCR_BASE + 0x10))
-}
-
-/// mlx4_init_fw: QUERY_FW, MAP_FA of the whole area (one 2 MiB run),
-/// RUN_FW, MOD_STAT_CFG with 4 KiB pages.
-pub(super) fn run_fw(h: &mut Harness) {
-    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
-    assert_eq!(be16(&h.mem(OUT_MB, 2), 0), caps::FW_PAGES);
-    assert_eq!(map(h, op::MAP_FA, &[(0, FA_DMA, 9)]), status::OK);
-    assert_eq!(h.cmd(op::RUN_FW, 0, 0), status::OK);
-    h.poke(IN_MB, &[0, 0, 1, 0]);
-    assert_eq!(h.cmd(op::MOD_STAT_CFG, 0, 0), status::OK);
-}
-
-/// An INIT_HCA mailbox of the test profile.
-pub(super) fn init_hca_mailbox() -> Vec<u8> {
-    let mut b = vec![0u8; 0x200];
-    b[0] = 2;
-    put_be64(&mut b, 0x30, QPC_BASE | 10);
-    put_be64(&mut b, 0x50, CQC_BASE | 12);
-    put_be64(&mut b, 0x80, EQC_BASE | 3);
-    put_be64(&mut b, 0xf0, DMPT_BASE);
-    b[0xfb] = 10;
-    put_be64(&mut b, 0x100, MTT_BASE);
-    b[0x12a] = 10;
-    b
-}
-
-/// mlx4_init_hca up to INIT_HCA: SET_ICM_SIZE, MAP_ICM_AUX, the first
-/// page of the EQC, CQC and QPC tables, INIT_HCA.
-pub(super) fn init_hca(h: &mut Harness) {
-    init_hca_with(h, &init_hca_mailbox());
-}
-
-/// `init_hca` with another INIT_HCA mailbox.
-pub(super) fn init_hca_with(h: &mut Harness, mb: &[u8]) {
-    run_fw(h);
-    assert_eq!(
-        h.cmd_full(op::SET_ICM_SIZE, 0, ICM_SIZE, 0, 0, None),
-        status::OK
-    );
-    let aux = out_param(h);
-    assert_eq!(aux, crate::firmware::aux_pages_for(ICM_SIZE));
-    assert_eq!(map(h, op::MAP_ICM_AUX, &[(0, AUX_DMA, 0)]), status::OK);
-    let pages = [
-        (EQC_BASE, ICM_DMA, 0),
-        (CQC_BASE, ICM_DMA + 0x1000, 0),
-        (QPC_BASE, ICM_DMA + 0x2000, 0),
-    ];
-    assert_eq!(map(h, op::MAP_ICM, &pages), status::OK);
-    h.poke(IN_MB, mb);
-    assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::OK);
-}
-
-/// Host memory for the MTT table's first ICM page.
-pub(super) const MTT_PAGE: u64 = 0x20_0000;
-
-/// The MTT table's first ICM page mapped (once) and in memory.
-pub(super) fn map_mtt(h: &mut Harness) {
-    if h.dev.fw().icm().translate(MTT_BASE).is_none() {
-        h.dev.mem_mut().add_range(MTT_PAGE, 0x1000);
-        assert_eq!(map(h, op::MAP_ICM, &[(MTT_BASE, MTT_PAGE, 0)]), status::OK);
-    }
-}
-
-/// MTT entries for `pages` from byte `at` of the MTT table, as
-/// `core/mr.c:mlx4_write_mtt_chunk` writes them (PRESENT set).
-pub(super) fn write_mtt(h: &mut Harness, at: u64, pages: &[u64]) {
-    for (i, p) in pages.iter().enumerate() {
-        let mut e = [0u8; 8];
-        put_be64(&mut e, 0, p | 1);
-        h.poke(MTT_PAGE + at + 8 * i as u64, &e);
-    }
-}
-
-/// An EQ context as mlx4_create_eq fills it: OK and ARMED, 2^log EQEs,
-/// MSI-X `intr`, 4 KiB pages, MTT entries from byte `mtt`.
-pub(super) fn eq_ctx(log: u8, intr: u8, mtt: u64) -> [u8; 0x40] {
-    let mut c = [0u8; 0x40];
-    put_be32(&mut c, 0x00, 9 << 8);
-    c[0x0c] = log;
-    c[0x17] = intr;
-    c[0x1b] = (mtt >> 32) as u8;
-    put_be32(&mut c, 0x1c, mtt as u32);
-    c
-}
-
-/// SW2HW_EQ of a one-page EQ (128 EQEs, MSI-X 0) on its own page, its MTT
-/// entry at entry 16 + eqn; the status.
-pub(super) fn create_eq(h: &mut Harness, eqn: u32) -> u8 {
-    map_mtt(h);
-    let page = 0x30_0000 + 0x1000 * u64::from(eqn);
-    h.dev.mem_mut().add_range(page, 0x1000);
-    let at = 8 * (16 + u64::from(eqn));
-    write_mtt(h, at, &[page]);
-    h.poke(IN_MB, &eq_ctx(7, 0, at));
-    h.cmd(op::SW2HW_EQ, 0, eqn)
-}
-
-/// SW2HW_CQ of a one-page CQ (2^CQ_LOG CQEs on UAR, completing to EQ
-/// `eqn`, doorbell record CQ_DB) as `core/cq.c:mlx4_cq_alloc` describes it:
-/// its MTT entry at entry 32 + cqn; the status.
-pub(super) fn create_cq(h: &mut Harness, cqn: u32, eqn: u8) -> u8 {
-    map_mtt(h);
-    let page = 0x31_0000 + 0x1000 * u64::from(cqn);
-    h.dev.mem_mut().add_range(page, 0x1000);
-    let at = 8 * (32 + u64::from(cqn));
-    write_mtt(h, at, &[page]);
-    h.poke(IN_MB, &Harness::cq_ctx(CQ_LOG, UAR, eqn, at, CQ_DB));
-    h.cmd(op::SW2HW_CQ, 0, cqn)
-}
 
 #[test]
 fn before_run_fw_only_the_firmware_commands() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     assert_eq!(h.dev.fw().phase(), Phase::Off);
     for opcode in [
         op::QUERY_DEV_CAP,
@@ -207,37 +59,51 @@ fn before_run_fw_only_the_firmware_commands() {
     assert!(h.error_codes().is_empty());
 }
 
+/// What a driver that skips the bring-up (as drivers/mlx4_bf once did)
+/// gets: every command on contexts refused with BAD_SYS_STATE, before
+/// RUN_FW and between RUN_FW and INIT_HCA alike, counted in `fw_refused`
+/// (diag 0x5e8) and recorded; no table changes.
 #[test]
-fn ready_mode_is_unchanged() {
-    let mut h = Harness::new();
-    for opcode in [
-        op::RUN_FW,
-        op::MAP_FA,
-        op::SET_ICM_SIZE,
-        op::INIT_HCA,
-        op::QUERY_PORT,
-    ] {
-        assert_eq!(h.cmd(opcode, 0, 1), status::BAD_OP, "{opcode:#x}");
-    }
-    assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
-    let b = h.mem(OUT_MB, 0x40);
-    assert_eq!((be16(&b, 0), be64(&b, 0x30), be32(&b, 0x38)), (0, 0, 0));
-    assert_eq!(h.cmd(op::NOP, 0, 0x1f), status::OK);
-    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::OK);
-    assert_eq!(h.dev.counters().global.fw_refused, 0);
-    // The strict firmware's registers do not exist.
-    h.read32(0, CATAS_OFF);
-    h.write32(0, CLR_INT_OFF, 1);
-    assert_eq!(h.error_codes(), ["undefined_offset", "undefined_offset"]);
-    // Reset frees ownership, as before.
-    assert_eq!(h.read32(0, OWNER_OFF), 0);
-    h.reset_adapter();
-    assert_eq!(h.read32(0, OWNER_OFF), 0);
+fn context_commands_before_init_hca_are_refused() {
+    let mut h = Harness::fresh();
+    let ops = [
+        op::SW2HW_EQ,
+        op::MAP_EQ,
+        op::SW2HW_CQ,
+        op::RST2INIT_QP,
+        op::QUERY_QP,
+        op::WRITE_MTT,
+        op::SW2HW_MPT,
+        op::NOP,
+    ];
+    let refuse_all = |h: &mut Harness, phase: &str| {
+        for opcode in ops {
+            assert_eq!(h.cmd(opcode, 0, 1), status::BAD_SYS_STATE, "{opcode:#x}");
+            let r = h.records_of("fw_refused").pop().unwrap();
+            assert_eq!(
+                (r["opcode"].as_u64(), r["phase"].as_str()),
+                (Some(opcode.into()), Some(phase))
+            );
+        }
+    };
+    assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), status::BAD_SYS_STATE);
+    refuse_all(&mut h, "off");
+    run_fw(&mut h);
+    refuse_all(&mut h, "running");
+    let n = 1 + 2 * ops.len() as u64;
+    assert_eq!(h.dev.counters().global.fw_refused, n);
+    assert_eq!(h.diag_read(crate::diag::FW_REFUSED), n);
+    assert_eq!(
+        h.dev.eqs().live() + h.dev.cqs().len() + h.dev.qps().len(),
+        0
+    );
+    assert_eq!(h.diag_read(crate::diag::LIVE), 0);
+    assert!(h.error_codes().is_empty());
 }
 
 #[test]
 fn capabilities_as_mlx4_core_reads_them() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     assert_eq!(h.cmd(op::QUERY_FW, 0, 0), status::OK);
     let b = h.mem(OUT_MB, 0x40);
     assert_eq!((be16(&b, 2), be16(&b, 6), be16(&b, 4)), (2, 42, 5000));
@@ -272,7 +138,7 @@ fn capabilities_as_mlx4_core_reads_them() {
 
 #[test]
 fn icm_and_init_hca() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     run_fw(&mut h);
     assert_eq!(h.cmd(op::INIT_HCA, 0, 0), status::BAD_SYS_STATE);
     assert_eq!(
@@ -349,7 +215,7 @@ fn icm_and_init_hca() {
 
 #[test]
 fn contexts_need_their_icm_page() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     // One page of CQC holds CQs 0..63; CQ 64's page is not mapped.
     assert_eq!(create_eq(&mut h, 0), status::OK);
@@ -394,7 +260,7 @@ fn contexts_need_their_icm_page() {
 
 #[test]
 fn close_hca_unmap_fa_and_reset() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     assert_eq!(create_eq(&mut h, 0), status::OK);
     assert_eq!(create_cq(&mut h, CQN, 0), status::OK);
@@ -434,7 +300,7 @@ fn close_hca_unmap_fa_and_reset() {
 
 #[test]
 fn catas_buffer_and_clear_interrupt_register() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     for i in 0..caps::CATAS_SIZE_DW {
         assert_eq!(h.read32(0, CATAS_OFF + 4 * u64::from(i)), 0);
     }
@@ -447,7 +313,7 @@ fn catas_buffer_and_clear_interrupt_register() {
 
 #[test]
 fn ports_and_special_qps_after_init_hca() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     run_fw(&mut h);
     assert_eq!(h.cmd(op::SET_PORT, 0, 1), status::BAD_SYS_STATE);
     assert_eq!(h.cmd(op::CONF_SPECIAL_QP, 0, 0x200), status::BAD_SYS_STATE);
@@ -476,7 +342,7 @@ fn ports_and_special_qps_after_init_hca() {
 
 #[test]
 fn mad_ifc_answers_the_port_info_query() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     run_fw(&mut h);
     assert_eq!(h.cmd(op::MAD_IFC, 3, 1), status::BAD_SYS_STATE);
     h.cmd(op::UNMAP_FA, 0, 0);
@@ -498,7 +364,7 @@ fn mad_ifc_answers_the_port_info_query() {
 
 #[test]
 fn diag_rprt_counters_are_zero() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     h.poke(OUT_MB, &[0xff; 0x100]);
     assert_eq!(h.cmd(op::DIAG_RPRT, 2, 0), status::OK);

@@ -1,6 +1,7 @@
 //! Property test: arbitrary MMIO against a small fake memory never panics,
 //! never reaches outside it, and keeps the counters consistent.
 
+use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{put_be32, put_be64};
 use crate::command::op;
@@ -46,7 +47,7 @@ enum Op {
     RqHead {
         head: u16,
     },
-    /// A receive WQE of the ready device's QP.
+    /// A receive WQE of `setup()`'s QP.
     Recv {
         index: u32,
         len: u32,
@@ -68,7 +69,7 @@ enum Op {
         length: u64,
         mtt: u64,
     },
-    /// The ready device's QP again, from RST, with a fresh SQ and a full RQ
+    /// `setup()`'s QP again, from RST, with a fresh SQ and a full RQ
     /// (errors put it in ERR for good otherwise).
     Revive,
     /// A well-formed region: WRITE_MTT of `pages` (fake-memory page numbers)
@@ -102,6 +103,8 @@ enum Op {
 
 /// Where the fuzz test's regions start.
 const REGION_VA: u64 = 0x7000_0000;
+/// The first MPT above the firmware's 256 reserved ones.
+const MPT0: u32 = 0x100;
 
 const NUM_UARS: u32 = 256;
 
@@ -172,7 +175,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     let key = || {
         prop_oneof![
             2 => Just(RESERVED_LKEY),
-            2 => (1u32..4, 0u32..2).prop_map(|(i, t)| (i << 8) | t),
+            2 => (1u32..4, 0u32..2).prop_map(|(i, t)| ((MPT0 + i) << 8) | t),
             1 => any::<u32>(),
         ]
     };
@@ -208,12 +211,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(index, len, lkey)| Op::Recv { index, len, lkey }),
         1 => (prop_oneof![1u64..8, 65530u64..65540, any::<u64>()], proptest::collection::vec(page, 1..5))
             .prop_map(|(first, entries)| Op::Mtt { first, entries }),
-        1 => (0u32..4, 0u32..2, prop_oneof![Just(0x3c00u32), any::<u32>().prop_map(|a| a & 0x7c00)], 0u32..2,
+        1 => ((0u32..4).prop_map(|i| MPT0 + i), 0u32..2, prop_oneof![Just(0x3c00u32), any::<u32>().prop_map(|a| a & 0x7c00)], 0u32..2,
               prop_oneof![(0u64..0x3000).prop_map(|o| REGION_VA + o), any::<u64>()],
               prop_oneof![1u64..0x4000, any::<u64>()], 0u64..8)
             .prop_map(|(index, tag, access, pd, start, length, mtt)| Op::Mpt { index, tag, access, pd, start, length, mtt }),
         1 => Just(Op::Revive),
-        1 => (1u32..4, 0u32..2, 1u64..8, proptest::collection::vec(0u64..64, 1..5), 0u64..0x1000)
+        1 => ((1u32..4).prop_map(|i| MPT0 + i), 0u32..2, 1u64..8, proptest::collection::vec(0u64..64, 1..5), 0u64..0x1000)
             .prop_map(|(index, tag, mtt, pages, offset)| Op::Region { index, tag, mtt, pages, offset }),
         2 => (prop_oneof![Just(None), (0u32..40).prop_map(Some)], key(), va(), prop_oneof![0u32..64, 0u32..0x2000],
               proptest::option::of((prop_oneof![Just(8u8), Just(9)], va(), key())))
@@ -226,7 +229,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
                 lkey: RESERVED_LKEY,
                 addr: GATHER_BUF,
                 len,
-                rdma: Some((opcode, REGION_VA + off, (i << 8) | t)),
+                rdma: Some((opcode, REGION_VA + off, ((MPT0 + i) << 8) | t)),
             }),
         1 => (opcodes, any::<bool>()).prop_map(|(opcode, fail)| Op::Fault { opcode, fail }),
         1 => prop_oneof![3 => Just(true), 1 => Just(false)].prop_map(Op::Master),
@@ -303,7 +306,7 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
         Op::Revive => {
             h.cmd(op::TO_RST_QP, 2, QPN);
             h.init_sq(QP_BUF, SQ_LOG);
-            let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+            let mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
             h.poke(IN_MB, &Harness::with_rq(mb, RCQN, RQ_DB));
             for o in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
                 h.cmd(o, 0, QPN);
@@ -373,15 +376,15 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
     }
 }
 
-/// The fuzz test's starting points, at a trace level.
-fn start(ready: bool, level: TraceLevel) -> Harness {
-    if ready {
+/// The fuzz test's starting points, at a trace level: `setup()`'s queues,
+/// or the HCA up with none.
+fn start(with_queues: bool, level: TraceLevel) -> Harness {
+    if with_queues {
         // Start from a working device so deep paths get exercised.
-        let mut h = Harness::ready_at(
+        let mut h = Harness::setup_at(
             Config {
                 num_uars: NUM_UARS,
                 fallback_every: 3,
-                ..Config::default()
             },
             level,
         );
@@ -391,11 +394,10 @@ fn start(ready: bool, level: TraceLevel) -> Harness {
         h.eq_doorbell(1, 0, true);
         h
     } else {
-        Harness::with_config_at(
+        Harness::up_at(
             Config {
                 num_uars: NUM_UARS,
                 fallback_every: 0,
-                ..Config::default()
             },
             level,
         )
@@ -406,8 +408,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
     #[test]
-    fn mmio_fuzz(ops in proptest::collection::vec(op_strategy(), 1..60), start_ready in any::<bool>()) {
-        let mut h = start(start_ready, TraceLevel::All);
+    fn mmio_fuzz(ops in proptest::collection::vec(op_strategy(), 1..60), with_queues in any::<bool>()) {
+        let mut h = start(with_queues, TraceLevel::All);
         let mut touched_reset = false;
         for op in &ops {
             apply(&mut h, op, &mut touched_reset);
@@ -430,9 +432,9 @@ proptest! {
     /// The `errors` trace is the `all` trace with the other kinds left out,
     /// seq and all, and the level changes nothing else.
     #[test]
-    fn errors_level_is_the_full_trace_filtered(ops in proptest::collection::vec(op_strategy(), 1..60), start_ready in any::<bool>()) {
-        let mut all = start(start_ready, TraceLevel::All);
-        let mut errors = start(start_ready, TraceLevel::Errors);
+    fn errors_level_is_the_full_trace_filtered(ops in proptest::collection::vec(op_strategy(), 1..60), with_queues in any::<bool>()) {
+        let mut all = start(with_queues, TraceLevel::All);
+        let mut errors = start(with_queues, TraceLevel::Errors);
         let (mut t1, mut t2) = (false, false);
         for op in &ops {
             apply(&mut all, op, &mut t1);

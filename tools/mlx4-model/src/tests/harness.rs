@@ -1,6 +1,8 @@
-//! A tiny "driver" for tests: HCR commands, queue creation, posts.
+//! A tiny "driver" for tests: HCR commands, the firmware bring-up
+//! (`bringup`), queue creation on MTT-described buffers, posts.
 
-use crate::bytes::{be32, put_be32, put_be64};
+use super::bringup::{hca_up, mtt_of, LOG_MPTS};
+use crate::bytes::{be32, put_be16, put_be32, put_be64};
 use crate::command::op;
 use crate::diag;
 use crate::hcr::{EVENT, GO, TOGGLE};
@@ -65,16 +67,32 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// The HCA up (`bringup::hca_up`: every table in ICM, the fake
+    /// memory's pages in the MTT), no queues yet.
     pub fn new() -> Self {
-        Self::with_config(Config::default())
+        Self::up_at(Config::default(), TraceLevel::All)
     }
 
-    pub fn with_config(cfg: Config) -> Self {
-        Self::with_config_at(cfg, TraceLevel::All)
+    /// `new` with `cfg`.
+    pub fn up(cfg: Config) -> Self {
+        Self::up_at(cfg, TraceLevel::All)
     }
 
-    /// A device whose trace keeps what `level` says.
-    pub fn with_config_at(cfg: Config, level: TraceLevel) -> Self {
+    /// `new` with `cfg`, the trace at `level`.
+    pub fn up_at(cfg: Config, level: TraceLevel) -> Self {
+        let mut h = Self::fresh_at(cfg, level);
+        hca_up(&mut h);
+        h
+    }
+
+    /// A device just out of reset: the firmware not running, so only
+    /// QUERY_FW, MAP_FA, RUN_FW and UNMAP_FA work.
+    pub fn fresh() -> Self {
+        Self::fresh_at(Config::default(), TraceLevel::All)
+    }
+
+    /// `fresh` with `cfg`, the trace at `level`.
+    pub fn fresh_at(cfg: Config, level: TraceLevel) -> Self {
         cfg.validate().unwrap();
         let mut dev = Device::new(
             cfg,
@@ -203,39 +221,48 @@ impl Harness {
         self.cmd_full(opcode, op_mod, IN_MB, in_mod, OUT_MB, None)
     }
 
-    pub fn eq_ctx(log: u8, intr: u8, buf: u64) -> [u8; 0x40] {
+    /// An EQ context: 2^`log` EQEs, MSI-X `intr`, 4 KiB pages, MTT
+    /// entries from byte `mtt`; not armed until its first doorbell.
+    pub fn eq_ctx(log: u8, intr: u8, mtt: u64) -> [u8; 0x40] {
         let mut c = [0u8; 0x40];
         c[0x0c] = log;
         c[0x17] = intr;
-        c[0x1b] = (buf >> 32) as u8;
-        put_be32(&mut c, 0x1c, buf as u32);
+        c[0x1b] = (mtt >> 32) as u8;
+        put_be32(&mut c, 0x1c, mtt as u32);
         c
     }
 
+    /// SW2HW_EQ of an EQ on the pages from `buf` (through `mtt_of`).
     pub fn sw2hw_eq(&mut self, eqn: u32, log: u8, intr: u8, buf: u64) -> u8 {
-        let c = Self::eq_ctx(log, intr, buf);
+        let c = Self::eq_ctx(log, intr, mtt_of(buf));
         self.poke(IN_MB, &c);
         self.cmd(op::SW2HW_EQ, 0, eqn)
     }
 
-    pub fn cq_ctx(log: u8, uar: u32, eqn: u8, buf: u64, db: u64) -> [u8; 0x40] {
+    /// A CQ context: 2^`log` CQEs on UAR `uar` completing to EQ `eqn`, 4
+    /// KiB pages, MTT entries from byte `mtt`, doorbell record `db`.
+    pub fn cq_ctx(log: u8, uar: u32, eqn: u8, mtt: u64, db: u64) -> [u8; 0x40] {
         let mut c = [0u8; 0x40];
         put_be32(&mut c, 0x0c, (u32::from(log) << 24) | uar);
         c[0x17] = eqn;
-        c[0x1b] = (buf >> 32) as u8;
-        put_be32(&mut c, 0x1c, buf as u32);
+        c[0x1b] = (mtt >> 32) as u8;
+        put_be32(&mut c, 0x1c, mtt as u32);
         put_be64(&mut c, 0x38, db);
         c
     }
 
+    /// SW2HW_CQ of a CQ on the pages from `buf` (through `mtt_of`).
     pub fn sw2hw_cq(&mut self, cqn: u32, log: u8, uar: u32, eqn: u8, buf: u64, db: u64) -> u8 {
-        let c = Self::cq_ctx(log, uar, eqn, buf, db);
+        let c = Self::cq_ctx(log, uar, eqn, mtt_of(buf), db);
         self.poke(IN_MB, &c);
         self.cmd(op::SW2HW_CQ, 0, cqn)
     }
 
-    /// An RC QP without an RQ, connected to itself.
-    pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, buf: u64, sq_log: u8) -> Vec<u8> {
+    /// An RC QP connected to itself on its primary path to the port's own
+    /// LID, remote writes and reads enabled, its queues on 4 KiB pages
+    /// whose MTT entries start at byte `mtt` (`mtt_of`), and no RQ of its
+    /// own (srqn bit 24: mlx4 gives every other QP one).
+    pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, mtt: u64, sq_log: u8) -> Vec<u8> {
         let mut mb = vec![0u8; 0x100];
         let c = &mut mb[8..];
         put_be32(c, 0x00, 0); // RC
@@ -243,10 +270,13 @@ impl Harness {
         put_be32(c, 0x0c, usr_page);
         put_be32(c, 0x10, qpn);
         put_be32(c, 0x14, qpn);
+        put_be16(c, 0x18 + 0x06, crate::firmware::mad::LID);
         put_be32(c, 0x7c, cqn);
+        put_be32(c, 0x90, (1 << 15) | (1 << 14)); // RRE, RWE
         put_be32(c, 0x9c, cqn);
-        c[0xcb] = (buf >> 32) as u8;
-        put_be32(c, 0xcc, buf as u32);
+        put_be32(c, 0xac, 1 << 24);
+        c[0xcb] = (mtt >> 32) as u8;
+        put_be32(c, 0xcc, mtt as u32);
         mb
     }
 
@@ -254,6 +284,7 @@ impl Harness {
     /// record at `rq_db`, and rlkey.
     pub fn with_rq(mut mb: Vec<u8>, rcqn: u32, rq_db: u64) -> Vec<u8> {
         let c = &mut mb[8..];
+        put_be32(c, 0xac, 0);
         c[0x09] = (RQ_LOG << 3) | (RQ_STRIDE_LOG - 4);
         c[0x0b] |= 0x10;
         put_be32(c, 0x9c, rcqn);
@@ -304,7 +335,7 @@ impl Harness {
 
     /// SW2HW_MPT of `entry` for the MPT its key names; returns the status.
     pub fn sw2hw_mpt(&mut self, entry: &[u8; 64]) -> u8 {
-        let index = be32(entry, 0x08) & (NUM_MPTS - 1);
+        let index = be32(entry, 0x08) & ((1 << LOG_MPTS) - 1);
         self.poke(IN_MB, entry);
         self.cmd(op::SW2HW_MPT, 0, index)
     }
@@ -355,26 +386,26 @@ impl Harness {
         }
     }
 
-    /// EQ 0 (async, vector 0) and EQ 1 (completions, vector 1), send CQ 1,
+    /// `new()`, then EQ 0 (async, vector 0) and EQ 1 (completions, vector 1), send CQ 1,
     /// receive CQ 2 (32 entries), and RC QP 0x40 connected to itself, with
     /// a 16 x 64 B SQ on UAR 2, rlkey, and a 32 x 16 B RQ filled with
     /// 256-byte buffers; everything armed off.
     pub fn setup() -> Self {
-        Self::ready(Config::default())
+        Self::setup_with(Config::default())
     }
 
-    pub fn ready(cfg: Config) -> Self {
-        Self::ready_at(cfg, TraceLevel::All)
+    pub fn setup_with(cfg: Config) -> Self {
+        Self::setup_at(cfg, TraceLevel::All)
     }
 
-    pub fn ready_at(cfg: Config, level: TraceLevel) -> Self {
-        let mut h = Self::with_config_at(cfg, level);
+    pub fn setup_at(cfg: Config, level: TraceLevel) -> Self {
+        let mut h = Self::up_at(cfg, level);
         assert_eq!(h.sw2hw_eq(0, EQ_LOG, 0, EQ0_BUF), 0);
         assert_eq!(h.sw2hw_eq(1, EQ_LOG, 1, EQ1_BUF), 0);
         assert_eq!(h.sw2hw_cq(CQN, CQ_LOG, UAR, 1, CQ_BUF, CQ_DB), 0);
         assert_eq!(h.sw2hw_cq(RCQN, RCQ_LOG, UAR, 1, RCQ_BUF, RCQ_DB), 0);
         h.init_sq(QP_BUF, SQ_LOG);
-        let mb = Self::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+        let mb = Self::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
         let mb = Self::with_rq(mb, RCQN, RQ_DB);
         h.create_qp_with(QPN, &mb);
         h.fill_rq(QP_BUF, RQ_DB, RECV_BUF);
@@ -403,7 +434,7 @@ impl Harness {
             (QPN2, QPN, QP2_BUF, RCQN2, RQ2_DB, RECV2_BUF, pd2),
         ] {
             h.init_sq(buf, SQ_LOG);
-            let mb = Self::qp_mailbox(qpn, UAR, CQN, buf, SQ_LOG);
+            let mb = Self::qp_mailbox(qpn, UAR, CQN, mtt_of(buf), SQ_LOG);
             let mb = Self::connect_to(Self::with_rq(mb, rcqn, db), peer);
             let mb = Self::with_pd(mb, pd);
             h.create_qp_with(qpn, &mb);

@@ -1,6 +1,7 @@
 //! Device-level tests: the pure `Device` driven through MMIO against a fake
 //! guest memory, as a driver would.
 
+pub(crate) mod bringup;
 mod device;
 mod fault;
 mod firmware;

@@ -1,6 +1,7 @@
 //! Memory regions (MTT, MPT), the key checks of data segments and rkeys,
 //! and RDMA writes that land in registered memory.
 
+use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
 use crate::command::{op, status};
@@ -13,8 +14,9 @@ const MTT: u64 = 16;
 /// Its virtual address: mid-page, so 0x2000 bytes span three pages.
 const VA: u64 = 0x7f00_0000_0800;
 const LEN: u64 = 0x2000;
-/// MPT 5, tag 0x3c.
-const KEY: u32 = 0x53c;
+/// MPT 0x105 (above the firmware's 256 reserved ones), tag 0x3c.
+const KEY: u32 = 0x1_053c;
+const MPT: u32 = 0x105;
 const RW: u32 = perm::LOCAL_WRITE | perm::REMOTE_WRITE;
 
 /// The DMA address of the region's virtual address `va`.
@@ -79,10 +81,10 @@ fn query_dev_cap_reports_the_memory_region_limits() {
     let mut h = Harness::new();
     assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), 0);
     let b = h.mem(OUT_MB, 0x100);
-    assert_eq!(b[0x1d] & 0x3f, 10, "1024 MPTs");
+    assert_eq!(b[0x1d] & 0x3f, 19, "2^19 MPTs (INIT_HCA sets how many)");
     assert_eq!(b[0x20] >> 4, 0, "one reserved MTT entry");
     assert_eq!(b[0x21] & 0x3f, 32, "regions up to 4 GiB");
-    assert_eq!(b[0x22] & 0xf, 0, "one reserved MPT");
+    assert_eq!(b[0x22] & 0xf, 8, "256 reserved MPTs");
     assert_eq!(b[0x23] & 0x3f, 16, "65536 MTT entries");
     assert_eq!(be16(&b, 0x90), 8, "MTT entry size");
     assert_eq!(be32(&b, 0x98), 0x0000_0008, "reserved lkey");
@@ -106,7 +108,7 @@ fn a_gather_through_a_region_reads_its_pages() {
     let mpt = &h.records_of("mpt")[0];
     assert_eq!(
         (mpt["op"].as_str(), mpt["index"].as_u64()),
-        (Some("sw2hw"), Some(5))
+        (Some("sw2hw"), Some(0x105))
     );
     assert_eq!(mpt["pages"], 3);
     assert!(h.error_codes().is_empty());
@@ -144,9 +146,21 @@ fn write_mtt_refusals_write_nothing() {
     // Nothing was written: a region over entry 1 finds it missing.
     let e = Harness::mpt_entry(KEY, 0, 0, VA, 0x100, 1);
     assert_eq!(h.sw2hw_mpt(&e), status::BAD_PARAM);
-    // 510 entries, the last ones of the table, are fine.
-    assert_eq!(h.write_mtt(65536 - 510, &[0x12_5000; 510]), 0);
+    // Entries whose ICM page nobody mapped: ICM_ERROR, counted.
+    assert_eq!(
+        h.write_mtt(65536 - 510, &[0x12_5000; 510]),
+        status::ICM_ERROR
+    );
+    assert_eq!(h.dev.counters().global.icm_errors, 1);
+    assert_eq!(h.diag_read(0x5c0), 0);
+    // 510 entries, the rest of the MTT's first ICM page, are fine; they
+    // land in the table in ICM, where mlx4 would write them itself.
+    assert_eq!(h.write_mtt(2, &[0x12_5000; 510]), 0);
     assert_eq!(h.diag_read(0x5c0), 510);
+    assert_eq!(
+        h.mem(super::bringup::MTT_PAGE + 0xff8, 8),
+        0x12_5001u64.to_be_bytes()
+    );
     assert!(h.error_codes().is_empty());
 }
 
@@ -163,7 +177,7 @@ fn write_mtt_under_a_region_in_hardware_ownership_is_busy() {
     assert_eq!(h.write_mtt(MTT + 3, &[0x12_6000]), 0);
     assert_eq!(h.write_mtt(MTT - 1, &[0x12_6000]), 0);
     // Back in software ownership, the entries may change.
-    assert_eq!(h.cmd(op::HW2SW_MPT, 1, 5), 0);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 1, MPT), 0);
     assert_eq!(h.write_mtt(MTT, &[0x12_6000]), 0);
     assert_eq!(h.error_codes().len(), 1);
 }
@@ -186,30 +200,36 @@ fn sw2hw_mpt_refusals() {
     let cases = [
         ("no REGION", with(0, RW)),
         ("PHYSICAL", with(0, crate::mr::flag::REGION | (1 << 9))),
-        ("key of another MPT", with(8, crate::keys::hw_index(0x63c))),
+        (
+            "key of another MPT",
+            with(8, crate::keys::hw_index(0x1_063c)),
+        ),
         ("length 0", with64(0x18, 0)),
         ("end overflows", with64(0x10, u64::MAX - 0x100)),
         ("longer than 4 GiB", with64(0x18, (1 << 32) + 1)),
-        ("8 KiB pages", with(0x38, 13)),
+        ("8 KiB pages, the entries 4 KiB aligned", with(0x38, 13)),
         ("mtt_addr not 8-aligned", with64(0x2c, MTT * 8 + 4)),
         ("an entry not written", with64(0x2c, (MTT + 1) * 8)),
         ("entry 0", with64(0x2c, 0)),
-        ("past the table", with64(0x2c, 65535 * 8)),
     ];
     for (name, e) in cases {
         h.poke(IN_MB, &e);
-        assert_eq!(h.cmd(op::SW2HW_MPT, 0, 5), status::BAD_PARAM, "{name}");
+        assert_eq!(h.cmd(op::SW2HW_MPT, 0, MPT), status::BAD_PARAM, "{name}");
     }
-    // The index in in_modifier: 0 is the reserved lkey's, 1024 is past.
+    // Entries past the MTT's mapped ICM.
+    h.poke(IN_MB, &with64(0x2c, 65535 * 8));
+    assert_eq!(h.cmd(op::SW2HW_MPT, 0, MPT), status::ICM_ERROR);
+    // The index in in_modifier: 0..255 are the firmware's, 1024 is past.
     h.poke(IN_MB, &good);
     assert_eq!(h.cmd(op::SW2HW_MPT, 0, 0), status::BAD_INDEX);
+    assert_eq!(h.cmd(op::SW2HW_MPT, 0, 0xff), status::BAD_INDEX);
     assert_eq!(h.cmd(op::SW2HW_MPT, 0, 1024), status::BAD_INDEX);
     assert_eq!(
-        h.cmd(op::SW2HW_MPT, 0, 6),
+        h.cmd(op::SW2HW_MPT, 0, MPT + 1),
         status::BAD_PARAM,
-        "key names MPT 5"
+        "key names MPT 0x105"
     );
-    assert_eq!(h.cmd(op::SW2HW_MPT, 1, 5), status::BAD_PARAM, "opmod 1");
+    assert_eq!(h.cmd(op::SW2HW_MPT, 1, MPT), status::BAD_PARAM, "opmod 1");
     assert_eq!(h.diag_read(0x590), 0);
     // SW_OWNS and MIO are ignored; an MPT in hardware ownership is taken.
     let mut e = good;
@@ -220,7 +240,7 @@ fn sw2hw_mpt_refusals() {
     );
     assert_eq!(h.sw2hw_mpt(&e), 0);
     assert_eq!(h.sw2hw_mpt(&e), status::BAD_RES_STATE);
-    assert_eq!(h.dev.mrs().mpt(5).unwrap().pd, 3);
+    assert_eq!(h.dev.mrs().mpt(MPT).unwrap().pd, 3);
     assert!(h.error_codes().is_empty());
 }
 
@@ -229,16 +249,16 @@ fn hw2sw_mpt_returns_the_entry_and_ends_the_region() {
     let mut h = Harness::setup();
     register(&mut h, 0, 0);
     let e = Harness::mpt_entry(KEY, 0, 0, VA, LEN, MTT);
-    assert_eq!(h.cmd(op::HW2SW_MPT, 2, 5), status::BAD_PARAM);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 2, MPT), status::BAD_PARAM);
     assert_eq!(h.cmd(op::HW2SW_MPT, 0, 1024), status::BAD_INDEX);
-    assert_eq!(h.cmd(op::HW2SW_MPT, 0, 5), 0);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 0, MPT), 0);
     assert_eq!(h.mem(OUT_MB, 64), e);
-    assert_eq!(h.cmd(op::HW2SW_MPT, 0, 5), status::BAD_RES_STATE);
-    assert_eq!(h.cmd(op::HW2SW_MPT, 1, 5), status::BAD_RES_STATE);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 0, MPT), status::BAD_RES_STATE);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 1, MPT), status::BAD_RES_STATE);
     assert_eq!((h.diag_read(0x590), h.diag_read(0x598)), (0, 0));
     // Registered again, and back without a mailbox.
     assert_eq!(h.sw2hw_mpt(&e), 0);
-    assert_eq!(h.cmd_full(op::HW2SW_MPT, 1, 0, 5, 0, None), 0);
+    assert_eq!(h.cmd_full(op::HW2SW_MPT, 1, 0, MPT, 0, None), 0);
     let ops: Vec<_> = h
         .records_of("mpt")
         .iter()
@@ -257,7 +277,7 @@ fn a_stale_key_is_refused() {
     let mut h = Harness::setup();
     register(&mut h, 0, 0);
     // MPT 5 with another tag: the key of an earlier registration.
-    send_from(&mut h, 0, 0x53b, VA, 4);
+    send_from(&mut h, 0, 0x1_053b, VA, 4);
     assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x04, 0x5e));
     assert_eq!(h.qp_state_from_query(QPN).0, 6);
     assert!(gathers(&h).is_empty());
@@ -269,7 +289,7 @@ fn a_stale_key_is_refused() {
     let f = &h.records_of("prot_fault")[0];
     assert_eq!(
         (f["qpn"].as_u64(), f["key"].as_u64()),
-        (Some(QPN.into()), Some(0x53b))
+        (Some(QPN.into()), Some(0x1_053b))
     );
     assert_eq!(h.dev.counters().global.deliveries, 0);
     assert!(h.error_codes().is_empty());
@@ -362,7 +382,7 @@ fn a_scatter_without_local_write_is_refused() {
 fn a_ud_send_checks_its_gather() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
-    let mut mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+    let mut mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
     mb[8 + 1] = 3; // UD
     h.create_qp_with(QPN, &mb);
     let mut w = data_wqe(QPN, 0, 0x0a, None, b"", &[(4, 0x77, GATHER_BUF)]);
@@ -499,7 +519,7 @@ fn rkey_refusals_give_remote_access_errors_and_write_nothing() {
         ("another pd", RW, 4, VA, KEY, "pd_mismatch"),
         ("past the end", RW, 0, VA + LEN - 4, KEY, "out_of_range"),
         ("stale key", RW, 0, VA, KEY + 1, "key_mismatch"),
-        ("no region", RW, 0, VA, 0x63c, "no_region"),
+        ("no region", RW, 0, VA, 0x1_063c, "no_region"),
         (
             "the reserved lkey",
             RW,
@@ -583,7 +603,7 @@ fn the_counter_reset_keeps_the_fault_counters_and_the_gauges() {
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
     let mb = Harness::connect_to(
         Harness::with_rq(
-            Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG),
+            Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG),
             RCQN,
             RQ_DB,
         ),
@@ -619,15 +639,17 @@ fn the_counter_reset_keeps_the_fault_counters_and_the_gauges() {
 }
 
 #[test]
-fn a_device_reset_drops_every_region_and_the_mtt() {
+fn a_device_reset_drops_every_region_and_the_icm() {
     let mut h = Harness::new();
     register(&mut h, RW, 0);
     h.dev.reset("reset_register");
     assert_eq!((h.diag_read(0x590), h.diag_read(0x598)), (0, 0));
-    assert!(h.dev.mrs().mpt(5).is_none());
-    // The MTT is empty again: the same region cannot be registered.
+    assert!(h.dev.mrs().mpt(MPT).is_none());
+    // The firmware stopped and the MTT's ICM is gone with it: the same
+    // region cannot be registered until a driver brings the HCA up again.
     let e = Harness::mpt_entry(KEY, RW, 0, VA, LEN, MTT);
-    assert_eq!(h.sw2hw_mpt(&e), status::BAD_PARAM);
+    assert_eq!(h.sw2hw_mpt(&e), status::BAD_SYS_STATE);
+    assert!(h.dev.fw().icm().pages() == 0 && h.dev.fw().hca().is_none());
 }
 
 #[test]
@@ -635,15 +657,17 @@ fn a_later_transition_may_not_change_the_pd() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
     let mb = Harness::with_rq(
-        Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG),
+        Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG),
         RCQN,
         RQ_DB,
     );
     h.poke(IN_MB, &Harness::with_pd(mb.clone(), 0x12));
     assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN), 0);
     assert_eq!(h.dev.qps().get(QPN).unwrap().pd, 0x12);
+    // INIT2RTR takes only what it changes (the destination, the path):
+    // the PD stays as RST2INIT set it.
     h.poke(IN_MB, &Harness::with_pd(mb, 0x13));
     assert_eq!(h.cmd(op::INIT2RTR_QP, 0, QPN), 0);
-    assert_eq!(h.error_codes(), ["qp_context_changed"]);
+    assert!(h.error_codes().is_empty());
     assert_eq!(h.dev.qps().get(QPN).unwrap().pd, 0x12);
 }

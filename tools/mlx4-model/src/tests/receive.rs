@@ -1,6 +1,7 @@
 //! Receive queues and delivery (issue 10): the reserved lkey, the RQ
 //! doorbell record and receive WQEs, and the delivery rules a–e.
 
+use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
 use crate::command::{op, status};
@@ -37,7 +38,7 @@ fn query_dev_cap_reports_the_reserved_lkey_and_rq_limits() {
 #[test]
 fn rst2init_checks_the_rq() {
     let mut h = Harness::setup();
-    let base = Harness::qp_mailbox(QPN2, UAR, CQN, QP2_BUF, SQ_LOG);
+    let base = Harness::qp_mailbox(QPN2, UAR, CQN, mtt_of(QP2_BUF), SQ_LOG);
     for (db, stride_code, want) in [
         (0, 0, status::BAD_PARAM),
         (RQ2_DB + 2, 0, status::BAD_PARAM),
@@ -49,13 +50,16 @@ fn rst2init_checks_the_rq() {
         h.poke(IN_MB, &mb);
         assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN2), want, "db {db:#x}");
     }
-    // A later transition may not move the doorbell record or drop rlkey.
+    // A later transition carries only what it changes: it does not move
+    // the doorbell record or drop rlkey.
     let mut mb = Harness::with_rq(base, RCQN, RQ2_DB + 4);
     mb[8 + 0x09] = (RQ_LOG << 3) | 5;
+    mb[8 + 0x0b] &= !0x10;
     h.poke(IN_MB, &mb);
     assert_eq!(h.cmd(op::INIT2RTR_QP, 0, QPN2), 0);
-    assert_eq!(h.error_codes(), ["qp_context_changed"]);
-    assert_eq!(h.dev.qps().get(QPN2).unwrap().rq_db, RQ2_DB);
+    assert!(h.error_codes().is_empty());
+    let qp = h.dev.qps().get(QPN2).unwrap();
+    assert_eq!((qp.rq_db, qp.rlkey), (RQ2_DB, true));
 }
 
 #[test]
@@ -162,19 +166,19 @@ fn peer_errors() {
         ("in ERR", |h| assert_eq!(h.cmd(op::TO_ERR_QP, 0, QPN2), 0)),
         ("in INIT", |h| {
             assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN2), 0);
-            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, QP2_BUF, SQ_LOG);
+            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, mtt_of(QP2_BUF), SQ_LOG);
             let mb = Harness::connect_to(Harness::with_rq(mb, RCQN2, RQ2_DB), QPN);
             h.poke(IN_MB, &mb);
             assert_eq!(h.cmd(op::RST2INIT_QP, 0, QPN2), 0);
         }),
         ("no RQ", |h| {
             assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN2), 0);
-            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, QP2_BUF, SQ_LOG);
+            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, mtt_of(QP2_BUF), SQ_LOG);
             h.create_qp_with(QPN2, &Harness::connect_to(mb, QPN));
         }),
         ("names another", |h| {
             assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN2), 0);
-            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, QP2_BUF, SQ_LOG);
+            let mb = Harness::qp_mailbox(QPN2, UAR, CQN, mtt_of(QP2_BUF), SQ_LOG);
             let mb = Harness::connect_to(Harness::with_rq(mb, RCQN2, RQ2_DB), 0x55);
             h.create_qp_with(QPN2, &mb);
         }),
@@ -317,7 +321,7 @@ fn refused_scatter_lkey() {
 fn invalid_lkey_ends_the_scatter_list() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+    let mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
     let mut mb = Harness::with_rq(mb, RCQN, RQ_DB);
     mb[8 + 0x09] = (RQ_LOG << 3) | 1;
     h.create_qp_with(QPN, &mb);
@@ -359,7 +363,7 @@ fn invalid_lkey_ends_the_scatter_list() {
 fn rq_with_the_larger_stride_comes_first() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
-    let mb = Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG);
+    let mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
     let mut mb = Harness::with_rq(mb, RCQN, RQ_DB);
     mb[8 + 0x09] = (RQ_LOG << 3) | 3;
     let sq = QP_BUF + (1 << RQ_LOG) * 128;
@@ -433,7 +437,7 @@ fn gather_needs_the_reserved_lkey_on_an_rlkey_qp() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
     let mut mb = Harness::with_rq(
-        Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG),
+        Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG),
         RCQN,
         RQ_DB,
     );
@@ -500,7 +504,7 @@ fn unreadable_rq_doorbell_record() {
     let mut h = Harness::setup();
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
     let mb = Harness::with_rq(
-        Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG),
+        Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG),
         RCQN,
         0x8000_0000,
     );
@@ -524,7 +528,7 @@ fn uc_delivers_like_rc_and_ud_does_not_deliver() {
         let mut h = Harness::setup();
         assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
         let mut mb = Harness::with_rq(
-            Harness::qp_mailbox(QPN, UAR, CQN, QP_BUF, SQ_LOG),
+            Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG),
             RCQN,
             RQ_DB,
         );

@@ -1,11 +1,11 @@
-//! Strict firmware: user RC QPs as mainline mlx4_ib creates them for
+//! User RC QPs as mainline mlx4_ib creates them for
 //! libmlx4 (`ib/qp.c:create_qp_common`, `__mlx4_ib_modify_qp`; rdma-core
 //! `providers/mlx4/verbs.c:create_qp_ex`): buffers on MTT pages, the
 //! context's UAR, user memory regions (`ib/mr.c:mlx4_ib_reg_user_mr`), the
 //! destination in INIT2RTR (remote QPN, primary path to LID 1) and
 //! loopback delivery between two QPs of port 1.
 
-use super::firmware::*;
+use super::bringup::*;
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be16, put_be32, put_be64};
 use crate::command::{op, status};
@@ -52,7 +52,7 @@ fn map_qpc_and_dmpt_pages(h: &mut Harness) {
 /// HCA up, an EQ, one CQ for everything, QPC and dMPT pages mapped, the
 /// two user MRs registered.
 fn hca() -> Harness {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     assert_eq!(create_eq(&mut h, EQN), status::OK);
     assert_eq!(create_cq(&mut h, CQ, EQN as u8), status::OK);
@@ -244,7 +244,7 @@ fn cq_and_qp_numbers_up_to_the_profiles_counts() {
     // mlx4_core's default profile: 2^16 CQs and 2^17 QPs, more than
     // QUERY_DEV_CAP's 2^12 and 2^16; the bitmaps it allocates from are
     // the profile's.
-    let mut h = strict();
+    let mut h = Harness::fresh();
     let mut mb = init_hca_mailbox();
     // 2^17 QPCs (32 MiB) do not fit below the CQC table: elsewhere.
     let qpc_base = 0x1000_0000;
@@ -353,7 +353,7 @@ fn inline_send_and_rdma_write_by_blueflame_from_a_user_context() {
 /// only a solicited completion post the COMP EQE, cmd 2 any.
 #[test]
 fn user_cq_armed_through_the_context_uar() {
-    let mut h = strict();
+    let mut h = Harness::fresh();
     init_hca(&mut h);
     assert_eq!(create_eq(&mut h, EQN), status::OK);
     // The CQ on the user context's UAR, as mlx4_ib_create_cq makes it.
@@ -445,14 +445,21 @@ fn rdma_read_from_the_responders_region() {
 }
 
 #[test]
-fn rdma_read_needs_remote_read_enable_and_ready_mode_refuses_it() {
+fn rdma_read_needs_remote_read_enable() {
     let mut h = pair(1); // RWE only
     h.write_wqe(PAGE_A, 0, &read_wqe(0, VA_B, 8));
     h.doorbell(UUAR, QA);
     assert_eq!(h.mem(CQ_PAGE, 32)[0x1b], syndrome::REMOTE_ACCESS_ERR);
     assert_eq!(h.records_of("prot_fault")[0]["reason"], "qp_access");
-    // Ready mode: an opcode it does not take.
+    assert_eq!(h.mem(GATHER_BUF, 8), [0; 8]);
+    // Not on a UC QP: an opcode it does not take.
     let mut h = Harness::pair();
+    let mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
+    let mut mb = Harness::connect_to(Harness::with_rq(mb, RCQN, RQ_DB), QPN2);
+    mb[8 + 1] = crate::qp::service::UC;
+    assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), status::OK);
+    h.init_sq(QP_BUF, SQ_LOG);
+    h.create_qp_with(QPN, &mb);
     let mut w = read_wqe(0, 0x1000, 8);
     put_be32(&mut w, 20, RESERVED_LKEY);
     h.write_wqe(QP_BUF, 0, &w);
