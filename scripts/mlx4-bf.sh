@@ -33,8 +33,6 @@
 # QEMU_S390X=binary (another s390x QEMU, e.g. the root's unfixed one),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
 # MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer),
-# MODEL_FIRMWARE=ready|strict (the model's --firmware; strict unless given:
-# the firmware life cycle mainline mlx4_core and drivers/mlx4_bf bring up).
 #
 # The guest's adapter is always the ConnectX-3 device model (tools/mlx4-model);
 # every boot keeps its analyzer trace in build/$KCONFIG/traces/.
@@ -159,7 +157,6 @@ vm_boot() {
 	TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
 	vmargs+=(--model "$MODEL_BIN" --trace "$TRACE")
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
-	vmargs+=("--model-arg=--firmware=${MODEL_FIRMWARE:-strict}")
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
 	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \
@@ -256,7 +253,7 @@ upstream() {
 	mkdir -p "$OUT/guest" "$TOP/results"
 	build_helper
 	cp "$OUT/guest/mlx4-bf" "$udir/"
-	MODEL_FIRMWARE=strict vm_boot test "sh /work/upstream.sh; rc=\$?; $send_back; exit \$rc" --ktap \
+	vm_boot test "sh /work/upstream.sh; rc=\$?; $send_back; exit \$rc" --ktap \
 		--save-files "$TOP/results" -- "$udir"
 }
 
@@ -335,12 +332,12 @@ run)       need_kdir; build_selftests "$KDIR"
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"
-	   # Both boots have a second adapter, its model in strict firmware,
-	   # for mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so
-	   # that their posts are measured beside ours in the same boot.
+	   # Both boots have a second adapter, another model instance, for
+	   # mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so that
+	   # their posts are measured beside ours in the same boot.
 	   mainline_dir "$OUT/mainline"
 	   build_ibv_post_cost "$OUT/mainline/ibv_post_cost"
-	   two=(--second-adapter "--model2-arg=--firmware=strict")
+	   two=(--second-adapter)
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
 	   icount=()
