@@ -127,7 +127,10 @@ impl Context {
             let area = self.user_area(state)?;
             let off = index * QP_AREA_BYTES + umem::USER_QP_OFFSET;
             (
-                self.hca().profile.queue_mtt.addr(Pool::Area(area.index), off)?,
+                self.hca()
+                    .profile
+                    .queue_mtt
+                    .addr(Pool::Area(area.index), off)?,
                 area.dma(off + RQ_DB_OFFSET),
             )
         } else {

@@ -31,7 +31,6 @@ use crate::{
     hw::geometry::{FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS},
     hw::host_mem::HostPages,
     hw::mtt::QueueMtt,
-    region,
     icm::{
         init_hca::{write_init_hca, IcmParams, InitHcaOptions, INIT_HCA_IN_SIZE},
         map_cmd::{self, DmaChunk, MapEntries, MAILBOX_SIZE},
@@ -39,6 +38,7 @@ use crate::{
         table_chunks::{icm_tables, reserved_mtts_aligned, IcmTable},
         ICM_PAGE_SIZE,
     },
+    region,
 };
 
 /// MTT entries: the queues' (`QueueMtt`) and 256 MiB of memory regions.
@@ -185,7 +185,13 @@ impl Firmware {
             ("MTT entries", req.log_num_mtts, cap.max_mtts),
         ] {
             if 1u32 << log > max {
-                dev_err!(dev, "needs {} {}, the adapter has {}\n", 1u32 << log, what, max);
+                dev_err!(
+                    dev,
+                    "needs {} {}, the adapter has {}\n",
+                    1u32 << log,
+                    what,
+                    max
+                );
                 return Err(ENODEV);
             }
         }
@@ -206,7 +212,11 @@ impl Firmware {
         };
         let num_mtts = 1u32 << req.log_num_mtts;
         if reserved.mtts + QueueMtt::ENTRIES >= num_mtts {
-            dev_err!(dev, "{} reserved MTT entries leave too few\n", reserved.mtts);
+            dev_err!(
+                dev,
+                "{} reserved MTT entries leave too few\n",
+                reserved.mtts
+            );
             return Err(ENODEV);
         }
 
@@ -319,7 +329,10 @@ impl Firmware {
                 .is_err();
             ok &= !m.mapped;
         }
-        for (area, op) in [(&mut self.aux, Op::UnmapIcmAux), (&mut self.fa, Op::UnmapFa)] {
+        for (area, op) in [
+            (&mut self.aux, Op::UnmapIcmAux),
+            (&mut self.fa, Op::UnmapFa),
+        ] {
             if let Some(m) = area.as_mut().filter(|m| m.mapped) {
                 // UNMAP_FA stops the firmware, running or not.
                 m.mapped = cmd.exec(st, Command::new(op, 0)).is_err();

@@ -133,9 +133,8 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         &mut cmd.lock(),
         Command::new(Op::QueryDevCap, 0).output(&mut out),
     )?;
-    let entry = |i: usize| -> Result<u32> {
-        Ok(u32::from(get16(&out, DEV_CAP_RDMARC_ENTRY_SZ + 2 * i)?))
-    };
+    let entry =
+        |i: usize| -> Result<u32> { Ok(u32::from(get16(&out, DEV_CAP_RDMARC_ENTRY_SZ + 2 * i)?)) };
     let reserved_uars = u32::from(get8(&out, DEV_CAP_RSVD_UAR)? >> 4);
     Ok(DevCap {
         log_max_qp_sz: get8(&out, DEV_CAP_MAX_QP_SZ)?,

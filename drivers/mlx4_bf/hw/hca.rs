@@ -34,8 +34,8 @@ use kernel::{
     prelude::*,
     revocable::Revocable,
     sync::{
-        atomic::{Atomic, Relaxed},
         aref::ARef,
+        atomic::{Atomic, Relaxed},
         Mutex,
     },
     time::Delta,
@@ -167,7 +167,8 @@ fn bring_up(
         CQ_LOG_ENTRIES as u8,
         wqe::MAX_WQE_LEN,
     )?;
-    let num_uars = u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
+    let num_uars =
+        u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
     let profile = firmware.init_hca(dev, cmd, &dev_cap, num_uars)?;
     let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
     let mem = HcaMem::new(dev)?;
@@ -198,7 +199,12 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
     let first_cqn = cap.reserved_cqs;
     // Send CQs (one per context) and receive CQs (one per QP).
     if first_cqn as usize + MAX_CQS + MAX_QPS > p.num_cqs as usize {
-        dev_err!(dev, "too few CQs ({} reserved of {})\n", first_cqn, p.num_cqs);
+        dev_err!(
+            dev,
+            "too few CQs ({} reserved of {})\n",
+            first_cqn,
+            p.num_cqs
+        );
         return Err(ENODEV);
     }
     // QPNs skip 64 of every 256 (BlueFlame-safe); leave room to wrap.

@@ -37,8 +37,7 @@ impl HostPages {
             while size > left {
                 size /= 2;
             }
-            match Coherent::<u8>::zeroed_slice_with_attrs(dev, size, GFP_KERNEL, DMA_ATTR_NO_WARN)
-            {
+            match Coherent::<u8>::zeroed_slice_with_attrs(dev, size, GFP_KERNEL, DMA_ATTR_NO_WARN) {
                 Ok(chunk) => {
                     chunks.push(chunk, GFP_KERNEL)?;
                     left -= size;

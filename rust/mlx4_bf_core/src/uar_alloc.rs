@@ -113,7 +113,10 @@ mod tests {
     fn reserved_pages_are_never_handed_out() {
         // EQ 4's doorbell is in UAR 1: contexts start at 2.
         let mut a = UarAllocator::with_reserved(5, 2);
-        assert_eq!([a.alloc(), a.alloc(), a.alloc()], [Some(2), Some(3), Some(4)]);
+        assert_eq!(
+            [a.alloc(), a.alloc(), a.alloc()],
+            [Some(2), Some(3), Some(4)]
+        );
         assert_eq!(a.alloc(), None);
         assert!(!a.free(1) && !a.free(0));
         assert!(a.free(3));
