@@ -44,6 +44,10 @@ const TIMEOUT_MS: i64 = 10_000;
 
 pub(crate) const MAILBOX_SIZE: usize = 4096;
 
+/// The op_mod of HW2SW_EQ, HW2SW_CQ and HW2SW_MPT that asks for no context
+/// back (mainline's `mlx4_HW2SW_*()`): nothing needs it.
+pub(crate) const HW2SW_NO_OUTPUT: u32 = 1;
+
 /// The commands this driver issues (`include/linux/mlx4/cmd.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {

@@ -17,7 +17,7 @@ use zerocopy_derive::Immutable;
 
 use crate::{
     hw::be::{Be16, Be32, Be64},
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::mtt::{self, Pool, QueueMtt},
     hw::queue_mem::{HcaDma, HcaMem},
@@ -113,11 +113,10 @@ pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
     if slot >= 64 || st.live.cqs & (1 << slot) == 0 {
         return;
     }
-    let mut out = [0u8; size_of::<CqContext>()];
     // A failure is logged by the command path. The device may still use the
     // slot then, so it stays marked and is never handed out again.
     if cmd
-        .exec(st, Command::new(Op::Hw2SwCq, cqn).output(&mut out))
+        .exec(st, Command::new(Op::Hw2SwCq, cqn).op_mod(HW2SW_NO_OUTPUT))
         .is_ok()
     {
         st.live.cqs &= !(1 << slot);

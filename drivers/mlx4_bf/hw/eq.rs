@@ -23,7 +23,7 @@ use zerocopy_derive::Immutable;
 use crate::{
     hw::be::{Be16, Be32},
     hw::be_io::BeMmio,
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
     hw::mtt,
     hw::queue_mem::HcaMem,
@@ -73,8 +73,6 @@ bitfield! {
 }
 /// `MLX4_EQ_STATE_ARMED`.
 const EQ_STATE_ARMED: u32 = 9;
-/// The size of the context HW2SW_EQ returns.
-const EQC_SIZE: usize = size_of::<EqContext>();
 
 // struct mlx4_eqe.
 const EQE_TYPE: usize = 0x01;
@@ -181,10 +179,13 @@ impl Eq {
             st,
             Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
         );
-        let mut out = [0u8; EQC_SIZE];
+
         // Failed, the EQ stays the adapter's: it may still write its ring.
         st.live.eq = cmd
-            .exec(st, Command::new(Op::Hw2SwEq, self.eqn).output(&mut out))
+            .exec(
+                st,
+                Command::new(Op::Hw2SwEq, self.eqn).op_mod(HW2SW_NO_OUTPUT),
+            )
             .is_err();
     }
 

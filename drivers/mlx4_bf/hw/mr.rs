@@ -19,7 +19,7 @@
 use kernel::{device::Device, prelude::*, sync::aref::ARef};
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::firmware::Profile,
     hw::fw::DevCap,
     hw::geometry::MAX_MPTS,
@@ -35,8 +35,6 @@ const MTT_WORDS: usize = 1024;
 pub(crate) const MAX_MRS_PER_CONTEXT: usize = 16;
 pub(crate) const MAX_CONTEXT_PAGES: u32 = 32768;
 pub(crate) const MAX_MR_SIZE: u64 = 64 << 20;
-/// `HW2SW_MPT` op_modifier: no output mailbox.
-const HW2SW_NO_OUTPUT: u32 = 1;
 
 /// One region in the adapter.
 struct Entry {
