@@ -433,6 +433,9 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
             live: (queues as u64) | ((self.qps.len() as u64) << 32),
             hw_mpts: self.mrs.hw_mpts(),
             hw_mpt_pages: self.mrs.hw_pages(),
+            fw_phase: self.fw.phase() as u64,
+            fw_pages: self.fw.host_pages(),
+            icm_pages: self.fw.icm().pages(),
         }
     }
 

@@ -5,7 +5,9 @@
 //! the modelled PCIe clock, (version 4) the memory-region gauges, the
 //! protection faults and the RDMA write counters, and (version 5) command
 //! fault injection and what a teardown leaves: resets, live queues, DMA
-//! refused without bus mastering, (version 6) the firmware's counters.
+//! refused without bus mastering, (version 6) the firmware's counters,
+//! (version 7) what the firmware holds of the host: its phase, firmware
+//! area and aux pages, ICM pages.
 
 use crate::env::Env;
 use crate::fault::CmdFault;
@@ -20,7 +22,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// (0x5c8..0x5e7).
 /// 6: the firmware: refused commands, ICM errors, special-QP sends
 /// (0x5e8..0x5ff).
-pub const VERSION: u32 = 6;
+/// 7: the firmware's gauges: phase, host pages it holds (0x600..0x617).
+pub const VERSION: u32 = 7;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -61,6 +64,12 @@ pub const NO_MASTER_DMA: u64 = 0x5e0;
 pub const FW_REFUSED: u64 = 0x5e8;
 pub const ICM_ERRORS: u64 = 0x5f0;
 pub const MAD_SENDS: u64 = 0x5f8;
+/// Gauges of the firmware: its phase (0 off, 1 running, 2 HCA up), the
+/// firmware area and aux pages it holds (4 KiB), the ICM pages mapped. A
+/// driver's teardown must bring all three back to 0.
+pub const FW_PHASE: u64 = 0x600;
+pub const FW_PAGES: u64 = 0x608;
+pub const ICM_PAGES: u64 = 0x610;
 
 /// The device's state the diag block shows, never reset.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,6 +81,10 @@ pub struct Gauges {
     /// MPTs in hardware ownership and the pages they translate.
     pub hw_mpts: u64,
     pub hw_mpt_pages: u64,
+    /// FW_PHASE, FW_PAGES, ICM_PAGES.
+    pub fw_phase: u64,
+    pub fw_pages: u64,
+    pub icm_pages: u64,
 }
 
 /// Where the last executed WQE came from (register 0xc4).
@@ -205,6 +218,9 @@ impl DiagState {
                 u64::from(self.cmd_fault.armed()) | (env.counters.lifetime.command_faults << 32),
             ),
             LIVE => Some(gauges.live),
+            FW_PHASE => Some(gauges.fw_phase),
+            FW_PAGES => Some(gauges.fw_pages),
+            ICM_PAGES => Some(gauges.icm_pages),
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
                 self.last_wqe.value(o)
             }

@@ -62,6 +62,7 @@ codes! {
     BfNotRts => "bf_not_rts",
     RqHeadAhead => "rq_head_ahead",
     MttBusy => "mtt_busy",
+    UnmapFaWithIcm => "unmap_fa_with_icm",
 }
 
 /// Why a BlueFlame post was not executed from its bytes.

@@ -25,20 +25,22 @@ use crate::command::{self, op, read_mailbox, write_mailbox, CmdError, CmdResult,
 use crate::env::Env;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::protocol::Code;
 use crate::qbuf::QueueBuf;
 use icm::{IcmMap, ICM_PAGE};
 use init_hca::{HcaProfile, Table, INIT_HCA_SIZE};
 use port::PortState;
 use serde_json::json;
 
+/// The phase's number is the diag block's FW_PHASE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// After reset or UNMAP_FA.
-    Off,
+    Off = 0,
     /// After RUN_FW: capabilities and ICM, INIT_HCA.
-    Running,
+    Running = 1,
     /// After INIT_HCA: everything.
-    HcaUp,
+    HcaUp = 2,
 }
 
 impl Phase {
@@ -109,6 +111,11 @@ impl Firmware {
 
     pub fn icm(&self) -> &IcmMap {
         &self.icm
+    }
+
+    /// Firmware area and aux pages MAP_FA and MAP_ICM_AUX handed over.
+    pub fn host_pages(&self) -> u64 {
+        self.fa_pages + self.aux_pages
     }
 
     /// A queue of `bytes` on the pages of 2^(12 + `log_page_size`) bytes a
@@ -182,7 +189,7 @@ impl Firmware {
                 self.in_phase(&[Phase::Off])
                     .and_then(|()| self.map_fa(env, r)),
             ),
-            op::UNMAP_FA => Some(self.unmap_fa()),
+            op::UNMAP_FA => Some(self.unmap_fa(env)),
             op::RUN_FW => Some(self.in_phase(&[Phase::Off]).and_then(|()| self.run_fw())),
             _ if self.phase == Phase::Off => Some(Err(CmdError::BadSysState)),
             op::QUERY_DEV_CAP => {
@@ -269,8 +276,19 @@ impl Firmware {
     }
 
     /// UNMAP_FA stops the firmware in any state: mlx4 treats its failure
-    /// as fatal (`core/cmd.c:mlx4_closing_cmd_fatal_error`).
-    fn unmap_fa(&mut self) -> CmdResult {
+    /// as fatal (`core/cmd.c:mlx4_closing_cmd_fatal_error`). ICM or aux
+    /// pages still mapped are dropped with it, but mainline gives them back
+    /// first (`core/main.c:mlx4_free_icms` before `mlx4_close_fw`): a
+    /// driver that did not leaked them on a real adapter, whose firmware
+    /// behaviour there is unknown. Recorded as a protocol error.
+    fn unmap_fa<M: GuestMemory, I: Irq>(&mut self, env: &mut Env<M, I>) -> CmdResult {
+        let (icm, aux) = (self.icm.pages(), self.aux_pages);
+        if icm != 0 || aux != 0 {
+            env.protocol_error(
+                Code::UnmapFaWithIcm,
+                format!("UNMAP_FA with {icm} ICM pages and {aux} aux pages still mapped"),
+            );
+        }
         let was_up = self.phase == Phase::HcaUp;
         self.reset();
         self.hca_closed = was_up;

@@ -276,15 +276,26 @@ fn close_hca_unmap_fa_and_reset() {
         assert_eq!(h.cmd_full(op::UNMAP_ICM, 0, base, 64, 0, None), status::OK);
     }
     assert_eq!(h.dev.fw().icm().pages(), 0);
+    assert_eq!(h.diag_read(crate::diag::ICM_PAGES), 0);
+    assert!(h.diag_read(crate::diag::FW_PAGES) > 0);
     assert_eq!(h.cmd(op::UNMAP_ICM_AUX, 0, 0), status::OK);
     assert_eq!(h.cmd(op::UNMAP_FA, 0, 0), status::OK);
     assert_eq!(h.dev.fw().phase(), Phase::Off);
+    // The diag gauges of a firmware given back whole.
+    for gauge in [crate::diag::FW_PHASE, crate::diag::FW_PAGES] {
+        assert_eq!(h.diag_read(gauge), 0, "{gauge:#x}");
+    }
+    assert!(h.error_codes().is_empty());
     assert_eq!(h.cmd(op::QUERY_DEV_CAP, 0, 0), status::BAD_SYS_STATE);
-    // Up again, then UNMAP_FA straight away also ends the HCA.
+    // Up again, then UNMAP_FA straight away also ends the HCA, and drops
+    // the ICM a driver left mapped: recorded.
     init_hca(&mut h);
+    assert_eq!(h.diag_read(crate::diag::FW_PHASE), 2);
+    assert!(h.diag_read(crate::diag::ICM_PAGES) > 0);
     assert_eq!(create_eq(&mut h, 0), status::OK);
     assert_eq!(h.cmd(op::UNMAP_FA, 0, 0), status::OK);
     assert_eq!(h.dev.eqs().live(), 0);
+    assert_eq!(h.error_codes(), ["unmap_fa_with_icm"]);
     // Reset stops the firmware but keeps ownership until it is freed.
     init_hca(&mut h);
     assert_eq!(h.read32(0, OWNER_OFF), 0);
@@ -295,7 +306,7 @@ fn close_hca_unmap_fa_and_reset() {
     h.write32(0, OWNER_OFF, 0);
     assert_eq!(h.read32(0, OWNER_OFF), 0);
     assert_eq!(h.cmd(op::NOP, 0, 0x1f), status::BAD_SYS_STATE);
-    assert!(h.error_codes().is_empty());
+    assert_eq!(h.error_codes(), ["unmap_fa_with_icm"]);
 }
 
 #[test]

@@ -72,6 +72,15 @@
 #define MODEL_RESETS		0x5d0
 #define MODEL_LIVE		0x5d8
 #define MODEL_NO_MASTER_DMA	0x5e0
+/*
+ * Version 7: what the firmware holds of the host, gauges: its phase (0 off,
+ * 1 running, 2 HCA up), the firmware area and aux pages, the ICM pages
+ * mapped (4 KiB each). A driver's teardown brings all three back to 0.
+ */
+#define MODEL_FW_PHASE		0x600
+#define MODEL_FW_PAGES		0x608
+#define MODEL_ICM_PAGES		0x610
+#define MODEL_FW_HCA_UP		2
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88

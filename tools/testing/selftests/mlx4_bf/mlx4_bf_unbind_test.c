@@ -147,6 +147,45 @@ TEST(memory_regions_across_unbind)
 	munmap(buf, 4 * 4096);
 }
 
+/*
+ * Unbind gives the firmware its memory back in full: CLOSE_HCA, UNMAP_ICM
+ * of every table, UNMAP_ICM_AUX, UNMAP_FA leave the model's firmware off
+ * with no host page; a rebind maps exactly as much again, so
+ * unbind/bind cycles leak nothing on the adapter either.
+ */
+TEST(unbind_gives_the_firmware_area_and_icm_back)
+{
+	uint64_t fw_pages, icm_pages;
+	struct model m;
+	char bdf[64];
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	if (model_open(&m))
+		SKIP(return, NO_ANALYZER);
+	if (model_version(&m) < 7) {
+		model_close(&m);
+		SKIP(return, "the model has no firmware gauges (diag version 7)");
+	}
+	EXPECT_EQ(MODEL_FW_HCA_UP, model_read(&m, MODEL_FW_PHASE));
+	fw_pages = model_read(&m, MODEL_FW_PAGES);
+	icm_pages = model_read(&m, MODEL_ICM_PAGES);
+	EXPECT_LT(0, fw_pages);
+	EXPECT_LT(0, icm_pages);
+	for (int cycle = 0; cycle < 3; cycle++) {
+		ASSERT_EQ(0, write_file(DRIVER_DIR "/unbind", bdf));
+		EXPECT_EQ(0, model_read(&m, MODEL_FW_PHASE)) TH_LOG("cycle %d", cycle);
+		EXPECT_EQ(0, model_read(&m, MODEL_FW_PAGES)) TH_LOG("cycle %d", cycle);
+		EXPECT_EQ(0, model_read(&m, MODEL_ICM_PAGES)) TH_LOG("cycle %d", cycle);
+		EXPECT_EQ(0, model_read(&m, MODEL_LIVE)) TH_LOG("cycle %d", cycle);
+		ASSERT_EQ(0, write_file("/sys/bus/pci/drivers_probe", bdf));
+		EXPECT_EQ(MODEL_FW_HCA_UP, model_read(&m, MODEL_FW_PHASE));
+		EXPECT_EQ(fw_pages, model_read(&m, MODEL_FW_PAGES)) TH_LOG("cycle %d", cycle);
+		EXPECT_EQ(icm_pages, model_read(&m, MODEL_ICM_PAGES)) TH_LOG("cycle %d", cycle);
+	}
+	model_close(&m);
+}
+
 /* mlx4's opcodes of the teardown commands the model is told to break. */
 #define OP_HW2SW_CQ	0x17
 #define OP_2RST_QP	0x21
@@ -185,6 +224,9 @@ static void unbind_with_a_broken_teardown(struct __test_metadata *_metadata, uin
 	EXPECT_EQ(0, (uint32_t)model_read(&m, MODEL_CMD_FAULT)) TH_LOG("the fault fired");
 	EXPECT_EQ(resets + 1, model_read(&m, MODEL_RESETS)) TH_LOG("one reset, at unbind");
 	EXPECT_EQ(0, model_read(&m, MODEL_LIVE)) TH_LOG("nothing left in the adapter");
+	if (model_version(&m) >= 7)
+		EXPECT_EQ(0, model_read(&m, MODEL_FW_PAGES) + model_read(&m, MODEL_ICM_PAGES))
+			TH_LOG("the reset took the firmware's pages");
 	EXPECT_EQ(no_master, model_read(&m, MODEL_NO_MASTER_DMA))
 		TH_LOG("no DMA tried without bus mastering");
 	EXPECT_EQ(-ENODEV, create_qp(fd, &qp));
