@@ -38,9 +38,13 @@ pub(crate) type Bar0 = pci::Bar<'static, BAR0_SIZE>;
 
 /// `CMD_POLL_TOKEN`.
 const POLL_TOKEN: u32 = 0xffff;
-/// `GO_BIT_TIMEOUT_MSECS`; mlx4 allows some commands a minute, none of those
-/// used here needs that long.
+/// How long a command may keep GO set. mlx4 gives every command a minute
+/// (`MLX4_CMD_TIME_CLASS_A`..`C`); the firmware's own life cycle (MAP_FA,
+/// RUN_FW, INIT_HCA, CLOSE_HCA, UNMAP_FA ...) gets that here too, the
+/// commands on contexts 10 s, so that a teardown stuck on one does not
+/// hold unbind for minutes.
 const TIMEOUT_MS: i64 = 10_000;
+const FIRMWARE_TIMEOUT_MS: i64 = 60_000;
 
 pub(crate) const MAILBOX_SIZE: usize = 4096;
 
@@ -81,6 +85,22 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    fn timeout_ms(self) -> i64 {
+        match self {
+            Op::InitHca
+            | Op::CloseHca
+            | Op::MapFa
+            | Op::UnmapFa
+            | Op::RunFw
+            | Op::SetIcmSize
+            | Op::MapIcmAux
+            | Op::UnmapIcmAux
+            | Op::MapIcm
+            | Op::UnmapIcm => FIRMWARE_TIMEOUT_MS,
+            _ => TIMEOUT_MS,
+        }
+    }
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             Op::QueryDevCap => "QUERY_DEV_CAP",
@@ -439,7 +459,7 @@ impl CmdIf {
             || self.read_ctrl(),
             |c| !Self::pending(*c, toggle),
             Delta::from_micros(10),
-            Delta::from_millis(TIMEOUT_MS),
+            Delta::from_millis(op.timeout_ms()),
         )
         .map_err(|e| {
             if e == ETIMEDOUT {
