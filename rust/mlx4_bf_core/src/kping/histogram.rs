@@ -30,7 +30,7 @@ fn index(v: u64) -> usize {
     // e >= SUB_BITS + 1: v's leading one; m: the 3 bits after it.
     let e = 63 - v.leading_zeros();
     let m = (v >> (e - SUB_BITS)) & (SUB - 1);
-    ((e - SUB_BITS + 1) as u64 * SUB + m) as usize
+    (u64::from(e - SUB_BITS + 1) * SUB + m) as usize
 }
 
 /// The lowest value of bucket `i` (< [`BUCKETS`]) and its width.
@@ -152,7 +152,8 @@ impl Histogram {
             if seen >= rank {
                 let (low, width) = bucket(i);
                 let mid = low + (width - 1) / 2;
-                return Some(mid.clamp(self.min, self.max));
+                // max/min, not clamp(): no panic even on a broken invariant.
+                return Some(mid.max(self.min).min(self.max));
             }
         }
         // Only if the counts saturated.
