@@ -10,6 +10,7 @@
 
 pub mod abi;
 pub mod icm;
+pub mod kping;
 pub mod layout;
 pub mod region;
 pub mod ring;
