@@ -305,7 +305,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     let qpn_limit = hca.qpn_limit.min(QPN_LIMIT);
     let umem = UserMem::new(pdev.as_ref())?;
     // The adapter finds the queues in these pools through the MTT.
-    hca.write_pool_mtt(Pool::QpPool, hw.qp_pool.dma_handle())?;
+    hca.write_pool_mtt(Pool::KernelQps, hw.qp_pool.dma_handle())?;
     for area in 0..AREAS {
         hca.write_pool_mtt(Pool::Area(area), umem.area(area)?.dma_base())?;
     }

@@ -37,11 +37,14 @@ impl Context {
         let pinned = Pinned::pin(first_page, pages as usize, writable)?;
         let hca = self.hca();
         let cmd = &hca.cmd;
-        let key = self
-            .adapter
-            .mrs
-            .lock()
-            .register(hca, pinned, self.uar_index, addr, len, perm)?;
+        let key = self.adapter.mrs.lock().register(
+            (cmd, |first, pages: &[u64]| hca.write_mtt(first, pages)),
+            pinned,
+            self.uar_index,
+            addr,
+            len,
+            perm,
+        )?;
         let info = abi::MrInfo {
             mr_handle: key,
             lkey: key,

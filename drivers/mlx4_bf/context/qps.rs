@@ -140,7 +140,7 @@ impl Context {
                 return Err(EINVAL);
             }
             (
-                self.hca().profile.queue_mtt.addr(Pool::QpPool, base)?,
+                self.hca().profile.queue_mtt.addr(Pool::KernelQps, base)?,
                 hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
             )
         };

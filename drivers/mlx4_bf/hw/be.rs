@@ -19,6 +19,15 @@ pub(crate) type Be32 = U32<BigEndian>;
 /// `__be64`.
 pub(crate) type Be64 = U64<BigEndian>;
 
+/// `mtt_base_addr_h` (8 bits) and `mtt_base_addr_l` (32 bits) of a
+/// context: a 40-bit MTT byte address.
+pub(crate) fn mtt_fields(mtt_addr: u64) -> Result<(u8, Be32)> {
+    if mtt_addr >> 40 != 0 || mtt_addr % crate::region::MTT_ENTRY_LEN != 0 {
+        return Err(ERANGE);
+    }
+    Ok(((mtt_addr >> 32) as u8, Be32::new(mtt_addr as u32)))
+}
+
 fn field<const N: usize>(b: &[u8], at: usize) -> Result<[u8; N]> {
     let s = b.get(at..at.checked_add(N).ok_or(EINVAL)?).ok_or(EINVAL)?;
     let mut v = [0u8; N];

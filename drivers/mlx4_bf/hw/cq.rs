@@ -16,10 +16,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{Be16, Be32, Be64},
+    hw::be::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
-    hw::mtt::{self, Pool, QueueMtt},
+    hw::mtt::{Pool, QueueMtt},
     hw::queue_mem::{HcaDma, HcaMem},
     ring,
 };
@@ -153,7 +153,7 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
     ctx.comp_eqn = p.eqn as u8;
     // 4 KiB pages: log_page_size 0.
     ctx.log_page_size = 0;
-    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(p.buf_mtt)?;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(p.buf_mtt)?;
     ctx.db_rec_addr = p.db_rec.into();
     cmd.exec(
         st,
@@ -164,35 +164,38 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
 }
 
 impl Cq {
-    /// SW2HW_CQ of CQ slot `slot` (cleared by [`clear`]) as `cqn`, with
-    /// completions of UAR `uar` and its events to EQ `eqn`.
-    pub(crate) fn create(
-        cmd: &CmdIf,
-        st: &mut CmdState,
-        dma: &HcaDma,
-        queue_mtt: &QueueMtt,
+    /// SW2HW_CQ of send CQ slot `slot` (cleared by [`clear`]) as `p.cqn`:
+    /// `p` from [`Cq::send_cq_params`].
+    pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, slot: usize, p: &CqParams) -> Result<Cq> {
+        if slot >= MAX_CQS || p.live_bit != slot {
+            return Err(EINVAL);
+        }
+        create(cmd, st, p)?;
+        Ok(Cq {
+            slot,
+            cqn: p.cqn,
+            ci: 0,
+        })
+    }
+
+    /// Where send CQ slot `slot` lives (`HcaMem::cqs`, `cq_db`), as `cqn`,
+    /// with completions of UAR `uar` and its events to EQ `eqn`.
+    pub(crate) fn send_cq_params(
+        (dma, queue_mtt): (&HcaDma, &QueueMtt),
         slot: usize,
         cqn: u32,
         uar: u32,
         eqn: u32,
-    ) -> Result<Cq> {
-        if slot >= MAX_CQS {
-            return Err(EINVAL);
-        }
-        create(
-            cmd,
-            st,
-            &CqParams {
-                live_bit: slot,
-                cqn,
-                log_entries: CQ_LOG_ENTRIES,
-                uar,
-                eqn,
-                buf_mtt: queue_mtt.addr(Pool::SendCqs, slot * CQ_BYTES)?,
-                db_rec: dma.cq_db + (slot * DB_REC_WORDS * 4) as u64,
-            },
-        )?;
-        Ok(Cq { slot, cqn, ci: 0 })
+    ) -> Result<CqParams> {
+        Ok(CqParams {
+            live_bit: slot,
+            cqn,
+            log_entries: CQ_LOG_ENTRIES,
+            uar,
+            eqn,
+            buf_mtt: queue_mtt.addr(Pool::SendCqs, slot * CQ_BYTES)?,
+            db_rec: dma.cq_db + (slot * DB_REC_WORDS * 4) as u64,
+        })
     }
 
     /// Hands every CQE the device has written to `f`, then publishes the

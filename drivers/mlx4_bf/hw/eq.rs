@@ -21,11 +21,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{Be16, Be32},
+    hw::be::{mtt_fields, Be16, Be32},
     hw::be_io::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
-    hw::mtt,
     hw::queue_mem::HcaMem,
     hw::stats::{EqeKind, HcaStats},
     ring,
@@ -146,7 +145,7 @@ impl Eq {
         ctx.intr = EQ_VECTOR as u8;
         // 4 KiB pages: log_page_size 0.
         ctx.log_page_size = 0;
-        (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(buf_mtt)?;
+        (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(buf_mtt)?;
         cmd.exec(
             st,
             Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(ctx.as_bytes())),

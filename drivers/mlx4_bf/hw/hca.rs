@@ -173,8 +173,11 @@ fn bring_up(
     let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
     let mem = HcaMem::new(dev)?;
     let mtt = &profile.queue_mtt;
-    mtt.write_pool(firmware, Pool::Eq, mem.eq.dma_handle())?;
-    mtt.write_pool(firmware, Pool::SendCqs, mem.cqs.dma_handle())?;
+    let fw = &*firmware;
+    mtt.write_pool(Pool::Eq, mem.eq.dma_handle(), |f, p| fw.write_mtt(f, p))?;
+    mtt.write_pool(Pool::SendCqs, mem.cqs.dma_handle(), |f, p| {
+        fw.write_mtt(f, p)
+    })?;
     Ok((dev_cap, profile, eqn, first_cqn, mem))
 }
 
@@ -281,9 +284,9 @@ impl Hca {
     /// The MTT entries of a queue pool allocated after the probe (QP
     /// buffers, areas), physically contiguous from `dma`.
     pub(crate) fn write_pool_mtt(&self, pool: Pool, dma: u64) -> Result {
-        let fw = self.firmware.lock();
-        let fw = Option::as_ref(&fw).ok_or(ENODEV)?;
-        self.profile.queue_mtt.write_pool(fw, pool, dma)
+        self.profile
+            .queue_mtt
+            .write_pool(pool, dma, |f, p| self.write_mtt(f, p))
     }
 
     /// MTT entries `first..` for `pages` (a memory region's).
@@ -358,16 +361,14 @@ impl Hca {
             return Err(ENOSPC);
         }
         clear(slot, &st)?;
-        Cq::create(
-            &self.cmd,
-            &mut st,
-            &self.dma,
-            &self.profile.queue_mtt,
+        let p = Cq::send_cq_params(
+            (&self.dma, &self.profile.queue_mtt),
             slot,
             self.cqn(slot),
             uar,
             self.eq.eqn,
-        )
+        )?;
+        Cq::create(&self.cmd, &mut st, slot, &p)
     }
 
     pub(crate) fn close_cq(&self, cq: &Cq) {

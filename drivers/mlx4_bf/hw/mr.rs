@@ -23,7 +23,6 @@ use crate::{
     hw::firmware::Profile,
     hw::fw::DevCap,
     hw::geometry::MAX_MPTS,
-    hw::hca::Hca,
     hw::mtt::QueueMtt,
     region::{self, Mpt, RangeAlloc},
     sys::pin::{DmaMap, Pinned},
@@ -172,7 +171,7 @@ impl MrTable {
     /// the pages are unpinned.
     pub(crate) fn register(
         &mut self,
-        hca: &Hca,
+        (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
         mut pinned: Pinned,
         owner: u32,
         start: u64,
@@ -209,8 +208,8 @@ impl MrTable {
             perm,
             mtt: mtt as u32,
         };
-        let written = self.write_mtt(hca, &dma, mtt as u32, pages);
-        let created = written.and_then(|()| mpt_create(&hca.cmd, &mut hca.cmd.lock(), slot, &mpt));
+        let written = Self::write_mtt(write_mtt, &dma, mtt as u32, pages);
+        let created = written.and_then(|()| mpt_create(cmd, &mut cmd.lock(), slot, &mpt));
         if let Err(e) = created {
             // SAFETY: Still bound (as above); mapped in this call.
             unsafe { dma.unmap(&self.dev) };
@@ -227,8 +226,14 @@ impl MrTable {
         Ok(mpt.key)
     }
 
-    /// WRITE_MTT of the page addresses of `dma` from entry `first` on.
-    fn write_mtt(&self, hca: &Hca, dma: &DmaMap, first: u32, pages: usize) -> Result {
+    /// The MTT entries of the page addresses of `dma` from entry `first` on,
+    /// through `write` (`Hca::write_mtt`: into ICM).
+    fn write_mtt(
+        write: impl Fn(u32, &[u64]) -> Result,
+        dma: &DmaMap,
+        first: u32,
+        pages: usize,
+    ) -> Result {
         let mut addrs = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut pushed = Ok(());
         dma.for_each_page(|a| {
@@ -240,7 +245,7 @@ impl MrTable {
         if addrs.len() != pages {
             return Err(EINVAL);
         }
-        hca.write_mtt(first, &addrs)
+        write(first, &addrs)
     }
 
     /// Takes context `owner`'s region `key` out of the adapter and unmaps

@@ -5,7 +5,8 @@
 //! by the MTT byte address of its first page (`mlx4_mtt_addr()`: entry
 //! index x 8) and the page size (4 KiB, `log_page_size` 0); the adapter
 //! reads the page addresses from the MTT table in ICM, which the driver
-//! writes (`Firmware::write_mtt`).
+//! writes (`Firmware::write_mtt`); a context's fields for it are
+//! `be::mtt_fields`.
 //!
 //! The queue memory is allocated at probe and never changes, so its MTT
 //! entries are written once, at probe, in one range right after the
@@ -15,24 +16,13 @@
 use kernel::prelude::*;
 
 use crate::{
-    hw::be::Be32,
-    hw::firmware::Firmware,
     hw::geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, MAX_CQS, MAX_QPS, QP_BUF_BYTES},
     hw::umem::{AREAS, AREA_BYTES},
 };
 
 const PAGE: usize = 4096;
 /// Bytes of an MTT entry (`mtt_entry_sz`, checked in `DevCap::check`).
-const MTT_ENTRY: u64 = 8;
-
-/// `mtt_base_addr_h` (8 bits) and `mtt_base_addr_l` (32 bits) of a
-/// context: a 40-bit MTT byte address.
-pub(crate) fn context_fields(mtt_addr: u64) -> Result<(u8, Be32)> {
-    if mtt_addr >> 40 != 0 || mtt_addr % MTT_ENTRY != 0 {
-        return Err(ERANGE);
-    }
-    Ok(((mtt_addr >> 32) as u8, Be32::new(mtt_addr as u32)))
-}
+const MTT_ENTRY: u64 = crate::region::MTT_ENTRY_LEN;
 
 /// The queue memory pools, each a run of 4 KiB pages.
 #[derive(Clone, Copy)]
@@ -42,7 +32,7 @@ pub(crate) enum Pool {
     /// The contexts' send CQs, one page each.
     SendCqs,
     /// The kernel-posted QPs' buffers.
-    QpPool,
+    KernelQps,
     /// A context's area (receive CQs, user-posted QP buffers).
     Area(usize),
 }
@@ -59,7 +49,7 @@ impl Pool {
         match self {
             Pool::Eq => EQ_PAGES,
             Pool::SendCqs => SEND_CQ_PAGES,
-            Pool::QpPool => QP_POOL_PAGES,
+            Pool::KernelQps => QP_POOL_PAGES,
             Pool::Area(_) => AREA_PAGES,
         }
     }
@@ -69,7 +59,7 @@ impl Pool {
         match self {
             Pool::Eq => 0,
             Pool::SendCqs => EQ_PAGES,
-            Pool::QpPool => EQ_PAGES + SEND_CQ_PAGES,
+            Pool::KernelQps => EQ_PAGES + SEND_CQ_PAGES,
             Pool::Area(i) => EQ_PAGES + SEND_CQ_PAGES + QP_POOL_PAGES + i * AREA_PAGES,
         }
     }
@@ -106,12 +96,18 @@ impl QueueMtt {
         Ok(entry as u64 * MTT_ENTRY)
     }
 
-    /// The MTT entries of `pool`'s pages, physically contiguous from `dma`.
-    pub(crate) fn write_pool(&self, fw: &Firmware, pool: Pool, dma: u64) -> Result {
+    /// The MTT entries of `pool`'s pages, physically contiguous from `dma`,
+    /// handed to `write(first entry, page addresses)` (`Firmware::write_mtt`).
+    pub(crate) fn write_pool(
+        &self,
+        pool: Pool,
+        dma: u64,
+        write: impl FnOnce(u32, &[u64]) -> Result,
+    ) -> Result {
         let mut pages = KVec::with_capacity(pool.pages(), GFP_KERNEL)?;
         for i in 0..pool.pages() {
             pages.push(dma + (i * PAGE) as u64, GFP_KERNEL)?;
         }
-        fw.write_mtt(self.first(pool)?, &pages)
+        write(self.first(pool)?, &pages)
     }
 }

@@ -10,10 +10,9 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{Be16, Be32, Be64},
+    hw::be::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
-    hw::mtt,
 };
 
 /// `struct mlx4_qp_path`.
@@ -226,7 +225,7 @@ fn context(p: &QpParams, state: u32) -> Result<QpModify> {
     ctx.db_rec_addr = p.rq_db_dma.into();
     // 4 KiB pages: log_page_size 0.
     ctx.log_page_size = 0;
-    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt::context_fields(p.buf_mtt)?;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(p.buf_mtt)?;
     Ok(mbox)
 }
 

@@ -10,6 +10,28 @@ use crate::bytes::{be16, put_be32, put_be64};
 use crate::command::{op, status};
 use crate::firmware::caps;
 use crate::layout::*;
+use crate::trace::TraceLevel;
+use crate::Config;
+
+impl Harness {
+    /// The HCA up ([`hca_up`]: every table in ICM, the fake memory's pages
+    /// in the MTT), no queues yet.
+    pub fn new() -> Self {
+        Self::up_at(Config::default(), TraceLevel::All)
+    }
+
+    /// `new` with `cfg`.
+    pub fn up(cfg: Config) -> Self {
+        Self::up_at(cfg, TraceLevel::All)
+    }
+
+    /// `new` with `cfg`, the trace at `level`.
+    pub fn up_at(cfg: Config, level: TraceLevel) -> Self {
+        let mut h = Self::fresh_at(cfg, level);
+        hca_up(&mut h);
+        h
+    }
+}
 
 /// Where the tests' firmware area, auxiliary ICM and ICM pages "are": the
 /// model never touches them, so they need not be in the fake memory.
@@ -25,21 +47,9 @@ pub(crate) const EQC_BASE: u64 = 0x0300_0000;
 pub(crate) const DMPT_BASE: u64 = 0x0400_0000;
 pub(crate) const MTT_BASE: u64 = 0x0500_0000;
 pub(crate) const ICM_SIZE: u64 = 0x0600_0000;
-pub(crate) const LOG_MPTS: u32 = 10;
 
 /// Host memory for the MTT table's first two ICM pages (entries 0..1023).
 pub(crate) const MTT_PAGE: u64 = 0x20_0000;
-/// The MTT entries `Harness::new` writes for every page of the fake
-/// memory, in order, from this entry on (`mtt_of`); the first MTT page
-/// stays for the tests' own entries.
-pub(crate) const MTT_WINDOW: u64 = 512;
-
-/// The byte offset in the MTT table (what a context's mtt_base_addr
-/// holds) of the entries `Harness::new` wrote for the pages from `buf` on:
-/// a buffer in the fake memory is described page by page, as mlx4 would.
-pub(crate) fn mtt_of(buf: u64) -> u64 {
-    8 * (MTT_WINDOW + (buf.wrapping_sub(MEM_BASE) >> 12))
-}
 
 /// A page-list command of (virt, dma, order) entries; the status.
 pub(crate) fn map(h: &mut Harness, opcode: u16, entries: &[(u64, u64, u32)]) -> u8 {

@@ -1,4 +1,4 @@
-use super::bringup::{hca_up, mtt_of};
+use super::bringup::hca_up;
 use super::harness::*;
 use crate::bytes::{be16, be32, hex, put_be32};
 use crate::command::{op, status};

@@ -1,7 +1,6 @@
 //! Property test: arbitrary MMIO against a small fake memory never panics,
 //! never reaches outside it, and keeps the counters consistent.
 
-use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{put_be32, put_be64};
 use crate::command::op;

@@ -1,7 +1,6 @@
 //! A tiny "driver" for tests: HCR commands, the firmware bring-up
 //! (`bringup`), queue creation on MTT-described buffers, posts.
 
-use super::bringup::{hca_up, mtt_of, LOG_MPTS};
 use crate::bytes::{be32, put_be16, put_be32, put_be64};
 use crate::command::op;
 use crate::diag;
@@ -11,6 +10,20 @@ use crate::pci::{COMMAND, COMMAND_MASTER};
 use crate::trace::{TraceLevel, Tracer};
 use crate::{Config, Device, FakeMemory, RecordingIrq};
 use serde_json::Value;
+
+/// log2 of the test profile's MPTs (`bringup::init_hca_mailbox`).
+pub(crate) const LOG_MPTS: u32 = 10;
+/// The MTT entries `Harness::new` writes for every page of the fake
+/// memory, in order, from this entry on (`mtt_of`); the first MTT page
+/// stays for the tests' own entries.
+pub(crate) const MTT_WINDOW: u64 = 512;
+
+/// The byte offset in the MTT table (what a context's mtt_base_addr
+/// holds) of the entries `Harness::new` wrote for the pages from `buf` on:
+/// a buffer in the fake memory is described page by page, as mlx4 would.
+pub(crate) fn mtt_of(buf: u64) -> u64 {
+    8 * (MTT_WINDOW + (buf.wrapping_sub(MEM_BASE) >> 12))
+}
 
 pub const MEM_BASE: u64 = 0x10_0000;
 pub const MEM_LEN: usize = 0x4_0000;
@@ -67,24 +80,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// The HCA up (`bringup::hca_up`: every table in ICM, the fake
-    /// memory's pages in the MTT), no queues yet.
-    pub fn new() -> Self {
-        Self::up_at(Config::default(), TraceLevel::All)
-    }
-
-    /// `new` with `cfg`.
-    pub fn up(cfg: Config) -> Self {
-        Self::up_at(cfg, TraceLevel::All)
-    }
-
-    /// `new` with `cfg`, the trace at `level`.
-    pub fn up_at(cfg: Config, level: TraceLevel) -> Self {
-        let mut h = Self::fresh_at(cfg, level);
-        hca_up(&mut h);
-        h
-    }
-
     /// A device just out of reset: the firmware not running, so only
     /// QUERY_FW, MAP_FA, RUN_FW and UNMAP_FA work.
     pub fn fresh() -> Self {

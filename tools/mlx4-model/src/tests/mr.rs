@@ -1,7 +1,6 @@
 //! Memory regions (MTT, MPT), the key checks of data segments and rkeys,
 //! and RDMA writes that land in registered memory.
 
-use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
 use crate::command::{op, status};

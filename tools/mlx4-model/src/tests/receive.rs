@@ -1,7 +1,6 @@
 //! Receive queues and delivery (issue 10): the reserved lkey, the RQ
 //! doorbell record and receive WQEs, and the delivery rules a–e.
 
-use super::bringup::mtt_of;
 use super::harness::*;
 use crate::bytes::{be16, be32, put_be32, put_be64};
 use crate::command::{op, status};
