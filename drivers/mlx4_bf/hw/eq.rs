@@ -7,8 +7,9 @@
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
 //! interrupt handler (`adapter::EqHandler`) consumes what is there with
 //! [`Eq::poll`], which counts it; it re-arms the EQ through its doorbell in
-//! UAR page 0, the kernel's, and on a completion event wakes the pollers of
-//! the device file.
+//! UAR page `eqn / 4`, the kernel's (no context gets it,
+//! `Hca::kernel_uars`), and on a completion event wakes the pollers of the
+//! device file. The EQ's buffer is named by its MTT entries (`mtt.rs`).
 
 use core::mem::{offset_of, size_of};
 use kernel::{

@@ -226,7 +226,7 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
 impl Hca {
     /// The bring-up that needs the adapter and its interrupt handler:
     /// SW2HW_EQ, MAP_EQ, arm, NOP with an event. `uar` is the adapter's UAR
-    /// area (the EQ doorbell is in page 0).
+    /// area (the EQ doorbell is in page `eqn / 4`).
     pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
         let eq_mtt = self.profile.queue_mtt.addr(Pool::Eq, 0)?;
         self.eq.create(&self.cmd, &mut self.cmd.lock(), eq_mtt)?;
