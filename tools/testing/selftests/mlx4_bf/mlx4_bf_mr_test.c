@@ -201,9 +201,16 @@ TEST_F(mr, missing_address_or_length_is_einval)
 
 TEST_F(mr, unknown_access_bits_are_einval)
 {
-	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, 1u << 2));
+	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, 1u << 3));
 	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, MLX4_BF_ACCESS_LOCAL_WRITE | 1u << 31));
-	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, ACCESS_RDMA | 1u << 3));
+	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, ACCESS_RDMA | MLX4_BF_ACCESS_REMOTE_READ | 1u << 3));
+}
+
+/* Remote read needs no local write (ib_check_mr_access()). */
+TEST_F(mr, remote_read_registers_without_local_write)
+{
+	EXPECT_EQ(0, reg(self, 0, PAGE, MLX4_BF_ACCESS_REMOTE_READ));
+	EXPECT_EQ(0, reg(self, 0, PAGE, ACCESS_RDMA | MLX4_BF_ACCESS_REMOTE_READ));
 }
 
 TEST_F(mr, remote_write_without_local_write_is_einval)
