@@ -106,7 +106,11 @@ enum mlx4_bf_qp_method {
 	 * range inside it; an RDMA write's remote address segment names one of
 	 * the connected peer's context, registered with
 	 * MLX4_BF_ACCESS_REMOTE_WRITE, by its rkey, and the whole message must
-	 * lie inside it. Anything else fails with -EACCES.
+	 * lie inside it. An RDMA read (opcode 0x10, no inline data, no
+	 * MLX4_BF_ATTR_PAYLOAD) reads a region of the peer registered with
+	 * MLX4_BF_ACCESS_REMOTE_READ into its data segments, whose regions must
+	 * be this context's and registered with MLX4_BF_ACCESS_LOCAL_WRITE.
+	 * Anything else fails with -EACCES.
 	 */
 	MLX4_BF_METHOD_POST_SEND,
 	/*
@@ -253,6 +257,8 @@ enum mlx4_bf_access_flags {
 	MLX4_BF_ACCESS_LOCAL_WRITE	= 1 << 0,
 	/* The connected peer may RDMA-write into it with its rkey. */
 	MLX4_BF_ACCESS_REMOTE_WRITE	= 1 << 1,
+	/* The connected peer may RDMA-read it with its rkey. */
+	MLX4_BF_ACCESS_REMOTE_READ	= 1 << 2,
 };
 
 /**

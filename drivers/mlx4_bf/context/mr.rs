@@ -61,7 +61,7 @@ impl Context {
             start: addr,
             len,
             pages,
-            remote_write: region::remote_writable(perm),
+            perm,
         });
         Ok(())
     }

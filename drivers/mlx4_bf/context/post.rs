@@ -90,11 +90,13 @@ impl Context {
         let mut info =
             wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
         // Every gather names one of this context's regions and stays inside
-        // it. The reserved lkey, which makes an address a DMA address (the
-        // kernel's receive and send buffers), names none of them.
+        // it; an RDMA read's segments, where its data lands, name regions
+        // registered with LOCAL_WRITE. The reserved lkey, which makes an
+        // address a DMA address (the kernel's receive and send buffers),
+        // names none of them.
         if info.gather_segs != 0 {
             region::check_gathers(&buf[..len], &info, |k| {
-                mrs.find(k).map(|m| (m.start, m.len))
+                mrs.find(k).map(|m| (m.start, m.len, m.perm))
             })
             .map_err(|r| self.reject(r, EACCES))?;
         }
@@ -135,12 +137,13 @@ impl Context {
             None => 0,
         };
         // An RDMA write lands in a region of the peer's context that takes
-        // remote writes, all of it. A peer in this context (a QP connected
-        // to itself, say) is checked without the adapter's locks.
-        if region::is_rdma_write(info.opcode) {
+        // remote writes, all of it; an RDMA read reads one that allows remote
+        // reads. A peer in this context (a QP connected to itself, say) is
+        // checked without the adapter's locks.
+        if region::is_rdma(info.opcode) {
             let checked = if qp.peer_local {
                 region::check_rdma(&buf[..len], &info, |rkey| {
-                    mrs.find(rkey).map(|m| (m.start, m.len, m.remote_write))
+                    mrs.find(rkey).map(|m| (m.start, m.len, m.perm))
                 })
             } else {
                 let peer = self.adapter.qps.lock().pd(qp.remote_qpn);

@@ -52,7 +52,8 @@ pub(crate) struct CtxMr {
     pub(crate) start: u64,
     pub(crate) len: u64,
     pub(crate) pages: u32,
-    pub(crate) remote_write: bool,
+    /// `region::perm()` bits: what the adapter may do with it.
+    pub(crate) perm: u32,
 }
 
 /// A context's regions, packed at the front: a post searches only those
@@ -71,7 +72,7 @@ impl CtxMrs {
             start: 0,
             len: 0,
             pages: 0,
-            remote_write: false,
+            perm: 0,
         };
         CtxMrs {
             list: [NONE; MAX_MRS_PER_CONTEXT],
@@ -284,18 +285,14 @@ impl MrTable {
         out
     }
 
-    /// `(start, len, remote writes allowed)` of the region `rkey` names, if
+    /// `(start, len, region::perm() bits)` of the region `rkey` names, if
     /// it belongs to the context whose PD is `pd`.
-    pub(crate) fn remote(&self, rkey: u32, pd: u32) -> Option<(u64, u64, bool)> {
+    pub(crate) fn remote(&self, rkey: u32, pd: u32) -> Option<(u64, u64, u32)> {
         let e = self
             .entries
             .get(region::key_slot(rkey) as usize)?
             .as_ref()?;
-        (e.mpt.key == rkey && e.mpt.pd == pd).then_some((
-            e.mpt.start,
-            e.mpt.len,
-            region::remote_writable(e.mpt.perm),
-        ))
+        (e.mpt.key == rkey && e.mpt.pd == pd).then_some((e.mpt.start, e.mpt.len, e.mpt.perm))
     }
 }
 

@@ -132,9 +132,12 @@ const PM_MIGRATED: u32 = 3;
 const MTU_MSGMAX: u8 = (5 << 5) | 31;
 /// Port 1 (`0x83 | (port - 1) << 6`).
 const SCHED_QUEUE_PORT1: u8 = 0x83;
-/// `MLX4_QP_BIT_RWE` of `params2`: remote writes to this QP's responder are
-/// allowed (the MPT an rkey names must allow them too).
+/// `MLX4_QP_BIT_RWE` and `MLX4_QP_BIT_RRE` of `params2`: remote writes and
+/// reads at this QP's responder are allowed (the MPT an rkey names must
+/// allow them too). `rra_max` and `sra_max` stay 0: one RDMA read in
+/// flight each way (one RDMARC entry per QP, `firmware.rs`).
 const PARAMS2_RWE: u32 = 1 << 14;
+const PARAMS2_RRE: u32 = 1 << 15;
 /// `2RST_QP` takes op_mod 2 and no mailbox.
 const TO_RST_OP_MOD: u32 = 2;
 
@@ -219,7 +222,7 @@ fn context(p: &QpParams, state: u32) -> Result<QpModify> {
     ctx.remote_qpn = p.remote_qpn.into();
     ctx.pri_path.sched_queue = SCHED_QUEUE_PORT1;
     ctx.pri_path.rlid = p.rlid.into();
-    ctx.params2 = PARAMS2_RWE.into();
+    ctx.params2 = (PARAMS2_RWE | PARAMS2_RRE).into();
     ctx.cqn_send = p.cqn_send.into();
     ctx.cqn_recv = p.cqn_recv.into();
     ctx.db_rec_addr = p.rq_db_dma.into();

@@ -185,6 +185,7 @@ mod tests {
             (c::MLX4_BF_ARM_F_SOLICITED, abi::ARM_F_SOLICITED),
             (c::MLX4_BF_ACCESS_LOCAL_WRITE, abi::ACCESS_LOCAL_WRITE),
             (c::MLX4_BF_ACCESS_REMOTE_WRITE, abi::ACCESS_REMOTE_WRITE),
+            (c::MLX4_BF_ACCESS_REMOTE_READ, abi::ACCESS_REMOTE_READ),
             (c::MLX4_BF_QP_F_USER_SEND, abi::QP_F_USER_SEND),
         ] {
             assert_eq!(cv as u32, rv);

@@ -10,7 +10,7 @@
 //! a key is `slot << 8 | tag` and goes stale when the slot is reused with
 //! the next tag. lkey and rkey are the same key.
 
-use crate::abi::{Reject, ACCESS_ALL, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE};
+use crate::abi::{Reject, ACCESS_ALL, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
 use crate::wqe::{self, WqeInfo};
 
 pub const PAGE_SHIFT: u32 = 12;
@@ -26,6 +26,7 @@ const MPT_FLAG_MIO: u32 = 1 << 17;
 const MPT_FLAG_REGION: u32 = 1 << 8;
 const PERM_LOCAL_READ: u32 = 1 << 10;
 const PERM_LOCAL_WRITE: u32 = 1 << 11;
+const PERM_REMOTE_READ: u32 = 1 << 12;
 const PERM_REMOTE_WRITE: u32 = 1 << 13;
 /// `MLX4_MPT_PD_FLAG_EN_INV`
 const MPT_PD_FLAG_EN_INV: u32 = 3 << 24;
@@ -69,7 +70,8 @@ pub fn contains(start: u64, size: u64, addr: u64, len: u64) -> bool {
 }
 
 /// The MPT permission bits of the ABI's access flags: local read always,
-/// remote write only with local write (as `ib_check_mr_access()`).
+/// remote write only with local write (as `ib_check_mr_access()`); remote
+/// read needs nothing else.
 pub fn perm(access: u32) -> Option<u32> {
     if access & !ACCESS_ALL != 0 {
         return None;
@@ -84,12 +86,26 @@ pub fn perm(access: u32) -> Option<u32> {
     if access & ACCESS_REMOTE_WRITE != 0 {
         perm |= PERM_REMOTE_WRITE;
     }
+    if access & ACCESS_REMOTE_READ != 0 {
+        perm |= PERM_REMOTE_READ;
+    }
     Some(perm)
 }
 
-/// Does an MPT with `perm()` bits take remote writes?
-pub const fn remote_writable(perm: u32) -> bool {
-    perm & PERM_REMOTE_WRITE != 0
+/// Does an MPT with `perm()` bits let the adapter write into it for its
+/// owner (a receive, an RDMA read's data)?
+pub const fn local_writable(perm: u32) -> bool {
+    perm & PERM_LOCAL_WRITE != 0
+}
+
+/// The permission the remote region of a WQE with `opcode` needs (none for
+/// one without a remote address).
+pub const fn remote_perm_needed(opcode: u32) -> u32 {
+    match opcode {
+        wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM => PERM_REMOTE_WRITE,
+        wqe::OPCODE_RDMA_READ => PERM_REMOTE_READ,
+        _ => 0,
+    }
 }
 
 /// One region as the MPT describes it.
@@ -143,14 +159,19 @@ pub fn gathers<'a>(wqe: &'a [u8], info: &WqeInfo) -> impl Iterator<Item = (u32, 
 }
 
 /// Every data segment names, by lkey, a region `lookup` knows (it returns
-/// `(start, len)`), and lies inside it.
+/// `(start, len, perm)`), and lies inside it. An RDMA read's segments are
+/// where its data lands: their regions must allow local writes.
 pub fn check_gathers(
     wqe: &[u8],
     info: &WqeInfo,
-    lookup: impl Fn(u32) -> Option<(u64, u64)>,
+    lookup: impl Fn(u32) -> Option<(u64, u64, u32)>,
 ) -> Result<(), Reject> {
+    let lands = info.opcode == wqe::OPCODE_RDMA_READ;
     for (count, lkey, addr) in gathers(wqe, info) {
-        let (start, len) = lookup(lkey).ok_or(Reject::Lkey)?;
+        let (start, len, perm) = lookup(lkey).ok_or(Reject::Lkey)?;
+        if lands && !local_writable(perm) {
+            return Err(Reject::Lkey);
+        }
         if !contains(start, len, addr, u64::from(count)) {
             return Err(Reject::Range);
         }
@@ -158,15 +179,15 @@ pub fn check_gathers(
     Ok(())
 }
 
-/// Does a WQE with `opcode` write into remote memory?
+/// Does a WQE with `opcode` name remote memory (RDMA write or read)?
 #[inline]
-pub fn is_rdma_write(opcode: u32) -> bool {
-    matches!(opcode, wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM)
+pub fn is_rdma(opcode: u32) -> bool {
+    remote_perm_needed(opcode) != 0
 }
 
-/// The remote address segment of an RDMA write: `(raddr, rkey)`.
+/// The remote address segment of an RDMA write or read: `(raddr, rkey)`.
 pub fn raddr(wqe: &[u8], info: &WqeInfo) -> Option<(u64, u32)> {
-    if !is_rdma_write(info.opcode) {
+    if !is_rdma(info.opcode) {
         return None;
     }
     let b = wqe.get(wqe::CTRL_LEN..wqe::CTRL_LEN + 12)?;
@@ -185,13 +206,14 @@ pub fn message_len(wqe: &[u8], info: &WqeInfo) -> u64 {
     gathers(wqe, info).fold(inline, |n, (c, _, _)| n + u64::from(c))
 }
 
-/// An RDMA write's target lies inside a region `lookup` finds by rkey
-/// (`(start, len, remote_write)`) that allows remote writes. A zero-length
-/// write checks no key (IB: no R_Key validation without data).
+/// An RDMA write's target, or an RDMA read's source, lies inside a region
+/// `lookup` finds by rkey (`(start, len, perm)`) that allows remote writes,
+/// or reads. A zero-length one checks no key (IB: no R_Key validation
+/// without data).
 pub fn check_rdma(
     wqe: &[u8],
     info: &WqeInfo,
-    lookup: impl FnOnce(u32) -> Option<(u64, u64, bool)>,
+    lookup: impl FnOnce(u32) -> Option<(u64, u64, u32)>,
 ) -> Result<(), Reject> {
     let Some((addr, rkey)) = raddr(wqe, info) else {
         return Ok(());
@@ -200,8 +222,9 @@ pub fn check_rdma(
     if n == 0 {
         return Ok(());
     }
+    let needed = remote_perm_needed(info.opcode);
     match lookup(rkey) {
-        Some((start, len, true)) if contains(start, len, addr, n) => Ok(()),
+        Some((start, len, perm)) if perm & needed != 0 && contains(start, len, addr, n) => Ok(()),
         _ => Err(Reject::Rkey),
     }
 }
@@ -324,6 +347,11 @@ mod tests {
             Some(PERM_LOCAL_READ | PERM_LOCAL_WRITE | PERM_REMOTE_WRITE)
         );
         assert_eq!(perm(ACCESS_REMOTE_WRITE), None);
+        // Remote read needs no local write (ib_check_mr_access()).
+        assert_eq!(
+            perm(ACCESS_REMOTE_READ),
+            Some(PERM_LOCAL_READ | PERM_REMOTE_READ)
+        );
         assert_eq!(perm(1 << 7), None);
     }
 
@@ -365,7 +393,8 @@ mod tests {
 
     #[test]
     fn gathers_must_name_a_known_key_and_stay_inside() {
-        let known = |k: u32| (k == 0x100).then_some((0x1000u64, 0x100u64));
+        let rw = perm(ACCESS_LOCAL_WRITE).unwrap();
+        let known = |k: u32| (k == 0x100).then_some((0x1000u64, 0x100u64, rw));
         let (b, info) = gather_wqe(OPCODE_SEND, None, (0x1000, 0x100, 0x100));
         let n = info.size16 as usize * 16;
         assert_eq!(check_gathers(&b[..n], &info, known), Ok(()));
@@ -373,6 +402,68 @@ mod tests {
         assert_eq!(check_gathers(&b[..n], &info, known), Err(Reject::Range));
         let (b, info) = gather_wqe(OPCODE_SEND, None, (0x1000, 0x200, 0x10));
         assert_eq!(check_gathers(&b[..n], &info, known), Err(Reject::Lkey));
+    }
+
+    #[test]
+    fn rdma_reads_land_only_in_locally_writable_regions_and_read_readable_ones() {
+        let ro = perm(0).unwrap();
+        let rw = perm(ACCESS_LOCAL_WRITE).unwrap();
+        let (b, info) = gather_wqe(
+            wqe::OPCODE_RDMA_READ,
+            Some((0x8000, 0x700)),
+            (0x1000, 0x100, 0x40),
+        );
+        let n = info.size16 as usize * 16;
+        assert_eq!(raddr(&b[..n], &info), Some((0x8000, 0x700)));
+        assert_eq!(message_len(&b[..n], &info), 0x40);
+        // Where it lands: a region of the context, writable by the adapter.
+        assert_eq!(
+            check_gathers(&b[..n], &info, |_| Some((0x1000, 0x100, rw))),
+            Ok(())
+        );
+        assert_eq!(
+            check_gathers(&b[..n], &info, |_| Some((0x1000, 0x100, ro))),
+            Err(Reject::Lkey)
+        );
+        // The same segment gathers for a SEND from a read-only region.
+        let (s, sinfo) = gather_wqe(OPCODE_SEND, None, (0x1000, 0x100, 0x40));
+        let sn = sinfo.size16 as usize * 16;
+        assert_eq!(
+            check_gathers(&s[..sn], &sinfo, |_| Some((0x1000, 0x100, ro))),
+            Ok(())
+        );
+        // What it reads: a peer's region with remote read, not remote write.
+        let readable = perm(ACCESS_REMOTE_READ).unwrap();
+        let writable = perm(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).unwrap();
+        assert_eq!(
+            check_rdma(&b[..n], &info, |_| Some((0x8000, 0x40, readable))),
+            Ok(())
+        );
+        assert_eq!(
+            check_rdma(&b[..n], &info, |_| Some((0x8000, 0x40, writable))),
+            Err(Reject::Rkey)
+        );
+        assert_eq!(
+            check_rdma(&b[..n], &info, |_| Some((0x8001, 0x40, readable))),
+            Err(Reject::Rkey)
+        );
+    }
+
+    #[test]
+    fn rdma_reads_carry_nothing_inline_and_take_no_kernel_payload() {
+        let mut b = [0u8; 64];
+        let n = build_inline(&mut b, wqe::OPCODE_RDMA_READ, Some((0x10, 1)), &[1; 8]).unwrap();
+        assert_eq!(validate(&b[..n], MAX_WQE_LEN), Err(Reject::Inline));
+        // No data segment at all: a READ of nothing, validated as such.
+        let mut r = [0u8; 64];
+        r[3] = wqe::OPCODE_RDMA_READ as u8;
+        r[7] = 2;
+        r[16 + 11] = 1;
+        let info = validate(&r[..32], MAX_WQE_LEN).unwrap();
+        assert_eq!(
+            wqe::append_kernel_gather(&mut r, 32, &info, (0x1000, 8, 16)),
+            Err(Reject::Gather)
+        );
     }
 
     #[test]
@@ -388,11 +479,12 @@ mod tests {
         let info = validate(&b[..n], MAX_WQE_LEN).unwrap();
         assert_eq!(raddr(&b[..n], &info), Some((0x2000, 0x300)));
         assert_eq!(message_len(&b[..n], &info), 16);
-        let ok = |k: u32| (k == 0x300).then_some((0x2000u64, 16u64, true));
+        let w = perm(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE).unwrap();
+        let ok = |k: u32| (k == 0x300).then_some((0x2000u64, 16u64, w));
         assert_eq!(check_rdma(&b[..n], &info, ok), Ok(()));
-        let short = |_| Some((0x2000u64, 15u64, true));
+        let short = |_| Some((0x2000u64, 15u64, w));
         assert_eq!(check_rdma(&b[..n], &info, short), Err(Reject::Rkey));
-        let read_only = |_| Some((0x2000u64, 16u64, false));
+        let read_only = |_| Some((0x2000u64, 16u64, perm(ACCESS_REMOTE_READ).unwrap()));
         assert_eq!(check_rdma(&b[..n], &info, read_only), Err(Reject::Rkey));
         assert_eq!(check_rdma(&b[..n], &info, |_| None), Err(Reject::Rkey));
         // A SEND has no target to check.
@@ -411,11 +503,11 @@ mod tests {
         let n = info.size16 as usize * 16;
         assert_eq!(message_len(&b[..n], &info), 600);
         assert_eq!(
-            check_rdma(&b[..n], &info, |_| Some((0, 599 + 0x10, true))),
+            check_rdma(&b[..n], &info, |_| Some((0, 599 + 0x10, PERM_REMOTE_WRITE))),
             Err(Reject::Rkey)
         );
         assert_eq!(
-            check_rdma(&b[..n], &info, |_| Some((0, 600 + 0x10, true))),
+            check_rdma(&b[..n], &info, |_| Some((0, 600 + 0x10, PERM_REMOTE_WRITE))),
             Ok(())
         );
     }

@@ -20,6 +20,7 @@ pub const OPCODE_RDMA_WRITE: u32 = 0x08;
 pub const OPCODE_RDMA_WRITE_IMM: u32 = 0x09;
 pub const OPCODE_SEND: u32 = 0x0a;
 pub const OPCODE_SEND_IMM: u32 = 0x0b;
+pub const OPCODE_RDMA_READ: u32 = 0x10;
 const OPCODE_MASK: u32 = 0x1f;
 
 /// Owner bit of `owner_opcode`: flips each time the send queue wraps.
@@ -75,7 +76,10 @@ pub(crate) fn put_be32(b: &mut [u8], at: usize, v: u32) {
 }
 
 fn has_raddr(opcode: u32) -> bool {
-    matches!(opcode, OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM)
+    matches!(
+        opcode,
+        OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM | OPCODE_RDMA_READ
+    )
 }
 
 /// What validation learnt about a well-formed WQE.
@@ -104,7 +108,12 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
     let opcode = owner_opcode & OPCODE_MASK;
     if !matches!(
         opcode,
-        OPCODE_NOP | OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM | OPCODE_SEND | OPCODE_SEND_IMM
+        OPCODE_NOP
+            | OPCODE_RDMA_WRITE
+            | OPCODE_RDMA_WRITE_IMM
+            | OPCODE_SEND
+            | OPCODE_SEND_IMM
+            | OPCODE_RDMA_READ
     ) {
         return Err(Reject::Opcode);
     }
@@ -136,6 +145,11 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
         gather_segs: 0,
     };
     if pos < len && be32(wqe, pos) & INLINE_SEG != 0 {
+        // An RDMA read's data segments say where the data lands: nothing to
+        // carry inline.
+        if opcode == OPCODE_RDMA_READ {
+            return Err(Reject::Inline);
+        }
         // A run of inline segments, back to back, then zero padding to 16 B.
         while pos + 4 <= len && be32(wqe, pos) & INLINE_SEG != 0 {
             let count = (be32(wqe, pos) & !INLINE_SEG) as usize;
@@ -173,7 +187,8 @@ pub fn append_kernel_gather(
     info: &WqeInfo,
     seg: (u64, u32, u32),
 ) -> Result<usize, Reject> {
-    if info.inline_bytes != 0 || info.gather_segs != 0 {
+    // An RDMA read would land in the kernel's buffer: not a payload.
+    if info.inline_bytes != 0 || info.gather_segs != 0 || info.opcode == OPCODE_RDMA_READ {
         return Err(Reject::Gather);
     }
     let new_len = len + GATHER_LEN;

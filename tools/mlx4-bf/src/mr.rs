@@ -38,6 +38,9 @@ pub fn access_name(access: u32) -> String {
     if access & abi::ACCESS_REMOTE_WRITE != 0 {
         names.push("REMOTE_WRITE".to_owned());
     }
+    if access & abi::ACCESS_REMOTE_READ != 0 {
+        names.push("REMOTE_READ".to_owned());
+    }
     let rest = access & !abi::ACCESS_ALL;
     if rest != 0 {
         names.push(format!("{rest:#x}"));
@@ -314,7 +317,10 @@ mod tests {
     fn access_flags_are_named() {
         assert_eq!(access_name(0), "local read only");
         assert_eq!(access_name(abi::ACCESS_LOCAL_WRITE), "LOCAL_WRITE");
-        assert_eq!(access_name(abi::ACCESS_ALL), "LOCAL_WRITE|REMOTE_WRITE");
+        assert_eq!(
+            access_name(abi::ACCESS_ALL),
+            "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ"
+        );
         assert_eq!(
             access_name(abi::ACCESS_REMOTE_WRITE | 8),
             "REMOTE_WRITE|0x8"
@@ -360,7 +366,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "REG_MR of 8192 bytes at 0x7f0000000000 (LOCAL_WRITE|REMOTE_WRITE): ENOMEM \
+            "REG_MR of 8192 bytes at 0x7f0000000000 (LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ): ENOMEM \
              (Cannot allocate memory): over the context's limits? (16 regions, 64 pages of \
              4 KiB in all, 1048576 bytes each)"
         );

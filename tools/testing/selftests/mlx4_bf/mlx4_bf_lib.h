@@ -29,6 +29,7 @@
 #define OP_RDMA_WRITE	0x08
 #define OP_RDMA_WRITE_IMM	0x09
 #define OP_SEND		0x0a
+#define OP_RDMA_READ	0x10
 #define INLINE_SEG	0x80000000u
 #define MAX_WQE		1008
 
@@ -286,9 +287,10 @@ struct sge {
 
 /*
  * A WQE whose message is gathered from @n data segments (doorbell path
- * only): ctrl with @opcode, for an RDMA write (or RDMA_WRITE_IMM) the remote
- * address segment (@raddr, @rkey), then the segments as libmlx4's
- * set_data_seg() lays them out. Returns its length.
+ * only): ctrl with @opcode, for an RDMA write (or RDMA_WRITE_IMM) or read the
+ * remote address segment (@raddr, @rkey), then the segments as libmlx4's
+ * set_data_seg() lays them out (for a read: where its data lands). Returns
+ * its length.
  */
 static inline int build_gather(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rkey,
 			       const struct sge *sg, int n)
@@ -297,7 +299,7 @@ static inline int build_gather(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rk
 
 	memset(wqe, 0, MAX_WQE + 64);
 	put_be32(wqe, opcode);
-	if (opcode == OP_RDMA_WRITE || opcode == OP_RDMA_WRITE_IMM) {
+	if (opcode == OP_RDMA_WRITE || opcode == OP_RDMA_WRITE_IMM || opcode == OP_RDMA_READ) {
 		put_be64(wqe + 16, raddr);
 		put_be32(wqe + 24, rkey);
 		pos += 16;

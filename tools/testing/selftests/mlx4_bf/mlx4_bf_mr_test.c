@@ -201,9 +201,16 @@ TEST_F(mr, missing_address_or_length_is_einval)
 
 TEST_F(mr, unknown_access_bits_are_einval)
 {
-	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, 1u << 2));
+	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, 1u << 3));
 	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, MLX4_BF_ACCESS_LOCAL_WRITE | 1u << 31));
-	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, ACCESS_RDMA | 1u << 3));
+	EXPECT_EQ(-EINVAL, reg(self, 0, PAGE, ACCESS_RDMA | MLX4_BF_ACCESS_REMOTE_READ | 1u << 3));
+}
+
+/* Remote read needs no local write (ib_check_mr_access()). */
+TEST_F(mr, remote_read_registers_without_local_write)
+{
+	EXPECT_EQ(0, reg(self, 0, PAGE, MLX4_BF_ACCESS_REMOTE_READ));
+	EXPECT_EQ(0, reg(self, 0, PAGE, ACCESS_RDMA | MLX4_BF_ACCESS_REMOTE_READ));
 }
 
 TEST_F(mr, remote_write_without_local_write_is_einval)
@@ -1005,6 +1012,87 @@ TEST_F(pair, stale_rkey_after_the_peer_deregisters_is_refused)
 	ASSERT_EQ(0, dereg_mr(p->b.fd, gone.mr_handle));
 	len = build_rdma_write(p->wqe, 16, 1, (uintptr_t)p->bbuf, gone.rkey);
 	expect_refused(_metadata, p, len, 0, MLX4_BF_REJECT_RKEY);
+}
+
+/* b's region readable by a (REMOTE_READ only), holding a pattern at @src. */
+static void readable_source(struct __test_metadata *_metadata, struct pair *p,
+			    struct mlx4_bf_mr_info *mr, uint8_t *src, int n)
+{
+	for (int i = 0; i < n; i++)
+		src[i] = (uint8_t)(i * 13 + 5);
+	ASSERT_EQ(0, reg_mr(p->b.fd, (uintptr_t)p->bbuf, BUF_BYTES,
+			    MLX4_BF_ACCESS_REMOTE_READ, mr));
+}
+
+TEST_F(pair, rdma_read_lands_exactly_in_the_requesters_memory)
+{
+	struct pair *p = &self->p;
+	struct mlx4_bf_mr_info readable;
+	/* 3000 bytes, across page boundaries at both ends, on both sides */
+	uint8_t *src = p->bbuf + 3 * PAGE - 500, *dst = p->abuf + 6 * PAGE - 7;
+	struct sge sg = { (uintptr_t)dst, 3000, p->amr.lkey };
+	int len;
+
+	readable_source(_metadata, p, &readable, src, 3000);
+	memset(dst - 1, 0, 3002);
+	len = build_gather(p->wqe, OP_RDMA_READ, (uintptr_t)src, readable.rkey, &sg, 1);
+	ASSERT_EQ(0, post_send(p->a.fd, p->a.qp.qp_handle, p->wqe, len, 0, NULL));
+	EXPECT_EQ(0, wait_landed(dst, src, 3000)) TH_LOG("byte %ld differs",
+							 first_difference(dst, src, 3000));
+	EXPECT_EQ(0, dst[-1]) TH_LOG("the byte before the target was written");
+	EXPECT_EQ(0, dst[3000]) TH_LOG("the byte after the target was written");
+}
+
+TEST_F(pair, rdma_read_into_a_region_without_local_write_is_refused)
+{
+	struct pair *p = &self->p;
+	struct mlx4_bf_mr_info readable, read_only;
+	struct sge sg;
+	int len;
+
+	readable_source(_metadata, p, &readable, p->bbuf, 64);
+	ASSERT_EQ(0, reg_mr(p->a.fd, (uintptr_t)p->abuf, BUF_BYTES, 0, &read_only));
+	sg = (struct sge){ (uintptr_t)p->abuf + 64, 64, read_only.lkey };
+	len = build_gather(p->wqe, OP_RDMA_READ, (uintptr_t)p->bbuf, readable.rkey, &sg, 1);
+	expect_refused(_metadata, p, len, 0, MLX4_BF_REJECT_LKEY);
+	/* the same region gathers for a SEND: local read is always allowed */
+	ASSERT_EQ(0, send_gather(p, &sg, 1));
+	expect_received(_metadata, p, p->abuf + 64, 64);
+}
+
+TEST_F(pair, rdma_read_of_a_region_without_remote_read_is_refused)
+{
+	struct pair *p = &self->p;
+	struct sge sg = { (uintptr_t)p->abuf, 64, p->amr.lkey };
+	/* b's region takes remote writes, not reads */
+	int len = build_gather(p->wqe, OP_RDMA_READ, (uintptr_t)p->bbuf, p->bmr.rkey, &sg, 1);
+
+	expect_refused(_metadata, p, len, 0, MLX4_BF_REJECT_RKEY);
+}
+
+TEST_F(pair, rdma_read_one_byte_past_the_peers_end_is_refused)
+{
+	struct pair *p = &self->p;
+	struct mlx4_bf_mr_info readable;
+	struct sge sg = { (uintptr_t)p->abuf, 100, p->amr.lkey };
+	int len;
+
+	readable_source(_metadata, p, &readable, p->bbuf, 16);
+	len = build_gather(p->wqe, OP_RDMA_READ, (uintptr_t)p->bbuf + BUF_BYTES - 99,
+			   readable.rkey, &sg, 1);
+	expect_refused(_metadata, p, len, 0, MLX4_BF_REJECT_RKEY);
+}
+
+TEST_F(pair, rdma_read_with_inline_data_is_einval)
+{
+	struct pair *p = &self->p;
+	struct mlx4_bf_mr_info readable;
+	int len;
+
+	readable_source(_metadata, p, &readable, p->bbuf, 16);
+	len = build_rdma_write(p->wqe, 16, 1, (uintptr_t)p->bbuf, readable.rkey);
+	put_be32(p->wqe, OP_RDMA_READ);
+	EXPECT_EQ(-EINVAL, post_send(p->a.fd, p->a.qp.qp_handle, p->wqe, len, 0, NULL));
 }
 
 TEST_F(pair, dereg_with_sends_outstanding_is_ebusy_until_they_complete)
