@@ -60,6 +60,10 @@ pub struct Global {
     /// (0x5b0), and the bytes they wrote (0x5b8).
     pub rdma_writes: u64,
     pub rdma_bytes: u64,
+    /// RDMA reads whose data landed in the requester's memory (0x618), and
+    /// the bytes they read (0x620).
+    pub rdma_reads: u64,
+    pub rdma_read_bytes: u64,
     /// MTT entries written by WRITE_MTT (0x5c0).
     pub mtt_entries_written: u64,
     /// CQEs not written because their CQ is in the error state (the one
@@ -251,6 +255,8 @@ impl Counters {
             0x5e8 => g.fw_refused,
             0x5f0 => g.icm_errors,
             0x5f8 => g.mad_sends,
+            0x618 => g.rdma_reads,
+            0x620 => g.rdma_read_bytes,
             _ => return None,
         })
     }
@@ -296,6 +302,7 @@ impl Counters {
                 g.refused_segments <= self.faults.local_prot_faults,
             ),
             ("rdma writes", g.rdma_writes <= g.wqes_bf + g.wqes_dma),
+            ("rdma reads", g.rdma_reads <= g.wqes_bf + g.wqes_dma),
         ];
         match checks.iter().find(|(_, ok)| !ok) {
             Some((name, _)) => Err(format!("counter invariant broken: {name}: {self:?}")),

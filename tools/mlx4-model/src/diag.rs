@@ -7,7 +7,7 @@
 //! fault injection and what a teardown leaves: resets, live queues, DMA
 //! refused without bus mastering, (version 6) the firmware's counters,
 //! (version 7) what the firmware holds of the host: its phase, firmware
-//! area and aux pages, ICM pages.
+//! area and aux pages, ICM pages, (version 8) the RDMA read counters.
 
 use crate::env::Env;
 use crate::fault::CmdFault;
@@ -23,7 +23,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 6: the firmware: refused commands, ICM errors, special-QP sends
 /// (0x5e8..0x5ff).
 /// 7: the firmware's gauges: phase, host pages it holds (0x600..0x617).
-pub const VERSION: u32 = 7;
+/// 8: RDMA reads executed and their bytes (0x618..0x627).
+pub const VERSION: u32 = 8;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -70,6 +71,9 @@ pub const MAD_SENDS: u64 = 0x5f8;
 pub const FW_PHASE: u64 = 0x600;
 pub const FW_PAGES: u64 = 0x608;
 pub const ICM_PAGES: u64 = 0x610;
+/// RDMA reads whose data landed, and their bytes (counters).
+pub const RDMA_READS: u64 = 0x618;
+pub const RDMA_READ_BYTES: u64 = 0x620;
 
 /// The device's state the diag block shows, never reset.
 #[derive(Debug, Clone, Copy, Default)]

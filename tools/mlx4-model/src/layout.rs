@@ -21,9 +21,10 @@ pub const CLR_INT_SIZE: u64 = 8;
 pub const DIAG_BASE: u64 = 0xe0000;
 /// Registers up to 0xff, the last WQE's bytes (0x100..0x4ff), then the
 /// version 3 counters (0x500..0x58f), the version 4 ones (0x590..0x5c7)
-/// the version 5 ones (0x5c8..0x5e7), the version 6 ones (0x5e8..0x5ff)
-/// and the version 7 ones (0x600..0x617).
-pub const DIAG_SIZE: u64 = 0x618;
+/// the version 5 ones (0x5c8..0x5e7), the version 6 ones (0x5e8..0x5ff),
+/// the version 7 ones (0x600..0x617) and the version 8 ones
+/// (0x618..0x627).
+pub const DIAG_SIZE: u64 = 0x628;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates

@@ -187,6 +187,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             }
             off += k;
         }
+        self.env.counters.global.rdma_reads += 1;
+        self.env.counters.global.rdma_read_bytes += len;
         self.env.trace.record(
             "rdma_read",
             || json!({"from": s, "to": d, "len": len, "raddr": raddr, "rkey": rkey}),

@@ -434,6 +434,11 @@ fn rdma_read_from_the_responders_region() {
     assert_eq!((be32(&s, 0), be32(&s, 0x14)), (QA, 64));
     assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | opcode::RDMA_READ);
     assert!(h.error_codes().is_empty());
+    use crate::diag::{RDMA_READS, RDMA_READ_BYTES};
+    assert_eq!(
+        (h.diag_read(RDMA_READS), h.diag_read(RDMA_READ_BYTES)),
+        (1, 64)
+    );
     // Past the responder's region: REMOTE_ACCESS_ERR, nothing written.
     h.poke(GATHER_BUF, &[0; 64]);
     h.write_wqe(PAGE_A, 1, &read_wqe(1, VA_B + 0xfc0, 65));
@@ -442,6 +447,7 @@ fn rdma_read_from_the_responders_region() {
     assert_eq!(s[0x1f] & 0x7f, CQE_IS_SEND | CQE_OPCODE_ERROR);
     assert_eq!(s[0x1b], syndrome::REMOTE_ACCESS_ERR);
     assert_eq!(h.mem(GATHER_BUF, 64), [0; 64]);
+    assert_eq!(h.diag_read(RDMA_READS), 1, "a refused read is not counted");
 }
 
 #[test]

@@ -81,6 +81,9 @@
 #define MODEL_FW_PAGES		0x608
 #define MODEL_ICM_PAGES		0x610
 #define MODEL_FW_HCA_UP		2
+/* Version 8: RDMA reads whose data landed, and their bytes (counters). */
+#define MODEL_RDMA_READS	0x618
+#define MODEL_RDMA_READ_BYTES	0x620
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88

@@ -1031,12 +1031,23 @@ TEST_F(pair, rdma_read_lands_exactly_in_the_requesters_memory)
 	/* 3000 bytes, across page boundaries at both ends, on both sides */
 	uint8_t *src = p->bbuf + 3 * PAGE - 500, *dst = p->abuf + 6 * PAGE - 7;
 	struct sge sg = { (uintptr_t)dst, 3000, p->amr.lkey };
+	uint64_t reads = 0, bytes = 0;
+	int v8 = p->v4 && model_version(&p->m) >= 8;
 	int len;
 
 	readable_source(_metadata, p, &readable, src, 3000);
 	memset(dst - 1, 0, 3002);
 	len = build_gather(p->wqe, OP_RDMA_READ, (uintptr_t)src, readable.rkey, &sg, 1);
+	if (v8) {
+		reads = model_read(&p->m, MODEL_RDMA_READS);
+		bytes = model_read(&p->m, MODEL_RDMA_READ_BYTES);
+	}
 	ASSERT_EQ(0, post_send(p->a.fd, p->a.qp.qp_handle, p->wqe, len, 0, NULL));
+	if (v8) {
+		/* the read waits for the post's writes; the model ran the WQE */
+		EXPECT_EQ(reads + 1, model_read(&p->m, MODEL_RDMA_READS));
+		EXPECT_EQ(bytes + 3000, model_read(&p->m, MODEL_RDMA_READ_BYTES));
+	}
 	EXPECT_EQ(0, wait_landed(dst, src, 3000)) TH_LOG("byte %ld differs",
 							 first_difference(dst, src, 3000));
 	EXPECT_EQ(0, dst[-1]) TH_LOG("the byte before the target was written");
