@@ -46,7 +46,8 @@ const POLL_TOKEN: u32 = 0xffff;
 const TIMEOUT_MS: i64 = 10_000;
 const FIRMWARE_TIMEOUT_MS: i64 = 60_000;
 
-pub(crate) const MAILBOX_SIZE: usize = 4096;
+/// `MLX4_MAILBOX_SIZE`, the one the MAP_* page lists are cut to as well.
+pub(crate) const MAILBOX_SIZE: usize = crate::icm::map_cmd::MAILBOX_SIZE;
 
 /// The op_mod of HW2SW_EQ, HW2SW_CQ and HW2SW_MPT that asks for no context
 /// back (mainline's `mlx4_HW2SW_*()`): nothing needs it.

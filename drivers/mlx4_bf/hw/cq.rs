@@ -164,15 +164,15 @@ pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
 }
 
 impl Cq {
-    /// SW2HW_CQ of send CQ slot `slot` (cleared by [`clear`]) as `p.cqn`:
-    /// `p` from [`Cq::send_cq_params`].
-    pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, slot: usize, p: &CqParams) -> Result<Cq> {
-        if slot >= MAX_CQS || p.live_bit != slot {
+    /// SW2HW_CQ of the send CQ `p` (from [`Cq::send_cq_params`]): its slot
+    /// (cleared by [`clear`]) is `p.live_bit`.
+    pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result<Cq> {
+        if p.live_bit >= MAX_CQS {
             return Err(EINVAL);
         }
         create(cmd, st, p)?;
         Ok(Cq {
-            slot,
+            slot: p.live_bit,
             cqn: p.cqn,
             ci: 0,
         })

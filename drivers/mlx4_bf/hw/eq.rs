@@ -179,7 +179,6 @@ impl Eq {
             st,
             Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
         );
-
         // Failed, the EQ stays the adapter's: it may still write its ring.
         st.live.eq = cmd
             .exec(

@@ -225,8 +225,8 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
 
 impl Hca {
     /// The bring-up that needs the adapter and its interrupt handler:
-    /// SW2HW_EQ, MAP_EQ, arm, NOP with an event, port 1 up. `uar` is the adapter's UAR
-    /// area (the EQ doorbell is in page `eqn / 4`).
+    /// SW2HW_EQ, MAP_EQ, arm, NOP with an event, port 1 up. `uar` is the
+    /// adapter's UAR area (the EQ doorbell is in page `eqn / 4`).
     pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
         let eq_mtt = self.profile.queue_mtt.addr(Pool::Eq, 0)?;
         self.eq.create(&self.cmd, &mut self.cmd.lock(), eq_mtt)?;
@@ -368,7 +368,7 @@ impl Hca {
             uar,
             self.eq.eqn,
         )?;
-        Cq::create(&self.cmd, &mut st, slot, &p)
+        Cq::create(&self.cmd, &mut st, &p)
     }
 
     pub(crate) fn close_cq(&self, cq: &Cq) {
