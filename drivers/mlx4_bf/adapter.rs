@@ -17,7 +17,9 @@ use kernel::{
 use crate::{
     hw::bar2::Bar2,
     hw::fw::DevCap,
-    hw::geometry::{FIRST_QPN, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
+    hw::geometry::{
+        FIRST_QPN, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES,
+    },
     hw::hca::{self, Hca},
     hw::mr::MrTable,
     hw::mtt::Pool,
@@ -41,6 +43,8 @@ pub(crate) struct Hw {
     pub(crate) send_pool: Coherent<[u8]>,
     /// The EQ and CQ memory.
     pub(crate) hca: HcaMem,
+    /// `KPING_ENDS` times `KPING_END_BYTES`: the kernel ping's buffers.
+    pub(crate) kping_pool: Coherent<[u8]>,
 }
 
 /// Send-queue slots and QP numbers of one adapter.
@@ -283,6 +287,11 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
         qp_pool: Coherent::zeroed_slice(pdev.as_ref(), qp_pool_len, GFP_KERNEL)?,
         send_pool: Coherent::zeroed_slice(pdev.as_ref(), MAX_QPS * SEND_BUFS_BYTES, GFP_KERNEL)?,
         hca: mem,
+        kping_pool: Coherent::zeroed_slice(
+            pdev.as_ref(),
+            KPING_ENDS * KPING_END_BYTES,
+            GFP_KERNEL,
+        )?,
     };
     dev_info!(
         pdev.as_ref(),

@@ -39,6 +39,7 @@ use kernel::{
 };
 
 mod device;
+mod kernel_user;
 mod mmap;
 mod mr;
 mod post;

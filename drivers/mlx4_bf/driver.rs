@@ -16,6 +16,7 @@ use kernel::{
 
 use crate::{
     adapter::{new_adapter, show_stats, Adapter, HcaUp},
+    kping::Kping,
     node::DeviceNode,
 };
 
@@ -71,14 +72,20 @@ pub(crate) struct Mlx4BfDevice {
     node: DeviceNode,
     /// The adapter's interrupt and teardown.
     hca_up: HcaUp,
-    /// `/sys/kernel/debug/mlx4_bf<N>/device/stats`
+    /// `/sys/kernel/debug/mlx4_bf<N>/device/`: `stats`, and `kping`, the
+    /// kernel ping's command file. Removed before the adapter goes: its
+    /// removal waits for the commands running (unbind ended them).
     #[pin]
-    debugfs: Scope<Arc<Adapter>>,
+    debugfs: Scope<Arc<Kping>>,
     adapter: Arc<Adapter>,
     number: DeviceNumber,
 }
 
 pub(crate) struct Mlx4BfDriver;
+
+fn show_device_stats(k: &Arc<Kping>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    show_stats(k.adapter(), f)
+}
 
 kernel::pci_device_table!(
     PCI_TABLE,
@@ -139,9 +146,14 @@ impl pci::Driver for Mlx4BfDriver {
             number: number.ok_or(EBUSY)?,
             adapter: adapter?,
             // `adapter` here is the field initialized just above.
-            debugfs <- adapter.debugfs.scope(adapter.clone(), c"device", |a, dir| {
-                dir.read_callback_file(c"stats", a, &show_stats)
-            }),
+            debugfs <- adapter.debugfs.scope(
+                Arc::pin_init(Kping::new(adapter.clone(), name), GFP_KERNEL)?,
+                c"device",
+                |k, dir| {
+                    dir.read_callback_file(c"stats", k, &show_device_stats);
+                    dir.read_write_callback_file(c"kping", k, &Kping::show, &Kping::write);
+                }
+            ),
             hca_up: up?,
             node <- DeviceNode::new(adapter.clone(), name),
         })

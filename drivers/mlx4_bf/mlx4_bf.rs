@@ -20,6 +20,9 @@ mod abi;
 #[path = "../../rust/mlx4_bf_core/src/icm/mod.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod icm;
+#[path = "../../rust/mlx4_bf_core/src/kping/mod.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod kping_rules;
 #[path = "../../rust/mlx4_bf_core/src/layout.rs"]
 #[allow(unreachable_pub)]
 mod layout;
@@ -38,11 +41,15 @@ mod uar_alloc;
 #[path = "../../rust/mlx4_bf_core/src/wqe.rs"]
 #[allow(unreachable_pub)]
 mod wqe;
+#[path = "../../rust/mlx4_bf_core/src/wqe_build.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod wqe_build;
 
 mod adapter;
 mod context;
 mod driver;
 mod hw;
+mod kping;
 mod node;
 mod sys;
 mod uverbs;

@@ -17,19 +17,22 @@ use crate::{
 use kernel::{io::Io, prelude::*, uaccess::UserSliceReader};
 
 /// Where a post's WQE comes from.
-pub(crate) enum WqeSource {
+pub(crate) enum WqeSource<'a> {
     /// Copied in from user memory, all of it.
     User(UserSliceReader),
     /// This many bytes staged in the QP's WQE page of the area.
     Staged(usize),
+    /// Built by the kernel (the kernel ping): its gathers may name the
+    /// reserved lkey, DMA addresses of the kernel's own memory.
+    Kernel(&'a [u8]),
 }
 
 /// One POST_SEND, its attributes read.
-pub(crate) struct SendRequest {
+pub(crate) struct SendRequest<'a> {
     pub(crate) handle: u32,
     /// `MLX4_BF_POST_F_*`, at most one of them.
     pub(crate) flags: u32,
-    pub(crate) wqe: WqeSource,
+    pub(crate) wqe: WqeSource<'a>,
     /// A message for the kernel's send buffer of the WQE's slot.
     pub(crate) payload: Option<UserSliceReader>,
 }
@@ -41,7 +44,7 @@ impl Context {
     #[inline(always)]
     pub(crate) fn post_send(
         &self,
-        req: SendRequest,
+        req: SendRequest<'_>,
         report: Option<impl FnOnce(&abi::PostResult) -> Result>,
     ) -> Result {
         let SendRequest {
@@ -50,14 +53,13 @@ impl Context {
             wqe,
             payload,
         } = req;
-        let (user_wqe, len) = match wqe {
-            WqeSource::User(r) => {
-                let len = r.len();
-                (Some(r), len)
-            }
-            WqeSource::Staged(n) => (None, n),
+        let (len, whole) = match &wqe {
+            WqeSource::User(r) => (r.len(), false),
+            WqeSource::Staged(n) => (*n, true),
+            WqeSource::Kernel(b) => (b.len(), true),
         };
-        if len == 0 || len > wqe::MAX_WQE_LEN || (user_wqe.is_none() && len % 16 != 0) {
+        let kernel = matches!(wqe, WqeSource::Kernel(_));
+        if len == 0 || len > wqe::MAX_WQE_LEN || (whole && len % 16 != 0) {
             return Err(self.reject(Reject::Length, EINVAL));
         }
         if payload
@@ -76,14 +78,15 @@ impl Context {
             // User space owns the send queues of this context's QPs.
             return Err(self.reject(Reject::Qp, EINVAL));
         }
-        match user_wqe {
-            Some(mut w) => w
+        match wqe {
+            WqeSource::User(mut w) => w
                 .read_slice(&mut state.wqe.0[..len])
                 .map_err(|e| self.reject(Reject::Fault, e))?,
-            None => self.user_area(state)?.read_qwords(
+            WqeSource::Staged(_) => self.user_area(state)?.read_qwords(
                 qp_index * QP_AREA_BYTES + umem::WQE_OFFSET,
                 &mut state.wqe.0[..len],
             )?,
+            WqeSource::Kernel(b) => state.wqe.0[..len].copy_from_slice(b),
         }
         let State { wqe, mrs, .. } = &mut *state;
         let buf = &mut wqe.0;
@@ -93,15 +96,17 @@ impl Context {
         // it; an RDMA read's segments, where its data lands, name regions
         // registered with LOCAL_WRITE. The reserved lkey, which makes an
         // address a DMA address (the kernel's receive and send buffers),
-        // names none of them.
+        // names none of them; only the kernel's own WQEs may use it.
+        let hca = self.hca();
+        let lkey = hca.dev_cap.reserved_lkey;
         if info.gather_segs != 0 {
-            region::check_gathers(&buf[..len], &info, |k| {
-                mrs.find(k).map(|m| (m.start, m.len, m.perm))
+            region::check_gathers(&buf[..len], &info, |k| match mrs.find(k) {
+                Some(m) => Some((m.start, m.len, m.perm)),
+                None if kernel && k == lkey => Some((0, u64::MAX, region::KERNEL_DMA_PERM)),
+                None => None,
             })
             .map_err(|r| self.reject(r, EACCES))?;
         }
-        let hca = self.hca();
-        let lkey = hca.dev_cap.reserved_lkey;
 
         self.scan_recv(state, qp_index)?;
         self.make_room(hca, state, qp_index)?;

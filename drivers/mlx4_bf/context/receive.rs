@@ -48,6 +48,10 @@ pub(crate) enum Readiness {
     Gone,
 }
 
+/// `struct mlx4_cqe`: bytes received, and (high half) the WQE's index.
+const CQE_BYTE_CNT: usize = 0x14;
+const CQE_WQE_INDEX: usize = 0x18;
+
 /// UAR +0x20: the CQ doorbell (arm), 8 bytes.
 const UAR_CQ_DOORBELL: usize = 0x20;
 const ARM_SOLICITED: u32 = 1 << 24;
@@ -198,6 +202,34 @@ impl Recv {
         Ok(ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES))
     }
 
+    /// The kernel as the CQ's consumer (a kernel ping's QP: no process
+    /// maps it): the CQE at the consumer index, if the device wrote it,
+    /// consumed; its message (`len` bytes, at most `out.len()`, a multiple
+    /// of 8) copied into `out`. Returns the message's length; `-EIO` for an
+    /// error CQE.
+    pub(crate) fn take(&mut self, area: &Area<'_>, out: &mut [u8]) -> Result<Option<usize>> {
+        let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
+        let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
+        let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+        if !ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES) {
+            return Ok(None);
+        }
+        // The CQE's other words after its owner bit.
+        crate::hw::writer::dma_rmb();
+        if op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR {
+            return Err(EIO);
+        }
+        let len = area.read_be32(at + CQE_BYTE_CNT)? as usize;
+        let index = (area.read_be32(at + CQE_WQE_INDEX)? >> 16) % RQ_ENTRIES;
+        if len > out.len() || len > RECV_BUF_SIZE {
+            return Err(EMSGSIZE);
+        }
+        let buf = self.area_off(RECV_OFFSET) + index as usize * RECV_BUF_SIZE;
+        area.read_qwords(buf, &mut out[..len.next_multiple_of(8)])?;
+        area.write_be32(self.area_off(CQ_DB_OFFSET), (ci + 1) & 0xff_ffff)?;
+        Ok(Some(len))
+    }
+
     /// `mlx4_cq_arm()`: the arm word into the doorbell record, then the CQ
     /// doorbell in UAR page at `uar_off`, for the next (or next solicited)
     /// completion after the consumer index user space published.
@@ -254,6 +286,11 @@ impl Context {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
+        self.post_recv_locked(state, index, count)
+    }
+
+    /// POST_RECV on QP `index`, the context's lock held.
+    pub(super) fn post_recv_locked(&self, state: &mut State, index: usize, count: u32) -> Result {
         self.scan_recv(state, index)?;
         let area = self.user_area(state)?;
         let lkey = self.hca().dev_cap.reserved_lkey;

@@ -50,6 +50,12 @@ pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
 /// `struct mlx4_eqe`.
 pub(crate) const EQE_SIZE: usize = 32;
 
+/// Kernel ping ends an adapter runs at once, each with two buffers of
+/// `KPING_BUF_BYTES` (its source and sink) in `Hw::kping_pool`.
+pub(crate) const KPING_ENDS: usize = 8;
+pub(crate) const KPING_BUF_BYTES: usize = 16384;
+pub(crate) const KPING_END_BYTES: usize = 2 * KPING_BUF_BYTES;
+
 /// MPT slots this driver uses at most.
 pub(crate) const MAX_MPTS: usize = 1024;
 

@@ -40,8 +40,22 @@ struct Entry {
     mpt: Mpt,
     /// The owning context (its UAR index, also its PD).
     owner: u32,
-    dma: DmaMap,
-    pinned: Pinned,
+    /// Its MTT entries (0 for a PHYSICAL region).
+    pages: usize,
+    /// Pinned user memory, mapped for DMA; `None` for the kernel's own
+    /// memory (the kernel ping's buffers), which its owner maps and frees.
+    user: Option<(DmaMap, Pinned)>,
+}
+
+/// Kernel memory to register (`MrTable::register_kernel`).
+pub(crate) struct KernelRegion<'a> {
+    /// The DMA addresses of its 4 KiB pages, the MTT entries; none: a
+    /// PHYSICAL region of every DMA address (`region::Mpt::physical`).
+    pub(crate) pages: &'a [u64],
+    /// The address WQEs name its first byte by (its DMA address).
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+    pub(crate) perm: u32,
 }
 
 /// What a context keeps of its region, to check its posts without the
@@ -159,7 +173,10 @@ impl MrTable {
 
     /// Pages pinned by all regions (debugfs).
     pub(crate) fn pinned_pages(&self) -> usize {
-        self.regions().map(|e| e.pinned.count()).sum()
+        self.regions()
+            .filter_map(|e| e.user.as_ref())
+            .map(|(_, pinned)| pinned.count())
+            .sum()
     }
 
     /// Regions registered (debugfs).
@@ -208,6 +225,7 @@ impl MrTable {
             len,
             perm,
             mtt: mtt as u32,
+            physical: false,
         };
         let written = Self::write_mtt(write_mtt, &dma, mtt as u32, pages);
         let created = written.and_then(|()| mpt_create(cmd, &mut cmd.lock(), slot, &mpt));
@@ -221,10 +239,63 @@ impl MrTable {
         self.entries[slot] = Some(Entry {
             mpt,
             owner,
-            dma,
-            pinned,
+            pages,
+            user: Some((dma, pinned)),
         });
         Ok(mpt.key)
+    }
+
+    /// Registers kernel memory for context `owner`: its pages, already
+    /// mapped for DMA by its owner, which keeps them until the region is
+    /// deregistered; or, with no pages, a PHYSICAL region. Returns its key.
+    pub(crate) fn register_kernel(
+        &mut self,
+        (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
+        owner: u32,
+        r: &KernelRegion<'_>,
+    ) -> Result<u32> {
+        if self.closed {
+            return Err(ENODEV);
+        }
+        let slot = (self.first_slot..self.entries.len())
+            .find(|&s| self.entries[s].is_none())
+            .ok_or(ENOSPC)?;
+        let tag = self.tags[slot].wrapping_add(1);
+        let key = region::key(slot as u32, tag);
+        let pages = r.pages.len();
+        let mpt = if pages == 0 {
+            Mpt::physical(key, owner, r.perm)
+        } else {
+            let mtt = self.mtt.alloc(pages).ok_or(ENOSPC)?;
+            let mpt = Mpt {
+                key,
+                pd: owner,
+                start: r.start,
+                len: r.len,
+                perm: r.perm,
+                mtt: mtt as u32,
+                physical: false,
+            };
+            if let Err(e) = write_mtt(mtt as u32, r.pages) {
+                self.mtt.free(mtt, pages);
+                return Err(e);
+            }
+            mpt
+        };
+        if let Err(e) = mpt_create(cmd, &mut cmd.lock(), slot, &mpt) {
+            if pages != 0 {
+                self.mtt.free(mpt.mtt as usize, pages);
+            }
+            return Err(e);
+        }
+        self.tags[slot] = tag;
+        self.entries[slot] = Some(Entry {
+            mpt,
+            owner,
+            pages,
+            user: None,
+        });
+        Ok(key)
     }
 
     /// The MTT entries of the page addresses of `dma` from entry `first` on,
@@ -250,8 +321,14 @@ impl MrTable {
     }
 
     /// Takes context `owner`'s region `key` out of the adapter and unmaps
-    /// it; its pages come back to be unpinned outside the lock.
-    pub(crate) fn deregister(&mut self, cmd: &CmdIf, owner: u32, key: u32) -> Result<Pinned> {
+    /// it; its pages, if user memory, come back to be unpinned outside the
+    /// lock.
+    pub(crate) fn deregister(
+        &mut self,
+        cmd: &CmdIf,
+        owner: u32,
+        key: u32,
+    ) -> Result<Option<Pinned>> {
         let slot = region::key_slot(key) as usize;
         match self.entries.get(slot) {
             Some(Some(e)) if e.mpt.key == key && e.owner == owner => (),
@@ -260,12 +337,16 @@ impl MrTable {
         // A failed HW2SW_MPT leaves the region to the adapter: still mapped
         // and pinned, its slot never reused (as a QP that would not reset).
         mpt_destroy(cmd, &mut cmd.lock(), slot)?;
-        let mut e = self.entries[slot].take().ok_or(ENOENT)?;
-        // SAFETY: Entries exist only while not closed (`release_all()`
-        // empties the table at unbind), so the device is bound.
-        unsafe { e.dma.unmap(&self.dev) };
-        self.mtt.free(e.mpt.mtt as usize, e.pinned.count());
-        Ok(e.pinned)
+        let e = self.entries[slot].take().ok_or(ENOENT)?;
+        if e.pages != 0 {
+            self.mtt.free(e.mpt.mtt as usize, e.pages);
+        }
+        Ok(e.user.map(|(mut dma, pinned)| {
+            // SAFETY: Entries exist only while not closed (`release_all()`
+            // empties the table at unbind), so the device is bound.
+            unsafe { dma.unmap(&self.dev) };
+            pinned
+        }))
     }
 
     /// At unbind, after `Hca::shutdown()` returned every MPT: unmaps every
@@ -274,12 +355,12 @@ impl MrTable {
         self.closed = true;
         let mut out = KVec::new();
         for slot in 0..self.entries.len() {
-            if let Some(mut e) = self.entries[slot].take() {
+            if let Some((mut dma, pinned)) = self.entries[slot].take().and_then(|e| e.user) {
                 // SAFETY: Called from unbind, while the device is bound.
-                unsafe { e.dma.unmap(&self.dev) };
+                unsafe { dma.unmap(&self.dev) };
                 // Without room to hand them out, push() drops them: they
                 // are unpinned here, under the lock.
-                let _ = out.push(e.pinned, GFP_KERNEL);
+                let _ = out.push(pinned, GFP_KERNEL);
             }
         }
         out

@@ -24,6 +24,7 @@ pub const MTT_ENTRY_LEN: u64 = 8;
 const MPT_FLAG_SW_OWNS: u32 = 0xf << 28;
 const MPT_FLAG_MIO: u32 = 1 << 17;
 const MPT_FLAG_REGION: u32 = 1 << 8;
+const MPT_FLAG_PHYSICAL: u32 = 1 << 9;
 const PERM_LOCAL_READ: u32 = 1 << 10;
 const PERM_LOCAL_WRITE: u32 = 1 << 11;
 const PERM_REMOTE_READ: u32 = 1 << 12;
@@ -92,6 +93,10 @@ pub fn perm(access: u32) -> Option<u32> {
     Some(perm)
 }
 
+/// What the reserved lkey allows the kernel's own WQEs: DMA addresses it
+/// mapped, read and written locally.
+pub const KERNEL_DMA_PERM: u32 = PERM_LOCAL_READ | PERM_LOCAL_WRITE;
+
 /// Does an MPT with `perm()` bits let the adapter write into it for its
 /// owner (a receive, an RDMA read's data)?
 pub const fn local_writable(perm: u32) -> bool {
@@ -120,22 +125,45 @@ pub struct Mpt {
     pub perm: u32,
     /// Index of its first MTT entry.
     pub mtt: u32,
+    /// No MTT: addresses are DMA addresses, `start` 0 and `len` all of
+    /// them (`mlx4_ib_get_dma_mr()`, the kernel ping's `mem_mode=dma`).
+    pub physical: bool,
+}
+
+impl Mpt {
+    /// A region of every DMA address for protection domain `pd`, as
+    /// `mlx4_ib_get_dma_mr()` asks for one: no MTT, start 0, length ~0.
+    pub const fn physical(key: u32, pd: u32, perm: u32) -> Mpt {
+        Mpt {
+            key,
+            pd,
+            start: 0,
+            len: u64::MAX,
+            perm,
+            mtt: 0,
+            physical: true,
+        }
+    }
 }
 
 /// The SW2HW_MPT mailbox of `m`, as `mlx4_mr_enable()` fills it.
 pub fn mpt_entry(m: &Mpt) -> [u8; MPT_ENTRY_LEN] {
     let mut e = [0u8; MPT_ENTRY_LEN];
     let mut put32 = |at: usize, v: u32| e[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    // mlx4_mr_enable(): PHYSICAL when the region has no MTT.
+    let physical = if m.physical { MPT_FLAG_PHYSICAL } else { 0 };
     put32(
         0x00,
-        MPT_FLAG_SW_OWNS | MPT_FLAG_MIO | MPT_FLAG_REGION | m.perm,
+        MPT_FLAG_SW_OWNS | MPT_FLAG_MIO | MPT_FLAG_REGION | physical | m.perm,
     );
     put32(0x08, key_to_hw_index(m.key));
     put32(0x0c, m.pd | MPT_PD_FLAG_EN_INV);
     put32(0x38, PAGE_SHIFT);
     e[0x10..0x18].copy_from_slice(&m.start.to_be_bytes());
     e[0x18..0x20].copy_from_slice(&m.len.to_be_bytes());
-    e[0x2c..0x34].copy_from_slice(&(u64::from(m.mtt) * MTT_ENTRY_LEN).to_be_bytes());
+    if !m.physical {
+        e[0x2c..0x34].copy_from_slice(&(u64::from(m.mtt) * MTT_ENTRY_LEN).to_be_bytes());
+    }
     e
 }
 
@@ -364,6 +392,7 @@ mod tests {
             len: 0x3000,
             perm: perm(ACCESS_LOCAL_WRITE).unwrap(),
             mtt: 16,
+            physical: false,
         });
         assert_eq!(e[0..4], (0xf002_0d00u32).to_be_bytes());
         assert_eq!(e[8..12], 0x0100_0003u32.to_be_bytes());
@@ -372,6 +401,18 @@ mod tests {
         assert_eq!(e[0x18..0x20], 0x3000u64.to_be_bytes());
         assert_eq!(e[0x2c..0x34], 128u64.to_be_bytes());
         assert_eq!(e[0x38..0x3c], 12u32.to_be_bytes());
+    }
+
+    #[test]
+    fn physical_mpt_is_what_mlx4_ib_get_dma_mr_asks_for() {
+        let m = Mpt::physical(key(5, 2), 9, perm(ACCESS_ALL).unwrap());
+        let e = mpt_entry(&m);
+        // SW_OWNS, MIO, the four permissions, PHYSICAL and REGION.
+        assert_eq!(e[0..4], 0xf002_3f00u32.to_be_bytes());
+        assert_eq!(e[0x10..0x18], 0u64.to_be_bytes());
+        assert_eq!(e[0x18..0x20], u64::MAX.to_be_bytes());
+        assert_eq!(e[0x2c..0x34], 0u64.to_be_bytes());
+        assert!(contains(m.start, m.len, 0xffff_f000, 0x1000));
     }
 
     #[test]

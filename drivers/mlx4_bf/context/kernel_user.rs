@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel as a context's user: what the kernel ping (`kping/`) needs
+//! beyond the methods the ioctl calls. Its WQEs go through the same
+//! `post_send()` (`WqeSource::Kernel`); here it consumes its receive CQ
+//! itself, as a process does in its mapping, learns when its sends
+//! completed, and registers its own memory.
+
+use super::Context;
+use crate::hw::mr::{CtxMr, KernelRegion};
+use kernel::prelude::*;
+
+impl Context {
+    /// The next message received on QP `handle`, copied into `out`, its
+    /// receive buffer posted again; `None` if none arrived. `-EIO` once the
+    /// QP is in error.
+    pub(crate) fn take_message(&self, handle: u32, out: &mut [u8]) -> Result<Option<usize>> {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        let area = self.user_area(state)?;
+        let Some(qp) = state.qps[index].as_mut() else {
+            return Err(ENOENT);
+        };
+        let Some(len) = qp.recv.take(&area, out)? else {
+            // Nothing yet: unbound, nothing will come.
+            self.hca().posting.try_access().ok_or(ENODEV)?;
+            return Ok(None);
+        };
+        self.post_recv_locked(state, index, 1)?;
+        Ok(Some(len))
+    }
+
+    /// Has every WQE posted on QP `handle` completed? Reaps the send CQ;
+    /// `-EIO` once the QP is in error, `-ENODEV` once unbound.
+    pub(crate) fn sends_done(&self, handle: u32) -> Result<bool> {
+        let hca = self.hca();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = self.find_qp(state, handle)?;
+        self.reap(hca, state)?;
+        match &state.qps[index] {
+            Some(q) if q.failed => Err(EIO),
+            Some(q) if q.head == q.tail => Ok(true),
+            Some(_) => hca.posting.try_access().ok_or(ENODEV).map(|_| false),
+            None => Err(ENOENT),
+        }
+    }
+
+    /// Registers the kernel's memory `r` as a region of this context;
+    /// returns its key (lkey and rkey). The memory must stay mapped until
+    /// the context closes, which deregisters it.
+    pub(crate) fn reg_kernel_mr(&self, r: &KernelRegion<'_>) -> Result<u32> {
+        let mut state = self.state.lock();
+        if state.mrs.is_full() {
+            return Err(ENOSPC);
+        }
+        let hca = self.hca();
+        let key = self.adapter.mrs.lock().register_kernel(
+            (&hca.cmd, |first, pages: &[u64]| hca.write_mtt(first, pages)),
+            self.uar_index,
+            r,
+        )?;
+        let (start, len) = if r.pages.is_empty() {
+            (0, u64::MAX)
+        } else {
+            (r.start, r.len)
+        };
+        state.mrs.push(CtxMr {
+            key,
+            start,
+            len,
+            pages: 0,
+            perm: r.perm,
+        });
+        Ok(key)
+    }
+}
