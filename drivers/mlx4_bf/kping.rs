@@ -139,7 +139,7 @@ impl Kping {
             EINVAL
         })?;
         let Some((slot, id)) = this.registry.lock().start(cmd.role) else {
-            pr_warn!("{name}: kping: {MAX_THREADS} threads running, at most {MAX_THREADS}\n");
+            pr_warn!("{name}: kping: {MAX_THREADS} commands run already, the most there may be\n");
             return Err(EBUSY);
         };
         if cmd.verbose {
@@ -169,13 +169,14 @@ impl Kping {
 
 /// krping's columns (number-device, then bytes and messages sent,
 /// received, RDMA written and RDMA read), the round-trip latency in ns
-/// (min, median, p99, max), the role and the result (`running`, or the
-/// write's return: 0 or a negative errno).
+/// (min, median, p99, max), the median in-kernel post of an RDMA WRITE in
+/// ns, the role and the result (`running`, or the write's return: 0 or a
+/// negative errno).
 fn show_line(name: &CStr, s: &RunStats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let [min, median, p99, max] = s.latency;
     write!(
         f,
-        "{}-{} {} {} {} {} {} {} {} {} {} {} {} {} {} ",
+        "{}-{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} ",
         s.id,
         name.to_str().unwrap_or("?"),
         s.send_bytes,
@@ -190,6 +191,7 @@ fn show_line(name: &CStr, s: &RunStats, f: &mut fmt::Formatter<'_>) -> fmt::Resu
         median,
         p99,
         max,
+        s.write_post,
         s.role.map_or("?", |r: Role| r.name()),
     )?;
     match s.result {

@@ -7,7 +7,11 @@
 //! same BlueFlame writer. Dropping it closes the context (QP, CQs and
 //! regions out of the device) before the buffers are given back.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
 
 use super::{Kping, Msg, MSG_LEN};
 use crate::{
@@ -219,25 +223,30 @@ impl End {
 
     /// RDMA WRITEs this end's buffer `from` (`size` bytes) into the peer's
     /// `to`: inline by BlueFlame (`path=bf`), or gathered after a doorbell.
-    pub(super) fn write(&self, from: Buf, to: &Msg, path: Path) -> Result {
+    /// Returns how long `post_send()` took, in ns: the in-kernel post, the
+    /// WQE built before it (as user space builds it before the ioctl).
+    pub(super) fn write(&self, from: Buf, to: &Msg, path: Path) -> Result<u64> {
         let raddr = Some((to.addr, to.rkey));
         let size = to.size as usize;
-        match path {
+        let mut wqe_buf = [0u8; 512];
+        let (len, flags) = match path {
             Path::Bf => {
-                let mut wqe_buf = [0u8; 512];
                 let len = self.with_buf(from, |b| {
                     wqe_build::build_inline(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, &b[..size])
                 })?;
-                self.post(&wqe_buf[..len.ok_or(EINVAL)?], abi::POST_F_REQUIRE_BF)
+                (len, abi::POST_F_REQUIRE_BF)
             }
             Path::Db => {
-                let mut buf = [0u8; 64];
                 let seg = (self.addr(from), self.lkey[from as usize], to.size);
-                let len = wqe_build::build_gather(&mut buf, wqe::OPCODE_RDMA_WRITE, raddr, seg)
-                    .ok_or(EINVAL)?;
-                self.post(&buf[..len], abi::POST_F_FORCE_DOORBELL)
+                let len =
+                    wqe_build::build_gather(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, seg);
+                (len, abi::POST_F_FORCE_DOORBELL)
             }
-        }
+        };
+        let wqe_bytes = &wqe_buf[..len.ok_or(EINVAL)?];
+        let start = Instant::<Monotonic>::now();
+        self.post(wqe_bytes, flags)?;
+        Ok(start.elapsed().as_nanos().max(0) as u64)
     }
 
     /// The next message received, if one arrived.

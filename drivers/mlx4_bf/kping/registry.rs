@@ -27,6 +27,9 @@ pub(crate) struct RunStats {
     pub(crate) read_msgs: u64,
     /// Round-trip latency in ns: min, median, p99, max (0: no sample yet).
     pub(crate) latency: [u64; 4],
+    /// The median time of an RDMA WRITE's in-kernel post (`post_send()`
+    /// alone), in ns: the ioctl's cost without the system call.
+    pub(crate) write_post: u64,
     /// `None` while running; then 0 or the negative errno the write got.
     pub(crate) result: Option<i32>,
 }

@@ -46,6 +46,8 @@ struct Run<'a> {
     id: u32,
     stats: RunStats,
     latency: KBox<Histogram>,
+    /// How long each RDMA WRITE's `post_send()` took (the in-kernel post).
+    posts: KBox<Histogram>,
     /// The peer said it is done (`TAG_DONE`): nothing more comes from it.
     peer_done: bool,
     /// A server's QP was connected to a client's.
@@ -61,6 +63,7 @@ pub(super) fn run(kping: &Arc<Kping>, cmd: &Command, slot: usize, id: u32) -> Re
         id,
         stats: RunStats::default(),
         latency: KBox::new(Histogram::new(), GFP_KERNEL)?,
+        posts: KBox::new(Histogram::new(), GFP_KERNEL)?,
         peer_done: false,
         connected: false,
     };
@@ -152,6 +155,7 @@ impl Run<'_> {
         if all || samples % u64::from(PUBLISH_EVERY) == 1 {
             let q = |per_mille| self.latency.quantile(per_mille).unwrap_or(0);
             self.stats.latency = [q(0), q(500), q(990), q(1000)];
+            self.stats.write_post = self.posts.quantile(500).unwrap_or(0);
         }
         if let Some(s) = self.kping.registry.lock().stats_mut(self.slot) {
             let RunStats { id, role, .. } = *s;
@@ -341,7 +345,8 @@ impl Run<'_> {
                 self.stats.read_bytes += u64::from(m.size);
             }
             TAG_SINK => {
-                end.write(Buf::Source, &m, self.cmd.path)?;
+                let ns = end.write(Buf::Source, &m, self.cmd.path)?;
+                self.posts.record(ns);
                 self.stats.write_msgs += 1;
                 self.stats.write_bytes += u64::from(m.size);
             }
