@@ -238,8 +238,7 @@ impl End {
             }
             Path::Db => {
                 let seg = (self.addr(from), self.lkey[from as usize], to.size);
-                let len =
-                    wqe_build::build_gather(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, seg);
+                let len = wqe_build::build_gather(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, seg);
                 (len, abi::POST_F_FORCE_DOORBELL)
             }
         };

@@ -78,7 +78,7 @@ static int kping_line(int id, struct line *out)
 }
 
 /* Lines of running threads. */
-static int running(void)
+static int threads_running(void)
 {
 	char buf[256];
 	int n = 0;
@@ -143,18 +143,22 @@ static void seen(struct model *m, struct seen *s)
 	s->irqs = model_read(m, MODEL_IRQS);
 }
 
-/* The command file exists, and the model (version 8: RDMA reads) is there. */
-#define NEED_KPING(m)								\
-	do {									\
-		if (access(KPING, W_OK))					\
-			SKIP(return, "no kping file: mlx4_bf not bound");	\
-		if (model_open(m))						\
-			SKIP(return, NO_ANALYZER);				\
-		if (model_version(m) < 8) {					\
-			model_close(m);						\
-			SKIP(return, "the model has no RDMA read counters");	\
-		}								\
-	} while (0)
+/*
+ * Maps the model's diagnostic block if the command file exists and the model
+ * counts RDMA reads (version 8); else the reason to SKIP.
+ */
+static const char *kping_on_model(struct model *m)
+{
+	if (access(KPING, W_OK))
+		return "no kping file: mlx4_bf not bound";
+	if (model_open(m))
+		return NO_ANALYZER;
+	if (model_version(m) < 8) {
+		model_close(m);
+		return "the model has no RDMA read counters";
+	}
+	return NULL;
+}
 
 /*
  * A loop of @n round trips with @opts: the write succeeds, the line counts
@@ -163,13 +167,16 @@ static void seen(struct model *m, struct seen *s)
  */
 static void loop_run(struct __test_metadata *_metadata, int n, int size, const char *opts)
 {
+	const char *why;
 	struct seen a, b;
 	struct line l;
 	struct model m;
 	char cmd[160];
 	int bf = strstr(opts, "path=db") == NULL;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	snprintf(cmd, sizeof(cmd), "loop,count=%d,size=%d,validate%s\n", n, size, opts);
 	seen(&m, &a);
 	ASSERT_EQ(0, kping(cmd)) TH_LOG("%s", cmd);
@@ -262,7 +269,7 @@ static int child_result(pid_t pid)
 static int wait_running(int n)
 {
 	for (int i = 0; i < 500; i++) {
-		if (running() >= n)
+		if (threads_running() >= n)
 			return 0;
 		usleep(10000);
 	}
@@ -271,12 +278,15 @@ static int wait_running(int n)
 
 TEST(server_and_client_on_both_paths_and_wait_modes)
 {
+	const char *why;
 	static const char *const opts[] = { "", ",path=db,wait=event", ",wait=event",
 					    ",path=db,mem_mode=reg" };
 	struct seen a, b;
 	struct model m;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	for (int i = 0; i < 4; i++) {
 		char server[96], client[96];
 		struct line l;
@@ -310,11 +320,14 @@ TEST(server_and_client_on_both_paths_and_wait_modes)
 
 TEST(two_pairs_at_once)
 {
+	const char *why;
 	struct seen a, b;
 	struct model m;
 	pid_t s1, s2, c1, c2;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	seen(&m, &a);
 	s1 = kping_child("server,port=201");
 	s2 = kping_child("server,port=202,path=db");
@@ -354,12 +367,15 @@ static pid_t kping_child_catching(const char *cmd)
 
 TEST(a_signal_ends_a_loop_with_eintr_and_frees_everything)
 {
+	const char *why;
 	struct model m;
 	struct line l;
 	uint64_t live;
 	pid_t pid;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	live = model_read(&m, MODEL_LIVE);
 	pid = kping_child_catching("loop,validate");
 	ASSERT_EQ(0, wait_running(1));
@@ -377,11 +393,14 @@ TEST(a_signal_ends_a_loop_with_eintr_and_frees_everything)
 
 TEST(an_interrupted_client_lets_its_server_end)
 {
+	const char *why;
 	struct model m;
 	struct line l;
 	pid_t server, client;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	server = kping_child("server,port=300,wait=event");
 	ASSERT_EQ(0, wait_running(1));
 	client = kping_child_catching("client,port=300,validate");
@@ -416,7 +435,7 @@ TEST(bad_commands_are_einval_with_one_log_line)
 
 	if (access(KPING, W_OK))
 		SKIP(return, "no kping file: mlx4_bf not bound");
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		log = kmsg_open();
 		ASSERT_LE(0, log);
 		EXPECT_EQ(-EINVAL, kping(bad[i].cmd)) TH_LOG("%s", bad[i].cmd);
@@ -479,11 +498,14 @@ TEST(more_threads_than_four_are_ebusy)
 
 TEST(validate_finds_a_corrupted_byte)
 {
+	const char *why;
 	struct model m;
 	struct line l;
 	int log;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	if (model_version(&m) < 9) {
 		model_close(&m);
 		SKIP(return, "the model has no data fault injection");
@@ -503,12 +525,15 @@ TEST(validate_finds_a_corrupted_byte)
 
 TEST(unbind_ends_a_run_with_enodev_and_bind_brings_the_file_back)
 {
+	const char *why;
 	char bdf[64];
 	struct model m;
 	pid_t pid;
 	int fd;
 
-	NEED_KPING(&m);
+	why = kping_on_model(&m);
+	if (why)
+		SKIP(return, "%s", why);
 	model_close(&m);
 	ASSERT_EQ(0, bound_device(bdf, sizeof(bdf)));
 	pid = kping_child("loop,validate,wait=event");
