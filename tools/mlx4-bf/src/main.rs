@@ -24,6 +24,7 @@ mod cmd;
 mod cq;
 mod device;
 mod errors;
+mod kping;
 mod mr;
 mod progress;
 mod rdma_write;

@@ -3,7 +3,9 @@
 //! `userpost`: what a post costs through the ioctl (the kernel copies,
 //! checks and writes the WQE) against rdma-core's way (user space writes the
 //! WQE to its send queue and to the BlueFlame page; on s390 through the
-//! `s390_pci_mmio_write` system call), per payload size, interleaved.
+//! `s390_pci_mmio_write` system call), per payload size, interleaved; and
+//! the in-kernel post of the same WQE (the kernel ping's RDMA WRITE, timed
+//! in the kernel): the ioctl without its system call.
 
 use std::{fmt::Write as _, fs, io, path::Path, path::PathBuf, time::Instant};
 
@@ -15,6 +17,7 @@ use crate::{
     cmd::writelat,
     device::open,
     errors::ioerr,
+    kping,
     report::writer_name,
     stats::summarize,
     sweep::{Sweep, WARMUP},
@@ -67,19 +70,23 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     let page = kdev
         .map(kqp.wqe_offset, 4096, true)
         .map_err(ioerr("mmap of the WQE page"))?;
+    let kping_file = kping::command_file(path)?;
     let mut txt = format!(
         "# mlx4-bf userpost: {} writer, {} interleaved rounds per size\n\
          # medians in {unit}; ioctl = POST_SEND of a staged WQE, user = rdma-core's\n\
-         # way (WQE into the mapped send queue, then {} the mapped BlueFlame page or doorbell), completions reaped in both\n\
-         #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} user_bf/ioctl_bf user_db/ioctl_db\n",
+         # way (WQE into the mapped send queue, then {} the mapped BlueFlame page or doorbell), completions reaped in both;\n\
+         # kernel_bf = the same RDMA WRITE posted by the kernel ping (post_send() timed in the kernel, {} round trips)\n\
+         #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
         writer_name(info.writer),
         sweep.iters,
         userqp::BAR_WRITES,
+        sweep.iters,
         PATHS[0],
         PATHS[1],
         PATHS[2],
         PATHS[3],
         PATHS[4],
+        "kernel_bf",
     );
     let (mut kbuf, mut ubuf) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
     for &size in &sizes {
@@ -119,16 +126,21 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
                     .ok_or_else(|| anyhow!("no samples"))
             })
             .collect::<Result<_>>()?;
+        // ns in the kernel: instructions under -icount shift=0, else to us.
+        let command = format!("loop,count={},size={size},path=bf", sweep.iters);
+        let kernel = kping::write_post_ns(&kping_file, &command)? * scale / 1000.0;
         let _ = writeln!(
             txt,
-            "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<16.2} {:.2}",
+            "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<9.0} {:<16.2} {:<16.2} {:.2}",
             med[0],
             med[1],
             med[2],
             med[3],
             med[4],
+            kernel,
             med[3] / med[1],
-            med[4] / med[2]
+            med[4] / med[2],
+            kernel / med[1]
         );
     }
     while uqp.outstanding() != 0 {

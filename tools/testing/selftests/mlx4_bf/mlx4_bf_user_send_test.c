@@ -23,6 +23,7 @@
 /* CQE byte 31 of a send completion: IS_SEND (0x40) and the WQE's opcode. */
 #define SEND_CQE_MASK		0x5f
 #define SEND_CQE_RDMA_WRITE	(0x40 | OP_RDMA_WRITE)
+#define SEND_CQE_RDMA_READ	(0x40 | OP_RDMA_READ)
 /* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
 #define RESERVED_LKEY		0x00000008
 
@@ -300,6 +301,75 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0xee, other.buf[i]);
 	close(fd);
+}
+
+/*
+ * An RDMA read posted from user space: the adapter checks both regions (the
+ * source allows remote reads, the destination local writes) and the data
+ * lands in the destination.
+ */
+TEST_F(user, an_rdma_read_from_user_space_lands)
+{
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], db[4], *src;
+	struct mlx4_bf_mr_info src_mr;
+	struct sge sg;
+	uint64_t reads0 = 0;
+	int len;
+
+	src = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	for (int i = 0; i < 96; i++)
+		src[i] = (uint8_t)(i * 3 + 1);
+	ASSERT_EQ(0, reg_mr(self->fd, (uintptr_t)src, PAGE, MLX4_BF_ACCESS_REMOTE_READ, &src_mr));
+	memset(self->sink.buf, 0xee, 128);
+	if (self->have_model && model_version(&self->m) >= 8)
+		reads0 = model_read(&self->m, MODEL_RDMA_READS);
+	sg = (struct sge){ .addr = sink_addr(&self->sink), .length = 96,
+			   .lkey = self->sink.mr.lkey };
+	len = build_gather(wqe, OP_RDMA_READ, (uintptr_t)src, src_mr.rkey, &sg, 1);
+	put_in_sq(self, wqe, len, 0, out);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	EXPECT_EQ(SEND_CQE_RDMA_READ, wait_send_cqe(self) & SEND_CQE_MASK);
+	ASSERT_EQ(0, wait_landed(self->sink.buf, src, 96));
+	EXPECT_EQ(0xee, self->sink.buf[96]) TH_LOG("not a byte more");
+	if (self->have_model && model_version(&self->m) >= 8)
+		EXPECT_EQ(reads0 + 1, model_read(&self->m, MODEL_RDMA_READS));
+	munmap(src, PAGE);
+}
+
+/*
+ * Where an RDMA read lands must allow local writes: a destination region
+ * registered for remote reads only is a local protection error, nothing
+ * written.
+ */
+TEST_F(user, the_adapter_refuses_a_read_into_memory_without_local_write)
+{
+	uint8_t wqe[MAX_WQE + 64], out[MAX_WQE + 64], db[4], *dst;
+	struct mlx4_bf_mr_info dst_mr;
+	uint64_t faults0;
+	struct sge sg;
+	int len;
+
+	if (!self->have_model || model_version(&self->m) < 8)
+		SKIP(return, NO_ANALYZER " (diag version 8)");
+	dst = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, dst);
+	memset(dst, 0xee, 64);
+	ASSERT_EQ(0, reg_mr(self->fd, (uintptr_t)dst, PAGE, MLX4_BF_ACCESS_REMOTE_READ, &dst_mr));
+	/* It reads itself: the source allows remote reads, the landing no writes. */
+	faults0 = model_read(&self->m, MODEL_LOCAL_PROT_FAULTS);
+	sg = (struct sge){ .addr = (uintptr_t)dst, .length = 64, .lkey = dst_mr.lkey };
+	len = build_gather(wqe, OP_RDMA_READ, (uintptr_t)dst, dst_mr.rkey, &sg, 1);
+	put_in_sq(self, wqe, len, 0, out);
+	put_be32(db, self->qp.qpn << 8);
+	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
+	declare_fault("local");
+	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
+	for (int i = 0; i < 64; i++)
+		ASSERT_EQ(0xee, dst[i]);
+	munmap(dst, PAGE);
 }
 
 TEST_F(user, post_send_on_it_is_einval)
