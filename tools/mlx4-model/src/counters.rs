@@ -119,6 +119,8 @@ pub struct Lifetime {
     pub device_resets: u64,
     /// Injected command faults that fired (CMD_FAULT, 0x5cc).
     pub command_faults: u64,
+    /// Injected data faults that fired (DATA_FAULT, 0x62c).
+    pub data_faults: u64,
     /// DMA accesses and MSI-X messages refused because Bus Master Enable
     /// was clear (0x5e0).
     pub no_master_dma: u64,

@@ -7,10 +7,11 @@
 //! fault injection and what a teardown leaves: resets, live queues, DMA
 //! refused without bus mastering, (version 6) the firmware's counters,
 //! (version 7) what the firmware holds of the host: its phase, firmware
-//! area and aux pages, ICM pages, (version 8) the RDMA read counters.
+//! area and aux pages, ICM pages, (version 8) the RDMA read counters,
+//! (version 9) data fault injection.
 
 use crate::env::Env;
-use crate::fault::CmdFault;
+use crate::fault::{CmdFault, DataFault};
 use crate::protocol::Code;
 use serde_json::json;
 
@@ -24,7 +25,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// (0x5e8..0x5ff).
 /// 7: the firmware's gauges: phase, host pages it holds (0x600..0x617).
 /// 8: RDMA reads executed and their bytes (0x618..0x627).
-pub const VERSION: u32 = 8;
+/// 9: data faults (0x628..0x62f).
+pub const VERSION: u32 = 9;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -74,6 +76,9 @@ pub const ICM_PAGES: u64 = 0x610;
 /// RDMA reads whose data landed, and their bytes (counters).
 pub const RDMA_READS: u64 = 0x618;
 pub const RDMA_READ_BYTES: u64 = 0x620;
+/// Write: arm (`offset + 1`) or disarm (0) a data fault. Read: the armed
+/// value, then the faults fired since the model started.
+pub const DATA_FAULT: u64 = 0x628;
 
 /// The device's state the diag block shows, never reset.
 #[derive(Debug, Clone, Copy, Default)]
@@ -162,8 +167,9 @@ pub struct DiagState {
     /// whenever it was.
     pub last_wqe: LastWqe,
     pub last_doorbell: LastDoorbell,
-    /// Kept across both resets too, until it fires or is disarmed.
+    /// Kept across both resets too, until they fire or are disarmed.
     pub cmd_fault: CmdFault,
+    pub data_fault: DataFault,
 }
 
 impl DiagState {
@@ -175,6 +181,7 @@ impl DiagState {
             last_wqe: LastWqe::default(),
             last_doorbell: LastDoorbell::default(),
             cmd_fault: CmdFault::default(),
+            data_fault: DataFault::default(),
         }
     }
 
@@ -221,6 +228,9 @@ impl DiagState {
             CMD_FAULT => Some(
                 u64::from(self.cmd_fault.armed()) | (env.counters.lifetime.command_faults << 32),
             ),
+            DATA_FAULT => {
+                Some(u64::from(self.data_fault.armed()) | (env.counters.lifetime.data_faults << 32))
+            }
             LIVE => Some(gauges.live),
             FW_PHASE => Some(gauges.fw_phase),
             FW_PAGES => Some(gauges.fw_pages),
@@ -265,6 +275,11 @@ impl DiagState {
             RESET_COUNTERS => env.counters.reset(),
             CMD_FAULT => {
                 if let Err(detail) = self.cmd_fault.write(v) {
+                    env.protocol_error(Code::DiagBadAccess, detail);
+                }
+            }
+            DATA_FAULT => {
+                if let Err(detail) = self.data_fault.write(v) {
                     env.protocol_error(Code::DiagBadAccess, detail);
                 }
             }

@@ -1,9 +1,17 @@
-//! Command fault injection (diag CMD_FAULT, +0x5c8): a test arms one fault
-//! for the next command with a given opcode, to drive the driver's paths
-//! for firmware that fails or hangs, which a correct model never takes.
-//! One-shot, kept across counter and device resets until it fires or is
-//! disarmed; not a protocol error when it fires. The HCR (`hcr`) fires
-//! it, the diag block (`diag`) arms it.
+//! Fault injection, to drive the paths a correct model never takes. The
+//! diag block (`diag`) arms both kinds; each is one-shot, kept across
+//! counter and device resets until it fires or is disarmed, and no
+//! protocol error when it fires.
+//!
+//! - Command faults (diag CMD_FAULT, +0x5c8): the next command with a
+//!   given opcode fails or hangs, for the driver's paths for firmware that
+//!   does. The HCR (`hcr`) fires it.
+//! - Data faults (diag DATA_FAULT, +0x628, version 9): the next RDMA
+//!   payload long enough lands with one byte inverted, for a test's own
+//!   check of the data it moved (a ping's validate step) to catch. The
+//!   data path (`datapath::rdma`) fires it.
+
+use crate::layout::MAX_MESSAGE;
 
 /// What an armed fault does to its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +81,47 @@ impl CmdFault {
     }
 }
 
+/// The armed data fault, as DATA_FAULT reads back: the byte offset + 1, 0
+/// when none is armed (so that offset 0 can be armed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataFault {
+    armed: u32,
+}
+
+impl DataFault {
+    pub fn armed(&self) -> u32 {
+        self.armed
+    }
+
+    /// A write of DATA_FAULT: 0 disarms, `offset + 1` arms (replacing what
+    /// was armed). An offset the model's longest message
+    /// (`MAX_MESSAGE`) cannot reach would never fire: refused with the
+    /// reason, nothing changed.
+    pub fn write(&mut self, v: u32) -> Result<(), String> {
+        if u64::from(v) > MAX_MESSAGE {
+            return Err(format!(
+                "DATA_FAULT {v:#x}: offset {:#x} at or past the longest message ({MAX_MESSAGE:#x})",
+                v - 1
+            ));
+        }
+        self.armed = v;
+        Ok(())
+    }
+
+    /// The armed offset if a payload of `len` bytes reaches it. Not
+    /// disarmed: the data path inverts the byte and calls `fired` once the
+    /// payload has landed, so one refused or whose DMA failed leaves it
+    /// armed for the next.
+    pub fn offset_in(&self, len: usize) -> Option<usize> {
+        let at = (self.armed as usize).checked_sub(1)?;
+        (at < len).then_some(at)
+    }
+
+    pub fn fired(&mut self) {
+        self.armed = 0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +142,29 @@ mod tests {
         assert!(f.write(0x21 | 3 << 16).is_err());
         assert!(f.write(0x1000 | 1 << 16).is_err());
         assert_eq!(f.take(0x21), Some(Mode::Stall), "a refused write keeps it");
+    }
+
+    #[test]
+    fn data_fault_arm_reach_disarm() {
+        let mut f = DataFault::default();
+        assert_eq!(f.offset_in(100), None);
+        f.write(1).unwrap();
+        assert_eq!(
+            (f.armed(), f.offset_in(1), f.offset_in(0)),
+            (1, Some(0), None)
+        );
+        f.write(64).unwrap();
+        assert_eq!(f.offset_in(63), None, "too short");
+        assert_eq!(f.offset_in(64), Some(63), "not disarmed by a look");
+        f.fired();
+        assert_eq!((f.armed(), f.offset_in(64)), (0, None), "one-shot");
+        f.write(5).unwrap();
+        f.write(0).unwrap();
+        assert_eq!(f.armed(), 0, "0 disarms");
+        f.write(MAX_MESSAGE as u32).unwrap();
+        assert_eq!(f.offset_in(1 << 20), Some((1 << 20) - 1), "the last byte");
+        assert!(f.write(MAX_MESSAGE as u32 + 1).is_err());
+        assert!(f.write(u32::MAX).is_err());
+        assert_eq!(f.armed(), MAX_MESSAGE as u32, "a refused write keeps it");
     }
 }

@@ -11,6 +11,7 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::layout::{FIRST_QPN, LOG_MAX_QP_SZ, MAX_DESC_SZ_RQ};
 use crate::qbuf::QueueBuf;
+use serde_json::json;
 use std::collections::BTreeMap;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
@@ -21,6 +22,17 @@ const OPTPAR_RWE: u32 = 1 << 3;
 /// params2 MLX4_QP_BIT_RRE and MLX4_QP_OPTPAR_RRE.
 const RRE: u32 = 1 << 15;
 const OPTPAR_RRE: u32 = 1 << 1;
+/// params1 (ctx 0x70) bits 23..21, SRA_MAX, and params2 bits 23..21,
+/// RRA_MAX: log2 of the RDMA reads (and atomics) the QP may have
+/// outstanding as requester and as responder, as mlx4_ib fills them
+/// (`ib/qp.c:__mlx4_ib_modify_qp`: `fls(attr->max_rd_atomic - 1) << 21`,
+/// `fls(attr->max_dest_rd_atomic - 1) << 21`), each with its optpar bit
+/// (MLX4_QP_OPTPAR_SRA_MAX, _RRA_MAX).
+const PARAMS1: usize = 0x70;
+const PARAMS2: usize = 0x90;
+const RA_MAX_SHIFT: u32 = 21;
+const OPTPAR_SRA_MAX: u32 = 1 << 8;
+const OPTPAR_RRA_MAX: u32 = 1 << 9;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +51,15 @@ impl QpState {
             QpState::Rtr => 2,
             QpState::Rts => 3,
             QpState::Err => 6,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QpState::Init => "init",
+            QpState::Rtr => "rtr",
+            QpState::Rts => "rts",
+            QpState::Err => "err",
         }
     }
 }
@@ -86,6 +107,12 @@ pub struct Qp {
     pub rwe: bool,
     /// Remote read enable (params2 bit 15, RRE; optpar bit 1), likewise.
     pub rre: bool,
+    /// SRA_MAX and RRA_MAX (params1 and params2 bits 23..21): log2 of the
+    /// reads the QP may have outstanding as requester and as responder,
+    /// likewise (optpar bits 8 and 9). Decoded, recorded and returned by
+    /// QUERY_QP, never checked: see `max_rd_atomic`.
+    pub sra_max: u8,
+    pub rra_max: u8,
     /// The SQ consumer index in stride units (free-running).
     pub sq_ci: u32,
     /// WQEs a send-queue scan ran before their own doorbell or BF burst
@@ -99,6 +126,11 @@ pub struct Qp {
 
 fn size_stride(b: u8) -> (u8, u8) {
     ((b >> 3) & 0xf, (b & 7) + 4)
+}
+
+/// SRA_MAX or RRA_MAX of params1 or params2.
+fn ra_max(params: u32) -> u8 {
+    ((params >> RA_MAX_SHIFT) & 7) as u8
 }
 
 impl Qp {
@@ -178,12 +210,43 @@ impl Qp {
             rlkey: ctx[0x0b] & 0x10 != 0,
             pd: be32(ctx, 0x04) & 0xff_ffff,
             rlid: 0,
-            rwe: be32(ctx, 0x90) & RWE != 0,
-            rre: be32(ctx, 0x90) & RRE != 0,
+            rwe: be32(ctx, PARAMS2) & RWE != 0,
+            rre: be32(ctx, PARAMS2) & RRE != 0,
+            sra_max: ra_max(be32(ctx, PARAMS1)),
+            rra_max: ra_max(be32(ctx, PARAMS2)),
             sq_ci: 0,
             sq_ahead: 0,
             ctx: c,
         })
+    }
+
+    /// The RDMA reads the QP may have outstanding as requester (2^SRA_MAX;
+    /// IB's max_rd_atomic). Never checked, as no post can exceed it in
+    /// the model: a READ runs whole (its response landed, its CQE written)
+    /// within the doorbell or BlueFlame write that executes it, before the
+    /// next WQE is fetched, so a QP has at most one outstanding, and the
+    /// field's least value, 0, allows one (mlx4_ib leaves it 0 for
+    /// max_rd_atomic 0 and 1 alike).
+    pub fn max_rd_atomic(&self) -> u32 {
+        1 << self.sra_max
+    }
+
+    /// The RDMA reads the QP may have outstanding as responder
+    /// (2^RRA_MAX; IB's max_dest_rd_atomic). Never checked, for the same
+    /// reason; the responder's "none" is RRE clear, which mlx4_ib sends
+    /// for max_dest_rd_atomic 0 (`ib/qp.c:to_mlx4_access_flags`) and the
+    /// read path checks.
+    pub fn max_dest_rd_atomic(&self) -> u32 {
+        1 << self.rra_max
+    }
+
+    /// The record of the context a QP command left (`qp_context`).
+    fn record<M, I>(&self, env: &mut Env<M, I>) {
+        env.trace.record("qp_context", || {
+            json!({"qpn": self.qpn, "state": self.state.as_str(), "rwe": self.rwe,
+                   "rre": self.rre, "max_rd_atomic": self.max_rd_atomic(),
+                   "max_dest_rd_atomic": self.max_dest_rd_atomic()})
+        });
     }
 
     pub fn sq_entries(&self) -> u32 {
@@ -227,14 +290,24 @@ impl Qp {
         self.cqn_send == cqn || self.cqn_recv == Some(cqn)
     }
 
-    /// QUERY_QP output: optpar 0, then the context with the current state
-    /// and the RQ and SQ counters.
+    /// QUERY_QP output: optpar 0, then the context with the current state,
+    /// the destination, the access enables and read limits the
+    /// transitions left (what `ib/qp.c:mlx4_ib_query_qp` decodes) and the
+    /// RQ and SQ counters.
     pub fn query_mailbox(&self) -> [u8; 8 + QP_CTX_SIZE] {
         let mut mb = [0u8; 8 + QP_CTX_SIZE];
         mb[8..].copy_from_slice(&self.ctx);
         let flags = be32(&self.ctx, 0) & 0x0fff_ffff | (self.state.hw() << 28);
         put_be32(&mut mb, 8, flags);
         put_be32(&mut mb, 8 + 0x14, self.remote_qpn);
+        let ra = 7 << RA_MAX_SHIFT;
+        let sra = u32::from(self.sra_max) << RA_MAX_SHIFT;
+        put_be32(&mut mb, 8 + PARAMS1, (be32(&self.ctx, PARAMS1) & !ra) | sra);
+        let rra = u32::from(self.rra_max) << RA_MAX_SHIFT;
+        let rwe = if self.rwe { RWE } else { 0 };
+        let rre = if self.rre { RRE } else { 0 };
+        let kept = be32(&self.ctx, PARAMS2) & !(ra | RWE | RRE);
+        put_be32(&mut mb, 8 + PARAMS2, kept | rra | rwe | rre);
         put_be16(&mut mb, 8 + 0xb4, self.rq_ci as u16);
         put_be16(&mut mb, 8 + 0xb6, self.sq_ci as u16);
         mb
@@ -319,6 +392,7 @@ impl QpTable {
             return Err(CmdError::BadQpState);
         }
         let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
+        qp.record(env);
         self.qps.insert(qpn, qp);
         Ok(None)
     }
@@ -330,9 +404,13 @@ impl QpTable {
     /// and rlkey are 0 after RST2INIT and stay as RST2INIT set them; the
     /// destination QPN (0x14) and the primary path (0x18, `mlx4_set_path`:
     /// rlid at +0x06) come with INIT2RTR and are kept at RTR2RTS, which
-    /// carries only the ack timeout of the path. The PSNs, path MTU and RNR
-    /// timer are not kept: the model's loopback neither segments nor
-    /// retries (a message longer than the path MTU arrives whole).
+    /// carries only the ack timeout of the path. The access enables and
+    /// read limits come with their optpar bits: mlx4_ib sends
+    /// max_dest_rd_atomic (RRA_MAX) at INIT2RTR and max_rd_atomic
+    /// (SRA_MAX) at RTR2RTS, the transitions IB requires them at for RC
+    /// (`core/verbs.c:qp_state_table`). The PSNs, path MTU and RNR timer
+    /// are not kept: the model's loopback neither segments nor retries (a
+    /// message longer than the path MTU arrives whole).
     pub(crate) fn transition<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
@@ -354,12 +432,19 @@ impl QpTable {
             // `ib/qp.c:to_mlx4_access_flags`, sent with OPTPAR_RWE
             // whenever the access flags or max_dest_rd_atomic change.
             if be32(&mb, 0) & OPTPAR_RWE != 0 {
-                qp.rwe = be32(&mb[8..], 0x90) & RWE != 0;
+                qp.rwe = be32(&mb[8..], PARAMS2) & RWE != 0;
             }
             if be32(&mb, 0) & OPTPAR_RRE != 0 {
-                qp.rre = be32(&mb[8..], 0x90) & RRE != 0;
+                qp.rre = be32(&mb[8..], PARAMS2) & RRE != 0;
+            }
+            if be32(&mb, 0) & OPTPAR_SRA_MAX != 0 {
+                qp.sra_max = ra_max(be32(&mb[8..], PARAMS1));
+            }
+            if be32(&mb, 0) & OPTPAR_RRA_MAX != 0 {
+                qp.rra_max = ra_max(be32(&mb[8..], PARAMS2));
             }
             qp.state = to;
+            qp.record(env);
         }
         Ok(None)
     }

@@ -18,10 +18,10 @@ pub enum TraceLevel {
     #[default]
     All,
     /// What went wrong and the bookends: protocol errors, the error records
-    /// of the data path ([`ERROR_KINDS`]), injected command faults, DMA
-    /// refused without bus mastering, marks and the exit record. What
-    /// the runner needs to fail a run and name the first unexpected
-    /// protocol error, without a record per MMIO write.
+    /// of the data path ([`ERROR_KINDS`]), injected command and data
+    /// faults, DMA refused without bus mastering, marks and the exit
+    /// record. What the runner needs to fail a run and name the first
+    /// unexpected protocol error, without a record per MMIO write.
     Errors,
 }
 
@@ -33,6 +33,7 @@ pub const ERROR_KINDS: &[&str] = &[
     "cq_error",
     "cqe_dropped",
     "command_fault",
+    "data_fault",
     "fw_refused",
     "no_master_dma",
     "mark",

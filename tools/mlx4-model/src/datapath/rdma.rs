@@ -11,7 +11,8 @@
 //!    IB says); else REMOTE_ACCESS_ERR on the requester, `d` unaffected;
 //! d. RDMA_WRITE_IMM only: `d`'s RQ holds a receive WQE; else
 //!    RNR_RETRY_EXC_ERR, nothing written;
-//! e. the payload is DMA-written into the region's pages; RDMA_WRITE_IMM
+//! e. the payload is DMA-written into the region's pages (with the byte an
+//!    armed data fault names inverted, `data_fault`); RDMA_WRITE_IMM
 //!    consumes the receive WQE (without reading it: its buffers are not
 //!    touched) and writes a receive CQE (opcode RDMA_WRITE_IMM, the
 //!    immediate, byte_cnt = length); then the requester's send CQE if
@@ -79,6 +80,15 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         if imm {
             self.rq_posted(s, d)?;
         }
+        let fault = self.diag.data_fault.offset_in(payload.len());
+        let corrupted;
+        let payload = match fault {
+            Some(at) => {
+                corrupted = inverted(payload, at);
+                &corrupted[..]
+            }
+            None => payload,
+        };
         let mut off = 0usize;
         for (addr, k) in keys::translate(self.mrs, target, raddr, len) {
             if self
@@ -91,6 +101,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 return Err(syndrome::REMOTE_ACCESS_ERR);
             }
             off += k;
+        }
+        if let Some(at) = fault {
+            self.data_fault_fired(s, d, c.opcode, at, len);
         }
         self.env.counters.global.rdma_writes += 1;
         self.env.counters.global.rdma_bytes += len;
@@ -131,7 +144,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
 ///    PD with REMOTE_READ holding `[raddr, raddr + length)` (length 0: no
 ///    check); else REMOTE_ACCESS_ERR;
 /// d. the bytes are read from `d`'s region and written into the scatter
-///    list; then the send CQE (opcode RDMA_READ, byte_cnt = length).
+///    list (with the byte an armed data fault names inverted,
+///    `data_fault`); then the send CQE (opcode RDMA_READ, byte_cnt =
+///    length).
 impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     pub(crate) fn rdma_read(&mut self, s: u32, idx: u32, w: &Wqe) {
         let c = w.ctrl;
@@ -163,13 +178,17 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         }
         self.env.charge(Tx::Wire);
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
-        let data = match self.read_remote(s, d, raddr, rkey, len) {
+        let mut data = match self.read_remote(s, d, raddr, rkey, len) {
             Ok(b) => b,
             Err(syn) => {
                 self.send_error(s, idx, &c, syn);
                 return;
             }
         };
+        let fault = self.diag.data_fault.offset_in(data.len());
+        if let Some(at) = fault {
+            data[at] ^= 0xff;
+        }
         let mut off = 0usize;
         for (addr, k) in scatter {
             let k = k.min(data.len() - off);
@@ -186,6 +205,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 return;
             }
             off += k;
+        }
+        if let Some(at) = fault {
+            self.data_fault_fired(s, d, c.opcode, at, len);
         }
         self.env.counters.global.rdma_reads += 1;
         self.env.counters.global.rdma_read_bytes += len;
@@ -236,4 +258,30 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         }
         Ok(data)
     }
+}
+
+/// Data fault injection (diag DATA_FAULT, `fault::DataFault`): the armed
+/// byte of an RDMA payload lands inverted (XOR 0xff), in the requester's
+/// memory for a READ, the responder's for a WRITE. It fires only with a
+/// payload that landed whole (counted in diag 0x618 or 0x5b0): one refused
+/// or whose DMA failed leaves it armed. No SEND carries one: the fault is
+/// for the RDMA a test's own validation reads back.
+impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
+    /// The fault at byte `at` of QP `s`'s `len`-byte payload to or from `d`
+    /// has landed: disarmed, counted, recorded.
+    fn data_fault_fired(&mut self, s: u32, d: u32, op: u8, at: usize, len: u64) {
+        self.diag.data_fault.fired();
+        self.env.counters.lifetime.data_faults += 1;
+        self.env.trace.record(
+            "data_fault",
+            || json!({"qpn": s, "peer": d, "opcode": op, "offset": at, "len": len}),
+        );
+    }
+}
+
+/// `payload` with byte `at` inverted.
+fn inverted(payload: &[u8], at: usize) -> Vec<u8> {
+    let mut v = payload.to_vec();
+    v[at] ^= 0xff;
+    v
 }

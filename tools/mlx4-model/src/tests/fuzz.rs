@@ -96,6 +96,9 @@ enum Op {
         opcode: u16,
         fail: bool,
     },
+    /// DATA_FAULT: arm (`offset + 1`, refused past the longest message)
+    /// or disarm (0).
+    DataFault(u32),
     /// Bus Master Enable on or off.
     Master(bool),
 }
@@ -220,9 +223,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (prop_oneof![Just(None), (0u32..40).prop_map(Some)], key(), va(), prop_oneof![0u32..64, 0u32..0x2000],
               proptest::option::of((prop_oneof![Just(8u8), Just(9)], va(), key())))
             .prop_map(|(index, lkey, addr, len, rdma)| Op::Keyed { index, lkey, addr, len, rdma }),
-        // An RDMA write that may well land: a gather that passes, an rkey
-        // of a region the Region op makes.
-        2 => (0u32..64, (1u32..4, 0u32..2), 0u64..0x2000, prop_oneof![Just(8u8), Just(9)])
+        // An RDMA write or read that may well land: a gather (scatter)
+        // that passes, an rkey of a region the Region op makes.
+        2 => (0u32..64, (1u32..4, 0u32..2), 0u64..0x2000, prop_oneof![Just(8u8), Just(9), Just(0x10)])
             .prop_map(|(len, (i, t), off, opcode)| Op::Keyed {
                 index: None,
                 lkey: RESERVED_LKEY,
@@ -232,6 +235,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             }),
         1 => (opcodes, any::<bool>()).prop_map(|(opcode, fail)| Op::Fault { opcode, fail }),
         1 => prop_oneof![3 => Just(true), 1 => Just(false)].prop_map(Op::Master),
+        1 => prop_oneof![Just(0u32), 1u32..70, any::<u32>()].prop_map(Op::DataFault),
     ]
 }
 
@@ -372,6 +376,7 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             h.diag_write(crate::diag::CMD_FAULT, u32::from(*opcode) | mode);
         }
         Op::Master(on) => h.set_master(*on),
+        Op::DataFault(v) => h.diag_write(crate::diag::DATA_FAULT, *v),
     }
 }
 

@@ -472,3 +472,121 @@ fn rdma_read_needs_remote_read_enable() {
     h.doorbell(UAR, QPN);
     assert_eq!(h.error_codes(), ["wqe_bad_opcode"]);
 }
+
+/// `fls(n - 1)`, the SRA_MAX/RRA_MAX field mlx4_ib writes for `n` reads
+/// (`ib/qp.c:__mlx4_ib_modify_qp`); for 0 it writes nothing, so 0.
+fn ra_field(n: u32) -> u32 {
+    if n == 0 {
+        0
+    } else {
+        32 - (n - 1).leading_zeros()
+    }
+}
+
+/// INIT2RTR and RTR2RTS of QP `qpn` to `dest` as mlx4_ib sends them for
+/// ibv_modify_qp with max_dest_rd_atomic `dest_rd` (required at RTR for
+/// RC: RRA_MAX in params2 bits 23..21, and the access flags recomputed
+/// with optpar RWE | RRE | RAE, RRE cleared for 0,
+/// `to_mlx4_access_flags`) and max_rd_atomic `rd` (required at RTS:
+/// SRA_MAX in params1 bits 23..21).
+fn connect_rd_atomic(h: &mut Harness, qpn: u32, dest: u32, rd: u32, dest_rd: u32) {
+    const OPTPAR_RRE_RAE_RWE: u32 = (1 << 1) | (1 << 2) | (1 << 3);
+    const OPTPAR_SRA_MAX: u32 = 1 << 8;
+    const OPTPAR_RRA_MAX: u32 = 1 << 9;
+    // MLX4_IB_ACK_REQ_FREQ << 28 in every params1 mlx4_ib sends.
+    const ACK_REQ_FREQ: u32 = 8 << 28;
+    let mut mb = vec![0u8; 0x100];
+    let optpar = (1 << 7) | (1 << 16) | OPTPAR_RRA_MAX | OPTPAR_RRE_RAE_RWE;
+    put_be32(&mut mb, 0, optpar);
+    put_be32(&mut mb[8..], 0x14, dest);
+    put_be16(&mut mb[8..], 0x18 + 0x06, 1);
+    mb[8 + 0x18 + 0x20] = 0x83;
+    put_be32(&mut mb[8..], 0x70, ACK_REQ_FREQ);
+    let access = if dest_rd == 0 { RWE } else { RWE | RRE };
+    put_be32(&mut mb[8..], 0x90, (ra_field(dest_rd) << 21) | access);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::INIT2RTR_QP, 0, qpn), status::OK);
+    let mut mb = vec![0u8; 0x100];
+    put_be32(
+        &mut mb,
+        0,
+        OPTPAR_SRA_MAX | (1 << 12) | (1 << 13) | (1 << 14),
+    );
+    let retry = (7 << 16) | (7 << 13);
+    put_be32(
+        &mut mb[8..],
+        0x70,
+        ACK_REQ_FREQ | retry | (ra_field(rd) << 21),
+    );
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RTR2RTS_QP, 0, qpn), status::OK);
+}
+
+#[test]
+fn the_read_limits_are_decoded_as_mlx4_ib_encodes_them() {
+    // (max_rd_atomic, max_dest_rd_atomic) asked for, and what the context
+    // can say: 2^field, at least 1.
+    for (rd, dest_rd, want_rd, want_dest) in [
+        (0, 1, 1, 1),
+        (1, 0, 1, 1),
+        (2, 3, 2, 4),
+        (4, 16, 4, 16),
+        (16, 5, 16, 8),
+    ] {
+        let mut h = hca();
+        rst2init_with(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB, RWE | RRE);
+        rst2init_with(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB, RWE | RRE);
+        let qp = h.dev.qps().get(QA).unwrap();
+        assert_eq!((qp.max_rd_atomic(), qp.max_dest_rd_atomic()), (1, 1));
+        connect_rd_atomic(&mut h, QA, QB, rd, dest_rd);
+        let qp = h.dev.qps().get(QA).unwrap();
+        let got = (qp.max_rd_atomic(), qp.max_dest_rd_atomic(), qp.rre);
+        assert_eq!(got, (want_rd, want_dest, dest_rd != 0), "{rd} {dest_rd}");
+        // Recorded at each transition: INIT2RTR set the responder's,
+        // RTR2RTS the requester's.
+        let r = h.records_of("qp_context");
+        let fields = |r: &serde_json::Value| {
+            (
+                r["qpn"].as_u64().unwrap() as u32,
+                r["state"].as_str().unwrap().to_string(),
+                r["max_rd_atomic"].as_u64().unwrap() as u32,
+                r["max_dest_rd_atomic"].as_u64().unwrap() as u32,
+            )
+        };
+        let got: Vec<_> = r.iter().map(fields).collect();
+        assert_eq!(
+            got,
+            [
+                (QA, "init".into(), 1, 1),
+                (QB, "init".into(), 1, 1),
+                (QA, "rtr".into(), 1, want_dest),
+                (QA, "rts".into(), want_rd, want_dest),
+            ]
+        );
+        // QUERY_QP returns the fields where mlx4_ib_query_qp reads them
+        // (`1 << ((params >> 21) & 7)`), with the access enables.
+        assert_eq!(h.cmd(op::QUERY_QP, 0, QA), status::OK);
+        let q = h.mem(OUT_MB + 8, 0xa0);
+        let (p1, p2) = (be32(&q, 0x70), be32(&q, 0x90));
+        assert_eq!(1 << ((p1 >> 21) & 7), want_rd);
+        assert_eq!(1 << ((p2 >> 21) & 7), want_dest);
+        assert_eq!(p2 & (RWE | RRE), if dest_rd == 0 { RWE } else { RWE | RRE });
+        assert!(h.error_codes().is_empty());
+    }
+}
+
+/// max_dest_rd_atomic 0 is the responder's "no reads": mlx4_ib clears RRE
+/// for it, and a read to it is a remote access error. That is the only
+/// read limit a request can reach in the model (`Qp::max_rd_atomic`).
+#[test]
+fn no_responder_reads_is_rre_clear() {
+    let mut h = hca();
+    rst2init_with(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB, RWE | RRE);
+    rst2init_with(&mut h, QB, PAGE_B, 0x708, RQ32, RQ2_DB, RWE | RRE);
+    connect_rd_atomic(&mut h, QA, QB, 1, 1);
+    connect_rd_atomic(&mut h, QB, QA, 1, 0);
+    h.write_wqe(PAGE_A, 0, &read_wqe(0, VA_B, 8));
+    h.doorbell(UUAR, QA);
+    assert_eq!(h.mem(CQ_PAGE, 32)[0x1b], syndrome::REMOTE_ACCESS_ERR);
+    assert_eq!(h.records_of("prot_fault")[0]["reason"], "qp_access");
+}

@@ -84,6 +84,18 @@
 /* Version 8: RDMA reads whose data landed, and their bytes (counters). */
 #define MODEL_RDMA_READS	0x618
 #define MODEL_RDMA_READ_BYTES	0x620
+/*
+ * Version 9: data faults. A write of MODEL_DATA_FAULT with offset + 1 arms a
+ * fault for the next RDMA payload the model executes that is longer than
+ * offset bytes, once: it lands with byte offset inverted (XOR 0xff), an RDMA
+ * READ's response in the requester's memory, an RDMA WRITE's data in the
+ * responder's. 0 disarms; an offset of 2^20 or more (the model's longest
+ * message) is refused as a protocol error. Its read: the armed value (0 once
+ * it fired), then the faults fired since the model started (never reset).
+ * Counter and device resets keep it armed, as they keep MODEL_CMD_FAULT.
+ */
+#define MODEL_DATA_FAULT	0x628
+#define MODEL_DATA_FAULT_MAX	(1u << 20)	/* offsets below this */
 /* Per QP, for the QP written to MODEL_QP_SELECT. */
 #define MODEL_QP_WQE_BF		0x80
 #define MODEL_QP_WQE_DMA	0x88
@@ -262,6 +274,15 @@ static inline void model_write(struct model *m, unsigned int reg, uint32_t value
 static inline void model_cmd_fault(struct model *m, uint16_t opcode, int mode)
 {
 	model_write(m, MODEL_CMD_FAULT, (uint32_t)opcode | (uint32_t)mode << 16);
+}
+
+/*
+ * Arms a data fault at byte @offset (below MODEL_DATA_FAULT_MAX) of the next
+ * RDMA payload longer than @offset. Version 9.
+ */
+static inline void model_data_fault(struct model *m, uint32_t offset)
+{
+	model_write(m, MODEL_DATA_FAULT, offset + 1);
 }
 
 /* The per-QP counters of @qpn, and the global ones a test looks at. */
