@@ -12,10 +12,6 @@
 #include "kselftest_harness.h"
 #include "mlx4_bf_model.h"
 
-#ifndef MODEL_DATA_FAULT
-#define MODEL_DATA_FAULT	0x628
-#endif
-
 #define KPING		DEBUGFS_DIR "/device/kping"
 #define DEVICE_STATS	DEBUGFS_DIR "/device/stats"
 
@@ -511,7 +507,7 @@ TEST(validate_finds_a_corrupted_byte)
 		SKIP(return, "the model has no data fault injection");
 	}
 	/* Byte 5 of the next RDMA payload (the READ of round trip 0) inverted. */
-	model_write(&m, MODEL_DATA_FAULT, 5 + 1);
+	model_data_fault(&m, 5);
 	log = kmsg_open();
 	EXPECT_EQ(-EIO, kping("loop,count=10,validate"));
 	EXPECT_TRUE(kmsg_has(log, "validate: round trip 0, byte 5:"));
