@@ -86,7 +86,7 @@ impl Context {
                 qp_index * QP_AREA_BYTES + umem::WQE_OFFSET,
                 &mut state.wqe.0[..len],
             )?,
-            WqeSource::Kernel(b) => state.wqe.0[..len].copy_from_slice(b),
+            WqeSource::Kernel(b) => crate::sys::copy::words(&mut state.wqe.0[..len], b),
         }
         let State { wqe, mrs, .. } = &mut *state;
         let buf = &mut wqe.0;

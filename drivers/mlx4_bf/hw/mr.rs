@@ -196,15 +196,7 @@ impl MrTable {
         len: u64,
         perm: u32,
     ) -> Result<u32> {
-        if self.closed {
-            return Err(ENODEV);
-        }
-        if self.entries.len() <= self.first_slot {
-            return Err(crate::sys::errno::eopnotsupp());
-        }
-        let slot = (self.first_slot..self.entries.len())
-            .find(|&s| self.entries[s].is_none())
-            .ok_or(ENOSPC)?;
+        let slot = self.free_slot()?;
         let pages = pinned.count();
         let mtt = self.mtt.alloc(pages).ok_or(ENOSPC)?;
         // SAFETY: Not closed, so unbind has not run `release_all()`: the
@@ -217,9 +209,8 @@ impl MrTable {
                 return Err(e);
             }
         };
-        let tag = self.tags[slot].wrapping_add(1);
         let mpt = Mpt {
-            key: region::key(slot as u32, tag),
+            key: self.next_key(slot),
             pd: owner,
             start,
             len,
@@ -235,14 +226,43 @@ impl MrTable {
             self.mtt.free(mtt, pages);
             return Err(e);
         }
-        self.tags[slot] = tag;
-        self.entries[slot] = Some(Entry {
-            mpt,
-            owner,
-            pages,
-            user: Some((dma, pinned)),
-        });
-        Ok(mpt.key)
+        Ok(self.record(
+            slot,
+            Entry {
+                mpt,
+                owner,
+                pages,
+                user: Some((dma, pinned)),
+            },
+        ))
+    }
+
+    /// An MPT slot for a new region: `-ENODEV` once closed, `-EOPNOTSUPP`
+    /// on an adapter without MPTs to spare, `-ENOSPC` when all are used.
+    fn free_slot(&self) -> Result<usize> {
+        if self.closed {
+            return Err(ENODEV);
+        }
+        if self.entries.len() <= self.first_slot {
+            return Err(crate::sys::errno::eopnotsupp());
+        }
+        (self.first_slot..self.entries.len())
+            .find(|&s| self.entries[s].is_none())
+            .ok_or(ENOSPC)
+    }
+
+    /// The key slot `slot`'s next region gets: its tag one on.
+    fn next_key(&self, slot: usize) -> u32 {
+        region::key(slot as u32, self.tags[slot].wrapping_add(1))
+    }
+
+    /// Region `e` is in the adapter in `slot`: recorded, its key's tag
+    /// remembered for the slot's next key. Returns its key.
+    fn record(&mut self, slot: usize, e: Entry) -> u32 {
+        let key = e.mpt.key;
+        self.tags[slot] = region::key_tag(key);
+        self.entries[slot] = Some(e);
+        key
     }
 
     /// Registers kernel memory for context `owner`: its pages, already
@@ -254,14 +274,8 @@ impl MrTable {
         owner: u32,
         r: &KernelRegion<'_>,
     ) -> Result<u32> {
-        if self.closed {
-            return Err(ENODEV);
-        }
-        let slot = (self.first_slot..self.entries.len())
-            .find(|&s| self.entries[s].is_none())
-            .ok_or(ENOSPC)?;
-        let tag = self.tags[slot].wrapping_add(1);
-        let key = region::key(slot as u32, tag);
+        let slot = self.free_slot()?;
+        let key = self.next_key(slot);
         let pages = r.pages.len();
         let mpt = if pages == 0 {
             Mpt::physical(key, owner, r.perm)
@@ -288,14 +302,15 @@ impl MrTable {
             }
             return Err(e);
         }
-        self.tags[slot] = tag;
-        self.entries[slot] = Some(Entry {
-            mpt,
-            owner,
-            pages,
-            user: None,
-        });
-        Ok(key)
+        Ok(self.record(
+            slot,
+            Entry {
+                mpt,
+                owner,
+                pages,
+                user: None,
+            },
+        ))
     }
 
     /// The MTT entries of the page addresses of `dma` from entry `first` on,

@@ -200,25 +200,25 @@ impl End {
 
     /// SENDs `msg`, inline: BlueFlame (`path=bf`) or doorbell.
     pub(super) fn send(&self, msg: &Msg, path: Path) -> Result {
-        let mut buf = [0u8; 64];
-        let len = wqe_build::build_inline(&mut buf, wqe::OPCODE_SEND, None, &msg.encode())
+        let mut buf = WqeBuf([0; 512]);
+        let len = wqe_build::build_inline(&mut buf.0, wqe::OPCODE_SEND, None, &msg.encode())
             .ok_or(EINVAL)?;
-        self.post(&buf[..len], path_flags(path))
+        self.post(&buf.0[..len], path_flags(path))
     }
 
     /// RDMA READs the peer's buffer `from` into this end's `into`.
     pub(super) fn read(&self, from: &Msg, into: Buf) -> Result {
-        let mut buf = [0u8; 64];
+        let mut buf = WqeBuf([0; 512]);
         let seg = (self.addr(into), self.lkey[into as usize], from.size);
         let len = wqe_build::build_gather(
-            &mut buf,
+            &mut buf.0,
             wqe::OPCODE_RDMA_READ,
             Some((from.addr, from.rkey)),
             seg,
         )
         .ok_or(EINVAL)?;
         // A data segment: never BlueFlame.
-        self.post(&buf[..len], 0)
+        self.post(&buf.0[..len], 0)
     }
 
     /// RDMA WRITEs this end's buffer `from` (`size` bytes) into the peer's
@@ -228,21 +228,21 @@ impl End {
     pub(super) fn write(&self, from: Buf, to: &Msg, path: Path) -> Result<u64> {
         let raddr = Some((to.addr, to.rkey));
         let size = to.size as usize;
-        let mut wqe_buf = [0u8; 512];
+        let mut buf = WqeBuf([0; 512]);
         let (len, flags) = match path {
             Path::Bf => {
                 let len = self.with_buf(from, |b| {
-                    wqe_build::build_inline(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, &b[..size])
+                    wqe_build::build_inline(&mut buf.0, wqe::OPCODE_RDMA_WRITE, raddr, &b[..size])
                 })?;
                 (len, abi::POST_F_REQUIRE_BF)
             }
             Path::Db => {
                 let seg = (self.addr(from), self.lkey[from as usize], to.size);
-                let len = wqe_build::build_gather(&mut wqe_buf, wqe::OPCODE_RDMA_WRITE, raddr, seg);
+                let len = wqe_build::build_gather(&mut buf.0, wqe::OPCODE_RDMA_WRITE, raddr, seg);
                 (len, abi::POST_F_FORCE_DOORBELL)
             }
         };
-        let wqe_bytes = &wqe_buf[..len.ok_or(EINVAL)?];
+        let wqe_bytes = &buf.0[..len.ok_or(EINVAL)?];
         let start = Instant::<Monotonic>::now();
         self.post(wqe_bytes, flags)?;
         Ok(start.elapsed().as_nanos().max(0) as u64)
@@ -275,6 +275,12 @@ fn path_flags(path: Path) -> u32 {
         Path::Db => abi::POST_F_FORCE_DOORBELL,
     }
 }
+
+/// A WQE being built: 8-byte aligned, so `post_send()` copies it by words
+/// (`sys::copy::words`); the largest a BlueFlame buffer of a 1 KiB
+/// register holds.
+#[repr(C, align(8))]
+struct WqeBuf([u8; 512]);
 
 /// A message as `Area::read_qwords` copies it: 8-byte aligned.
 #[repr(C, align(8))]

@@ -66,3 +66,23 @@ pub(crate) unsafe fn qwords(dst: *mut u64, src: *const u64, n: usize) {
         i += 1;
     }
 }
+
+/// Copies `src` into `dst` (as long): by whole words (`qwords`) when both
+/// are 8-byte aligned and a multiple of 8 long, as a WQE built in an
+/// aligned buffer is; else as `copy_from_slice()`. A WQE the kernel built
+/// itself is copied as the ioctl copies a staged one.
+#[inline(always)]
+pub(crate) fn words(dst: &mut [u8], src: &[u8]) {
+    let aligned = |p: *const u8| (p as usize).is_multiple_of(8);
+    if dst.len() == src.len()
+        && src.len() % 8 == 0
+        && aligned(dst.as_ptr())
+        && aligned(src.as_ptr())
+    {
+        // SAFETY: Both slices are valid for their `len / 8` words, 8-byte
+        // aligned (checked), and cannot overlap (one is borrowed mutably).
+        unsafe { qwords(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.len() / 8) };
+    } else {
+        dst.copy_from_slice(src);
+    }
+}

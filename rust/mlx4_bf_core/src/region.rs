@@ -49,6 +49,11 @@ pub const fn key(slot: u32, tag: u8) -> u32 {
     hw_index_to_key((tag as u32) << 24 | slot)
 }
 
+/// The tag a key carries: `key()`'s `tag`, its low byte.
+pub const fn key_tag(key: u32) -> u8 {
+    key as u8
+}
+
 /// The MPT slot a key names.
 pub const fn key_slot(key: u32) -> u32 {
     key >> 8
@@ -349,6 +354,14 @@ mod tests {
         assert_eq!(pages_spanned(0, 0), None);
         assert_eq!(pages_spanned(u64::MAX, 2), None);
         assert_eq!(pages_spanned(u64::MAX - 0xfff, 0x1000), Some(1));
+    }
+
+    #[test]
+    fn a_key_names_its_slot_and_tag() {
+        for (slot, tag) in [(1, 0), (3, 1), (0xff_ffff, 0xff), (1000, 7)] {
+            let k = key(slot, tag);
+            assert_eq!((key_slot(k), key_tag(k)), (slot, tag));
+        }
     }
 
     #[test]
