@@ -170,8 +170,8 @@ impl Kping {
 /// krping's columns (number-device, then bytes and messages sent,
 /// received, RDMA written and RDMA read), the round-trip latency in ns
 /// (min, median, p99, max), the median in-kernel post of an RDMA WRITE in
-/// ns, the role and the result (`running`, or the write's return: 0 or a
-/// negative errno).
+/// ns, the role and the result (`listening` for a server without its
+/// client, `running`, or the write's return: 0 or a negative errno).
 fn show_line(name: &CStr, s: &RunStats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let [min, median, p99, max] = s.latency;
     write!(
@@ -195,6 +195,7 @@ fn show_line(name: &CStr, s: &RunStats, f: &mut fmt::Formatter<'_>) -> fmt::Resu
         s.role.map_or("?", |r: Role| r.name()),
     )?;
     match s.result {
+        None if s.listening => writeln!(f, "listening"),
         None => writeln!(f, "running"),
         Some(code) => writeln!(f, "{code}"),
     }

@@ -30,6 +30,8 @@ pub(crate) struct RunStats {
     /// The median time of an RDMA WRITE's in-kernel post (`post_send()`
     /// alone), in ns: the ioctl's cost without the system call.
     pub(crate) write_post: u64,
+    /// A server waiting for its client.
+    pub(crate) listening: bool,
     /// `None` while running; then 0 or the negative errno the write got.
     pub(crate) result: Option<i32>,
 }

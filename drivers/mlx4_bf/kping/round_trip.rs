@@ -109,11 +109,9 @@ impl Run<'_> {
 
     /// The next message on `end`.
     fn recv(&mut self, end: &End) -> Result<Msg> {
-        loop {
+        let m = loop {
             if let Some(m) = end.try_recv()? {
-                self.stats.recv_msgs += 1;
-                self.stats.recv_bytes += super::MSG_LEN as u64;
-                return Ok(m);
+                break m;
             }
             self.check()?;
             match self.cmd.wait {
@@ -122,14 +120,15 @@ impl Run<'_> {
                     end.arm()?;
                     // A message that came before the arm raised no event.
                     if let Some(m) = end.try_recv()? {
-                        self.stats.recv_msgs += 1;
-                        self.stats.recv_bytes += super::MSG_LEN as u64;
-                        return Ok(m);
+                        break m;
                     }
                     self.nap()?;
                 }
             }
-        }
+        };
+        self.stats.recv_msgs += 1;
+        self.stats.recv_bytes += super::MSG_LEN as u64;
+        Ok(m)
     }
 
     /// Until every WQE `end` posted completed.
@@ -168,6 +167,12 @@ impl Run<'_> {
         }
     }
 
+    /// A server shows `listening` until its client comes.
+    fn set_listening(&mut self, listening: bool) {
+        self.stats.listening = listening;
+        self.publish(false);
+    }
+
     /// A `loop`: both ends here.
     fn both(&mut self) -> Result {
         let client = End::new(self.kping, self.cmd)?;
@@ -185,8 +190,10 @@ impl Run<'_> {
             pr_warn!("{}: kping: port {port} has a server\n", self.name());
             return Err(crate::sys::errno::eaddrinuse());
         }
+        self.set_listening(true);
         let result = self.serve_client(&end);
         self.kping.registry.lock().unlisten(self.id);
+        self.set_listening(false);
         // Done, or acknowledging the client's done: nothing of the client's
         // is read or written any more.
         if self.connected {
@@ -202,6 +209,7 @@ impl Run<'_> {
             }
             self.nap()?;
         };
+        self.set_listening(false);
         self.connected = true;
         end.connect(client)?;
         self.kping.registry.lock().set_ready(self.id);

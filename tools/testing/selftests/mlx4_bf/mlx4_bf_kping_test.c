@@ -73,17 +73,20 @@ static int kping_line(int id, struct line *out)
 	return kping_line_of(id, NULL, out);
 }
 
-/* Lines of running threads. */
-static int threads_running(void)
+/* Lines of threads in @state: "running", or "listening" (a server with no client yet). */
+static int threads_in(const char *state)
 {
-	char buf[256];
+	char buf[256], *last;
 	int n = 0;
 	FILE *f = fopen(KPING, "r");
 
 	if (!f)
 		return -1;
-	while (fgets(buf, sizeof(buf), f))
-		n += strstr(buf, " running") != NULL;
+	while (fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = 0;
+		last = strrchr(buf, ' ');
+		n += last && !strcmp(last + 1, state);
+	}
 	fclose(f);
 	return n;
 }
@@ -261,11 +264,11 @@ static int child_result(pid_t pid)
 	return -WEXITSTATUS(status);
 }
 
-/* Until @n threads run, at most 5 s. */
-static int wait_running(int n)
+/* Until @n threads are in @state, at most 5 s. */
+static int wait_for(const char *state, int n)
 {
 	for (int i = 0; i < 500; i++) {
-		if (threads_running() >= n)
+		if (threads_in(state) >= n)
 			return 0;
 		usleep(10000);
 	}
@@ -293,7 +296,7 @@ TEST(server_and_client_on_both_paths_and_wait_modes)
 			 opts[i]);
 		seen(&m, &a);
 		pid = kping_child(server);
-		ASSERT_EQ(0, wait_running(1));
+		ASSERT_EQ(0, wait_for("listening", 1));
 		EXPECT_EQ(0, kping(client)) TH_LOG("%s", client);
 		EXPECT_EQ(0, child_result(pid)) TH_LOG("the server ends when its client is done");
 		seen(&m, &b);
@@ -327,7 +330,7 @@ TEST(two_pairs_at_once)
 	seen(&m, &a);
 	s1 = kping_child("server,port=201");
 	s2 = kping_child("server,port=202,path=db");
-	ASSERT_EQ(0, wait_running(2));
+	ASSERT_EQ(0, wait_for("listening", 2));
 	c1 = kping_child("client,port=201,count=400,validate");
 	c2 = kping_child("client,port=202,count=400,validate,path=db,wait=event");
 	EXPECT_EQ(0, child_result(c1));
@@ -374,7 +377,7 @@ TEST(a_signal_ends_a_loop_with_eintr_and_frees_everything)
 		SKIP(return, "%s", why);
 	live = model_read(&m, MODEL_LIVE);
 	pid = kping_child_catching("loop,validate");
-	ASSERT_EQ(0, wait_running(1));
+	ASSERT_EQ(0, wait_for("running", 1));
 	usleep(300000);
 	kill(pid, SIGUSR1);
 	EXPECT_EQ(-EINTR, child_result(pid));
@@ -398,9 +401,9 @@ TEST(an_interrupted_client_lets_its_server_end)
 	if (why)
 		SKIP(return, "%s", why);
 	server = kping_child("server,port=300,wait=event");
-	ASSERT_EQ(0, wait_running(1));
+	ASSERT_EQ(0, wait_for("listening", 1));
 	client = kping_child_catching("client,port=300,validate");
-	ASSERT_EQ(0, wait_running(2));
+	ASSERT_EQ(0, wait_for("running", 2)) TH_LOG("the server has its client");
 	usleep(300000);
 	kill(client, SIGUSR1);
 	EXPECT_EQ(-EINTR, child_result(client));
@@ -461,7 +464,7 @@ TEST(a_second_server_on_a_port_is_refused)
 	if (access(KPING, W_OK))
 		SKIP(return, "no kping file: mlx4_bf not bound");
 	server = kping_child_catching("server,port=400");
-	ASSERT_EQ(0, wait_running(1));
+	ASSERT_EQ(0, wait_for("listening", 1));
 	log = kmsg_open();
 	EXPECT_EQ(-EADDRINUSE, kping("server,port=400"));
 	EXPECT_TRUE(kmsg_has(log, "port 400 has a server"));
@@ -479,7 +482,7 @@ TEST(more_threads_than_four_are_ebusy)
 		SKIP(return, "no kping file: mlx4_bf not bound");
 	for (int i = 0; i < 4; i++)
 		pids[i] = kping_child_catching("loop,wait=event");
-	ASSERT_EQ(0, wait_running(4));
+	ASSERT_EQ(0, wait_for("running", 4));
 	log = kmsg_open();
 	EXPECT_EQ(-EBUSY, kping("loop,count=1"));
 	EXPECT_TRUE(kmsg_has(log, "4 commands run already"));
@@ -533,7 +536,7 @@ TEST(unbind_ends_a_run_with_enodev_and_bind_brings_the_file_back)
 	model_close(&m);
 	ASSERT_EQ(0, bound_device(bdf, sizeof(bdf)));
 	pid = kping_child("loop,validate,wait=event");
-	ASSERT_EQ(0, wait_running(1));
+	ASSERT_EQ(0, wait_for("running", 1));
 	usleep(200000);
 	fd = open(DRIVER_DIR "/unbind", O_WRONLY);
 	ASSERT_LE(0, fd);
