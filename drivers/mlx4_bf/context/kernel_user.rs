@@ -56,23 +56,18 @@ impl Context {
             return Err(ENOSPC);
         }
         let hca = self.hca();
-        let key = self.adapter.mrs.lock().register_kernel(
+        let mpt = self.adapter.mrs.lock().register_kernel(
             (&hca.cmd, |first, pages: &[u64]| hca.write_mtt(first, pages)),
             self.uar_index,
             r,
         )?;
-        let (start, len) = if r.pages.is_empty() {
-            (0, u64::MAX)
-        } else {
-            (r.start, r.len)
-        };
         state.mrs.push(CtxMr {
-            key,
-            start,
-            len,
+            key: mpt.key,
+            start: mpt.start,
+            len: mpt.len,
             pages: 0,
-            perm: r.perm,
+            perm: mpt.perm,
         });
-        Ok(key)
+        Ok(mpt.key)
     }
 }

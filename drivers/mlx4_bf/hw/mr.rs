@@ -52,7 +52,8 @@ pub(crate) struct KernelRegion<'a> {
     /// The DMA addresses of its 4 KiB pages, the MTT entries; none: a
     /// PHYSICAL region of every DMA address (`region::Mpt::physical`).
     pub(crate) pages: &'a [u64],
-    /// The address WQEs name its first byte by (its DMA address).
+    /// The address WQEs name its first byte by (its DMA address), and its
+    /// length; a PHYSICAL region's are 0 and all of them, whatever these say.
     pub(crate) start: u64,
     pub(crate) len: u64,
     pub(crate) perm: u32,
@@ -267,13 +268,14 @@ impl MrTable {
 
     /// Registers kernel memory for context `owner`: its pages, already
     /// mapped for DMA by its owner, which keeps them until the region is
-    /// deregistered; or, with no pages, a PHYSICAL region. Returns its key.
+    /// deregistered; or, with no pages, a PHYSICAL region. Returns its MPT
+    /// as the adapter has it.
     pub(crate) fn register_kernel(
         &mut self,
         (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
         owner: u32,
         r: &KernelRegion<'_>,
-    ) -> Result<u32> {
+    ) -> Result<Mpt> {
         let slot = self.free_slot()?;
         let key = self.next_key(slot);
         let pages = r.pages.len();
@@ -302,7 +304,7 @@ impl MrTable {
             }
             return Err(e);
         }
-        Ok(self.record(
+        self.record(
             slot,
             Entry {
                 mpt,
@@ -310,7 +312,8 @@ impl MrTable {
                 pages,
                 user: None,
             },
-        ))
+        );
+        Ok(mpt)
     }
 
     /// The MTT entries of the page addresses of `dma` from entry `first` on,

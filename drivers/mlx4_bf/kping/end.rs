@@ -95,9 +95,9 @@ impl End {
 
     fn register(&mut self, adapter: &Adapter, cmd: &Command) -> Result {
         let all = abi::ACCESS_LOCAL_WRITE | abi::ACCESS_REMOTE_WRITE | abi::ACCESS_REMOTE_READ;
+        let perm = region::perm(all).ok_or(EINVAL)?;
         match cmd.mem_mode {
             MemMode::Dma => {
-                let perm = region::perm(all).ok_or(EINVAL)?;
                 let key = self.ctx.reg_kernel_mr(&KernelRegion {
                     pages: &[],
                     start: 0,
@@ -117,7 +117,6 @@ impl End {
                     for p in 0..pages {
                         addrs.push(start + (p as u64) * region::PAGE_SIZE, GFP_KERNEL)?;
                     }
-                    let perm = region::perm(all).ok_or(EINVAL)?;
                     let key = self.ctx.reg_kernel_mr(&KernelRegion {
                         pages: &addrs,
                         start,
