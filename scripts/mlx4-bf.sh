@@ -430,8 +430,8 @@ lint)      need_kdir
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs \
-		"abi icm kping_rules layout region store_block uar_alloc wqe wqe_build module_parameters |
-		 sys | hw |
+		"abi icm kping_rules layout region store_block uar_alloc wqe wqe_build module_parameters geometry |
+		 sys | stats | hw |
 		 adapter | context | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs

@@ -1,7 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One open of `/dev/mlx4_bf<N>`: a context owning one UAR, its BlueFlame
-//! page and up to `MAX_QPS_PER_CONTEXT` QPs, and the methods of the ioctl.
+//! One open of `/dev/mlx4_bf<N>` (or one end of the kernel ping): a context
+//! owning one UAR, its BlueFlame page and up to `MAX_QPS_PER_CONTEXT` QPs,
+//! and the methods of the ioctl.
+//!
+//! Where `Context`'s methods are, by file (each file holds one verb's
+//! family, as mlx4_ib splits its objects):
+//!
+//! | file | methods |
+//! |---|---|
+//! | `context.rs` | `open`, `mmap`, `check_bound`, close (`drop`) |
+//! | `context/qps.rs` | `create_qp`, `destroy_qp`, `connect_qp`; a QP's buffer, CQs and area |
+//! | `context/post.rs` | `post_send` and its phases: copy in, check regions, make room, stamp, place, commit |
+//! | `context/send_cq.rs` | `make_room`, `reap`: the send CQ |
+//! | `context/receive.rs` | `post_recv`, `arm_cq`, `poll`; a QP's receive queue and CQ (`Recv`) |
+//! | `context/mr.rs` | `reg_mr`, `dereg_mr` |
+//! | `context/mmap.rs` | the UAR, BlueFlame and area mappings and their faults |
+//! | `context/device.rs` | `device_info`, `device_stats`, `context_stats`, `context_info` |
+//! | `context/kernel_user.rs` | the kernel ping's: `take_message`, `sends_done`, `reg_kernel_mr` |
 //!
 //! Locking: a context's QPs, send-queue heads, BlueFlame half and WQE buffer
 //! are under its own mutex (the per-UAR lock of mlx4), held across the
@@ -11,19 +27,19 @@
 //!
 //! A context also has a send CQ while it has QPs, and each QP exists in the
 //! device (RTS) with a receive queue and its own receive CQ. Posts stamp
-//! CQ_UPDATE and reap the send CQ first (see `cq.rs`): a send-queue slot is
+//! CQ_UPDATE and reap the send CQ first (see `hw/queues/cq.rs`): a send-queue slot is
 //! reused only after its CQE arrived. Receive completions are the process's:
-//! it maps the receive CQ and buffers (`umem.rs`, `context/receive.rs`) and polls them
+//! it maps the receive CQ and buffers (`hw/memory/user_area.rs`, `context/receive.rs`) and polls them
 //! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use crate::{
     abi::{self, Reject},
-    adapter::{Adapter, Hw},
-    hw::cq::Cq,
-    hw::geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
-    hw::hca::Hca,
-    hw::mr::CtxMrs,
-    hw::stats::Stats,
+    adapter::{Adapter, Resources},
+    hw::queues::cq::Cq,
+    geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
+    hw::firmware::Firmware,
+    hw::memory::mr::CtxMrs,
+    stats::Stats,
 };
 use kernel::{
     debugfs::Scope,
@@ -51,7 +67,7 @@ pub(crate) use receive::Readiness;
 use receive::Recv;
 mod send_cq;
 
-/// Bytes of one send queue at the start of a QP buffer in `Hw::qp_pool`.
+/// Bytes of one send queue at the start of a QP buffer in `Resources::qp_pool`.
 const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 /// `Context::area_index` before the context has an area.
 const NO_AREA: u32 = u32::MAX;
@@ -65,7 +81,7 @@ const SQ_FULL_WAIT_US: i64 = 5000;
 
 struct Qp {
     qpn: u32,
-    /// Index of its buffer in `Hw::qp_pool`.
+    /// Index of its buffer in `Resources::qp_pool`.
     slot: usize,
     /// The QP it is connected to.
     remote_qpn: u32,
@@ -128,7 +144,7 @@ pub(crate) struct Context {
 }
 
 fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-    crate::hw::stats::show(&stats.snapshot(), f)
+    crate::stats::show(&stats.snapshot(), f)
 }
 
 impl Context {
@@ -136,16 +152,10 @@ impl Context {
     /// and their debugfs file.
     pub(crate) fn open(adapter: &Arc<Adapter>) -> Result<Pin<KBox<Self>>> {
         let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
-        let uar_index = adapter.uars.lock().alloc().ok_or_else(|| {
-            kernel::pr_warn_once!(
-                "all {} UARs in use: open() fails with -EBUSY\n",
-                adapter.caps.num_uars - 1
-            );
-            EBUSY
-        })?;
+        let uar_index = adapter.open_uar()?;
         // Every failure from here on gives the UAR back.
         let free_uar = |e: Error| {
-            adapter.uars.lock().free(uar_index);
+            adapter.close_uar(uar_index);
             e
         };
         let dir_name = CString::try_from_fmt(fmt!("ctx-{uar_index}")).map_err(free_uar)?;
@@ -168,13 +178,13 @@ impl Context {
             }),
             stats: ctx_stats.clone(),
             // `adapter` is the field initialized above.
-            debugfs <- adapter.debugfs.scope(ctx_stats, &dir_name, |s, dir| {
+            debugfs <- adapter.debugfs().scope(ctx_stats, &dir_name, |s, dir| {
                 dir.read_callback_file(c"stats", s, &show_stats)
             }),
         });
         let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
-        adapter.stats.attach(&ctx.stats)?;
+        adapter.stats().attach(&ctx.stats)?;
         Ok(ctx)
     }
 
@@ -213,32 +223,28 @@ impl PinnedDrop for Context {
         self.release_cq_if_idle(&mut state);
         // No QP of ours uses them any more.
         while let Some(m) = state.mrs.pop() {
-            let pinned = self
-                .adapter
-                .mrs
-                .lock()
-                .deregister(&self.hca().cmd, self.uar_index, m.key);
+            let pinned = self.adapter.deregister_mr(self.uar_index, m.key);
             drop(pinned);
         }
         if let Some(area) = state.area.take() {
             if state.area_in_hw {
                 kernel::pr_warn!("area {area} kept: the adapter may still write it\n");
             } else {
-                *self.adapter.areas.lock() &= !(1 << area);
+                self.adapter.release_area(area);
             }
         }
         drop(state);
-        self.adapter.user_maps.lock().forget(self.uar_index);
-        self.adapter.stats.detach(&self.stats);
-        self.adapter.uars.lock().free(self.uar_index);
+        self.adapter.user_maps().forget(self.uar_index);
+        self.adapter.stats().detach(&self.stats);
+        self.adapter.close_uar(self.uar_index);
     }
 }
 
 impl Context {
     /// The hardware, or `-ENODEV` once the adapter was unbound. The guard is
     /// an RCU read-side section: nothing may sleep while it is held.
-    fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Hw>> {
-        self.adapter.hw.try_access().ok_or(ENODEV)
+    fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Resources>> {
+        self.adapter.resources()
     }
 
     /// User space owns the send queues of this context's QPs
@@ -259,8 +265,8 @@ impl Context {
         }
     }
 
-    fn hca(&self) -> &Hca {
-        &self.adapter.hca
+    fn firmware(&self) -> &Firmware {
+        self.adapter.firmware()
     }
 
     /// Counts a refused post under its reason; returns `err`.

@@ -15,7 +15,7 @@ use kernel::{
 };
 
 use crate::{
-    adapter::{new_adapter, show_stats, Adapter, HcaUp},
+    adapter::{new_adapter, show_stats, Adapter, Running},
     kping::Kping,
     node::DeviceNode,
 };
@@ -67,11 +67,11 @@ impl Drop for DeviceNumber {
 /// its name is free only once the misc device is gone. They are initialized
 /// the other way round.
 #[pin_data]
-pub(crate) struct Mlx4BfDevice {
+pub(crate) struct AdapterBinding {
     #[pin]
     node: DeviceNode,
     /// The adapter's interrupt and teardown.
-    hca_up: HcaUp,
+    running: Running,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/`: `stats`, and `kping`, the
     /// kernel ping's command file. Removed before the adapter goes: its
     /// removal waits for the commands running (unbind ended them).
@@ -124,7 +124,7 @@ kernel::pci_device_table!(
 
 impl pci::Driver for Mlx4BfDriver {
     type IdInfo = ();
-    type Data<'bound> = Mlx4BfDevice;
+    type Data<'bound> = AdapterBinding;
 
     const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
 
@@ -142,11 +142,11 @@ impl pci::Driver for Mlx4BfDriver {
             }
         };
         let adapter = up.as_ref().map(|up| up.adapter.clone()).map_err(|e| *e);
-        try_pin_init!(Mlx4BfDevice {
+        try_pin_init!(AdapterBinding {
             number: number.ok_or(EBUSY)?,
             adapter: adapter?,
             // `adapter` here is the field initialized just above.
-            debugfs <- adapter.debugfs.scope(
+            debugfs <- adapter.debugfs().scope(
                 Arc::pin_init(Kping::new(adapter.clone(), name), GFP_KERNEL)?,
                 c"device",
                 |k, dir| {
@@ -154,16 +154,16 @@ impl pci::Driver for Mlx4BfDriver {
                     dir.read_write_callback_file(c"kping", k, &Kping::show, &Kping::write);
                 }
             ),
-            hca_up: up?,
+            running: up?,
             node <- DeviceNode::new(adapter.clone(), name),
         })
     }
 
     /// The adapter is taken down here, while the device is still bound:
-    /// open contexts then get -ENODEV (see `hca.rs`).
+    /// open contexts then get -ENODEV (see `hw/firmware.rs`).
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
         // No process writes to the BAR from here on.
-        this.hca_up.adapter.user_maps.lock().revoke();
-        this.hca_up.shutdown(pdev.as_ref());
+        this.running.adapter.user_maps().revoke();
+        this.running.shutdown(pdev.as_ref());
     }
 }

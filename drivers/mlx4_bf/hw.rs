@@ -1,30 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The ConnectX-3 as mlx4 describes it: the command interface (HCR) and the
-//! commands this driver issues, the formats of contexts, CQEs and EQEs, and
-//! one file per hardware object (EQ, CQ, QP, MPT, MTT, port), each keeping
-//! the record of what it put in the device; the firmware and the memory it
-//! is given (`firmware.rs`, `host_mem.rs`). `hca.rs` brings them up together;
-//! the BlueFlame writer and the DMA areas shared with user space are here
-//! too. Queue geometry and its compile-time checks: `geometry.rs`.
+//! The ConnectX-3 as mlx4 describes it, in rooms by concern; each hardware
+//! object's file keeps the record of what it put in the device.
+//!
+//! | room | what | files |
+//! |---|---|---|
+//! | `cmd` | the command interface (HCR), its opcodes, registers and big-endian fields | `cmd.rs`, `cmd/{command,regs,be_fields,be_mmio}.rs` |
+//! | `firmware` | bring-up and teardown: firmware area, QUERY_DEV_CAP, ICM, INIT_HCA, port 1 | `firmware.rs`, `firmware/{dev_cap,icm,icm_pages,port}.rs` |
+//! | `queues` | the EQ, CQs and QPs in the device, and the kernel's queue memory | `queues/{eq,cq,qp,kernel_mem}.rs` |
+//! | `memory` | the MTT, memory regions (MPTs) and the areas contexts share with user space | `memory/{mtt,mr,user_area}.rs` |
+//! | `bf` | BAR2's UAR and BlueFlame mappings and the BlueFlame writer | `bf/{bar2,writer}.rs` |
+//!
+//! Rooms import each other downwards only as `cmd` <- `memory`, `queues` <-
+//! `firmware`; `bf` stands beside them.
 
-pub(crate) mod bar2;
-pub(crate) mod be;
-pub(crate) mod be_io;
+pub(crate) mod bf;
 pub(crate) mod cmd;
-pub(crate) mod cq;
-pub(crate) mod eq;
 pub(crate) mod firmware;
-pub(crate) mod fw;
-pub(crate) mod geometry;
-pub(crate) mod hca;
-pub(crate) mod host_mem;
-pub(crate) mod mr;
-pub(crate) mod mtt;
-pub(crate) mod port;
-pub(crate) mod qp;
-pub(crate) mod queue_mem;
-pub(crate) mod regs;
-pub(crate) mod stats;
-pub(crate) mod umem;
-pub(crate) mod writer;
+pub(crate) mod memory;
+pub(crate) mod queues;

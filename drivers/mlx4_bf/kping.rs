@@ -20,7 +20,7 @@ use kernel::{
 
 use crate::{
     adapter::Adapter,
-    hw::geometry::KPING_BUF_BYTES,
+    geometry::KPING_BUF_BYTES,
     kping_rules::command::{Command, Limits, Role, MAX_LEN},
     wqe_build,
 };
@@ -109,7 +109,7 @@ impl Kping {
 
     /// What this adapter allows a command.
     fn limits(&self) -> Limits {
-        let bf = self.adapter.caps.bf_buf_size() as usize;
+        let bf = self.adapter.caps().bf_buf_size() as usize;
         // The largest RDMA WRITE whose inline WQE fits a BlueFlame buffer
         // (a SEND of as many bytes fits too: it has no address segment).
         let max_bf = (0..=bf)

@@ -10,7 +10,7 @@
 //! Documentation/mlx4_bf.rst.
 //!
 //! The adapter, a Mellanox mlx4 function, is driven through mlx4's command
-//! interface (`hca.rs`): its capabilities come from QUERY_DEV_CAP, and each
+//! interface (`hw/firmware.rs`): its capabilities come from QUERY_DEV_CAP, and each
 //! context gets a CQ and QPs in the device.
 
 // The pure rules, shared with the host tools (rust/mlx4_bf_core).
@@ -48,9 +48,11 @@ mod wqe_build;
 mod adapter;
 mod context;
 mod driver;
+mod geometry;
 mod hw;
 mod kping;
 mod node;
+mod stats;
 mod sys;
 mod uverbs;
 

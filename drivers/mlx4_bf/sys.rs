@@ -6,6 +6,7 @@
 //! of BAR pages and DMA memory, the last-resort PCI reset, errnos. Nothing
 //! here knows mlx4.
 
+pub(crate) mod barrier;
 pub(crate) mod copy;
 pub(crate) mod errno;
 pub(crate) mod mmio;

@@ -5,15 +5,15 @@
 use super::Context;
 use crate::{
     abi,
-    hw::geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES},
-    hw::mr::{MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
+    geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES},
+    hw::memory::mr::{MAX_CONTEXT_PAGES, MAX_MRS_PER_CONTEXT, MAX_MR_SIZE},
     wqe,
 };
 
 impl Context {
     /// The adapter's limits and this driver's, as a process sees them.
     pub(crate) fn device_info(&self) -> abi::DeviceInfo {
-        let caps = &self.adapter.caps;
+        let caps = &self.adapter.caps();
         abi::DeviceInfo {
             abi_version: abi::ABI_VERSION,
             num_uars: caps.num_uars,
@@ -21,7 +21,7 @@ impl Context {
             bf_buf_size: caps.bf_buf_size(),
             max_bf_wqe_size: caps.bf_buf_size(),
             max_db_wqe_size: wqe::MAX_WQE_LEN as u32,
-            writer: self.adapter.writer.abi(),
+            writer: self.adapter.writer().abi(),
             store_block_max: crate::store_block::MAX_BLOCK as u32,
             max_qps_per_context: MAX_QPS_PER_CONTEXT as u32,
             sq_entries: SQ_ENTRIES,
@@ -34,7 +34,7 @@ impl Context {
 
     /// The adapter's counters.
     pub(crate) fn device_stats(&self) -> abi::Stats {
-        self.adapter.stats.snapshot()
+        self.adapter.stats().snapshot()
     }
 
     /// This context's counters.
@@ -44,7 +44,7 @@ impl Context {
 
     /// Its UAR and where its pages are.
     pub(crate) fn context_info(&self) -> abi::ContextInfo {
-        let caps = &self.adapter.caps;
+        let caps = &self.adapter.caps();
         abi::ContextInfo {
             uar_index: self.uar_index,
             reserved: 0,

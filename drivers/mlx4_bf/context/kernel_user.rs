@@ -7,7 +7,7 @@
 //! completed, and registers its own memory.
 
 use super::Context;
-use crate::hw::mr::{CtxMr, KernelRegion};
+use crate::hw::memory::mr::{CtxMr, KernelRegion};
 use kernel::prelude::*;
 
 impl Context {
@@ -24,7 +24,7 @@ impl Context {
         };
         let Some(len) = qp.recv.take(&area, out)? else {
             // Nothing yet: unbound, nothing will come.
-            self.hca().posting.try_access().ok_or(ENODEV)?;
+            self.adapter.posting()?;
             return Ok(None);
         };
         self.post_recv_locked(state, index, 1)?;
@@ -34,15 +34,15 @@ impl Context {
     /// Has every WQE posted on QP `handle` completed? Reaps the send CQ;
     /// `-EIO` once the QP is in error, `-ENODEV` once unbound.
     pub(crate) fn sends_done(&self, handle: u32) -> Result<bool> {
-        let hca = self.hca();
+        let fw = self.firmware();
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
-        self.reap(hca, state)?;
+        self.reap(fw, state)?;
         match &state.qps[index] {
             Some(q) if q.failed => Err(EIO),
             Some(q) if q.head == q.tail => Ok(true),
-            Some(_) => hca.posting.try_access().ok_or(ENODEV).map(|_| false),
+            Some(_) => self.adapter.posting().map(|()| false),
             None => Err(ENOENT),
         }
     }
@@ -55,12 +55,7 @@ impl Context {
         if state.mrs.is_full() {
             return Err(ENOSPC);
         }
-        let hca = self.hca();
-        let mpt = self.adapter.mrs.lock().register_kernel(
-            (&hca.cmd, |first, pages: &[u64]| hca.write_mtt(first, pages)),
-            self.uar_index,
-            r,
-        )?;
+        let mpt = self.adapter.register_kernel_mr(self.uar_index, r)?;
         state.mrs.push(CtxMr {
             key: mpt.key,
             start: mpt.start,

@@ -6,8 +6,8 @@
 use super::{Context, NO_AREA, SEND_USER};
 use crate::{
     abi,
-    hw::geometry::MAX_QPS_PER_CONTEXT,
-    hw::umem,
+    geometry::MAX_QPS_PER_CONTEXT,
+    hw::memory::user_area,
     sys::usermap::{BarPage, Fault, VmOps},
 };
 use kernel::{bindings, fs::File, mm::virt::VmaNew, prelude::*, sync::atomic::Acquire};
@@ -21,15 +21,15 @@ impl Context {
         // Nothing new is mapped once the adapter is unbound.
         drop(self.hw()?);
         let area = self.area_index.load(Acquire);
-        let index = offset / umem::QP_AREA_BYTES;
+        let index = offset / user_area::QP_AREA_BYTES;
         let created = self.qp_mask.load(Acquire);
         if area == NO_AREA || index >= MAX_QPS_PER_CONTEXT || created & (1 << index) == 0 {
             return Err(EINVAL);
         }
         self.adapter
-            .umem
+            .areas()
             .check_mmap(area as usize, vma, offset, self.user_posted())?;
-        let mut maps = self.adapter.user_maps.lock();
+        let mut maps = self.adapter.user_maps();
         // The VMA holds the file open, so this context outlives it.
         let private = core::ptr::from_ref(self).cast();
         maps.prepare_ram(self.uar_index, file, vma, (&AREA_OPS, private))
@@ -47,7 +47,7 @@ impl Context {
         }
         let page = self.bar_page(offset);
         // Under the lock unbind revokes them with: prepared before, zapped.
-        let mut maps = self.adapter.user_maps.lock();
+        let mut maps = self.adapter.user_maps();
         if self.hw().is_err() {
             return Err(ENODEV);
         }
@@ -58,8 +58,8 @@ impl Context {
 
     /// The page of BAR2 that mmap() offset `offset` maps for this context.
     pub(super) fn bar_page(&self, offset: u64) -> BarPage {
-        let caps = &self.adapter.caps;
-        let start = self.adapter.bar2_start;
+        let caps = &self.adapter.caps();
+        let start = self.adapter.bar2_start();
         if offset == abi::MMAP_BF_PAGE {
             BarPage::BlueFlame(start + caps.bf_page_offset(self.uar_index))
         } else {
@@ -71,7 +71,7 @@ impl Context {
     /// in while the adapter is bound, under the lock unbind revokes with.
     pub(super) fn bar_page_fault(&self, fault: &Fault) -> bindings::vm_fault_t {
         let page = self.bar_page(fault.offset());
-        let maps = self.adapter.user_maps.lock();
+        let maps = self.adapter.user_maps();
         if self.hw().is_err() {
             return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
         }
@@ -83,10 +83,10 @@ impl Context {
     /// range, which the VMA cannot grow beyond (VM_DONTEXPAND).
     pub(super) fn area_fault(&self, fault: &Fault) -> bindings::vm_fault_t {
         let area = self.area_index.load(Acquire) as usize;
-        let Some(page) = self.adapter.umem.page(area, fault.offset() as usize) else {
+        let Some(page) = self.adapter.areas().page(area, fault.offset() as usize) else {
             return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
         };
-        let maps = self.adapter.user_maps.lock();
+        let maps = self.adapter.user_maps();
         if self.hw().is_err() {
             return bindings::vm_fault_reason_VM_FAULT_SIGBUS;
         }

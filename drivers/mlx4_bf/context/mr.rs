@@ -5,7 +5,7 @@
 use super::Context;
 use crate::{
     abi,
-    hw::mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MR_SIZE},
+    hw::memory::mr::{CtxMr, MAX_CONTEXT_PAGES, MAX_MR_SIZE},
     region,
     sys::pin::Pinned,
 };
@@ -35,16 +35,9 @@ impl Context {
         let first_page = addr & !(region::PAGE_SIZE - 1);
         let writable = access & abi::ACCESS_LOCAL_WRITE != 0;
         let pinned = Pinned::pin(first_page, pages as usize, writable)?;
-        let hca = self.hca();
-        let cmd = &hca.cmd;
-        let key = self.adapter.mrs.lock().register(
-            (cmd, |first, pages: &[u64]| hca.write_mtt(first, pages)),
-            pinned,
-            self.uar_index,
-            addr,
-            len,
-            perm,
-        )?;
+        let key = self
+            .adapter
+            .register_mr(pinned, self.uar_index, (addr, len), perm)?;
         let info = abi::MrInfo {
             mr_handle: key,
             lkey: key,
@@ -52,7 +45,7 @@ impl Context {
             reserved: 0,
         };
         if let Err(e) = report(&info) {
-            let pinned = self.adapter.mrs.lock().deregister(cmd, self.uar_index, key);
+            let pinned = self.adapter.deregister_mr(self.uar_index, key);
             drop(pinned);
             return Err(e);
         }
@@ -70,13 +63,13 @@ impl Context {
     /// while a send of this context is outstanding: the adapter may still
     /// gather from it.
     pub(crate) fn dereg_mr(&self, handle: u32) -> Result {
-        let hca = self.hca();
+        let fw = self.firmware();
         let mut guard = self.state.lock();
         let state = &mut *guard;
         if state.mrs.find(handle).is_none() {
             return Err(ENOENT);
         }
-        self.reap(hca, state)?;
+        self.reap(fw, state)?;
         // A QP in ERR touches no memory again: its WQEs are flushed.
         if state
             .qps
@@ -86,11 +79,7 @@ impl Context {
         {
             return Err(EBUSY);
         }
-        let pinned = self
-            .adapter
-            .mrs
-            .lock()
-            .deregister(&hca.cmd, self.uar_index, handle)?;
+        let pinned = self.adapter.deregister_mr(self.uar_index, handle)?;
         state.mrs.remove(handle);
         drop(pinned);
         Ok(())

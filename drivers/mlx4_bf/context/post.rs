@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! POST_SEND: the WQE copied in from user space, checked, stamped, and
-//! written to the BlueFlame page or to the send queue with a doorbell.
+//! POST_SEND, in the phases Documentation/mlx4_bf.rst names: copy in,
+//! check regions, make room, stamp, place, commit. Each phase is a function
+//! of its own, inlined into [`Context::post_send`], so a post is still one
+//! frame (what `make bench` counts). Everything that can fail happens before
+//! the commit; the commit writes the send queue and BAR2 in one RCU section.
 
-use super::{Context, Qp, State};
+use super::{Context, State};
 use crate::{
     abi::{self, Reject},
-    adapter::Hw,
-    hw::be_io::BeMmio,
-    hw::geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
-    hw::qp,
-    hw::umem::{self, QP_AREA_BYTES},
-    hw::writer::Writer,
-    layout, region, wqe,
+    adapter::Resources,
+    geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
+    hw::bf::bar2::{BfSlot, Doorbell},
+    hw::memory::user_area::{self, QP_AREA_BYTES},
+    hw::queues::qp,
+    layout, region,
+    wqe::{self, Path, WqeInfo},
 };
-use kernel::{io::Io, prelude::*, uaccess::UserSliceReader};
+use kernel::{prelude::*, uaccess::UserSliceReader};
 
 /// Where a post's WQE comes from.
 pub(crate) enum WqeSource<'a> {
@@ -37,6 +40,15 @@ pub(crate) struct SendRequest<'a> {
     pub(crate) payload: Option<UserSliceReader>,
 }
 
+/// Where a stamped WQE goes, worked out and checked once: the BlueFlame
+/// slot if it takes that path, and the doorbell, rung for the doorbell
+/// path and for a BlueFlame write that failed.
+#[derive(Clone, Copy)]
+struct Placement {
+    blueflame: Option<BfSlot>,
+    doorbell: Doorbell,
+}
+
 impl Context {
     /// Posts one send WQE. `report`, if given, tells the process what was
     /// done; it runs before the device sees the WQE, so a failed report
@@ -53,22 +65,8 @@ impl Context {
             wqe,
             payload,
         } = req;
-        let (len, whole) = match &wqe {
-            WqeSource::User(r) => (r.len(), false),
-            WqeSource::Staged(n) => (*n, true),
-            WqeSource::Kernel(b) => (b.len(), true),
-        };
         let kernel = matches!(wqe, WqeSource::Kernel(_));
-        if len == 0 || len > wqe::MAX_WQE_LEN || (whole && len % 16 != 0) {
-            return Err(self.reject(Reject::Length, EINVAL));
-        }
-        if payload
-            .as_ref()
-            .is_some_and(|p| p.is_empty() || p.len() > abi::MAX_PAYLOAD)
-        {
-            return Err(self.reject(Reject::Length, EINVAL));
-        }
-
+        self.check_lengths(&wqe, payload.as_ref())?;
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let qp_index = self
@@ -78,214 +76,270 @@ impl Context {
             // User space owns the send queues of this context's QPs.
             return Err(self.reject(Reject::Qp, EINVAL));
         }
-        match wqe {
-            WqeSource::User(mut w) => w
-                .read_slice(&mut state.wqe.0[..len])
-                .map_err(|e| self.reject(Reject::Fault, e))?,
-            WqeSource::Staged(_) => self.user_area(state)?.read_qwords(
-                qp_index * QP_AREA_BYTES + umem::WQE_OFFSET,
-                &mut state.wqe.0[..len],
-            )?,
-            WqeSource::Kernel(b) => crate::sys::copy::words(&mut state.wqe.0[..len], b),
+        let len = self.copy_in(state, qp_index, wqe)?;
+        let mut info = self.check_gathers(state, len, kernel)?;
+        self.scan_recv(state, qp_index)?;
+        self.make_room(self.firmware(), state, qp_index)?;
+        let payload_len = match payload {
+            Some(p) => {
+                let n = p.len();
+                info = self.take_payload(state, qp_index, &info, p)?;
+                n
+            }
+            None => 0,
+        };
+        let len = info.size16 as usize * 16;
+        self.check_remote(state, qp_index, &info)?;
+        let path = wqe::choose_path(&info, flags, self.adapter.caps().bf_buf_size())
+            .map_err(|r| self.reject(r, EINVAL))?;
+        let head = self.stamp(state, qp_index, len, path)?;
+        let (place, result) = self.place(state, len, path, head)?;
+        // Copying the result out is the one step that could fail after the
+        // device saw the WQE: it goes first, so a failed call posted nothing.
+        if let Some(report) = report {
+            report(&result)?;
         }
-        let State { wqe, mrs, .. } = &mut *state;
-        let buf = &mut wqe.0;
-        let mut info =
-            wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
-        // Every gather names one of this context's regions and stays inside
-        // it; an RDMA read's segments, where its data lands, name regions
-        // registered with LOCAL_WRITE. The reserved lkey, which makes an
-        // address a DMA address (the kernel's receive and send buffers),
-        // names none of them; only the kernel's own WQEs may use it.
-        let hca = self.hca();
-        let lkey = hca.dev_cap.reserved_lkey;
+        self.commit(state, qp_index, len, payload_len, place)
+    }
+
+    /// Lengths the WQE and the payload may have, before any lock is taken.
+    #[inline(always)]
+    fn check_lengths(&self, wqe: &WqeSource<'_>, payload: Option<&UserSliceReader>) -> Result {
+        let (len, whole) = match wqe {
+            WqeSource::User(r) => (r.len(), false),
+            WqeSource::Staged(n) => (*n, true),
+            WqeSource::Kernel(b) => (b.len(), true),
+        };
+        let bad_wqe = len == 0 || len > wqe::MAX_WQE_LEN || (whole && len % 16 != 0);
+        let bad_payload = payload.is_some_and(|p| p.is_empty() || p.len() > abi::MAX_PAYLOAD);
+        if bad_wqe || bad_payload {
+            return Err(self.reject(Reject::Length, EINVAL));
+        }
+        Ok(())
+    }
+
+    /// Copy in: the WQE into the context's WQE buffer; returns its length.
+    #[inline(always)]
+    fn copy_in(&self, state: &mut State, qp_index: usize, wqe: WqeSource<'_>) -> Result<usize> {
+        match wqe {
+            WqeSource::User(mut w) => {
+                let len = w.len();
+                w.read_slice(&mut state.wqe.0[..len])
+                    .map_err(|e| self.reject(Reject::Fault, e))?;
+                Ok(len)
+            }
+            WqeSource::Staged(len) => {
+                let at = qp_index * QP_AREA_BYTES + user_area::WQE_OFFSET;
+                self.user_area(state)?
+                    .read_qwords(at, &mut state.wqe.0[..len])?;
+                Ok(len)
+            }
+            WqeSource::Kernel(b) => {
+                crate::sys::copy::words(&mut state.wqe.0[..b.len()], b);
+                Ok(b.len())
+            }
+        }
+    }
+
+    /// Check regions, local: the WQE is well formed, and every gather names
+    /// one of this context's regions and stays inside it; an RDMA read's
+    /// segments, where its data lands, name regions registered with
+    /// LOCAL_WRITE. The reserved lkey, which makes an address a DMA address
+    /// (the kernel's receive and send buffers), names none of them; only
+    /// the kernel's own WQEs may use it.
+    #[inline(always)]
+    fn check_gathers(&self, state: &State, len: usize, kernel: bool) -> Result<WqeInfo> {
+        let buf = &state.wqe.0[..len];
+        let info = wqe::validate(buf, wqe::MAX_WQE_LEN).map_err(|r| self.reject(r, EINVAL))?;
         if info.gather_segs != 0 {
-            region::check_gathers(&buf[..len], &info, |k| match mrs.find(k) {
+            let lkey = self.firmware().dev_cap.reserved_lkey;
+            region::check_gathers(buf, &info, |k| match state.mrs.find(k) {
                 Some(m) => Some((m.start, m.len, m.perm)),
                 None if kernel && k == lkey => Some((0, u64::MAX, region::KERNEL_DMA_PERM)),
                 None => None,
             })
             .map_err(|r| self.reject(r, EACCES))?;
         }
+        Ok(info)
+    }
 
-        self.scan_recv(state, qp_index)?;
-        self.make_room(hca, state, qp_index)?;
+    /// A POST_SEND's PAYLOAD: the message into the kernel's buffer of the
+    /// QP's next send-queue slot (free: make room found its last WQE
+    /// completed), named by a data segment the kernel appends. Returns the
+    /// longer WQE's info.
+    #[inline(never)]
+    fn take_payload(
+        &self,
+        state: &mut State,
+        qp_index: usize,
+        info: &WqeInfo,
+        mut msg: UserSliceReader,
+    ) -> Result<WqeInfo> {
         let State {
-            qps,
-            bf_half,
-            wqe,
-            payload: kbuf,
-            mrs,
-            ..
+            qps, wqe, payload, ..
         } = state;
-        let buf = &mut wqe.0;
-        let Some(qp) = qps[qp_index].as_mut() else {
-            return Err(ENOENT);
-        };
-        let head = qp.head;
-        let mut len = len;
-        let payload_len = match payload {
-            Some(mut p) => {
-                // The message into the kernel's buffer of this send-queue
-                // slot (free: its last WQE completed), named by a data
-                // segment the kernel appends.
-                let n = p.len();
-                p.read_slice(&mut kbuf[..n])
-                    .map_err(|e| self.reject(Reject::Fault, e))?;
-                let dma = self.hw()?.send_pool.dma_handle() + send_buf_offset(qp) as u64;
-                len = wqe::append_kernel_gather(buf, len, &info, (dma, lkey, n as u32))
-                    .map_err(|r| self.reject(r, EINVAL))?;
-                info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN)
-                    .map_err(|r| self.reject(r, EINVAL))?;
-                n
-            }
-            None => 0,
-        };
-        // An RDMA write lands in a region of the peer's context that takes
-        // remote writes, all of it; an RDMA read reads one that allows remote
-        // reads. A peer in this context (a QP connected to itself, say) is
-        // checked without the adapter's locks.
-        if region::is_rdma(info.opcode) {
-            let checked = if qp.peer_local {
-                region::check_rdma(&buf[..len], &info, |rkey| {
-                    mrs.find(rkey).map(|m| (m.start, m.len, m.perm))
-                })
-            } else {
-                let peer = self.adapter.qps.lock().pd(qp.remote_qpn);
-                region::check_rdma(&buf[..len], &info, |rkey| {
-                    self.adapter.mrs.lock().remote(rkey, peer?)
-                })
-            };
-            checked.map_err(|r| self.reject(r, EACCES))?;
-        }
-        let caps = &self.adapter.caps;
-        let path = wqe::choose_path(&info, flags, caps.bf_buf_size())
-            .map_err(|r| self.reject(r, EINVAL))?;
-        qp::stamp_cq_update(&mut buf[..len])?;
-        match path {
-            wqe::Path::BlueFlame => wqe::stamp_blueflame(&mut buf[..len], qp.qpn, head, SQ_ENTRIES),
-            wqe::Path::Doorbell => wqe::stamp_doorbell(&mut buf[..len], head, SQ_ENTRIES),
-        }
+        let qp = qps[qp_index].as_ref().ok_or(ENOENT)?;
+        let n = msg.len();
+        msg.read_slice(&mut payload[..n])
+            .map_err(|e| self.reject(Reject::Fault, e))?;
+        let at = send_buf_offset(qp.slot, qp.head);
+        let dma = self.hw()?.send_pool.dma_handle() + at as u64;
+        let lkey = self.firmware().dev_cap.reserved_lkey;
+        let len = info.size16 as usize * 16;
+        wqe::append_kernel_gather(&mut wqe.0, len, info, (dma, lkey, n as u32))
+            .map_err(|r| self.reject(r, EINVAL))
+    }
 
-        // Where the WQE goes and what the post reports, all decided and
-        // checked before the device sees anything.
+    /// Check regions, remote: an RDMA write lands in a region of the peer's
+    /// context that takes remote writes, all of it; an RDMA read reads one
+    /// that allows remote reads. A peer in this context (a QP connected to
+    /// itself, say) is checked without the adapter's locks.
+    #[inline(always)]
+    fn check_remote(&self, state: &State, qp_index: usize, info: &WqeInfo) -> Result {
+        if !region::is_rdma(info.opcode) {
+            return Ok(());
+        }
+        let qp = state.qps[qp_index].as_ref().ok_or(ENOENT)?;
+        let buf = &state.wqe.0[..info.size16 as usize * 16];
+        let checked = if qp.peer_local {
+            region::check_rdma(buf, info, |rkey| {
+                state.mrs.find(rkey).map(|m| (m.start, m.len, m.perm))
+            })
+        } else {
+            region::check_rdma(buf, info, |rkey| {
+                self.adapter.remote_region(qp.remote_qpn, rkey)
+            })
+        };
+        checked.map_err(|r| self.reject(r, EACCES))
+    }
+
+    /// Stamp: CQ_UPDATE (the kernel needs every CQE to reuse a slot), and
+    /// what only the kernel may set for `path`: the owner bit and WQE
+    /// counter, and on the BlueFlame path the QPN. Returns the send-queue
+    /// head the WQE takes.
+    #[inline(always)]
+    fn stamp(&self, state: &mut State, qp_index: usize, len: usize, path: Path) -> Result<u32> {
+        let head = state.qps[qp_index].as_ref().ok_or(ENOENT)?.head;
+        let qpn = state.qps[qp_index].as_ref().ok_or(ENOENT)?.qpn;
+        let buf = &mut state.wqe.0[..len];
+        qp::stamp_cq_update(buf)?;
+        match path {
+            Path::BlueFlame => wqe::stamp_blueflame(buf, qpn, head, SQ_ENTRIES),
+            Path::Doorbell => wqe::stamp_doorbell(buf, head, SQ_ENTRIES),
+        }
+        Ok(head)
+    }
+
+    /// Place: where the WQE goes in BAR2 and what the post reports, decided
+    /// and checked before the device sees anything. A BlueFlame burst is
+    /// padded with zeroes to whole 64-byte chunks.
+    #[inline(always)]
+    fn place(
+        &self,
+        state: &mut State,
+        len: usize,
+        path: Path,
+        head: u32,
+    ) -> Result<(Placement, abi::PostResult)> {
+        let caps = &self.adapter.caps();
+        let doorbell = Doorbell::new(caps, self.uar_index)?;
         let mut result = abi::PostResult {
             wqe_index: head & (SQ_ENTRIES - 1),
             ..Default::default()
         };
-        let (offset, burst) = match path {
-            wqe::Path::BlueFlame => {
+        let blueflame = match path {
+            Path::BlueFlame => {
                 let burst = wqe::bf_burst_len(len);
-                zero_qwords(&mut buf[len..burst]);
-                let offset = (caps.bf_page_offset(self.uar_index) - caps.bf_area().0) as usize
-                    + *bf_half as usize;
+                crate::sys::copy::zero_words(&mut state.wqe.0[len..burst]);
+                let slot = BfSlot::new(caps, self.uar_index, state.bf_half, burst)?;
                 result.path = abi::PATH_BLUEFLAME;
-                result.bf_offset = caps.bf_area().0 + offset as u64;
+                result.bf_offset = caps.bf_area().0 + slot.offset() as u64;
                 result.bytes_written = burst as u32;
-                (offset, burst)
+                result.store_blocks = self.adapter.writer().blocks(&state.wqe.0, slot);
+                Some(slot)
             }
-            wqe::Path::Doorbell => {
-                let doorbell = caps.doorbell_offset(self.uar_index) as usize;
+            Path::Doorbell => {
                 result.path = abi::PATH_DOORBELL;
-                result.bf_offset = doorbell as u64;
+                result.bf_offset = doorbell.offset() as u64;
                 result.bytes_written = 4;
-                (doorbell, 4)
+                None
             }
         };
-        // The offsets against the mapped BAR: nothing fails after them.
-        let check = |hw: &Hw| match path {
-            wqe::Path::BlueFlame => Writer::check(hw.bar2.bf(), offset, burst),
-            wqe::Path::Doorbell => hw.bar2.uar().io_addr::<u32>(offset).map(|_| ()),
-        };
-        // Copying the result out is the one step that could fail after the
-        // device saw the WQE: it goes first, so a failed call posted nothing.
-        if let Some(report) = report {
-            {
-                let hw = self.hw()?;
-                check(&hw)?;
-                if path == wqe::Path::BlueFlame {
-                    result.store_blocks =
-                        self.adapter
-                            .writer
-                            .blocks(hw.bar2.bf(), offset, &buf[..burst]);
-                }
-            }
-            report(&result)?;
-        }
+        Ok((Placement {
+            blueflame,
+            doorbell,
+        }, result))
+    }
 
-        // One RCU read-side section for the hardware and the posting gate.
+    /// Commit: one RCU read-side section for the hardware and the posting
+    /// gate; the payload and the WQE into the send queue, then the burst to
+    /// the BlueFlame slot or the doorbell. Nothing fails once the WQE is in
+    /// its slot: a failed BlueFlame write rings the doorbell.
+    #[inline(always)]
+    fn commit(
+        &self,
+        state: &mut State,
+        qp_index: usize,
+        len: usize,
+        payload_len: usize,
+        place: Placement,
+    ) -> Result {
+        let State {
+            qps,
+            bf_half,
+            wqe,
+            payload,
+            ..
+        } = state;
+        let qp = qps[qp_index].as_mut().ok_or(ENOENT)?;
         let rcu = kernel::sync::rcu::read_lock();
-        let hw = self.adapter.hw.try_access_with_guard(&rcu).ok_or(ENODEV)?;
-        check(hw)?;
-        hca.posting.try_access_with_guard(&rcu).ok_or(ENODEV)?;
-        // From here on nothing fails: the offsets were checked above.
+        let hw = self.adapter.resources_in(&rcu)?;
+        self.adapter.posting_in(&rcu)?;
         if payload_len != 0 {
-            write_send_buf(hw, qp, &kbuf[..payload_len]);
+            write_send_buf(hw, send_buf_offset(qp.slot, qp.head), &payload[..payload_len]);
         }
-        write_sq_slot(hw, qp, &buf[..len]);
-        match path {
-            wqe::Path::BlueFlame => {
-                let written = self
-                    .adapter
-                    .writer
-                    .write(hw.bar2.bf(), offset, &buf[..burst]);
+        write_sq_slot(hw, qp.slot, qp.head, &wqe.0[..len]);
+        let written = match place.blueflame {
+            Some(slot) => {
+                let caps = &self.adapter.caps();
                 *bf_half = layout::next_bf_half(*bf_half, caps.bf_buf_size());
-                match written {
-                    Ok(blocks) => self.stats.blueflame(burst, blocks),
-                    // A store block failed (s390: PCISTB status) after the
-                    // WQE went into its send-queue slot, owned by the
-                    // adapter: past the commit point. Ring the doorbell for
-                    // it, as for a WQE that does not fit; the adapter
-                    // executes a WQE once, whichever way it learns of it.
-                    Err(_) => {
-                        let doorbell = caps.doorbell_offset(self.uar_index) as usize;
-                        BeMmio::new(hw.bar2.uar())
-                            .try_write32(wqe::doorbell_value(qp.qpn), doorbell)?;
-                        self.stats.doorbell(len);
-                    }
-                }
+                // A failed store block (s390: PCISTB status) comes after the
+                // WQE went into its slot, owned by the adapter: the doorbell
+                // tells it, as for a WQE that does not fit; the adapter
+                // executes a WQE once, whichever way it learns of it.
+                self.adapter
+                    .writer()
+                    .write(hw.bar2.bf(), slot, &wqe.0)
+                    .map(|blocks| self.stats.blueflame(slot.len(), blocks))
+                    .is_ok()
             }
-            wqe::Path::Doorbell => {
-                // writel() orders the send-queue stores above before the doorbell.
-                BeMmio::new(hw.bar2.uar()).try_write32(wqe::doorbell_value(qp.qpn), offset)?;
-                self.stats.doorbell(len);
-            }
+            None => false,
+        };
+        if !written {
+            place.doorbell.ring(hw.bar2.uar(), qp.qpn)?;
+            self.stats.doorbell(len);
         }
-        qp.head = head.wrapping_add(1);
+        qp.head = qp.head.wrapping_add(1);
         Ok(())
     }
 }
 
-/// Zeroes `b` (a multiple of 8 bytes long, 8-aligned: the BlueFlame
-/// padding) with 8-byte stores; volatile, so they do not become a `memset`
-/// (one instruction per byte under `-icount`).
-fn zero_qwords(b: &mut [u8]) {
-    let p = b.as_mut_ptr().cast::<u64>();
-    for i in 0..b.len() / 8 {
-        // SAFETY: `p + i` lies inside `b`; `b` starts at a multiple of 16 in
-        // the 64-byte aligned WQE buffer.
-        unsafe { core::ptr::write_volatile(p.add(i), 0) };
-    }
+/// Offset in `Resources::send_pool` of the kernel send buffer of send-queue
+/// slot `head` of the QP in buffer `slot`.
+fn send_buf_offset(slot: usize, head: u32) -> usize {
+    slot * SEND_BUFS_BYTES + (head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD
 }
 
-/// Offset in `Hw::send_pool` of the kernel send buffer of `qp`'s next
-/// send-queue slot.
-fn send_buf_offset(qp: &Qp) -> usize {
-    qp.slot * SEND_BUFS_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * abi::MAX_PAYLOAD
-}
-
-/// Copies a message into the kernel send buffer of `qp`'s next slot. The
-/// `&mut Qp`, borrowed from its context's locked state, is the proof that
-/// nobody else writes there.
-fn write_send_buf(hw: &Hw, qp: &mut Qp, msg: &[u8]) {
-    let off = send_buf_offset(qp);
+/// Copies a message into the kernel send buffer at `off`. The caller holds
+/// its context's lock and the QP's `&mut`: nobody else writes there.
+fn write_send_buf(hw: &Resources, off: usize, msg: &[u8]) {
     if off + abi::MAX_PAYLOAD > hw.send_pool.size() || msg.len() > abi::MAX_PAYLOAD {
         return;
     }
     // SAFETY: Inside the pool (checked above); the buffer belongs to the
-    // next send-queue slot of `qp`, exclusively borrowed (so its context's
-    // lock is held), whose last WQE completed, so the device does not read
-    // it until the WQE naming it is posted after this copy.
+    // next send-queue slot of a QP exclusively borrowed by the caller (so
+    // its context's lock is held), whose last WQE completed, so the device
+    // does not read it until the WQE naming it is posted after this copy.
     unsafe {
         core::ptr::copy_nonoverlapping(
             msg.as_ptr(),
@@ -295,14 +349,14 @@ fn write_send_buf(hw: &Hw, qp: &mut Qp, msg: &[u8]) {
     };
 }
 
-/// Copies a stamped WQE (8-byte aligned: the WQE buffer) into `qp`'s next
-/// send-queue slot, the control segment's first word last, so the adapter
-/// never sees a valid owner bit on a partial WQE (`copy.rs`). The `&mut
-/// Qp`, borrowed from its context's locked state, is the proof that nobody
-/// else writes there.
+/// Copies a stamped WQE (8-byte aligned: the WQE buffer) into send-queue
+/// slot `head` of the QP in buffer `slot`, the control segment's first word
+/// last, so the adapter never sees a valid owner bit on a partial WQE
+/// (`copy.rs`). The caller holds the QP's `&mut`, borrowed from its
+/// context's locked state: nobody else writes there.
 #[inline(always)]
-fn write_sq_slot(hw: &Hw, qp: &mut Qp, wqe_bytes: &[u8]) {
-    let base = qp.slot * QP_BUF_BYTES + (qp.head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
+fn write_sq_slot(hw: &Resources, slot: usize, head: u32, wqe_bytes: &[u8]) {
+    let base = slot * QP_BUF_BYTES + (head & (SQ_ENTRIES - 1)) as usize * SQ_STRIDE;
     let len = wqe_bytes.len();
     if len < 16 || len % 8 != 0 || len > SQ_STRIDE || base + SQ_STRIDE > hw.qp_pool.size() {
         return;
@@ -313,16 +367,16 @@ fn write_sq_slot(hw: &Hw, qp: &mut Qp, wqe_bytes: &[u8]) {
     }
     // SAFETY: `base + SQ_STRIDE` lies inside the pool and `16 <= len <=
     // SQ_STRIDE`, a multiple of 8 (checked above); the slot is 1 KiB
-    // aligned in the page-aligned pool. It belongs to `qp`, exclusively
-    // borrowed, and is free (its last WQE completed):
-    // the device ignores it until the first word gives it the pass's owner
-    // bit. `src` has `len` bytes, 8-byte aligned (checked).
+    // aligned in the page-aligned pool. It belongs to the caller's QP, and
+    // is free (its last WQE completed): the device ignores it until the
+    // first word gives it the pass's owner bit. `src` has `len` bytes,
+    // 8-byte aligned (checked).
     unsafe {
         let dst = hw.qp_pool.as_mut_ptr().cast::<u8>().add(base);
         crate::sys::copy::qwords(dst.add(8).cast(), src.add(8).cast(), len / 8 - 1);
         let v = src.add(4).cast::<u32>().read_unaligned();
         core::ptr::write_volatile(dst.add(4).cast::<u32>(), v);
-        crate::hw::writer::wmb();
+        crate::sys::barrier::wmb();
         let v = src.cast::<u32>().read_unaligned();
         core::ptr::write_volatile(dst.cast::<u32>(), v);
     }

@@ -7,13 +7,13 @@
 use super::{receive::Recv, Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
 use crate::{
     abi,
-    hw::geometry::{
+    geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES,
         SQ_STRIDE,
     },
-    hw::mtt::Pool,
-    hw::qp,
-    hw::umem::{self, Area, QP_AREA_BYTES},
+    hw::memory::mtt::Pool,
+    hw::queues::qp,
+    hw::memory::user_area::{self, Area, QP_AREA_BYTES},
 };
 use kernel::{
     prelude::*,
@@ -33,12 +33,7 @@ impl Context {
         self.claim_send_mode(if user_send { SEND_USER } else { SEND_KERNEL })?;
         let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let area = self.area(&mut state)?;
-        let (slot, qpn) = self
-            .adapter
-            .qps
-            .lock()
-            .alloc(self.uar_index)
-            .ok_or(ENOSPC)?;
+        let (slot, qpn) = self.adapter.alloc_qp(self.uar_index).ok_or(ENOSPC)?;
         let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn, user_send) {
             Ok(qp) => qp,
             Err(e) => {
@@ -54,14 +49,14 @@ impl Context {
             recv_buf_size: RECV_BUF_SIZE as u32,
             cq_entries: RCQ_ENTRIES,
             cqe_size: CQE_SIZE as u32,
-            cq_offset: base + umem::CQ_OFFSET as u64,
-            cq_db_offset: base + umem::CQ_DB_OFFSET as u64,
-            recv_offset: base + umem::RECV_OFFSET as u64,
-            wqe_offset: base + umem::WQE_OFFSET as u64,
+            cq_offset: base + user_area::CQ_OFFSET as u64,
+            cq_db_offset: base + user_area::CQ_DB_OFFSET as u64,
+            recv_offset: base + user_area::RECV_OFFSET as u64,
+            wqe_offset: base + user_area::WQE_OFFSET as u64,
         };
-        let caps = &self.adapter.caps;
+        let caps = &self.adapter.caps();
         let send_info = abi::QpSendInfo {
-            sq_offset: base + umem::USER_QP_OFFSET as u64,
+            sq_offset: base + user_area::USER_QP_OFFSET as u64,
             sq_entries: SQ_ENTRIES,
             sq_stride: SQ_STRIDE as u32,
             bf_buf_size: caps.bf_buf_size(),
@@ -93,24 +88,14 @@ impl Context {
         if let Some(area) = state.area {
             return Ok(area);
         }
-        let mut used = self.adapter.areas.lock();
-        let area = (!*used).trailing_zeros() as usize;
-        if area >= umem::AREAS {
-            kernel::pr_warn_once!(
-                "more than {} contexts with QPs: CREATE_QP fails with -ENOSPC\n",
-                umem::AREAS
-            );
-            return Err(ENOSPC);
-        }
-        self.adapter.umem.area(area)?.clear_all();
-        *used |= 1 << area;
+        let area = self.adapter.take_area()?;
         state.area = Some(area);
         self.area_index.store(area as u32, Release);
         Ok(area)
     }
 
     pub(super) fn user_area(&self, state: &State) -> Result<Area<'_>> {
-        self.adapter.umem.area(state.area.ok_or(EINVAL)?)
+        self.adapter.area(state.area.ok_or(EINVAL)?)
     }
 
     /// The QP context of the QP in buffer `slot` (or, posted to by user
@@ -125,9 +110,9 @@ impl Context {
     ) -> Result<qp::QpParams> {
         let (buf_mtt, rq_db_dma) = if user_send {
             let area = self.user_area(state)?;
-            let off = index * QP_AREA_BYTES + umem::USER_QP_OFFSET;
+            let off = index * QP_AREA_BYTES + user_area::USER_QP_OFFSET;
             (
-                self.hca()
+                self.firmware()
                     .profile
                     .queue_mtt
                     .addr(Pool::Area(area.index), off)?,
@@ -140,7 +125,7 @@ impl Context {
                 return Err(EINVAL);
             }
             (
-                self.hca().profile.queue_mtt.addr(Pool::KernelQps, base)?,
+                self.firmware().profile.queue_mtt.addr(Pool::KernelQps, base)?,
                 hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
             )
         };
@@ -158,7 +143,7 @@ impl Context {
             cqn_recv,
             buf_mtt,
             rq_db_dma,
-            rlid: self.hca().lid(),
+            rlid: self.firmware().lid(),
             rlkey: !user_send,
         })
     }
@@ -212,19 +197,19 @@ impl Context {
         qpn: u32,
         user_send: bool,
     ) -> Result<Qp> {
-        let hca = self.hca();
+        let fw = self.firmware();
         if state.cq.is_none() {
-            let clear = |slot, st: &_| crate::hw::cq::clear(&self.hw()?.hca, slot, st);
-            state.cq = Some(hca.open_cq(self.uar_index, clear)?);
+            let clear = |slot, st: &_| crate::hw::queues::cq::clear(&self.hw()?.queues, slot, st);
+            state.cq = Some(fw.open_cq(self.uar_index, clear)?);
         }
-        let mem = self.adapter.umem.area(area)?;
+        let mem = self.adapter.area(area)?;
         let qp_off = index * QP_AREA_BYTES;
         let opened = mem.clear_qp(index).and_then(|()| {
-            hca.open_recv_cq(
+            fw.open_recv_cq(
                 slot,
                 self.uar_index,
-                (Pool::Area(mem.index), qp_off + umem::CQ_OFFSET),
-                mem.dma(qp_off + umem::CQ_DB_OFFSET),
+                (Pool::Area(mem.index), qp_off + user_area::CQ_OFFSET),
+                mem.dma(qp_off + user_area::CQ_DB_OFFSET),
             )
         });
         let (cqn, live_bit) = match opened {
@@ -248,9 +233,9 @@ impl Context {
         let created = self
             .init_any_qp_buffer(state, at)
             .and_then(|()| self.qp_params(state, at, qpn, qpn, cqn))
-            .and_then(|p| hca.create_qp(&p, slot));
+            .and_then(|p| fw.create_qp(&p, slot));
         if let Err(e) = created {
-            hca.close_recv_cq(cqn, live_bit);
+            fw.close_recv_cq(cqn, live_bit);
             self.release_cq_if_idle(state);
             return Err(e);
         }
@@ -261,19 +246,19 @@ impl Context {
     /// CQ, and its buffer given back. Returns whether the device let go of
     /// both: if not, it may still write the QP's part of the area.
     pub(super) fn destroy_hw_qp(&self, qp: &Qp) -> bool {
-        let hca = self.hca();
-        hca.destroy_qp(qp.slot);
-        hca.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
-        self.free_slot(qp.slot) && !hca.recv_cq_in_hw(qp.recv.live_bit)
+        let fw = self.firmware();
+        fw.destroy_qp(qp.slot);
+        fw.close_recv_cq(qp.recv.cqn, qp.recv.live_bit);
+        self.free_slot(qp.slot) && !fw.recv_cq_in_hw(qp.recv.live_bit)
     }
 
     /// Gives QP buffer `slot` back, unless a QP the device could not reset
     /// still uses it: the device may then read that buffer, so it is never
     /// handed out (nor cleared) again. Returns whether it was given back.
     pub(super) fn free_slot(&self, slot: usize) -> bool {
-        let in_hw = self.hca().qp_in_hw(slot);
+        let in_hw = self.firmware().qp_in_hw(slot);
         if !in_hw {
-            self.adapter.qps.lock().free(slot);
+            self.adapter.free_qp(slot);
         }
         !in_hw
     }
@@ -284,7 +269,7 @@ impl Context {
             return;
         }
         if let Some(cq) = state.cq.take() {
-            self.hca().close_cq(&cq);
+            self.firmware().close_cq(&cq);
         }
     }
 
@@ -306,7 +291,7 @@ impl Context {
             // Its CQEs left in the CQ (a post reaps only a full queue) name
             // a QPN a new QP may get: consume them now that the reset QP
             // writes no more; they match no QP. Unbound: nothing to reap.
-            let _ = self.reap(self.hca(), &mut state);
+            let _ = self.reap(self.firmware(), &mut state);
             self.release_cq_if_idle(&mut state);
             // Its QPN may go to another context's QP now.
             for p in state.qps.iter_mut().flatten() {
@@ -321,11 +306,11 @@ impl Context {
     /// Takes QP `handle` through RESET to RTS again, connected to QPN
     /// `remote` (24 bits).
     pub(crate) fn connect_qp(&self, handle: u32, remote: u32) -> Result {
-        let hca = self.hca();
+        let fw = self.firmware();
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
-        self.reap(hca, state)?;
+        self.reap(fw, state)?;
         self.scan_recv(state, index)?;
         let (slot, qpn, cqn_recv, busy) = match &state.qps[index] {
             Some(q) => (
@@ -345,7 +330,7 @@ impl Context {
         let at = (slot, index, self.user_posted());
         let params = self.qp_params(state, at, qpn, remote, cqn_recv)?;
         self.init_any_qp_buffer(state, at)?;
-        let reconnected = hca.reconnect_qp(&params, slot);
+        let reconnected = fw.reconnect_qp(&params, slot);
         let local = state.qps.iter().flatten().any(|q| q.qpn == remote);
         let hw = self.hw()?;
         let Some(qp) = state.qps[index].as_mut() else {

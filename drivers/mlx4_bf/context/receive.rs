@@ -2,7 +2,7 @@
 
 //! The receive half of a QP: its receive queue (owned by the kernel, each
 //! WQE naming one kernel receive buffer) and its receive CQ (polled by user
-//! space in its mapping, see `umem.rs`).
+//! space in its mapping, see `hw/memory/user_area.rs`).
 //!
 //! The kernel still has to know two things the process's CQ says: how many
 //! receive WQEs the device consumed (so the RQ never holds more than
@@ -26,13 +26,13 @@ use kernel::{
 };
 
 use crate::{
-    hw::be_io::BeMmio,
-    hw::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
-    hw::geometry::{
+    hw::cmd::be_mmio::BeMmio,
+    hw::queues::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
+    geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
         RQ_STRIDE,
     },
-    hw::umem::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
+    hw::memory::user_area::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
     ring,
 };
 
@@ -160,7 +160,7 @@ impl Recv {
             self.posted = self.posted.wrapping_add(1);
         }
         // The WQEs before the producer count that makes them valid.
-        crate::hw::writer::dma_wmb();
+        crate::sys::barrier::dma_wmb();
         self.write_doorbell_record(pool, qp_off)
     }
 
@@ -215,7 +215,7 @@ impl Recv {
             return Ok(None);
         }
         // The CQE's other words after its owner bit.
-        crate::hw::writer::dma_rmb();
+        crate::sys::barrier::dma_rmb();
         if op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR {
             return Err(EIO);
         }
@@ -293,12 +293,12 @@ impl Context {
     pub(super) fn post_recv_locked(&self, state: &mut State, index: usize, count: u32) -> Result {
         self.scan_recv(state, index)?;
         let area = self.user_area(state)?;
-        let lkey = self.hca().dev_cap.reserved_lkey;
+        let lkey = self.firmware().dev_cap.reserved_lkey;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
         if self.user_posted() {
-            // Its buffer holds no receive buffers (`umem.rs`).
+            // Its buffer holds no receive buffers (`hw/memory/user_area.rs`).
             return Err(crate::sys::errno::eopnotsupp());
         }
         if qp.failed {
@@ -308,11 +308,12 @@ impl Context {
             // Like ibv_post_recv()'s ENOMEM: consume completions first.
             return Err(ENOSPC);
         }
-        let hw = self.hw()?;
-        let _posting = self.hca().posting.try_access().ok_or(ENODEV)?;
+        let rcu = kernel::sync::rcu::read_lock();
+        let hw = self.adapter.resources_in(&rcu)?;
+        self.adapter.posting_in(&rcu)?;
         qp.recv
             .post(&hw.qp_pool, qp.slot * QP_BUF_BYTES, &area, lkey, count)?;
-        self.hca().stats.receives(count);
+        self.firmware().stats.receives(count);
         Ok(())
     }
 
@@ -325,17 +326,18 @@ impl Context {
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
-        let hw = self.hw()?;
+        let rcu = kernel::sync::rcu::read_lock();
+        let hw = self.adapter.resources_in(&rcu)?;
         // A doorbell like a post's: none after unbind has reset the CQs.
-        let _posting = self.hca().posting.try_access().ok_or(ENODEV)?;
-        let uar = self.adapter.caps.uar_offset(self.uar_index) as usize;
+        self.adapter.posting_in(&rcu)?;
+        let uar = self.adapter.caps().uar_offset(self.uar_index) as usize;
         qp.recv.arm(&area, hw.bar2.uar(), uar, solicited)
     }
 
     /// `poll()`: readable when a receive CQ has a CQE at the consumer index
     /// its process published; gone once the adapter is.
     pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> Readiness {
-        table.register_wait(file, &self.adapter.events);
+        table.register_wait(file, &self.adapter.events());
         if self.hw().is_err() {
             return Readiness::Gone;
         }

@@ -4,20 +4,20 @@
 //! after its CQE arrived (as mlx4_ib's cq.c).
 
 use super::{Context, State, SQ_FULL_WAIT_US};
-use crate::{hw::geometry::SQ_ENTRIES, hw::hca::Hca};
+use crate::{geometry::SQ_ENTRIES, hw::firmware::Firmware};
 use kernel::{io::poll::read_poll_timeout, prelude::*, time::Delta};
 
 impl Context {
     /// Consumes the context's CQEs (DMA memory only) and moves
     /// each QP's tail past the WQEs they complete.
-    pub(super) fn reap(&self, hca: &Hca, state: &mut State) -> Result {
+    pub(super) fn reap(&self, fw: &Firmware, state: &mut State) -> Result {
         let State { qps, cq, .. } = state;
         let Some(cq) = cq.as_mut() else {
             return Ok(());
         };
         let hw = self.hw()?;
         let mut errors = 0;
-        let n = cq.poll(&hw.hca, |c| {
+        let n = cq.poll(&hw.queues, |c| {
             errors += u32::from(c.error.is_some());
             let Some(qp) = qps.iter_mut().flatten().find(|q| q.qpn == c.qpn) else {
                 return;
@@ -32,7 +32,7 @@ impl Context {
                 qp.failed = true;
             }
         })?;
-        hca.stats.cqes(n, errors);
+        fw.stats.cqes(n, errors);
         Ok(())
     }
 
@@ -44,15 +44,15 @@ impl Context {
     /// latest a queue later (the adapter flushes those in between, as a
     /// verbs QP the hardware moved to ERR).
     #[inline(always)]
-    pub(super) fn make_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
+    pub(super) fn make_room(&self, fw: &Firmware, state: &mut State, index: usize) -> Result {
         match &state.qps[index] {
             Some(q) if !q.failed && q.head.wrapping_sub(q.tail) < SQ_ENTRIES => Ok(()),
-            _ => self.reap_for_room(hca, state, index),
+            _ => self.reap_for_room(fw, state, index),
         }
     }
 
     #[inline(never)]
-    pub(super) fn reap_for_room(&self, hca: &Hca, state: &mut State, index: usize) -> Result {
+    pub(super) fn reap_for_room(&self, fw: &Firmware, state: &mut State, index: usize) -> Result {
         // Slots in use; a QP in error never frees one again: -EIO at once,
         // not -EAGAIN after the wait.
         let in_use = |s: &State| match &s.qps[index] {
@@ -63,21 +63,21 @@ impl Context {
         // `make_room()` sends only a full queue, a failed or a missing QP
         // here: the last two fail before any reap.
         in_use(state)?;
-        self.reap(hca, state)?;
+        self.reap(fw, state)?;
         if in_use(state)? < SQ_ENTRIES {
             return Ok(());
         }
         // Polls DMA memory, sleeping in between (outside the RCU section).
         let waited = read_poll_timeout(
             || {
-                self.reap(hca, state)?;
+                self.reap(fw, state)?;
                 in_use(state)
             },
             |n| *n < SQ_ENTRIES,
             Delta::from_micros(20),
             Delta::from_micros(SQ_FULL_WAIT_US),
         );
-        hca.stats.sq_full(waited.is_err());
+        fw.stats.sq_full(waited.is_err());
         match waited {
             Err(e) if e == ETIMEDOUT => Err(EAGAIN),
             Err(e) => Err(e),

@@ -9,8 +9,15 @@
 //! reset whatever contexts still own and mark the interface dead; every later
 //! command fails with `-ENODEV`.
 //!
-//! The HCR is seven big-endian dwords (`regs.rs`), written through the
-//! big-endian view of BAR0 (`be_io.rs`).
+//! The HCR is seven big-endian dwords (`cmd/regs.rs`), written through the
+//! big-endian view of BAR0 (`cmd/be_mmio.rs`).
+
+pub(crate) mod be_fields;
+pub(crate) mod be_mmio;
+mod command;
+pub(crate) mod regs;
+
+pub(crate) use command::{Command, Input, Op, HW2SW_NO_OUTPUT};
 
 use kernel::{
     device,
@@ -23,13 +30,11 @@ use kernel::{
     time::Delta,
 };
 
-use crate::hw::{
-    be_io::BeMmio,
-    geometry::{MAX_MPTS, MAX_QPS},
-    regs::{
-        HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI,
-        HCR_OUT_PARAM_LO, HCR_TOKEN, OWNER, RESET, RESET_VALUE,
-    },
+use crate::geometry::{MAX_MPTS, MAX_QPS};
+use be_mmio::BeMmio;
+use regs::{
+    HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI, HCR_OUT_PARAM_LO,
+    HCR_TOKEN, OWNER, RESET, RESET_VALUE,
 };
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.
@@ -38,190 +43,9 @@ pub(crate) type Bar0 = pci::Bar<'static, BAR0_SIZE>;
 
 /// `CMD_POLL_TOKEN`.
 const POLL_TOKEN: u32 = 0xffff;
-/// How long a command may keep GO set. mlx4 gives every command a minute
-/// (`MLX4_CMD_TIME_CLASS_A`..`C`); the firmware's own life cycle (MAP_FA,
-/// RUN_FW, INIT_HCA, CLOSE_HCA, UNMAP_FA ...) gets that here too, the
-/// commands on contexts 10 s, so that a teardown stuck on one does not
-/// hold unbind for minutes.
-const TIMEOUT_MS: i64 = 10_000;
-const FIRMWARE_TIMEOUT_MS: i64 = 60_000;
 
 /// `MLX4_MAILBOX_SIZE`, the one the MAP_* page lists are cut to as well.
 pub(crate) const MAILBOX_SIZE: usize = crate::icm::map_cmd::MAILBOX_SIZE;
-
-/// The op_mod of HW2SW_EQ, HW2SW_CQ and HW2SW_MPT that asks for no context
-/// back (mainline's `mlx4_HW2SW_*()`): nothing needs it.
-pub(crate) const HW2SW_NO_OUTPUT: u32 = 1;
-
-/// The commands this driver issues (`include/linux/mlx4/cmd.h`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
-    QueryDevCap = 0x03,
-    QueryFw = 0x04,
-    InitHca = 0x07,
-    CloseHca = 0x08,
-    InitPort = 0x09,
-    ClosePort = 0x0a,
-    Sw2HwMpt = 0x0d,
-    Hw2SwMpt = 0x0f,
-    MapEq = 0x12,
-    Sw2HwEq = 0x13,
-    Hw2SwEq = 0x14,
-    Sw2HwCq = 0x16,
-    Hw2SwCq = 0x17,
-    Rst2InitQp = 0x19,
-    Init2RtrQp = 0x1a,
-    Rtr2RtsQp = 0x1b,
-    ToRstQp = 0x21,
-    MadIfc = 0x24,
-    Nop = 0x31,
-    UnmapIcm = 0xff9,
-    MapIcm = 0xffa,
-    UnmapIcmAux = 0xffb,
-    MapIcmAux = 0xffc,
-    SetIcmSize = 0xffd,
-    UnmapFa = 0xffe,
-    MapFa = 0xfff,
-    RunFw = 0xff6,
-}
-
-impl Op {
-    fn timeout_ms(self) -> i64 {
-        match self {
-            Op::InitHca
-            | Op::CloseHca
-            | Op::MapFa
-            | Op::UnmapFa
-            | Op::RunFw
-            | Op::SetIcmSize
-            | Op::MapIcmAux
-            | Op::UnmapIcmAux
-            | Op::MapIcm
-            | Op::UnmapIcm => FIRMWARE_TIMEOUT_MS,
-            _ => TIMEOUT_MS,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Op::QueryDevCap => "QUERY_DEV_CAP",
-            Op::QueryFw => "QUERY_FW",
-            Op::InitHca => "INIT_HCA",
-            Op::CloseHca => "CLOSE_HCA",
-            Op::InitPort => "INIT_PORT",
-            Op::ClosePort => "CLOSE_PORT",
-            Op::Sw2HwMpt => "SW2HW_MPT",
-            Op::Hw2SwMpt => "HW2SW_MPT",
-            Op::MapEq => "MAP_EQ",
-            Op::Sw2HwEq => "SW2HW_EQ",
-            Op::Hw2SwEq => "HW2SW_EQ",
-            Op::Sw2HwCq => "SW2HW_CQ",
-            Op::Hw2SwCq => "HW2SW_CQ",
-            Op::Rst2InitQp => "RST2INIT_QP",
-            Op::Init2RtrQp => "INIT2RTR_QP",
-            Op::Rtr2RtsQp => "RTR2RTS_QP",
-            Op::ToRstQp => "2RST_QP",
-            Op::MadIfc => "MAD_IFC",
-            Op::Nop => "NOP",
-            Op::UnmapIcm => "UNMAP_ICM",
-            Op::MapIcm => "MAP_ICM",
-            Op::UnmapIcmAux => "UNMAP_ICM_AUX",
-            Op::MapIcmAux => "MAP_ICM_AUX",
-            Op::SetIcmSize => "SET_ICM_SIZE",
-            Op::UnmapFa => "UNMAP_FA",
-            Op::MapFa => "MAP_FA",
-            Op::RunFw => "RUN_FW",
-        }
-    }
-}
-
-/// The errno of a `CMD_STAT_*` status (`mlx4_status_to_errno()`).
-fn status_to_errno(status: u32) -> Error {
-    match status {
-        0x01 => EIO,    // INTERNAL_ERR
-        0x02 => EPERM,  // BAD_OP
-        0x03 => EINVAL, // BAD_PARAM
-        0x04 => ENXIO,  // BAD_SYS_STATE
-        0x05 => EBADF,  // BAD_RESOURCE
-        0x06 => EBUSY,  // RESOURCE_BUSY
-        0x08 => ENOMEM, // EXCEED_LIM
-        0x09 => EBADF,  // BAD_RES_STATE
-        0x0a => EBADF,  // BAD_INDEX
-        0x0b => EFAULT, // BAD_NVMEM
-        0x0c => ENFILE, // ICM_ERROR
-        0x10 => EINVAL, // BAD_QP_STATE
-        0x20 => EFAULT, // BAD_SEG_PARAM
-        0x21 => EBUSY,  // REG_BOUND
-        0x22 => EAGAIN, // LAM_NOT_PRE
-        0x30 => EINVAL, // BAD_PKT
-        0x40 => ENOMEM, // BAD_SIZE
-        0x50 => EACCES, // MULTI_FUNC_REQ
-        _ => EIO,
-    }
-}
-
-/// What goes into `in_param`.
-pub(crate) enum Input<'a> {
-    None,
-    /// An immediate value (e.g. MAP_EQ's event mask).
-    Imm(u64),
-    /// Bytes copied to the start of the in mailbox, whose address is passed.
-    Mailbox(&'a [u8]),
-}
-
-/// One command.
-pub(crate) struct Command<'a> {
-    pub(crate) op: Op,
-    pub(crate) in_mod: u32,
-    pub(crate) op_mod: u32,
-    pub(crate) input: Input<'a>,
-    /// Filled from the start of the out mailbox, whose address is passed.
-    pub(crate) output: Option<&'a mut [u8]>,
-    /// Filled from the HCR's out_param after completion (`mlx4_cmd_imm()`:
-    /// SET_ICM_SIZE's auxiliary pages).
-    pub(crate) output_imm: Option<&'a mut u64>,
-    /// Also report the completion as a CMD EQE (E bit).
-    pub(crate) event: bool,
-}
-
-impl<'a> Command<'a> {
-    pub(crate) fn new(op: Op, in_mod: u32) -> Self {
-        Command {
-            op,
-            in_mod,
-            op_mod: 0,
-            input: Input::None,
-            output: None,
-            output_imm: None,
-            event: false,
-        }
-    }
-
-    pub(crate) fn op_mod(mut self, op_mod: u32) -> Self {
-        self.op_mod = op_mod;
-        self
-    }
-
-    pub(crate) fn input(mut self, input: Input<'a>) -> Self {
-        self.input = input;
-        self
-    }
-
-    pub(crate) fn output(mut self, out: &'a mut [u8]) -> Self {
-        self.output = Some(out);
-        self
-    }
-
-    pub(crate) fn output_imm(mut self, out: &'a mut u64) -> Self {
-        self.output_imm = Some(out);
-        self
-    }
-
-    pub(crate) fn event(mut self) -> Self {
-        self.event = true;
-        self
-    }
-}
 
 /// The two mailboxes; DMA memory goes away at unbind with the rest.
 pub(crate) struct Mailboxes {
@@ -274,7 +98,7 @@ pub(crate) struct CmdIf {
 }
 
 impl CmdIf {
-    /// `bar0` must already be owned (see `hca::take_ownership`).
+    /// `bar0` must already be owned (see `firmware::probe`).
     pub(crate) fn new(
         pdev: &pci::Device<device::Bound>,
         bar0: Devres<Bar0>,
@@ -370,92 +194,103 @@ impl CmdIf {
         ctrl.go() || ctrl.toggle() == toggle
     }
 
-    /// Posts `cmd` and polls for its completion. The caller holds the lock
-    /// (`st`).
+    /// Posts `cmd` and polls for its completion, as `mlx4_cmd_post()` and
+    /// `mlx4_cmd_poll()`. The caller holds the lock (`st`).
     pub(crate) fn exec(&self, st: &mut CmdState, mut cmd: Command<'_>) -> Result {
         if st.dead {
             return Err(ENODEV);
         }
-        let op = cmd.op;
-        // mlx4_cmd_post(): in polling mode a busy HCR is an error, not a wait.
-        // Checked before the mailboxes are touched: a command that timed out
-        // may still be running and using them.
+        // In polling mode a busy HCR is an error, not a wait. Checked before
+        // the mailboxes are touched: a command that timed out may still be
+        // running and using them.
         let ctrl = self.read_ctrl()?;
         if Self::pending(ctrl, st.toggle) {
             dev_err!(
                 self.dev,
                 "{}: HCR busy ({:#010x})\n",
-                op.name(),
+                cmd.op.name(),
                 ctrl.into_raw()
             );
             return Err(EIO);
         }
-        // Stage the in mailbox and name both mailboxes (nothing is in
-        // flight: the lock is held and the HCR is idle).
-        let (in_param, out_param) = {
-            let mbox = self.mbox.try_access().ok_or(ENODEV)?;
-            let in_param = match cmd.input {
-                Input::None => 0,
-                Input::Imm(v) => v,
-                Input::Mailbox(bytes) => {
-                    if bytes.len() > MAILBOX_SIZE {
-                        return Err(EINVAL);
-                    }
-                    // SAFETY: `bytes` fits the mailbox (checked above); the
-                    // device reads the mailbox only during a command, and
-                    // none is in flight: the lock is held and the HCR idle.
-                    unsafe {
-                        core::ptr::copy_nonoverlapping(
-                            bytes.as_ptr(),
-                            mbox.inbox.as_mut_ptr().cast::<u8>(),
-                            bytes.len(),
-                        )
-                    };
-                    mbox.inbox.dma_handle()
-                }
-            };
-            let out_param = match cmd.output.as_deref() {
-                Some(out) => {
-                    // What the device leaves unwritten reads as 0, not as
-                    // the previous command's output.
-                    // SAFETY: The length fits the mailbox; the device writes
-                    // it only during a command, as above.
-                    unsafe {
-                        core::ptr::write_bytes(
-                            mbox.outbox.as_mut_ptr().cast::<u8>(),
-                            0,
-                            out.len().min(MAILBOX_SIZE),
-                        )
-                    };
-                    mbox.outbox.dma_handle()
-                }
-                None => 0,
-            };
-            (in_param, out_param)
-        };
+        let params = self.stage(&cmd)?;
+        self.post(st, &cmd, params)?;
+        self.wait(st, &cmd)?;
+        self.collect(&mut cmd)
+    }
 
+    /// Stages the in mailbox and names both mailboxes; returns `(in_param,
+    /// out_param)`. Nothing is in flight: the lock is held and the HCR idle.
+    fn stage(&self, cmd: &Command<'_>) -> Result<(u64, u64)> {
+        let mbox = self.mbox.try_access().ok_or(ENODEV)?;
+        let in_param = match cmd.input {
+            Input::None => 0,
+            Input::Imm(v) => v,
+            Input::Mailbox(bytes) => {
+                if bytes.len() > MAILBOX_SIZE {
+                    return Err(EINVAL);
+                }
+                // SAFETY: `bytes` fits the mailbox (checked above); the
+                // device reads the mailbox only during a command, and none
+                // is in flight: the lock is held and the HCR idle.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        mbox.inbox.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
+                mbox.inbox.dma_handle()
+            }
+        };
+        let out_param = match cmd.output.as_deref() {
+            Some(out) => {
+                // What the device leaves unwritten reads as 0, not as the
+                // previous command's output.
+                // SAFETY: The length fits the mailbox; the device writes it
+                // only during a command, as above.
+                unsafe {
+                    core::ptr::write_bytes(
+                        mbox.outbox.as_mut_ptr().cast::<u8>(),
+                        0,
+                        out.len().min(MAILBOX_SIZE),
+                    )
+                };
+                mbox.outbox.dma_handle()
+            }
+            None => 0,
+        };
+        Ok((in_param, out_param))
+    }
+
+    /// Writes the HCR: dwords 0-5, a barrier, then dword 6 with GO, the
+    /// toggle and the opcode; flips the toggle.
+    fn post(&self, st: &mut CmdState, cmd: &Command<'_>, (inp, out): (u64, u64)) -> Result {
         let go = HCR_CTRL::zeroed()
             .with_go(true)
             .with_event(cmd.event)
             .with_toggle(st.toggle)
             .try_with_opmod(cmd.op_mod)?
-            .try_with_opcode(op as u32)?;
-        {
-            let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
-            let hcr = BeMmio::new(&bar0);
-            hcr.write_reg(HCR_IN_PARAM_HI::from((in_param >> 32) as u32));
-            hcr.write_reg(HCR_IN_PARAM_LO::from(in_param as u32));
-            hcr.write_reg(HCR_IN_MODIFIER::from(cmd.in_mod));
-            hcr.write_reg(HCR_OUT_PARAM_HI::from((out_param >> 32) as u32));
-            hcr.write_reg(HCR_OUT_PARAM_LO::from(out_param as u32));
-            hcr.write_reg(HCR_TOKEN::zeroed().with_const_token::<POLL_TOKEN>());
-            // Dwords 0-5 before GO (mlx4's wmb() between them).
-            crate::hw::writer::wmb();
-            hcr.write_reg(go);
-        }
+            .try_with_opcode(cmd.op as u32)?;
+        let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
+        let hcr = BeMmio::new(&bar0);
+        hcr.write_reg(HCR_IN_PARAM_HI::from((inp >> 32) as u32));
+        hcr.write_reg(HCR_IN_PARAM_LO::from(inp as u32));
+        hcr.write_reg(HCR_IN_MODIFIER::from(cmd.in_mod));
+        hcr.write_reg(HCR_OUT_PARAM_HI::from((out >> 32) as u32));
+        hcr.write_reg(HCR_OUT_PARAM_LO::from(out as u32));
+        hcr.write_reg(HCR_TOKEN::zeroed().with_const_token::<POLL_TOKEN>());
+        // Dwords 0-5 before GO (mlx4's wmb() between them).
+        crate::sys::barrier::wmb();
+        hcr.write_reg(go);
         st.toggle = !st.toggle;
+        Ok(())
+    }
 
-        let toggle = st.toggle;
+    /// Polls until GO clears and T flips; a nonzero status becomes an errno
+    /// as in `mlx4_status_to_errno()`, with a message naming the command.
+    fn wait(&self, st: &CmdState, cmd: &Command<'_>) -> Result {
+        let (op, toggle) = (cmd.op, st.toggle);
         let done = read_poll_timeout(
             || self.read_ctrl(),
             |c| !Self::pending(*c, toggle),
@@ -471,21 +306,26 @@ impl CmdIf {
             }
         })?;
         let status = done.status().get();
-        if status != 0 {
-            let err = status_to_errno(status);
-            dev_err!(
-                self.dev,
-                "{} (in_mod {:#x}, op_mod {}) failed: status {:#04x} ({:?})\n",
-                op.name(),
-                cmd.in_mod,
-                cmd.op_mod,
-                status,
-                err
-            );
-            return Err(err);
+        if status == 0 {
+            return Ok(());
         }
+        let err = command::status_to_errno(status);
+        dev_err!(
+            self.dev,
+            "{} (in_mod {:#x}, op_mod {}) failed: status {:#04x} ({:?})\n",
+            op.name(),
+            cmd.in_mod,
+            cmd.op_mod,
+            status,
+            err
+        );
+        Err(err)
+    }
 
-        if let Some(out) = cmd.output_imm {
+    /// The outputs of a completed command: the HCR's out_param, the out
+    /// mailbox.
+    fn collect(&self, cmd: &mut Command<'_>) -> Result {
+        if let Some(out) = cmd.output_imm.as_deref_mut() {
             let bar0 = self.bar0.try_access().ok_or(ENODEV)?;
             let hcr = BeMmio::new(&bar0);
             let hi = hcr.read(HCR_OUT_PARAM_HI).into_raw();

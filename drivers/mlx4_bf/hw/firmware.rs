@@ -1,344 +1,462 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The firmware and the memory it is given, brought up as mainline
-//! mlx4_core does (`core/main.c:mlx4_init_fw`, `mlx4_init_icm`,
-//! `mlx4_init_hca`) and taken down in the reverse order (`mlx4_close_hca`,
-//! `mlx4_free_icms`, `mlx4_close_fw`):
+//! The adapter (a Mellanox function; in the test bed the vfio-user device
+//! model of Documentation/mlx4-model.rst): bring-up through the command
+//! interface, the EQ and its interrupt, the CQ and QP commands contexts
+//! need, and the teardown at unbind.
 //!
-//! ```text
-//! MAP_FA, RUN_FW                      the firmware area QUERY_FW asked for
-//! (QUERY_DEV_CAP, by the caller)
-//! SET_ICM_SIZE, MAP_ICM_AUX           ICM size of the profile; its aux pages
-//! MAP_ICM x tables, INIT_HCA          every table mapped whole, once
-//! ...
-//! CLOSE_HCA, UNMAP_ICM x tables, UNMAP_ICM_AUX, UNMAP_FA
-//! ```
+//! Probe, as mainline mlx4_core brings a ConnectX up: 64-bit DMA masks;
+//! BAR0 mapped; ownership word read (nonzero: owned by someone else,
+//! -EBUSY); the HCR toggle taken from the device (no reset, see
+//! `CmdIf::sync_toggle`); QUERY_FW (cmd_if_rev 2..3); the firmware area,
+//! RUN_FW, QUERY_DEV_CAP, ICM and INIT_HCA (`firmware/icm.rs`); the MTT
+//! entries of the queue memory (`memory/mtt.rs`). Then, once the adapter exists,
+//! one MSI-X vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, a NOP
+//! with the E bit, which must come back as an interrupt, and port 1 up
+//! (INIT_PORT; its LID from PortInfo, `firmware/port.rs`).
 //!
-//! The profile is this driver's, not mlx4_core's 2^18 QPs: the QPs, CQs,
-//! EQ, MPTs and MTT entries it creates ([`Profile`]). The rules (layout,
-//! INIT_HCA mailbox, page lists) are the pure `icm` module; this file
-//! allocates, posts and records what the adapter holds, so that the
-//! teardown gives back exactly that.
+//! Unbind: posts are stopped (`posting` revoked, which waits for those in
+//! flight), every QP still in hardware is reset and every CQ and MPT
+//! returned (2RST_QP, HW2SW_CQ, HW2SW_MPT), port 1 closed, the EQ unmapped
+//! and returned after its interrupt handler has finished, the HCA closed
+//! and the firmware's memory taken back (CLOSE_HCA, UNMAP_ICM,
+//! UNMAP_ICM_AUX, UNMAP_FA), the command interface marked dead and the
+//! ownership word cleared. If the adapter kept any of them, it is reset
+//! first (`reset.rs`). Contexts still open then get -ENODEV. A probe that
+//! fails half-way, or an adapter dropped without unbind, goes the same way
+//! (`Firmware`'s drop).
+
+pub(crate) mod dev_cap;
+pub(crate) mod icm;
+pub(crate) mod icm_pages;
+pub(crate) mod port;
+
+use dev_cap::{DevCap, FwInfo};
+use icm::{Icm, Profile};
 
 use kernel::{
-    device::{Bound, Device},
+    device::{Bound, Core, Device},
+    dma::{Device as _, DmaMask},
+    io::{poll::read_poll_timeout, Mmio},
+    new_mutex, pci,
     prelude::*,
+    revocable::Revocable,
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Mutex,
+    },
+    time::Delta,
 };
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op},
-    hw::fw::DevCap,
-    hw::geometry::{FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS},
-    hw::host_mem::HostPages,
-    hw::mtt::QueueMtt,
-    icm::{
-        init_hca::{write_init_hca, IcmParams, InitHcaOptions, INIT_HCA_IN_SIZE},
-        map_cmd::{self, DmaChunk, MapEntries, MAILBOX_SIZE},
-        profile::{self, EntrySizes, ProfileRequest, Reserved},
-        table_chunks::{icm_tables, reserved_mtts_aligned, IcmTable},
-        ICM_PAGE_SIZE,
+    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
+    hw::queues::cq::{self, Cq, CqParams},
+    hw::queues::eq::{self, Eq},
+    geometry::{
+        CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
-    region,
+    hw::memory::mr,
+    hw::memory::mtt::Pool,
+    hw::queues::qp::{self, QpParams},
+    hw::queues::kernel_mem::{QueueDma, QueueMem},
+    stats::QueueStats,
+    wqe,
 };
 
-/// MTT entries: the queues' (`QueueMtt`) and 256 MiB of memory regions.
-const LOG_NUM_MTTS: u8 = 16;
-/// A two-entry multicast table of 1 KiB entries (the default
-/// `MLX4_DEFAULT_MGM_LOG_ENTRY_SIZE`): INIT_HCA needs one; nothing joins.
-const LOG_MCG_ENTRY_SIZE: u8 = 10;
-const LOG_NUM_MCGS: u8 = 1;
-/// `dma_get_cache_alignment()` at its largest (s390: 256 bytes): the MTT
-/// entries the firmware reserves are rounded up to it.
-const DMA_CACHE_ALIGN: u32 = 256;
-/// `cache_line_size()`, which INIT_HCA is told.
-const LOG_CACHE_LINE: u8 = if cfg!(target_arch = "s390x") { 8 } else { 6 };
+/// `NOP`'s in_modifier: "finish as soon as possible".
+const NOP_IN_MOD: u32 = 0x1f;
+/// How long the NOP's event may take to arrive as an interrupt.
+const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
 
-/// What INIT_HCA gave this driver: the object numbers it may use.
-#[derive(Clone, Copy)]
-pub(crate) struct Profile {
-    /// QPNs lie below this.
-    pub(crate) num_qps: u32,
-    pub(crate) num_cqs: u32,
-    pub(crate) num_eqs: u32,
-    pub(crate) num_mpts: u32,
-    /// MTT entries: the firmware's, the queues' ([`QueueMtt`]), then the
-    /// memory regions' up to `num_mtts`.
-    pub(crate) num_mtts: u32,
-    pub(crate) queue_mtt: QueueMtt,
-}
-
-fn ceil_log2(n: u32) -> u8 {
-    n.max(1).next_power_of_two().ilog2() as u8
-}
-
-/// The request: room for the driver's objects above the firmware's.
-fn request(cap: &DevCap) -> ProfileRequest {
-    ProfileRequest {
-        // QPNs from FIRST_QPN skip 64 of every 256 (BlueFlame-safe).
-        log_num_qps: ceil_log2(FIRST_QPN + 4 * MAX_QPS as u32),
-        log_rdmarc_per_qp: 0,
-        log_num_srqs: ceil_log2(cap.reserved_srqs),
-        // A send CQ per context and a receive CQ per QP.
-        log_num_cqs: ceil_log2(cap.reserved_cqs + (MAX_CQS + MAX_QPS) as u32),
-        log_num_eqs: ceil_log2(cap.reserved_eqs + 1),
-        log_num_mpts: ceil_log2(MAX_MPTS as u32),
-        log_num_mtts: LOG_NUM_MTTS,
-        log_num_mcgs: LOG_NUM_MCGS,
-    }
-}
-
-/// Memory given to the adapter, and whether it still holds it.
-struct Mapped {
-    /// ICM address (MAP_ICM); 0 for the firmware area and aux pages.
-    virt: u64,
-    pages: HostPages,
-    mapped: bool,
-}
-
-/// The firmware's state and the memory it holds. Dropping it frees the
-/// memory: only after [`Firmware::close`] returned true, or a reset.
+/// The adapter's firmware as this driver brought it up: the command
+/// interface, what QUERY_FW and QUERY_DEV_CAP said, the profile INIT_HCA
+/// set up and the memory it holds, the EQ, port 1, and the posting gate.
+/// Dropping it takes all of that down (`shutdown`).
+#[pin_data(PinnedDrop)]
 pub(crate) struct Firmware {
-    /// MAP_FA (RUN_FW may have failed: UNMAP_FA undoes either).
-    fa: Option<Mapped>,
-    aux: Option<Mapped>,
-    /// MAP_ICM of each table, in mapping order.
-    icm: KVec<Mapped>,
-    /// Which of `icm` is the MTT table.
-    mtt: Option<usize>,
-    hca_up: bool,
+    pub(crate) cmd: Pin<KBox<CmdIf>>,
+    pub(crate) fw: FwInfo,
+    pub(crate) dev_cap: DevCap,
+    /// What INIT_HCA set up: the numbers of QPs, CQs, MPTs, MTT entries.
+    pub(crate) profile: Profile,
+    /// The firmware area and ICM; taken at shutdown, once given back.
+    /// Locked inside the command lock.
+    #[pin]
+    icm: Mutex<Option<Icm>>,
+    pdev: ARef<pci::Device>,
+    /// Port 1's LID (PortInfo), once it is up.
+    lid: Atomic<u32>,
+    pub(crate) eq: Eq,
+    dma: QueueDma,
+    /// CQ slot `i` is CQ number `first_cqn + i`.
+    first_cqn: u32,
+    /// QPNs handed out lie below this.
+    pub(crate) qpn_limit: u32,
+    /// Posts to the device run inside this; unbind revokes it first.
+    #[pin]
+    pub(crate) posting: Revocable<()>,
+    pub(crate) stats: QueueStats,
 }
 
-/// The page list of one MAP_* command, in mailboxes of 256 entries.
-fn map(cmd: &CmdIf, st: &mut CmdState, op: Op, chunks: &[DmaChunk], virt: Option<u64>) -> Result {
-    map_cmd::check_chunks(chunks).map_err(|_| EINVAL)?;
-    let mut entries = match virt {
-        Some(v) => MapEntries::at_virt(chunks, v),
-        None => MapEntries::without_virt(chunks),
-    };
-    let mut mailbox = KBox::new([0u8; MAILBOX_SIZE], GFP_KERNEL)?;
-    loop {
-        let n = map_cmd::fill_mailbox(&mut entries, &mut mailbox).map_err(|_| EINVAL)?;
-        if n == 0 {
-            return Ok(());
-        }
-        let bytes = n * map_cmd::MAP_ENTRY_SIZE;
-        cmd.exec(
-            st,
-            Command::new(op, n as u32).input(Input::Mailbox(&mailbox[..bytes])),
-        )?;
+/// Maps BAR0, takes ownership, starts the firmware, sets up ICM and the
+/// HCA, and allocates the queue memory. If anything fails after the
+/// ownership was taken, what was done is undone (`abort`) and `CmdIf`'s
+/// drop gives the ownership back.
+pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>, QueueMem)> {
+    let dev = pdev.as_ref();
+    // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
+    unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
+    // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and
+    // an area or a memory region's pages are mapped in longer ones.
+    // SAFETY: As above.
+    unsafe { pdev.dma_set_max_seg_size(crate::sys::pin::MAX_SEGMENT) };
+    let bar0 = pdev
+        .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
+        .into_devres()?;
+    let cmd = CmdIf::new(pdev, bar0)?;
+    // mlx4_get_ownership(): reading 0 takes the device.
+    let owner = cmd.read_owner()?;
+    if owner != 0 {
+        dev_err!(
+            dev,
+            "owned by another driver: ownership word BAR0+{:#x} reads {:#x}\n",
+            <crate::hw::cmd::regs::OWNER as kernel::io::register::Register>::OFFSET,
+            owner
+        );
+        return Err(EBUSY);
     }
+    cmd.sync_toggle()?;
+    let fw = dev_cap::query_fw(&cmd)?;
+    let mut icm = Icm::new();
+    let up = bring_up(pdev, &cmd, &fw, &mut icm);
+    let (dev_cap, profile, eqn, first_cqn, mem) = match up {
+        Ok(up) => up,
+        Err(e) => {
+            abort(pdev, &cmd, icm);
+            return Err(e);
+        }
+    };
+    let dma = mem.dma();
+    let firmware = KBox::pin_init(
+        try_pin_init!(Firmware {
+            cmd,
+            fw,
+            qpn_limit: profile.num_qps,
+            dev_cap,
+            profile,
+            icm <- new_mutex!(Some(icm)),
+            pdev: ARef::from(&**pdev),
+            lid: Atomic::new(0),
+            eq: Eq::new(eqn),
+            dma,
+            first_cqn,
+            posting <- Revocable::new(()),
+            stats: QueueStats::new(),
+        }),
+        GFP_KERNEL,
+    )?;
+    Ok((firmware, mem))
+}
+
+/// The part of the probe that gives the adapter memory: firmware, ICM,
+/// INIT_HCA, the queue memory and its MTT entries.
+fn bring_up(
+    pdev: &pci::Device<Core<'_>>,
+    cmd: &CmdIf,
+    fw: &FwInfo,
+    icm: &mut Icm,
+) -> Result<(DevCap, Profile, u32, u32, QueueMem)> {
+    let dev = pdev.as_ref();
+    icm.start(dev, cmd, fw.fw_pages)?;
+    let dev_cap = dev_cap::query_dev_cap(cmd)?;
+    dev_cap.check(
+        dev,
+        SQ_ENTRIES.ilog2() as u8,
+        CQ_LOG_ENTRIES as u8,
+        wqe::MAX_WQE_LEN,
+    )?;
+    let num_uars =
+        u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
+    let profile = icm.init_hca(dev, cmd, &dev_cap, num_uars)?;
+    let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
+    let mem = QueueMem::new(dev)?;
+    let mtt = &profile.queue_mtt;
+    let fw = &*icm;
+    mtt.write_pool(Pool::Eq, mem.eq.dma_handle(), |f, p| fw.write_mtt(f, p))?;
+    mtt.write_pool(Pool::SendCqs, mem.cqs.dma_handle(), |f, p| {
+        fw.write_mtt(f, p)
+    })?;
+    Ok((dev_cap, profile, eqn, first_cqn, mem))
+}
+
+/// Undoes a bring-up that failed half-way: the firmware gives its memory
+/// back, or the adapter is reset before the memory is freed.
+fn abort(pdev: &pci::Device, cmd: &CmdIf, mut icm: Icm) {
+    let given_back = icm.close(cmd, &mut cmd.lock());
+    if !given_back {
+        crate::sys::reset::last_resort(pdev, || cmd.write_reset());
+    }
+    drop(icm);
+}
+
+/// The EQ and the first CQ number, inside the profile INIT_HCA set: the
+/// first EQ and CQ numbers the firmware does not reserve.
+fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u32, u32)> {
+    let eqn = cap.reserved_eqs;
+    if eqn >= p.num_eqs {
+        dev_err!(dev, "no usable EQ ({} reserved of {})\n", eqn, p.num_eqs);
+        return Err(ENODEV);
+    }
+    let first_cqn = cap.reserved_cqs;
+    // Send CQs (one per context) and receive CQs (one per QP).
+    if first_cqn as usize + MAX_CQS + MAX_QPS > p.num_cqs as usize {
+        dev_err!(
+            dev,
+            "too few CQs ({} reserved of {})\n",
+            first_cqn,
+            p.num_cqs
+        );
+        return Err(ENODEV);
+    }
+    // QPNs skip 64 of every 256 (BlueFlame-safe); leave room to wrap.
+    if FIRST_QPN < cap.reserved_qps || FIRST_QPN as usize + 4 * MAX_QPS > p.num_qps as usize {
+        dev_err!(
+            dev,
+            "too few QPs ({} reserved of {})\n",
+            cap.reserved_qps,
+            p.num_qps
+        );
+        return Err(ENODEV);
+    }
+    Ok((eqn, first_cqn))
 }
 
 impl Firmware {
-    /// Nothing given to the adapter yet.
-    pub(crate) fn new() -> Self {
-        Firmware {
-            fa: None,
-            aux: None,
-            icm: KVec::new(),
-            mtt: None,
-            hca_up: false,
-        }
-    }
-
-    /// MAP_FA of `fw_pages` (QUERY_FW) and RUN_FW. Whatever it did is
-    /// undone with [`Firmware::close`], also on failure.
-    pub(crate) fn start(&mut self, dev: &Device<Bound>, cmd: &CmdIf, fw_pages: u32) -> Result {
-        let pages = HostPages::alloc(dev, u64::from(fw_pages) * ICM_PAGE_SIZE)?;
-        let chunks = pages.dma_chunks()?;
-        // Recorded first: a MAP_FA that fails half-way still needs UNMAP_FA.
-        self.fa = Some(Mapped {
-            virt: 0,
-            pages,
-            mapped: true,
-        });
-        let mut st = cmd.lock();
-        map(cmd, &mut st, Op::MapFa, &chunks, None)?;
-        cmd.exec(&mut st, Command::new(Op::RunFw, 0))
-    }
-
-    /// SET_ICM_SIZE, MAP_ICM_AUX, MAP_ICM of every table and INIT_HCA, for
-    /// this driver's profile on a device with capabilities `cap` and
-    /// `num_uars` UAR pages.
-    pub(crate) fn init_hca(
-        &mut self,
-        dev: &Device<Bound>,
-        cmd: &CmdIf,
-        cap: &DevCap,
-        num_uars: u32,
-    ) -> Result<Profile> {
-        let req = request(cap);
-        let reserved = Reserved {
-            qps: cap.reserved_qps,
-            srqs: cap.reserved_srqs,
-            cqs: cap.reserved_cqs,
-            eqs: cap.reserved_eqs,
-            mpts: cap.reserved_mrws,
-            mtts: reserved_mtts_aligned(cap.reserved_mtts, cap.entry_sizes.mtt, DMA_CACHE_ALIGN),
-        };
-        // mlx4_make_profile() caps each count at the device's maximum; this
-        // driver needs its counts whole.
-        for (what, log, max) in [
-            ("QPs", req.log_num_qps, cap.max_qps),
-            ("CQs", req.log_num_cqs, cap.max_cqs),
-            ("MPTs", req.log_num_mpts, cap.max_mpts),
-            ("MTT entries", req.log_num_mtts, cap.max_mtts),
-        ] {
-            if 1u32 << log > max {
-                dev_err!(
-                    dev,
-                    "needs {} {}, the adapter has {}\n",
-                    1u32 << log,
-                    what,
-                    max
-                );
-                return Err(ENODEV);
-            }
-        }
-        profile::check_request(&req, &reserved, cap.log_max_eqs).map_err(|e| {
-            dev_err!(dev, "the adapter's reservations leave no room: {:?}\n", e);
-            ENODEV
-        })?;
-        let sizes = EntrySizes {
-            mcg: 1 << LOG_MCG_ENTRY_SIZE,
-            ..cap.entry_sizes
-        };
-        let layout = profile::make_layout(&sizes, &req, cap.max_icm_size).map_err(|e| {
-            dev_err!(dev, "ICM profile: {:?}\n", e);
-            ENODEV
-        })?;
-        let queue_mtt = QueueMtt {
-            base: reserved.mtts,
-        };
-        let num_mtts = 1u32 << req.log_num_mtts;
-        if reserved.mtts + QueueMtt::ENTRIES >= num_mtts {
-            dev_err!(
-                dev,
-                "{} reserved MTT entries leave too few\n",
-                reserved.mtts
-            );
-            return Err(ENODEV);
-        }
-
-        let mut st = cmd.lock();
-        let mut aux_pages = 0u64;
-        cmd.exec(
-            &mut st,
-            Command::new(Op::SetIcmSize, 0)
-                .input(Input::Imm(layout.total_size))
-                .output_imm(&mut aux_pages),
-        )?;
-        let aux = HostPages::alloc(dev, aux_pages * ICM_PAGE_SIZE)?;
-        let chunks = aux.dma_chunks()?;
-        self.aux = Some(Mapped {
-            virt: 0,
-            pages: aux,
-            mapped: true,
-        });
-        map(cmd, &mut st, Op::MapIcmAux, &chunks, None)?;
-        let mut icm_bytes = 0;
-        for table in icm_tables(&layout, &sizes, &reserved) {
-            let bytes = table.whole_table_pages() * ICM_PAGE_SIZE;
-            let pages = HostPages::alloc(dev, bytes)?;
-            let chunks = pages.dma_chunks()?;
-            icm_bytes += pages.bytes();
-            if table.table == IcmTable::Mtt {
-                self.mtt = Some(self.icm.len());
-            }
-            self.icm.push(
-                Mapped {
-                    virt: table.virt,
-                    pages,
-                    mapped: true,
-                },
-                GFP_KERNEL,
-            )?;
-            map(cmd, &mut st, Op::MapIcm, &chunks, Some(table.virt))?;
-        }
-
-        let options = InitHcaOptions {
-            log_cache_line: LOG_CACHE_LINE,
-            log_uar_sz: num_uars.max(1).ilog2() as u8,
-            ..InitHcaOptions::default()
-        };
-        let mut inbox = KBox::new([0u8; INIT_HCA_IN_SIZE], GFP_KERNEL)?;
-        write_init_hca(
-            &IcmParams::from_layout(&layout, LOG_MCG_ENTRY_SIZE),
-            &options,
-            &mut inbox,
+    /// The bring-up that needs the adapter and its interrupt handler:
+    /// SW2HW_EQ, MAP_EQ, arm, NOP with an event, port 1 up. `uar` is the
+    /// adapter's UAR area (the EQ doorbell is in page `eqn / 4`).
+    pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
+        let eq_mtt = self.profile.queue_mtt.addr(Pool::Eq, 0)?;
+        self.eq.create(&self.cmd, &mut self.cmd.lock(), eq_mtt)?;
+        self.eq.arm(uar)?;
+        let before = self.stats.cmd_events();
+        let nop = self.cmd.exec(
+            &mut self.cmd.lock(),
+            Command::new(Op::Nop, NOP_IN_MOD).event(),
         );
-        cmd.exec(
-            &mut st,
-            Command::new(Op::InitHca, 0).input(Input::Mailbox(&inbox[..])),
-        )?;
-        self.hca_up = true;
-        dev_info!(
-            dev,
-            "ICM: {} KiB of {} MiB mapped in {} tables, aux {} KiB, firmware area {} KiB\n",
-            icm_bytes / 1024,
-            layout.total_size >> 20,
-            self.icm.len(),
-            aux_pages * ICM_PAGE_SIZE / 1024,
-            self.fa.as_ref().map_or(0, |m| m.pages.bytes() / 1024)
-        );
-        let num = |t| 1u32 << layout.region(t).log_num;
-        Ok(Profile {
-            num_qps: num(profile::Table::Qpc),
-            num_cqs: num(profile::Table::Cqc),
-            num_eqs: num(profile::Table::Eqc),
-            num_mpts: num(profile::Table::Dmpt),
-            num_mtts,
-            queue_mtt,
-        })
+        // mlx4_setup_hca(): the NOP must raise an interrupt. Commands are
+        // polled, so a lost interrupt costs only the async events: warn.
+        let seen = nop.and_then(|()| {
+            read_poll_timeout(
+                || Ok(self.stats.cmd_events()),
+                |n| *n != before,
+                Delta::from_millis(1),
+                Delta::from_millis(NOP_IRQ_TIMEOUT_MS),
+            )
+        });
+        match seen {
+            Err(e) if e == ETIMEDOUT => {
+                dev_warn!(dev, "NOP command failed to generate an MSI-X interrupt\n");
+            }
+            r => r.map(|_| ())?,
+        }
+        self.open_port(dev)
     }
 
-    /// Writes the MTT entries of `pages` (DMA addresses of 4 KiB pages) from
-    /// entry `first` on, straight into the MTT table's ICM, as mlx4_core
-    /// does on a native function (`core/mr.c:mlx4_write_mtt_chunk`; the
-    /// WRITE_MTT command is for virtual functions). The memory is coherent:
-    /// the command that hands the entries to the adapter (SW2HW_*) is
-    /// posted after these stores.
-    pub(crate) fn write_mtt(&self, first: u32, pages: &[u64]) -> Result {
-        let table = self.icm.get(self.mtt.ok_or(ENODEV)?).ok_or(ENODEV)?;
-        for (i, &page) in pages.iter().enumerate() {
-            let entry = u64::from(first) + i as u64;
-            table
-                .pages
-                .write(entry * region::MTT_ENTRY_LEN, &region::mtt_entry(page))?;
+    /// INIT_PORT of port 1 and its LID from PortInfo.
+    fn open_port(&self, dev: &Device<Bound>) -> Result {
+        let mut st = self.cmd.lock();
+        port::init(&self.cmd, &mut st)?;
+        st.live.port = true;
+        let info = port::query(&self.cmd, &mut st)?;
+        if !info.active {
+            // The link may come up later; QPs connect anyway.
+            dev_warn!(dev, "port {} is not active\n", port::PORT);
         }
+        self.lid.store(u32::from(info.lid), Relaxed);
         Ok(())
     }
 
-    /// CLOSE_HCA, UNMAP_ICM of every table, UNMAP_ICM_AUX, UNMAP_FA, as far
-    /// as each was done. Returns whether the adapter gave everything back;
-    /// if not, it must be reset before this is dropped (the memory freed).
-    pub(crate) fn close(&mut self, cmd: &CmdIf, st: &mut CmdState) -> bool {
-        let mut ok = true;
-        if self.hca_up {
-            // op_mod 0: not a panic (`mlx4_CLOSE_HCA`).
-            self.hca_up = cmd.exec(st, Command::new(Op::CloseHca, 0)).is_err();
-            ok &= !self.hca_up;
+    /// Port 1's LID, the remote LID of every QP's primary path.
+    pub(crate) fn lid(&self) -> u16 {
+        self.lid.load(Relaxed) as u16
+    }
+
+    /// UAR pages below this are the kernel's: the EQ's doorbell is in
+    /// page `eqn / 4` (`mlx4_get_eq_uar()`), and the pages below it hold
+    /// the firmware's reserved EQs.
+    pub(crate) fn kernel_uars(&self) -> u32 {
+        eq::doorbell_page(self.eq.eqn) + 1
+    }
+
+    /// The MTT entries of a queue pool allocated after the probe (QP
+    /// buffers, areas), physically contiguous from `dma`.
+    pub(crate) fn write_pool_mtt(&self, pool: Pool, dma: u64) -> Result {
+        self.profile
+            .queue_mtt
+            .write_pool(pool, dma, |f, p| self.write_mtt(f, p))
+    }
+
+    /// MTT entries `first..` for `pages` (a memory region's).
+    pub(crate) fn write_mtt(&self, first: u32, pages: &[u64]) -> Result {
+        let fw = self.icm.lock();
+        Option::as_ref(&fw).ok_or(ENODEV)?.write_mtt(first, pages)
+    }
+
+    /// Takes the device down (see the module documentation); idempotent.
+    /// `sync_irq` waits for a running interrupt handler. If the adapter
+    /// keeps any QP, CQ, EQ or MPT, it is reset (`reset::last_resort`)
+    /// before the caller frees or unpins the memory they name.
+    pub(crate) fn shutdown(&self, sync_irq: impl FnOnce(), pdev: &pci::Device) {
+        // No post starts after this, and those running have finished.
+        self.posting.revoke();
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return;
         }
-        for m in self.icm.iter_mut().rev().filter(|m| m.mapped) {
-            let pages = map_cmd::unmap_icm_pages(m.pages.bytes());
-            m.mapped = cmd
-                .exec(
-                    st,
-                    Command::new(Op::UnmapIcm, pages).input(Input::Imm(m.virt)),
-                )
-                .is_err();
-            ok &= !m.mapped;
+        for slot in 0..MAX_QPS {
+            qp::destroy(&self.cmd, &mut st, slot);
         }
-        for (area, op) in [
-            (&mut self.aux, Op::UnmapIcmAux),
-            (&mut self.fa, Op::UnmapFa),
-        ] {
-            if let Some(m) = area.as_mut().filter(|m| m.mapped) {
-                // UNMAP_FA stops the firmware, running or not.
-                m.mapped = cmd.exec(st, Command::new(op, 0)).is_err();
-                ok &= !m.mapped;
-            }
+        for slot in 0..MAX_CQS + MAX_QPS {
+            cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
         }
-        ok
+        // No QP is left to use them: the memory regions go last.
+        for slot in 0..MAX_MPTS {
+            let _ = mr::mpt_destroy(&self.cmd, &mut st, slot);
+        }
+        if core::mem::take(&mut st.live.port) {
+            // A failure is logged; CLOSE_HCA takes the port down anyway.
+            let _ = port::close(&self.cmd, &mut st);
+        }
+        self.eq.quiesce();
+        sync_irq();
+        self.eq.destroy(&self.cmd, &mut st);
+        let mut icm = self.icm.lock();
+        // The HCA goes only once nothing is left in it.
+        let given_back = !st.live.any()
+            && Option::as_mut(&mut icm).is_none_or(|f| f.close(&self.cmd, &mut st));
+        st.dead = true;
+        if !given_back {
+            crate::sys::reset::last_resort(pdev, || self.cmd.write_reset());
+            // The reset took everything out of the adapter.
+            st.live = Live::default();
+        }
+        // Nothing of it is the adapter's any more.
+        drop(Option::take(&mut icm));
+        drop(icm);
+        drop(st);
+        self.cmd.free_ownership();
+    }
+
+    fn cqn(&self, slot: usize) -> u32 {
+        self.first_cqn + slot as u32
+    }
+
+    /// A CQ for the context owning UAR `uar`. `clear` empties the buffer of
+    /// the slot it is given (in a short RCU section of the hardware, which
+    /// the caller holds); the command runs outside it.
+    pub(crate) fn open_cq(
+        &self,
+        uar: u32,
+        clear: impl FnOnce(usize, &CmdState) -> Result,
+    ) -> Result<Cq> {
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        let slot = (!st.live.cqs).trailing_zeros() as usize;
+        if slot >= MAX_CQS {
+            return Err(ENOSPC);
+        }
+        clear(slot, &st)?;
+        let p = Cq::send_cq_params(
+            (&self.dma, &self.profile.queue_mtt),
+            slot,
+            self.cqn(slot),
+            uar,
+            self.eq.eqn,
+        )?;
+        Cq::create(&self.cmd, &mut st, &p)
+    }
+
+    pub(crate) fn close_cq(&self, cq: &Cq) {
+        cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
+    }
+
+    /// SW2HW_CQ of the receive CQ of the QP in `qp_slot`, with its ring at
+    /// byte `off` of `pool` and its doorbell record at DMA address
+    /// `db_rec`; returns its CQN and the `Live::cqs` bit that records it.
+    pub(crate) fn open_recv_cq(
+        &self,
+        qp_slot: usize,
+        uar: u32,
+        (pool, off): (Pool, usize),
+        db_rec: u64,
+    ) -> Result<(u32, usize)> {
+        if qp_slot >= MAX_QPS {
+            return Err(EINVAL);
+        }
+        let live_bit = MAX_CQS + qp_slot;
+        let cqn = self.cqn(live_bit);
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        let p = CqParams {
+            live_bit,
+            cqn,
+            log_entries: RCQ_LOG_ENTRIES,
+            uar,
+            eqn: self.eq.eqn,
+            buf_mtt: self.profile.queue_mtt.addr(pool, off)?,
+            db_rec,
+        };
+        cq::create(&self.cmd, &mut st, &p)?;
+        Ok((cqn, live_bit))
+    }
+
+    pub(crate) fn close_recv_cq(&self, cqn: u32, live_bit: usize) {
+        cq::destroy(&self.cmd, &mut self.cmd.lock(), live_bit, cqn);
+    }
+
+    pub(crate) fn create_qp(&self, p: &QpParams, slot: usize) -> Result {
+        qp::create(&self.cmd, &mut self.cmd.lock(), p, slot)
+    }
+
+    /// Takes the QP in `slot` through RESET and up to RTS again with `p`
+    /// (a new remote QPN). If it fails the QP is left in RESET (or ERR).
+    pub(crate) fn reconnect_qp(&self, p: &QpParams, slot: usize) -> Result {
+        let mut st = self.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        qp::destroy(&self.cmd, &mut st, slot);
+        qp::create(&self.cmd, &mut st, p, slot)
+    }
+
+    pub(crate) fn destroy_qp(&self, slot: usize) {
+        qp::destroy(&self.cmd, &mut self.cmd.lock(), slot);
+    }
+
+    /// Whether the receive CQ recorded under `live_bit` is (still) in the
+    /// device: its HW2SW_CQ failed, and it may still write its ring.
+    pub(crate) fn recv_cq_in_hw(&self, live_bit: usize) -> bool {
+        live_bit < 64 && self.cmd.lock().live.cqs & (1 << live_bit) != 0
+    }
+
+    /// Whether a QP is (still) in the device under send-queue slot `slot`.
+    pub(crate) fn qp_in_hw(&self, slot: usize) -> bool {
+        self.cmd.lock().live.qps.get(slot).is_some_and(|&q| q != 0)
+    }
+}
+
+/// An adapter dropped without `shutdown()` (a probe that failed after the
+/// bring-up) is taken down here; after unbind this finds it dead.
+#[pinned_drop]
+impl PinnedDrop for Firmware {
+    fn drop(self: Pin<&mut Self>) {
+        let pdev = self.pdev.clone();
+        self.shutdown(|| (), &pdev);
     }
 }

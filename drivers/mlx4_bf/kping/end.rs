@@ -2,7 +2,7 @@
 
 //! One end of a kernel ping: a context of its own (a UAR, a QP, its
 //! receive queue and CQs, its regions), as a process's would be, and two
-//! buffers of `Hw::kping_pool`, its source and its sink. Everything goes
+//! buffers of `Resources::kping_pool`, its source and its sink. Everything goes
 //! through the context's methods, as the ioctl's do: the same checks, the
 //! same BlueFlame writer. Dropping it closes the context (QP, CQs and
 //! regions out of the device) before the buffers are given back.
@@ -18,8 +18,8 @@ use crate::{
     abi,
     adapter::Adapter,
     context::{Context, SendRequest, WqeSource},
-    hw::geometry::{KPING_BUF_BYTES, KPING_END_BYTES, RQ_ENTRIES},
-    hw::mr::KernelRegion,
+    geometry::{KPING_BUF_BYTES, KPING_END_BYTES, RQ_ENTRIES},
+    hw::memory::mr::KernelRegion,
     kping_rules::command::{Command, MemMode, Path},
     region, wqe, wqe_build,
 };
@@ -49,7 +49,7 @@ pub(super) struct End {
     slot: EndSlot,
 }
 
-/// An end's buffers in `Hw::kping_pool`, given back when dropped.
+/// An end's buffers in `Resources::kping_pool`, given back when dropped.
 struct EndSlot {
     kping: Arc<Kping>,
     index: usize,
@@ -71,7 +71,7 @@ impl End {
             index,
         };
         let dma = {
-            let hw = adapter.hw.try_access().ok_or(ENODEV)?;
+            let hw = adapter.resources()?;
             hw.kping_pool.dma_handle() + (index * KPING_END_BYTES) as u64
         };
         // From here on, dropping `end` closes the context, then frees the slot.
@@ -104,7 +104,7 @@ impl End {
                     len: u64::MAX,
                     perm,
                 })?;
-                self.lkey = [adapter.hca.dev_cap.reserved_lkey; 2];
+                self.lkey = [adapter.firmware().dev_cap.reserved_lkey; 2];
                 self.rkey = [key; 2];
             }
             MemMode::Reg => {
@@ -165,7 +165,7 @@ impl End {
     /// Runs `f` on the bytes of both buffers (source, sink), in an RCU
     /// read-side section: `f` must not sleep.
     pub(super) fn with_bufs<R>(&self, f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> Result<R> {
-        let hw = self.slot.kping.adapter.hw.try_access().ok_or(ENODEV)?;
+        let hw = self.slot.kping.adapter.resources()?;
         let off = self.slot.index * KPING_END_BYTES;
         if off + KPING_END_BYTES > hw.kping_pool.size() {
             return Err(EINVAL);

@@ -2,10 +2,10 @@
 
 //! What an adapter's kernel pings share: the threads running (their
 //! statistics), the last ones finished, the servers listening on a port,
-//! and the ends' buffers in `Hw::kping_pool`. One lock, taken for short
+//! and the ends' buffers in `Resources::kping_pool`. One lock, taken for short
 //! updates only, never around a command or a post.
 
-use crate::{hw::geometry::KPING_ENDS, kping_rules::command::Role};
+use crate::{geometry::KPING_ENDS, kping_rules::command::Role};
 
 /// Commands that may run at once on one adapter (a loop is one).
 pub(crate) const MAX_THREADS: usize = 4;
@@ -53,7 +53,7 @@ pub(crate) struct Registry {
     next_finished: usize,
     next_id: u32,
     listeners: [Option<Listener>; MAX_THREADS],
-    /// Ends of `Hw::kping_pool` in use (bit = end).
+    /// Ends of `Resources::kping_pool` in use (bit = end).
     ends: u32,
 }
 

@@ -22,7 +22,7 @@ use super::{
     Kping, Msg, TAG_DONE, TAG_GO, TAG_SINK, TAG_SOURCE,
 };
 use crate::{
-    hw::geometry::KPING_BUF_BYTES,
+    geometry::KPING_BUF_BYTES,
     kping_rules::{
         command::{Command, Role, Wait},
         histogram::Histogram,
@@ -86,13 +86,7 @@ impl Run<'_> {
         if kernel::current!().signal_pending() {
             return Err(EINTR);
         }
-        self.kping
-            .adapter
-            .hca
-            .posting
-            .try_access()
-            .map(drop)
-            .ok_or(ENODEV)
+        self.kping.adapter.posting()
     }
 
     /// Sleeps on the adapter's events for at most `NAP_MS`.
@@ -101,7 +95,7 @@ impl Run<'_> {
         let _ = self
             .kping
             .adapter
-            .events
+            .events()
             .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(NAP_MS));
         drop(guard);
         self.check()

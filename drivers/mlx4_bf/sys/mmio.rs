@@ -20,7 +20,57 @@
 //!
 //! The kernel crate has no wrapper for any of them in 7.2.
 
-pub(crate) use arch::{copy64, map_wc, store_block, store_single};
+pub(crate) use arch::{copy64, map_wc};
+use arch::{store_block, store_single};
+
+use crate::store_block::{plan, whole_blocks, Piece, MAX_BLOCK};
+use kernel::prelude::*;
+
+/// `src` (whole 64-bit words, 8-byte aligned) to `to` split as s390's
+/// `zpci_memcpy_toio()` splits it (`store_block::plan`), each piece one
+/// store block or single store, `after_each()` after each; returns the
+/// number of store blocks. The BlueFlame writer's pieces (a barrier after
+/// each) and s390's `__iowrite64_copy()` (none).
+///
+/// # Safety
+///
+/// `to..to + src.len()` lies inside a live MMIO mapping, 8-byte aligned.
+#[inline(always)]
+pub(crate) unsafe fn write_pieces(
+    to: *mut c_void,
+    src: &[u8],
+    after_each: impl Fn(),
+) -> Result<u32> {
+    let mut blocks = 0;
+    if whole_blocks(src.as_ptr() as usize, to as usize, src.len()) {
+        // The plan's pieces, without planning: 128-byte blocks in order.
+        for (i, block) in src.chunks(MAX_BLOCK).enumerate() {
+            // SAFETY: By the caller's guarantee: inside the mapping, whole
+            // aligned 64-bit words.
+            unsafe { store_block(to.byte_add(i * MAX_BLOCK), block)? };
+            after_each();
+            blocks += 1;
+        }
+        return Ok(blocks);
+    }
+    for piece in plan(src.as_ptr() as usize, to as usize, src.len()) {
+        let part = &src[piece.offset()..piece.offset() + piece.len()];
+        // SAFETY: The piece lies inside `to..to + src.len()`.
+        let at = unsafe { to.byte_add(piece.offset()) };
+        match piece {
+            // A block is 8-byte aligned on both sides (the plan's rule).
+            // SAFETY: By the caller's guarantee, as above.
+            Piece::Block { .. } => unsafe {
+                store_block(at, part)?;
+                blocks += 1;
+            },
+            // SAFETY: As above.
+            Piece::Single { .. } => unsafe { store_single(at, part)? },
+        }
+        after_each();
+    }
+    Ok(blocks)
+}
 
 #[cfg(not(target_arch = "s390x"))]
 mod arch {
@@ -116,24 +166,14 @@ mod arch {
     }
 
     /// `__iowrite64_copy()`, which is `zpci_memcpy_toio()` on s390: the
-    /// kernel's split (`store_block::plan`), each piece one PCISTB or PCISTG.
+    /// kernel's split, each piece one PCISTB or PCISTG.
     ///
     /// # Safety
     ///
     /// As [`store_block`].
     pub(crate) unsafe fn copy64(to: *mut c_void, src: &[u8]) -> Result {
-        for piece in crate::store_block::plan(src.as_ptr() as usize, to as usize, src.len()) {
-            let part = &src[piece.offset()..piece.offset() + piece.len()];
-            // SAFETY: The piece lies inside `to..to + src.len()`.
-            let at = unsafe { to.byte_add(piece.offset()) };
-            match piece {
-                // SAFETY: As above.
-                crate::store_block::Piece::Block { .. } => unsafe { store_block(at, part)? },
-                // SAFETY: As above.
-                crate::store_block::Piece::Single { .. } => unsafe { store_single(at, part)? },
-            }
-        }
-        Ok(())
+        // SAFETY: By the caller's guarantee.
+        unsafe { super::write_pieces(to, src, || ()) }.map(drop)
     }
 
     /// No write combining without MIO: `ioremap()`.

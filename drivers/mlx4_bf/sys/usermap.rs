@@ -3,7 +3,7 @@
 //! What a context maps into its process, set up here and filled at fault
 //! time: its UAR page and BlueFlame page, for QPs whose send queue user
 //! space owns (`abi::QP_F_USER_SEND`), as mlx4_ib maps them for rdma-core
-//! (its `mmap()` pgoff 0 and 1), and the pages of its area (`umem.rs`). On
+//! (its `mmap()` pgoff 0 and 1), and the pages of its area (`hw/memory/user_area.rs`). On
 //! x86 user space stores to the write-combining mapping; on s390, which has
 //! no user-space MMIO without MIO, it passes the mapping's address to
 //! `s390_pci_mmio_write()`, which looks the PFN up in this mapping and issues

@@ -43,7 +43,7 @@ use kernel::{
 };
 
 use crate::{
-    hw::geometry::{
+    geometry::{
         CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_ENTRIES,
         SQ_ENTRIES, SQ_STRIDE,
     },
@@ -75,7 +75,7 @@ struct AreaDma {
 impl Drop for AreaDma {
     fn drop(&mut self) {
         for map in self.maps.iter_mut() {
-            // SAFETY: Mapped for `dev` in `UserMem::new()`; a `Devres` drops
+            // SAFETY: Mapped for `dev` in `UserAreas::new()`; a `Devres` drops
             // this while `dev` is still bound (at unbind, after the adapter
             // was quiesced, or earlier with the adapter).
             unsafe { map.unmap(&self.dev) };
@@ -84,7 +84,7 @@ impl Drop for AreaDma {
 }
 
 /// The areas of one adapter.
-pub(crate) struct UserMem {
+pub(crate) struct UserAreas {
     /// Declared (so dropped) before the pages it maps.
     #[allow(dead_code, reason = "held for its drop: unmapped at unbind")]
     dma: Devres<AreaDma>,
@@ -94,7 +94,7 @@ pub(crate) struct UserMem {
     dma_bases: KVec<u64>,
 }
 
-impl UserMem {
+impl UserAreas {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
         // Dropped in the reverse order on failure: the mappings are undone
         // (`dma`) before the pages go (`areas`).
@@ -116,7 +116,7 @@ impl UserMem {
             dma.maps.push(map, GFP_KERNEL)?;
             dma_bases.push(base, GFP_KERNEL)?;
         }
-        Ok(UserMem {
+        Ok(UserAreas {
             dma: Devres::new(dev, dma)?,
             areas,
             dma_bases,
@@ -133,7 +133,7 @@ impl UserMem {
     }
 
     /// Checks what `vma` asks to map of area `area` and sets it up for
-    /// [`UserMem::page`] to fill at fault time: one region of a QP index,
+    /// [`UserAreas::page`] to fill at fault time: one region of a QP index,
     /// read-only unless it is the doorbell record or WQE page, or the QP
     /// buffer of a context whose QPs user space posts to. `start` is the
     /// mapping's file offset (`vm_pgoff` in bytes).
@@ -235,7 +235,7 @@ impl Area<'_> {
             unsafe {
                 core::ptr::write_volatile(
                     p.add(i * SQ_STRIDE).cast::<u32>(),
-                    crate::hw::qp::CTRL_OWNER.to_be(),
+                    crate::hw::queues::qp::CTRL_OWNER.to_be(),
                 )
             };
         }

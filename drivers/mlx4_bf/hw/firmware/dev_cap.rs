@@ -7,7 +7,7 @@
 use kernel::{device, prelude::*};
 
 use crate::{
-    hw::be::{get16, get32, get64, get8},
+    hw::cmd::be_fields::{get16, get32, get64, get8},
     hw::cmd::{CmdIf, Command, Op},
     icm::profile::{self, EntrySizes},
 };
@@ -174,7 +174,7 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
             cmpt: entry(7)?,
             mtt: entry(8)?,
             dmpt: entry(9)?,
-            // Not reported: the driver chooses it (`firmware.rs`).
+            // Not reported: the driver chooses it (`firmware/icm.rs`).
             mcg: 0,
         },
         max_icm_size: get64(&out, DEV_CAP_MAX_ICM_SZ)?,

@@ -9,7 +9,7 @@
 use kernel::prelude::*;
 
 use crate::{
-    hw::be::{get16, get8},
+    hw::cmd::be_fields::{get16, get8},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
 };
 

@@ -8,7 +8,7 @@
 //! memory is fragmented; so does this. Chunks are powers of two, so each is
 //! one naturally aligned MAP_* entry. They are coherent DMA memory: only
 //! the adapter reads or writes them, and they are mapped for it once, by
-//! the IOMMU on zPCI. Dropping a `HostPages` frees them: only once the
+//! the IOMMU on zPCI. Dropping a `IcmPages` frees them: only once the
 //! adapter has given them back (UNMAP_*) or been reset.
 
 use kernel::{
@@ -23,11 +23,11 @@ use crate::icm::map_cmd::DmaChunk;
 const MAX_CHUNK: usize = 256 << 10;
 const PAGE: usize = 4096;
 
-pub(crate) struct HostPages {
+pub(crate) struct IcmPages {
     chunks: KVec<Coherent<[u8]>>,
 }
 
-impl HostPages {
+impl IcmPages {
     /// At least `bytes` (rounded up to 4 KiB pages), zeroed.
     pub(crate) fn alloc(dev: &Device<Bound>, bytes: u64) -> Result<Self> {
         let mut left = usize::try_from(bytes.div_ceil(PAGE as u64)).map_err(|_| ENOMEM)? * PAGE;
@@ -47,7 +47,7 @@ impl HostPages {
                 Err(e) => return Err(e),
             }
         }
-        Ok(HostPages { chunks })
+        Ok(IcmPages { chunks })
     }
 
     /// Bytes held.

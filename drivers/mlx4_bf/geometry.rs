@@ -11,13 +11,13 @@ pub(crate) const SQ_STRIDE: usize = 1024;
 pub(crate) const RQ_ENTRIES: u32 = 16;
 pub(crate) const RQ_STRIDE: usize = 16;
 pub(crate) const RECV_BUF_SIZE: usize = 1024;
-/// One QP's buffer in `Hw::qp_pool`: the SQ, then the RQ (mlx4 puts the
+/// One QP's buffer in `Resources::qp_pool`: the SQ, then the RQ (mlx4 puts the
 /// queue with the larger stride first), then the RQ doorbell record.
 pub(crate) const RQ_OFFSET: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 pub(crate) const RQ_DB_OFFSET: usize = RQ_OFFSET + 2048;
 pub(crate) const QP_BUF_BYTES: usize = RQ_OFFSET + 4096;
 const _: () = assert!(RQ_ENTRIES as usize * RQ_STRIDE <= RQ_DB_OFFSET - RQ_OFFSET);
-/// A QP's kernel send buffers in `Hw::send_pool`, one per send-queue slot.
+/// A QP's kernel send buffers in `Resources::send_pool`, one per send-queue slot.
 pub(crate) const SEND_BUFS_BYTES: usize = SQ_ENTRIES as usize * abi::MAX_PAYLOAD;
 /// QPs per adapter; their send queues come from one DMA pool set up at probe.
 pub(crate) const MAX_QPS: usize = 32;
@@ -51,7 +51,7 @@ pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
 pub(crate) const EQE_SIZE: usize = 32;
 
 /// Kernel ping ends an adapter runs at once, each with two buffers of
-/// `KPING_BUF_BYTES` (its source and sink) in `Hw::kping_pool`.
+/// `KPING_BUF_BYTES` (its source and sink) in `Resources::kping_pool`.
 pub(crate) const KPING_ENDS: usize = 8;
 pub(crate) const KPING_BUF_BYTES: usize = 16384;
 pub(crate) const KPING_END_BYTES: usize = 2 * KPING_BUF_BYTES;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The registers this driver touches, as mlx4 names them, big-endian (read
-//! and written through [`super::be_io::BeMmio`]).
+//! and written through [`super::be_mmio::BeMmio`]).
 //!
 //! BAR0: the HCR (`MLX4_HCR_BASE`, seven dwords, `mlx4_cmd_post()`), the
 //! ownership semaphore (`MLX4_OWNER_BASE`) and the reset register
 //! (`MLX4_RESET_BASE + MLX4_RESET_OFFSET`). The UAR page's doorbells are in
-//! `bar2.rs` (their offsets are per UAR).
+//! `bf/bar2.rs` (their offsets are per UAR).
 
 use kernel::io::register;
 

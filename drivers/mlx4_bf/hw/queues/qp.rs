@@ -10,9 +10,9 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_fields, Be16, Be32, Be64},
+    hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
-    hw::geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
+    geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
 };
 
 /// `struct mlx4_qp_path`.
@@ -135,7 +135,7 @@ const SCHED_QUEUE_PORT1: u8 = 0x83;
 /// `MLX4_QP_BIT_RWE` and `MLX4_QP_BIT_RRE` of `params2`: remote writes and
 /// reads at this QP's responder are allowed (the MPT an rkey names must
 /// allow them too). `rra_max` and `sra_max` stay 0: one RDMA read in
-/// flight each way (one RDMARC entry per QP, `firmware.rs`).
+/// flight each way (one RDMARC entry per QP, `firmware/icm.rs`).
 const PARAMS2_RWE: u32 = 1 << 14;
 const PARAMS2_RRE: u32 = 1 << 15;
 /// `2RST_QP` takes op_mod 2 and no mailbox.
@@ -190,7 +190,7 @@ pub(crate) struct QpParams {
     /// The context's send CQ, and the QP's own receive CQ.
     pub(crate) cqn_send: u32,
     pub(crate) cqn_recv: u32,
-    /// The MTT byte address of its buffer (`mtt.rs`): SQ at offset 0, RQ
+    /// The MTT byte address of its buffer (`memory/mtt.rs`): SQ at offset 0, RQ
     /// at `RQ_OFFSET`.
     pub(crate) buf_mtt: u64,
     /// DMA address of its RQ doorbell record.

@@ -2,7 +2,7 @@
 
 //! The memory of the queues the adapter writes for the kernel: its EQ, the
 //! contexts' send CQs and their doorbell records (coherent DMA memory in
-//! `Hw`, released at unbind).
+//! `Resources`, released at unbind).
 
 use kernel::{
     device::{Bound, Device},
@@ -10,10 +10,10 @@ use kernel::{
     prelude::*,
 };
 
-use crate::hw::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
+use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
 
 /// DMA memory of the queues the device writes; released at unbind.
-pub(crate) struct HcaMem {
+pub(crate) struct QueueMem {
     /// `EQ_ENTRIES` EQEs.
     pub(crate) eq: Coherent<[u8]>,
     /// `MAX_CQS` CQ buffers of one page each, read a 32-bit word at a time.
@@ -22,25 +22,25 @@ pub(crate) struct HcaMem {
     pub(crate) cq_db: Coherent<[u32]>,
 }
 
-/// The DMA address of [`HcaMem`]'s doorbell records, for contexts written
+/// The DMA address of [`QueueMem`]'s doorbell records, for contexts written
 /// outside the RCU section that guards the memory itself (the rings are
 /// named by their MTT entries, `mtt::Pool`).
 #[derive(Clone, Copy)]
-pub(crate) struct HcaDma {
+pub(crate) struct QueueDma {
     pub(crate) cq_db: u64,
 }
 
-impl HcaMem {
+impl QueueMem {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
-        Ok(HcaMem {
+        Ok(QueueMem {
             eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
             cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
             cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
         })
     }
 
-    pub(crate) fn dma(&self) -> HcaDma {
-        HcaDma {
+    pub(crate) fn dma(&self) -> QueueDma {
+        QueueDma {
             cq_db: self.cq_db.dma_handle(),
         }
     }

@@ -8,8 +8,8 @@
 //! interrupt handler (`adapter::EqHandler`) consumes what is there with
 //! [`Eq::poll`], which counts it; it re-arms the EQ through its doorbell in
 //! UAR page `eqn / 4`, the kernel's (no context gets it,
-//! `Hca::kernel_uars`), and on a completion event wakes the pollers of the
-//! device file. The EQ's buffer is named by its MTT entries (`mtt.rs`).
+//! `Firmware::kernel_uars`), and on a completion event wakes the pollers of the
+//! device file. The EQ's buffer is named by its MTT entries (`memory/mtt.rs`).
 
 use core::mem::{offset_of, size_of};
 use kernel::{
@@ -22,12 +22,12 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_fields, Be16, Be32},
-    hw::be_io::BeMmio,
+    hw::cmd::be_fields::{mtt_fields, Be16, Be32},
+    hw::cmd::be_mmio::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    hw::geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
-    hw::queue_mem::HcaMem,
-    hw::stats::{EqeKind, HcaStats},
+    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
+    hw::queues::kernel_mem::QueueMem,
+    stats::{EqeKind, QueueStats},
     ring,
 };
 
@@ -196,7 +196,7 @@ impl Eq {
 
     /// Consumes the EQEs the device has written; returns whether one of
     /// them was a completion event.
-    pub(crate) fn poll(&self, mem: &HcaMem, stats: &HcaStats) -> Result<bool> {
+    pub(crate) fn poll(&self, mem: &QueueMem, stats: &QueueStats) -> Result<bool> {
         let mut ci = self.ci.load(Relaxed);
         let mut completion = false;
         // At most one pass per interrupt, whatever the device wrote.
@@ -207,7 +207,7 @@ impl Eq {
                 break;
             }
             // The owner byte before the rest of the EQE.
-            crate::hw::writer::dma_rmb();
+            crate::sys::barrier::dma_rmb();
             let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
             stats.eqe(match kind {
                 EVENT_CMD => EqeKind::Command,

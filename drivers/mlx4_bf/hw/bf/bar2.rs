@@ -10,16 +10,21 @@
 //! with the narrowest `kernel::bindings` calls, and handed out as
 //! bounds-checked [`Mmio`] views. The owner is kept in a `Devres`, so the
 //! mappings are torn down when the device is unbound.
+//!
+//! Where a post writes, a context's doorbell or a burst in its BlueFlame
+//! buffer, is worked out from the adapter's [`Caps`] and checked once
+//! ([`Doorbell`], [`BfSlot`]): the areas mapped here are exactly those of
+//! the same `Caps`, so the post's writes need no second check.
 
 use kernel::{
     bindings,
     ffi::c_ulong,
-    io::{Mmio, MmioRaw},
+    io::{Io, Mmio, MmioRaw},
     pci,
     prelude::*,
 };
 
-use crate::{layout::Caps, sys::mmio};
+use crate::{hw::cmd::be_mmio::BeMmio, layout::Caps, sys::mmio};
 
 /// Which memory type the BlueFlame area gets.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -34,7 +39,8 @@ pub(crate) enum BfMapping {
 ///
 /// `[start, start + len)` is a busy region obtained with
 /// `__request_region()`; `uar` and `bf` are live `ioremap*()` mappings of the
-/// UAR and BlueFlame areas of that range.
+/// UAR and BlueFlame areas of that range, as the `Caps` given to
+/// [`Bar2::new`] place them: `uar` is `0..bf_area().0`, `bf` is `bf_area()`.
 pub(crate) struct Bar2 {
     start: bindings::resource_size_t,
     len: bindings::resource_size_t,
@@ -119,6 +125,85 @@ impl Bar2 {
     pub(crate) fn bf(&self) -> &Mmio {
         // SAFETY: `bf` is a live mapping by the type invariant.
         unsafe { Mmio::from_raw(&self.bf) }
+    }
+}
+
+/// The send doorbell of one context's UAR.
+///
+/// # Invariants
+///
+/// `offset + 4` lies inside the UAR area of the `Caps` it was made for.
+#[derive(Clone, Copy)]
+pub(crate) struct Doorbell {
+    offset: usize,
+}
+
+impl Doorbell {
+    /// The send doorbell of UAR `uar_index`.
+    pub(crate) fn new(caps: &Caps, uar_index: u32) -> Result<Self> {
+        let offset = caps.doorbell_offset(uar_index);
+        if offset + 4 > caps.bf_area().0 {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked just above; the UAR area ends where the
+        // BlueFlame area starts.
+        Ok(Doorbell {
+            offset: offset as usize,
+        })
+    }
+
+    /// Offset in BAR2 (and in the UAR area, which starts at 0).
+    pub(crate) fn offset(self) -> usize {
+        self.offset
+    }
+
+    /// Rings it for QP `qpn` in `uar`, the UAR area of the same `Caps`:
+    /// `writel()`, which orders the stores to the send queue before it.
+    pub(crate) fn ring(self, uar: &Mmio, qpn: u32) -> Result {
+        BeMmio::new(uar).try_write32(crate::wqe::doorbell_value(qpn), self.offset)
+    }
+}
+
+/// A burst's place in one context's BlueFlame buffer.
+///
+/// # Invariants
+///
+/// `offset` and `len` are multiples of 8, and `offset + len` lies inside the
+/// BlueFlame area of the `Caps` it was made for (`offset` counts from the
+/// area's start).
+#[derive(Clone, Copy)]
+pub(crate) struct BfSlot {
+    offset: usize,
+    len: usize,
+}
+
+impl BfSlot {
+    /// `len` bytes at the start of BlueFlame buffer `half` (0 or
+    /// `bf_buf_size`) of UAR `uar_index`.
+    pub(crate) fn new(caps: &Caps, uar_index: u32, half: u32, len: usize) -> Result<Self> {
+        let (area, area_len) = caps.bf_area();
+        let offset = caps.bf_page_offset(uar_index) - area + u64::from(half);
+        if len > caps.bf_buf_size() as usize
+            || offset + len as u64 > area_len
+            || offset % 8 != 0
+            || len % 8 != 0
+        {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked just above.
+        Ok(BfSlot {
+            offset: offset as usize,
+            len,
+        })
+    }
+
+    /// Offset in the BlueFlame area.
+    pub(crate) fn offset(self) -> usize {
+        self.offset
+    }
+
+    pub(crate) fn len(self) -> usize {
+        self.len
     }
 }
 

@@ -12,7 +12,7 @@
 //!
 //! Lifetime: a region is taken out of the adapter (HW2SW_MPT) before its
 //! pages are unmapped and unpinned: at DEREG_MR, at close, and at unbind,
-//! when `Hca::shutdown()` returns every MPT still in hardware and
+//! when `Firmware::shutdown()` returns every MPT still in hardware and
 //! [`MrTable::release_all`] then unmaps and unpins what remains while the
 //! device is still bound. The table's lock is taken before the command lock.
 
@@ -20,10 +20,10 @@ use kernel::{device::Device, prelude::*, sync::aref::ARef};
 
 use crate::{
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    hw::firmware::Profile,
-    hw::fw::DevCap,
-    hw::geometry::MAX_MPTS,
-    hw::mtt::QueueMtt,
+    hw::firmware::icm::Profile,
+    hw::firmware::dev_cap::DevCap,
+    geometry::MAX_MPTS,
+    hw::memory::mtt::QueueMtt,
     region::{self, Mpt, RangeAlloc},
     sys::pin::{DmaMap, Pinned},
 };
@@ -317,7 +317,7 @@ impl MrTable {
     }
 
     /// The MTT entries of the page addresses of `dma` from entry `first` on,
-    /// through `write` (`Hca::write_mtt`: into ICM).
+    /// through `write` (`Firmware::write_mtt`: into ICM).
     fn write_mtt(
         write: impl Fn(u32, &[u64]) -> Result,
         dma: &DmaMap,
@@ -367,7 +367,7 @@ impl MrTable {
         }))
     }
 
-    /// At unbind, after `Hca::shutdown()` returned every MPT: unmaps every
+    /// At unbind, after `Firmware::shutdown()` returned every MPT: unmaps every
     /// region and hands the pages back to be unpinned (outside the lock).
     pub(crate) fn release_all(&mut self) -> KVec<Pinned> {
         self.closed = true;

@@ -5,7 +5,7 @@
 //! by the MTT byte address of its first page (`mlx4_mtt_addr()`: entry
 //! index x 8) and the page size (4 KiB, `log_page_size` 0); the adapter
 //! reads the page addresses from the MTT table in ICM, which the driver
-//! writes (`Firmware::write_mtt`); a context's fields for it are
+//! writes (`Icm::write_mtt`); a context's fields for it are
 //! `be::mtt_fields`.
 //!
 //! The queue memory is allocated at probe and never changes, so its MTT
@@ -16,8 +16,8 @@
 use kernel::prelude::*;
 
 use crate::{
-    hw::geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, MAX_CQS, MAX_QPS, QP_BUF_BYTES},
-    hw::umem::{AREAS, AREA_BYTES},
+    geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, MAX_CQS, MAX_QPS, QP_BUF_BYTES},
+    hw::memory::user_area::{AREAS, AREA_BYTES},
 };
 
 const PAGE: usize = 4096;
@@ -97,7 +97,7 @@ impl QueueMtt {
     }
 
     /// The MTT entries of `pool`'s pages, physically contiguous from `dma`,
-    /// handed to `write(first entry, page addresses)` (`Firmware::write_mtt`).
+    /// handed to `write(first entry, page addresses)` (`Icm::write_mtt`).
     pub(crate) fn write_pool(
         &self,
         pool: Pool,

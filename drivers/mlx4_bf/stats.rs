@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Post counters, kept per context without a lock; the device's are the
-//! sum of its contexts', so no post writes a line that other CPUs' posts
-//! write too.
+//! The counters: posts, kept per context without a lock (the device's are
+//! the sum of its contexts', so no post writes a line that other CPUs'
+//! posts write too), and the queues' events and completions ([`QueueStats`]).
 
 use kernel::{
     fmt, new_mutex,
@@ -158,7 +158,7 @@ pub(crate) fn show(s: &abi::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 
 /// Counters of the adapter's queues: events, interrupts, completions and the
 /// send-queue flow control. Shown in the device's debugfs file.
-pub(crate) struct HcaStats {
+pub(crate) struct QueueStats {
     interrupts: Atomic<u64>,
     eqes: Atomic<u64>,
     eqes_cmd: Atomic<u64>,
@@ -171,9 +171,9 @@ pub(crate) struct HcaStats {
     receives_posted: Atomic<u64>,
 }
 
-impl HcaStats {
+impl QueueStats {
     pub(crate) fn new() -> Self {
-        HcaStats {
+        QueueStats {
             interrupts: Atomic::new(0),
             eqes: Atomic::new(0),
             eqes_cmd: Atomic::new(0),

@@ -16,11 +16,11 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    hw::be::{mtt_fields, Be16, Be32, Be64},
+    hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    hw::geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
-    hw::mtt::{Pool, QueueMtt},
-    hw::queue_mem::{HcaDma, HcaMem},
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    hw::memory::mtt::{Pool, QueueMtt},
+    hw::queues::kernel_mem::{QueueDma, QueueMem},
     ring,
 };
 
@@ -93,7 +93,7 @@ pub(crate) struct Cq {
 
 /// Clears CQ slot `slot` and its doorbell record before it goes to the
 /// device; `st` (the command lock) proves no CQ in hardware uses it.
-pub(crate) fn clear(mem: &HcaMem, slot: usize, st: &CmdState) -> Result {
+pub(crate) fn clear(mem: &QueueMem, slot: usize, st: &CmdState) -> Result {
     let base = slot.checked_mul(CQ_BYTES).ok_or(EINVAL)?;
     if slot >= MAX_CQS || st.live.cqs & (1 << slot) != 0 || base + CQ_BYTES > mem.cqs.size() {
         return Err(EINVAL);
@@ -178,10 +178,10 @@ impl Cq {
         })
     }
 
-    /// Where send CQ slot `slot` lives (`HcaMem::cqs`, `cq_db`), as `cqn`,
+    /// Where send CQ slot `slot` lives (`QueueMem::cqs`, `cq_db`), as `cqn`,
     /// with completions of UAR `uar` and its events to EQ `eqn`.
     pub(crate) fn send_cq_params(
-        (dma, queue_mtt): (&HcaDma, &QueueMtt),
+        (dma, queue_mtt): (&QueueDma, &QueueMtt),
         slot: usize,
         cqn: u32,
         uar: u32,
@@ -200,7 +200,7 @@ impl Cq {
 
     /// Hands every CQE the device has written to `f`, then publishes the
     /// consumer index in the doorbell record. Returns the number reaped.
-    pub(crate) fn poll(&mut self, mem: &HcaMem, mut f: impl FnMut(Completion)) -> Result<u32> {
+    pub(crate) fn poll(&mut self, mem: &QueueMem, mut f: impl FnMut(Completion)) -> Result<u32> {
         let base = self.slot * CQ_BYTES;
         let start = self.ci;
         // At most one pass per call, whatever the device wrote.
@@ -214,7 +214,7 @@ impl Cq {
                 break;
             }
             // The owner byte before the rest of the CQE.
-            crate::hw::writer::dma_rmb();
+            crate::sys::barrier::dma_rmb();
             let qpn: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_MY_QPN / 4]);
             // wqe_index (be16) at 0x18, then the error CQE's vendor
             // syndrome and syndrome (0x1a, 0x1b).

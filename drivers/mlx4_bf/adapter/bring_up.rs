@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! How an adapter is brought up at probe and taken down at unbind: the
+//! firmware (`hw/firmware.rs`), BAR2 and the memory of its queues and
+//! posts, its interrupt; and [`Running`], whose drop is the teardown.
+
+use kernel::{
+    debugfs::Dir,
+    device::{Bound, Core, Device},
+    devres::Devres,
+    dma::Coherent,
+    irq::{self, IrqReturn},
+    new_mutex, new_poll_condvar, pci,
+    prelude::*,
+    sync::{aref::ARef, atomic::Acquire, Arc},
+};
+
+use super::{Adapter, QpTable, Resources};
+use crate::{
+    geometry::{KPING_ENDS, KPING_END_BYTES, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
+    hw::{
+        self,
+        bf::{bar2::Bar2, writer::Writer},
+        firmware::{dev_cap::DevCap, Firmware},
+        memory::{
+            mr::MrTable,
+            mtt::Pool,
+            user_area::{UserAreas, AREAS},
+        },
+        queues::kernel_mem::QueueMem,
+    },
+    layout::{self, Caps},
+    module_parameters,
+    stats::{self, DeviceStats},
+    sys::usermap::UserMaps,
+    uar_alloc::{self, UarAllocator},
+};
+
+/// An adapter that is up: its interrupt registration, and the teardown
+/// (`Firmware::shutdown`) when unbound or when probe fails after bring-up.
+pub(crate) struct Running {
+    pub(crate) adapter: Arc<Adapter>,
+    /// For the teardown's last resort (`reset.rs`).
+    pdev: ARef<pci::Device>,
+    irq: Option<Pin<KBox<irq::Registration<EqHandler>>>>,
+}
+
+impl Running {
+    /// At unbind: the handler is waited for through the bound device (not
+    /// `try_synchronize()`, which would wait inside an RCU section).
+    pub(crate) fn shutdown(&self, dev: &kernel::device::Device<Bound>) {
+        self.adapter.firmware.shutdown(
+            || {
+                if let Some(irq) = self.irq.as_ref() {
+                    let _ = irq.synchronize(dev);
+                }
+            },
+            &self.pdev,
+        );
+        // Every MPT is out of the device: unmap while still bound, unpin
+        // outside the lock.
+        let pinned = self.adapter.mrs.lock().release_all();
+        drop(pinned);
+        // Pollers see the adapter gone (POLLHUP).
+        self.adapter.events.notify_all();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A no-op after unbind(). When probe fails after bring-up, the
+        // handler is waited for by freeing the interrupt (free_irq()).
+        let irq = &mut self.irq;
+        self.adapter.firmware.shutdown(|| drop(irq.take()), &self.pdev);
+    }
+}
+
+/// The device counters as debugfs shows them.
+pub(crate) fn show_stats(
+    adapter: &Arc<Adapter>,
+    f: &mut kernel::fmt::Formatter<'_>,
+) -> kernel::fmt::Result {
+    writeln!(f, "contexts {}", adapter.contexts())?;
+    {
+        let mrs = adapter.mrs.lock();
+        writeln!(f, "mrs {}", mrs.count())?;
+        writeln!(f, "pinned_pages {}", mrs.pinned_pages())?;
+    }
+    stats::show(&adapter.stats.snapshot(), f)?;
+    adapter.firmware.stats.show(f)
+}
+
+/// The BAR2 geometry from QUERY_DEV_CAP; the module parameters, if set, must
+/// match it.
+fn probe_caps(pdev: &pci::Device<Bound>, cap: &DevCap) -> Result<(Caps, Writer)> {
+    #[allow(
+        clippy::useless_conversion,
+        reason = "resource_size_t is u32 on some 32-bit configs"
+    )]
+    let bar2_len = u64::from(pdev.resource_len(Bar2::BAR)?);
+    // mlx4_dev_cap(): the UAR area must fit BAR2.
+    if cap.uar_size > bar2_len {
+        dev_err!(
+            pdev.as_ref(),
+            "UAR area of {:#x} bytes does not fit BAR2 of {:#x}\n",
+            cap.uar_size,
+            bar2_len
+        );
+        return Err(ENODEV);
+    }
+    let num_uars = u32::try_from(cap.uar_size / layout::PAGE_SIZE).map_err(|_| ENODEV)?;
+    let bf_reg_size = cap.bf_reg_size;
+    let param_uars = *module_parameters::num_uars.value();
+    let param_bf = *module_parameters::bf_reg_size.value();
+    for (name, param, device) in [
+        ("num_uars", param_uars, num_uars),
+        ("bf_reg_size", param_bf, bf_reg_size),
+    ] {
+        if param != 0 && param != device {
+            dev_err!(
+                pdev.as_ref(),
+                "{}={} but the device has {}\n",
+                name,
+                param,
+                device
+            );
+            return Err(EINVAL);
+        }
+    }
+    let caps = Caps::new(bar2_len, num_uars, bf_reg_size).map_err(|e| {
+        dev_err!(
+            pdev.as_ref(),
+            "{} UARs, BlueFlame register {} B: do not fit BAR2 of {:#x} bytes: {:?}\n",
+            num_uars,
+            bf_reg_size,
+            bar2_len,
+            e
+        );
+        ENODEV
+    })?;
+    if caps.num_uars as usize > uar_alloc::MAX_UARS {
+        dev_err!(
+            pdev.as_ref(),
+            "{} UARs, at most {} supported\n",
+            caps.num_uars,
+            uar_alloc::MAX_UARS
+        );
+        return Err(EINVAL);
+    }
+    let w = *module_parameters::writer.value();
+    let writer = Writer::from_abi(w).ok_or_else(|| {
+        dev_err!(
+            pdev.as_ref(),
+            "writer={} unknown: 1 (store block) or 2 (write combining)\n",
+            w
+        );
+        EINVAL
+    })?;
+    Ok((caps, writer))
+}
+
+/// The adapter brought up, with its interrupt and teardown.
+pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> Result<Running> {
+    // The ID table names mlx4 functions only; a function bound to the
+    // driver by hand is not talked to.
+    let vendor = pdev.vendor_id();
+    if vendor != pci::Vendor::MELLANOX {
+        dev_err!(pdev.as_ref(), "vendor {} is not Mellanox\n", vendor);
+        return Err(ENODEV);
+    }
+    pdev.enable_device_mem()?;
+    pdev.set_master();
+    let (firmware, queues) = hw::firmware::probe(pdev)?;
+    let (caps, writer) = probe_caps(pdev, &firmware.dev_cap)?;
+    let resources = alloc_resources(pdev, &caps, writer, queues)?;
+    announce(pdev, &firmware, &caps, writer, name);
+    let areas = UserAreas::new(pdev.as_ref())?;
+    // The adapter finds the queues in these pools through the MTT.
+    firmware.write_pool_mtt(Pool::KernelQps, resources.qp_pool.dma_handle())?;
+    for area in 0..AREAS {
+        firmware.write_pool_mtt(Pool::Area(area), areas.area(area)?.dma_base())?;
+    }
+    #[allow(
+        clippy::useless_conversion,
+        reason = "resource_size_t is u32 on some 32-bit configs"
+    )]
+    let bar2_start = u64::from(pdev.resource_start(Bar2::BAR)?);
+    let mrs = MrTable::new(pdev.as_ref(), &firmware.dev_cap, &firmware.profile)?;
+    let qpn_limit = firmware.qpn_limit.min(QPN_LIMIT);
+    let kernel_uars = firmware.kernel_uars();
+    let adapter = Arc::pin_init(
+        try_pin_init!(Adapter {
+            caps,
+            writer,
+            resources: Devres::new(pdev.as_ref(), resources)?,
+            uars <- new_mutex!(UarAllocator::with_reserved(caps.num_uars, kernel_uars)),
+            qps <- new_mutex!(QpTable::new(qpn_limit)),
+            areas,
+            areas_used <- new_mutex!(0),
+            mrs <- new_mutex!(mrs),
+            bar2_start,
+            user_maps <- new_mutex!(UserMaps::new()),
+            events <- new_poll_condvar!("mlx4_bf events"),
+            stats <- DeviceStats::new(),
+            debugfs: Dir::new(name),
+            firmware,
+        }),
+        GFP_KERNEL,
+    )?;
+    start(pdev, adapter)
+}
+
+/// The memory the adapter's queues and posts use, and BAR2 mapped.
+fn alloc_resources(
+    pdev: &pci::Device<Core<'_>>,
+    caps: &Caps,
+    writer: Writer,
+    queues: QueueMem,
+) -> Result<Resources> {
+    let dev = pdev.as_ref();
+    Ok(Resources {
+        bar2: Bar2::new(pdev, caps, writer.mapping())?,
+        qp_pool: Coherent::zeroed_slice(dev, MAX_QPS * QP_BUF_BYTES, GFP_KERNEL)?,
+        send_pool: Coherent::zeroed_slice(dev, MAX_QPS * SEND_BUFS_BYTES, GFP_KERNEL)?,
+        queues,
+        kping_pool: Coherent::zeroed_slice(dev, KPING_ENDS * KPING_END_BYTES, GFP_KERNEL)?,
+    })
+}
+
+/// What probe found, in two lines of the kernel log.
+fn announce(
+    pdev: &pci::Device<Core<'_>>,
+    firmware: &Firmware,
+    caps: &Caps,
+    writer: Writer,
+    name: &CStr,
+) {
+    let fw = &firmware.fw;
+    dev_info!(
+        pdev.as_ref(),
+        "firmware {}.{}.{} (cmd_if_rev {}), {} BlueFlame registers per page\n",
+        fw.major,
+        fw.minor,
+        fw.subminor,
+        fw.cmd_if_rev,
+        firmware.dev_cap.bf_regs_per_page
+    );
+    dev_info!(
+        pdev.as_ref(),
+        "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
+        caps.bar2_len / 1024,
+        caps.num_uars,
+        caps.bf_reg_size,
+        writer.name(),
+        name.to_str().unwrap_or("?")
+    );
+}
+
+/// The bring-up that needs the adapter: one MSI-X vector and its handler,
+/// then the EQ, the NOP's interrupt and port 1 (`Firmware::start`).
+fn start(pdev: &pci::Device<Core<'_>>, adapter: Arc<Adapter>) -> Result<Running> {
+    let vectors = pdev
+        .alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::MsiX))
+        .inspect_err(|e| dev_err!(pdev.as_ref(), "no MSI-X vector: {:?}\n", e))?;
+    let irq = KBox::pin_init(
+        pdev.request_irq(
+            *vectors.start(),
+            irq::Flags::TRIGGER_NONE,
+            c"mlx4_bf",
+            Ok::<_, Error>(EqHandler {
+                adapter: adapter.clone(),
+            }),
+        ),
+        GFP_KERNEL,
+    )?;
+    // From here on a failure takes the device down again (Running's drop).
+    let up = Running {
+        adapter,
+        pdev: pdev.into(),
+        irq: Some(irq),
+    };
+    {
+        let hw = up.adapter.resources.access(pdev.as_ref())?;
+        up.adapter.firmware.start(pdev.as_ref(), hw.bar2.uar())?;
+    }
+    Ok(up)
+}
+
+/// The MSI-X handler of the EQ.
+pub(crate) struct EqHandler {
+    pub(crate) adapter: Arc<Adapter>,
+}
+
+impl irq::Handler for EqHandler {
+    fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
+        let fw = &self.adapter.firmware;
+        fw.stats.interrupt();
+        if !fw.eq.live.load(Acquire) {
+            return IrqReturn::Handled;
+        }
+        // The registration is dropped before the device's resources are
+        // released, so the hardware is still there while this runs.
+        let Ok(hw) = self.adapter.resources.access(dev) else {
+            return IrqReturn::None;
+        };
+        // An EQE the driver cannot read is a driver bug; still re-arm.
+        let completion = fw.eq.poll(&hw.queues, &fw.stats).unwrap_or(false);
+        let _ = fw.eq.arm(hw.bar2.uar());
+        if completion {
+            // Pollers look at their receive CQs; the CQ that fired is one of them.
+            self.adapter.events.notify_all();
+        }
+        IrqReturn::Handled
+    }
+}

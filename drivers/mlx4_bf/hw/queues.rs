@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The queues in the device (`mlx4/eq.c`, `cq.c`, `qp.c`): the adapter's one
+//! EQ, the contexts' CQs and QPs, each file with its context format and its
+//! commands; and the coherent memory of the queues the kernel owns.
+
+pub(crate) mod cq;
+pub(crate) mod eq;
+pub(crate) mod kernel_mem;
+pub(crate) mod qp;
