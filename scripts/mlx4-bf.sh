@@ -179,6 +179,8 @@ host_test() {
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
 	log "host: the QEMU runner's console parsing"
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
+	log "host: the lint scripts' own tests"
+	python3 -m unittest discover -s "$TOP/scripts" -p 'test_*.py'
 }
 
 # One boot running the selftests (MLX4_BF_TESTS: which programs; all by
@@ -435,6 +437,7 @@ lint)      need_kdir
 		 adapter | context | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/rust/mlx4_bf_core/src" lib.rs
 	   log "lint: clean" ;;
 upstream)  need_kdir; upstream ;;
 selftests) need_kdir; build_selftests "$KDIR"
