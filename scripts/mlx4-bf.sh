@@ -413,7 +413,7 @@ fuzz)      need_kdir; build_selftests "$KDIR"
 		-- "$OUT/guest" ;;
 lint)      need_kdir
 	   ksrc=$(ksrc_of "$KDIR")
-	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles"
+	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles, the driver's map"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
 	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
@@ -438,6 +438,9 @@ lint)      need_kdir
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/rust/mlx4_bf_core/src" lib.rs
+	   # The map of the driver names every file of it.
+	   python3 "$TOP/scripts/check-doc-map.py" "$TOP/Documentation/mlx4_bf.rst" \
+		"Where things are" "$TOP/drivers/mlx4_bf"
 	   log "lint: clean" ;;
 upstream)  need_kdir; upstream ;;
 selftests) need_kdir; build_selftests "$KDIR"
