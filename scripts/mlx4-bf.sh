@@ -179,6 +179,8 @@ host_test() {
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
 	log "host: the QEMU runner's console parsing"
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
+	log "host: the lint scripts' own tests"
+	python3 -m unittest discover -s "$TOP/scripts" -p 'test_*.py'
 }
 
 # One boot running the selftests (MLX4_BF_TESTS: which programs; all by
@@ -411,7 +413,7 @@ fuzz)      need_kdir; build_selftests "$KDIR"
 		-- "$OUT/guest" ;;
 lint)      need_kdir
 	   ksrc=$(ksrc_of "$KDIR")
-	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles"
+	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles, the driver's map"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
 	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
@@ -435,6 +437,10 @@ lint)      need_kdir
 		 adapter | context | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/rust/mlx4_bf_core/src" lib.rs
+	   # The map of the driver names every file of it.
+	   python3 "$TOP/scripts/check-doc-map.py" "$TOP/Documentation/mlx4_bf.rst" \
+		"Where things are" "$TOP/drivers/mlx4_bf"
 	   log "lint: clean" ;;
 upstream)  need_kdir; upstream ;;
 selftests) need_kdir; build_selftests "$KDIR"

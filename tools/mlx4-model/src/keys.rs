@@ -25,11 +25,10 @@
 //! A failed check touches nothing: the caller completes the WQE in error
 //! and counts the fault.
 
+use crate::layout::RESERVED_LKEY;
 pub use crate::mr::{page_rest, Chunk};
 use crate::mr::{perm, MrTable};
 
-/// QUERY_DEV_CAP 0x98 (be32).
-pub const RESERVED_LKEY: u32 = 0x0000_0008;
 /// MLX4_INVALID_LKEY: ends a receive WQE's scatter list early.
 pub const INVALID_LKEY: u32 = 0x100;
 

@@ -73,6 +73,12 @@ pub const LOG_MAX_MR_SIZE: u8 = 32;
 pub const MAX_WRITE_MTT: u32 = 510;
 /// 4 KiB: the ICM page, the smallest region page (MPT entity_size).
 pub const MR_PAGE_SHIFT: u32 = 12;
+/// Reserved MPTs (log): 256, as a ConnectX-3 (`ibv_devinfo` max_mr 524032
+/// of 2^19); keeps MPT index 1 (key 0x100, MLX4_INVALID_LKEY) unused.
+pub const LOG_RSVD_MPT: u8 = 8;
+/// The reserved lkey (QUERY_DEV_CAP 0x98, be32): "addr is a DMA address"
+/// on a QP whose context sets rlkey (`keys`).
+pub const RESERVED_LKEY: u32 = 0x0000_0008;
 
 /// Entry sizes (no 64-byte CQEs/EQEs are advertised).
 pub const CQE_SIZE: u64 = 32;

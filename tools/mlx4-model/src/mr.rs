@@ -20,10 +20,12 @@
 use crate::bytes::{be32, be64};
 use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
 use crate::env::Env;
-use crate::firmware::{caps::LOG_RSVD_MPT, Firmware};
+use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::layout::{LOG_MAX_MR_SIZE, MAX_WRITE_MTT, MR_PAGE_SHIFT, MTT_ENTRY_SIZE, NUM_MTTS};
+use crate::layout::{
+    LOG_MAX_MR_SIZE, LOG_RSVD_MPT, MAX_WRITE_MTT, MR_PAGE_SHIFT, MTT_ENTRY_SIZE, NUM_MTTS,
+};
 use crate::protocol::Code;
 use serde_json::json;
 use std::collections::BTreeMap;

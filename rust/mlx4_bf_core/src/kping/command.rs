@@ -30,6 +30,7 @@ use core::fmt;
 use core::num::NonZeroU32;
 
 pub use super::command_error::{Error, Word};
+use super::options::{Arg, Key, OPTIONS};
 
 /// Longest command, trailing newline included.
 pub const MAX_LEN: usize = 256;
@@ -99,54 +100,6 @@ pub struct Command {
     pub mem_mode: MemMode,
     pub path: Path,
     pub wait: Wait,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Server,
-    Client,
-    Loop,
-    Port,
-    Count,
-    Size,
-    Validate,
-    Verbose,
-    MemMode,
-    Path,
-    Wait,
-}
-
-#[derive(Clone, Copy)]
-enum Arg {
-    Flag,
-    Number,
-    /// One of these keywords; the value is its index.
-    Keyword(&'static [&'static str]),
-}
-
-/// The option table: name, what it sets, what value it takes.
-const OPTIONS: [(&str, Key, Arg); 11] = [
-    ("server", Key::Server, Arg::Flag),
-    ("client", Key::Client, Arg::Flag),
-    ("loop", Key::Loop, Arg::Flag),
-    ("port", Key::Port, Arg::Number),
-    ("count", Key::Count, Arg::Number),
-    ("size", Key::Size, Arg::Number),
-    ("validate", Key::Validate, Arg::Flag),
-    ("verbose", Key::Verbose, Arg::Flag),
-    ("mem_mode", Key::MemMode, Arg::Keyword(&["dma", "reg"])),
-    ("path", Key::Path, Arg::Keyword(&["bf", "db"])),
-    ("wait", Key::Wait, Arg::Keyword(&["busy", "event"])),
-];
-
-/// The keywords option `name` accepts (empty for the others).
-pub(super) fn keywords(name: &str) -> &'static [&'static str] {
-    for (n, _, arg) in OPTIONS {
-        if let (true, Arg::Keyword(k)) = (n == name, arg) {
-            return k;
-        }
-    }
-    &[]
 }
 
 /// Decimal, or hexadecimal after `0x`/`0X`; no sign, no leading zeros,

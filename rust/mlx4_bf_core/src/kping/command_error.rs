@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use super::command::keywords;
+use super::options::keywords;
 
 /// Bytes of the writer's text an error keeps.
 pub const WORD_LEN: usize = 24;

@@ -6,7 +6,6 @@
 //! `core/fw.c` reads.
 
 use crate::bytes::{put_be16, put_be32, put_be64};
-use crate::keys::RESERVED_LKEY;
 use crate::layout::*;
 
 /// Firmware area the firmware asks for in QUERY_FW (4 KiB pages): the
@@ -32,9 +31,6 @@ pub const DMPT_ENTRY: u16 = 64;
 /// ICM the firmware can address (QUERY_DEV_CAP 0xa0): mlx4's default
 /// profile needs about 4.3 GiB (cMPT alone 4 GiB).
 pub const MAX_ICM: u64 = 1 << 36;
-/// Reserved MPTs (log): 256, as a ConnectX-3 (`ibv_devinfo` max_mr 524032
-/// of 2^19); keeps MPT index 1 (key 0x100, MLX4_INVALID_LKEY) unused.
-pub const LOG_RSVD_MPT: u8 = 8;
 /// Reserved CQs (log): 128, as a ConnectX-3 (max_cq 65408 of 2^16).
 pub const LOG_RSVD_CQ: u8 = 7;
 /// BMME flags: RESERVED_LKEY (bit 10), so kernel PDs use the reserved

@@ -115,7 +115,7 @@ fn capabilities_as_mlx4_core_reads_them() {
     let b = h.mem(OUT_MB, 0x100);
     assert_eq!(
         (b[0x1a], b[0x22], b[0x37]),
-        (caps::LOG_RSVD_CQ, caps::LOG_RSVD_MPT, 1)
+        (caps::LOG_RSVD_CQ, LOG_RSVD_MPT, 1)
     );
     assert_eq!((be16(&b, 0x82), be16(&b, 0x90)), (256, 8));
     assert_eq!((be32(&b, 0x94), be64(&b, 0xa0)), (1 << 10, 1 << 36));

@@ -68,7 +68,7 @@ pub const RQ_LOG: u8 = 5;
 pub const RQ_STRIDE_LOG: u8 = 4;
 /// The RQ's offset in the QP buffer: after the 16 x 64 B SQ.
 pub const RQ_OFF: u64 = (1 << SQ_LOG) * 64;
-pub const RESERVED_LKEY: u32 = crate::keys::RESERVED_LKEY;
+pub use crate::layout::RESERVED_LKEY;
 /// Command register: Memory Space Enable.
 const COMMAND_MEMORY: u8 = 1 << 1;
 

@@ -101,8 +101,8 @@ fn keywords() {
         (c.mem_mode, c.path, c.wait),
         (MemMode::Reg, Path::Db, Wait::Event)
     );
-    assert_eq!(super::keywords("wait"), ["busy", "event"]);
-    assert!(super::keywords("port").is_empty());
+    assert_eq!(super::super::options::keywords("wait"), ["busy", "event"]);
+    assert!(super::super::options::keywords("port").is_empty());
 }
 
 #[test]
