@@ -432,7 +432,7 @@ lint)      need_kdir
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs \
-		"abi icm kping_rules layout region store_block uar_alloc wqe wqe_build module_parameters geometry |
+		"abi icm kping_rules layout region ring store_block uar_alloc wqe wqe_build module_parameters geometry |
 		 sys | stats | hw |
 		 adapter | context | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
@@ -441,6 +441,8 @@ lint)      need_kdir
 	   # The map of the driver names every file of it.
 	   python3 "$TOP/scripts/check-doc-map.py" "$TOP/Documentation/mlx4_bf.rst" \
 		"Where things are" "$TOP/drivers/mlx4_bf"
+	   # No file over 500 lines outside tests, no driver function over 80.
+	   python3 "$TOP/scripts/size-check.py"
 	   log "lint: clean" ;;
 upstream)  need_kdir; upstream ;;
 selftests) need_kdir; build_selftests "$KDIR"

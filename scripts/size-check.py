@@ -10,7 +10,7 @@ PATH: files or folders to read (by default drivers, rust and tools of the
 checkout this script is in, and the functions of its drivers/mlx4_bf).
 --functions DIR: check the length of every Rust function under DIR.
 
-Tests do not count: files under a tests/ folder, *_test.c and tests.rs
+Tests do not count: files under a tests/ or selftests/ folder, *_test.c and tests.rs
 files, and what follows a .rs file's first `#[cfg(test)]`. A function
 runs from the line of its `fn` to its closing brace (braces counted in
 the code, not in comments or literals).
@@ -44,7 +44,8 @@ def sources(paths):
 
 def is_test(path):
     parts = os.path.normpath(path).split(os.sep)
-    return "tests" in parts[:-1] or parts[-1] == "tests.rs" or parts[-1].endswith("_test.c")
+    return ("tests" in parts[:-1] or parts[-1] == "tests.rs" or parts[-1].endswith("_test.c")
+            or "selftests" in parts[:-1])
 
 
 def code(path, text):
