@@ -35,10 +35,10 @@
 use crate::{
     abi::{self, Reject},
     adapter::{Adapter, Resources},
-    hw::queues::cq::Cq,
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hw::firmware::Firmware,
     hw::memory::mr::CtxMrs,
+    hw::queues::cq::Cq,
     stats::Stats,
 };
 use kernel::{

@@ -71,7 +71,9 @@ impl Drop for Running {
         // A no-op after unbind(). When probe fails after bring-up, the
         // handler is waited for by freeing the interrupt (free_irq()).
         let irq = &mut self.irq;
-        self.adapter.firmware.shutdown(|| drop(irq.take()), &self.pdev);
+        self.adapter
+            .firmware
+            .shutdown(|| drop(irq.take()), &self.pdev);
     }
 }
 

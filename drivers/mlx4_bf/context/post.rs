@@ -265,10 +265,13 @@ impl Context {
                 None
             }
         };
-        Ok((Placement {
-            blueflame,
-            doorbell,
-        }, result))
+        Ok((
+            Placement {
+                blueflame,
+                doorbell,
+            },
+            result,
+        ))
     }
 
     /// Commit: one RCU read-side section for the hardware and the posting
@@ -296,7 +299,11 @@ impl Context {
         let hw = self.adapter.resources_in(&rcu)?;
         self.adapter.posting_in(&rcu)?;
         if payload_len != 0 {
-            write_send_buf(hw, send_buf_offset(qp.slot, qp.head), &payload[..payload_len]);
+            write_send_buf(
+                hw,
+                send_buf_offset(qp.slot, qp.head),
+                &payload[..payload_len],
+            );
         }
         write_sq_slot(hw, qp.slot, qp.head, &wqe.0[..len]);
         let written = match place.blueflame {

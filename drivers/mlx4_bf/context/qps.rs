@@ -12,8 +12,8 @@ use crate::{
         SQ_STRIDE,
     },
     hw::memory::mtt::Pool,
-    hw::queues::qp,
     hw::memory::user_area::{self, Area, QP_AREA_BYTES},
+    hw::queues::qp,
 };
 use kernel::{
     prelude::*,
@@ -125,7 +125,10 @@ impl Context {
                 return Err(EINVAL);
             }
             (
-                self.firmware().profile.queue_mtt.addr(Pool::KernelQps, base)?,
+                self.firmware()
+                    .profile
+                    .queue_mtt
+                    .addr(Pool::KernelQps, base)?,
                 hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
             )
         };

@@ -26,13 +26,13 @@ use kernel::{
 };
 
 use crate::{
-    hw::cmd::be_mmio::BeMmio,
-    hw::queues::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
     geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
         RQ_STRIDE,
     },
+    hw::cmd::be_mmio::BeMmio,
     hw::memory::user_area::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
+    hw::queues::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
     ring,
 };
 
@@ -337,7 +337,7 @@ impl Context {
     /// `poll()`: readable when a receive CQ has a CQE at the consumer index
     /// its process published; gone once the adapter is.
     pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> Readiness {
-        table.register_wait(file, &self.adapter.events());
+        table.register_wait(file, self.adapter.events());
         if self.hw().is_err() {
             return Readiness::Gone;
         }

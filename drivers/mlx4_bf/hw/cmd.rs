@@ -33,8 +33,8 @@ use kernel::{
 use crate::geometry::{MAX_MPTS, MAX_QPS};
 use be_mmio::BeMmio;
 use regs::{
-    HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI, HCR_OUT_PARAM_LO,
-    HCR_TOKEN, OWNER, RESET, RESET_VALUE,
+    HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI,
+    HCR_OUT_PARAM_LO, HCR_TOKEN, OWNER, RESET, RESET_VALUE,
 };
 
 /// BAR0 is 1 MiB; every offset used here is a constant inside it.

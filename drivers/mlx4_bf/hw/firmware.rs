@@ -50,16 +50,16 @@ use kernel::{
 };
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
-    hw::queues::cq::{self, Cq, CqParams},
-    hw::queues::eq::{self, Eq},
     geometry::{
         CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
+    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
     hw::memory::mr,
     hw::memory::mtt::Pool,
-    hw::queues::qp::{self, QpParams},
+    hw::queues::cq::{self, Cq, CqParams},
+    hw::queues::eq::{self, Eq},
     hw::queues::kernel_mem::{QueueDma, QueueMem},
+    hw::queues::qp::{self, QpParams},
     stats::QueueStats,
     wqe,
 };
@@ -334,8 +334,8 @@ impl Firmware {
         self.eq.destroy(&self.cmd, &mut st);
         let mut icm = self.icm.lock();
         // The HCA goes only once nothing is left in it.
-        let given_back = !st.live.any()
-            && Option::as_mut(&mut icm).is_none_or(|f| f.close(&self.cmd, &mut st));
+        let given_back =
+            !st.live.any() && Option::as_mut(&mut icm).is_none_or(|f| f.close(&self.cmd, &mut st));
         st.dead = true;
         if !given_back {
             crate::sys::reset::last_resort(pdev, || self.cmd.write_reset());

@@ -336,7 +336,11 @@ mod tests {
         let appended = append_kernel_gather(&mut buf, 16, &info, (0x1234_5000, 8, 1000)).unwrap();
         let len = appended.size16 as usize * 16;
         assert_eq!(len, 32);
-        assert_eq!(validate(&buf[..len], MAX_WQE_LEN), Ok(appended), "no second validate needed");
+        assert_eq!(
+            validate(&buf[..len], MAX_WQE_LEN),
+            Ok(appended),
+            "no second validate needed"
+        );
         assert_eq!((appended.size16, appended.gather_segs), (2, 1));
         assert_eq!(be32(&buf, 4), 2 | CTRL_FENCE, "the fence bit stays");
         assert_eq!((be32(&buf, 16), be32(&buf, 20)), (1000, 8));

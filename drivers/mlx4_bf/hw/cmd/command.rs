@@ -14,7 +14,6 @@ use kernel::prelude::*;
 const TIMEOUT_MS: i64 = 10_000;
 const FIRMWARE_TIMEOUT_MS: i64 = 60_000;
 
-
 /// The op_mod of HW2SW_EQ, HW2SW_CQ and HW2SW_MPT that asks for no context
 /// back (mainline's `mlx4_HW2SW_*()`): nothing needs it.
 pub(crate) const HW2SW_NO_OUTPUT: u32 = 1;

@@ -26,9 +26,9 @@ use kernel::{
 };
 
 use crate::{
+    geometry::{FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::firmware::dev_cap::DevCap,
-    geometry::{FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS},
     hw::firmware::icm_pages::IcmPages,
     hw::memory::mtt::QueueMtt,
     icm::{
@@ -71,8 +71,6 @@ fn ceil_log2(n: u32) -> u8 {
     n.max(1).next_power_of_two().ilog2() as u8
 }
 
-/// The request: room for the driver's objects above the firmware's.
-
 /// The driver's profile checked against the adapter: its counts whole
 /// (`mlx4_make_profile()` would cap them), the reservations leaving room,
 /// the ICM layout, and the queue memory's MTT range after the reserved
@@ -101,7 +99,13 @@ fn plan(dev: &Device<Bound>, cap: &DevCap) -> Result<IcmPlan> {
         ("MTT entries", req.log_num_mtts, cap.max_mtts),
     ] {
         if 1u32 << log > max {
-            dev_err!(dev, "needs {} {}, the adapter has {}\n", 1u32 << log, what, max);
+            dev_err!(
+                dev,
+                "needs {} {}, the adapter has {}\n",
+                1u32 << log,
+                what,
+                max
+            );
             return Err(ENODEV);
         }
     }
@@ -118,7 +122,11 @@ fn plan(dev: &Device<Bound>, cap: &DevCap) -> Result<IcmPlan> {
         ENODEV
     })?;
     if reserved.mtts + QueueMtt::ENTRIES >= 1u32 << req.log_num_mtts {
-        dev_err!(dev, "{} reserved MTT entries leave too few\n", reserved.mtts);
+        dev_err!(
+            dev,
+            "{} reserved MTT entries leave too few\n",
+            reserved.mtts
+        );
         return Err(ENODEV);
     }
     Ok(IcmPlan {
@@ -129,6 +137,7 @@ fn plan(dev: &Device<Bound>, cap: &DevCap) -> Result<IcmPlan> {
     })
 }
 
+/// The request: room for the driver's objects above the firmware's.
 fn request(cap: &DevCap) -> ProfileRequest {
     ProfileRequest {
         // QPNs from FIRST_QPN skip 64 of every 256 (BlueFlame-safe).

@@ -19,10 +19,10 @@
 use kernel::{device::Device, prelude::*, sync::aref::ARef};
 
 use crate::{
-    hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    hw::firmware::icm::Profile,
-    hw::firmware::dev_cap::DevCap,
     geometry::MAX_MPTS,
+    hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
+    hw::firmware::dev_cap::DevCap,
+    hw::firmware::icm::Profile,
     hw::memory::mtt::QueueMtt,
     region::{self, Mpt, RangeAlloc},
     sys::pin::{DmaMap, Pinned},

@@ -16,9 +16,9 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::memory::mtt::{Pool, QueueMtt},
     hw::queues::kernel_mem::{QueueDma, QueueMem},
     ring,

@@ -22,13 +22,13 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
+    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32},
     hw::cmd::be_mmio::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
-    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
     hw::queues::kernel_mem::QueueMem,
-    stats::{EqeKind, QueueStats},
     ring,
+    stats::{EqeKind, QueueStats},
 };
 
 /// `struct mlx4_eq_context`, the mailbox of SW2HW_EQ.

@@ -10,9 +10,9 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
+    geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
-    geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
 };
 
 /// `struct mlx4_qp_path`.
