@@ -225,7 +225,16 @@ static void loop_run(struct __test_metadata *_metadata, int n, int size, const c
 	model_close(&m);
 }
 
-TEST(loop_bf_busy_10000_validated)
+/*
+ * The long runs: 10 000 round trips, and four pairs of 500, take seconds
+ * under TCG and several times that on a loaded host or a KASAN kernel; the
+ * harness's default of 30 s is for the short ones.
+ */
+FIXTURE(long_run) {};
+FIXTURE_SETUP(long_run) {}
+FIXTURE_TEARDOWN(long_run) {}
+
+TEST_F_TIMEOUT(long_run, loop_bf_busy_10000_validated, 180)
 {
 	loop_run(_metadata, 10000, 64, "");
 }
@@ -275,7 +284,7 @@ static int wait_for(const char *state, int n)
 	return -1;
 }
 
-TEST(server_and_client_on_both_paths_and_wait_modes)
+TEST_F_TIMEOUT(long_run, server_and_client_on_both_paths_and_wait_modes, 180)
 {
 	const char *why;
 	static const char *const opts[] = { "", ",path=db,wait=event", ",wait=event",
