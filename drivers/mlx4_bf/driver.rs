@@ -8,14 +8,16 @@ use kernel::{
     device::Core,
     pci,
     prelude::*,
+    new_mutex,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc,
+        Arc, Mutex,
     },
 };
 
 use crate::{
     adapter::{new_adapter, show_stats, Adapter, Running},
+    ib::IbRegistration,
     kping::Kping,
     node::DeviceNode,
 };
@@ -68,6 +70,9 @@ impl Drop for DeviceNumber {
 /// the other way round.
 #[pin_data]
 pub(crate) struct AdapterBinding {
+    /// The ib_device (`ib.rs`), taken and unregistered first at unbind.
+    #[pin]
+    ib: Mutex<Option<IbRegistration>>,
     #[pin]
     node: DeviceNode,
     /// The adapter's interrupt and teardown.
@@ -82,6 +87,14 @@ pub(crate) struct AdapterBinding {
 }
 
 pub(crate) struct Mlx4BfDriver;
+
+/// The ib_device of an adapter that is up. Without one the misc device
+/// still serves; the reason is logged.
+fn register_ib(pdev: &pci::Device<Core<'_>>, adapter: &Arc<Adapter>) -> Option<IbRegistration> {
+    IbRegistration::new(pdev, adapter)
+        .inspect_err(|e| dev_err!(pdev.as_ref(), "no RDMA device: {:?}\n", e))
+        .ok()
+}
 
 fn show_device_stats(k: &Arc<Kping>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
     show_stats(k.adapter(), f)
@@ -156,12 +169,18 @@ impl pci::Driver for Mlx4BfDriver {
             ),
             running: up?,
             node <- DeviceNode::new(adapter.clone(), name),
+            ib <- new_mutex!(register_ib(pdev, &adapter)),
         })
     }
 
     /// The adapter is taken down here, while the device is still bound:
     /// open contexts then get -ENODEV (see `hw/firmware.rs`).
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // The ib_device goes while the adapter is up: unregistering it
+        // destroys what user space still has and disassociates its verbs
+        // contexts (their mappings zapped).
+        let ib = this.ib.lock().take();
+        drop(ib);
         // No process writes to the BAR from here on.
         this.running.adapter.user_maps().revoke();
         this.running.shutdown(pdev.as_ref());

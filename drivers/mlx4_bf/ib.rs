@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The adapter as an RDMA provider: an ib_device with mainline mlx4_ib's
+//! user ABI (`include/uapi/rdma/mlx4-abi.h`, ABI 4, `RDMA_DRIVER_MLX4`), so
+//! that unmodified rdma-core (libmlx4) and perftest run over this driver.
+//! It is written over the same adapter and hardware layer as the misc
+//! device: a verbs context owns a UAR and its BlueFlame page, PDs, CQs and
+//! QPs live in user memory described by MTT entries, and user space posts
+//! and polls by itself, as with mlx4_ib.
+//!
+//! | file | verbs |
+//! |---|---|
+//! | `ib.rs` | the provider ([`Provider`]), registration, events |
+//! | `ib/device.rs` | `query_device`, `query_port`, GIDs, P_Keys, the port's immutable data |
+//! | `ib/ucontext.rs` | verbs contexts (a UAR each), `mmap`, PDs |
+//! | `ib/cq.rs` | CQs in user memory |
+//! | `ib/qp.rs` | RC QPs in user memory, their state machine |
+//! | `ib/mr.rs` | memory regions of user memory |
+//! | `ib/user_abi.rs` | mlx4_ib's udata, as typed values |
+//!
+//! The device is named `mlx4_bf<N>`: beside mainline mlx4_ib's `mlx4_<N>`
+//! in one boot. It has no MAD agent: the port is InfiniBand without the
+//! MAD, CM and SA capabilities (`RDMA_CORE_CAP_PROT_IB`), because the
+//! provider offers no kernel verbs (QP0/QP1 would be kernel QPs), and
+//! user space learns the LID from `query_port` (PortInfo through MAD_IFC)
+//! and exchanges it out of band, as ibv_rc_pingpong and perftest do.
+
+mod cq;
+mod device;
+mod mr;
+mod qp;
+mod ucontext;
+mod user_abi;
+
+use kernel::{device::Bound, pci, prelude::*, sync::Arc};
+
+use crate::{
+    adapter::{Adapter, AsyncEvent, EventDispatch},
+    rdma::{
+        self,
+        attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
+        device::{Device, DeviceInfo},
+        event::Events,
+        object::{Pd, Qp, UContext},
+        udata::Udata,
+        vma::Vma,
+    },
+};
+
+/// The provider.
+pub(crate) struct Provider;
+
+/// The device's data: the adapter it drives.
+pub(crate) struct IbDevice {
+    adapter: Arc<Adapter>,
+}
+
+#[vtable]
+impl rdma::Driver for Provider {
+    type Device = IbDevice;
+    type UContext = ucontext::Context;
+    type Pd = ucontext::ProtectionDomain;
+    type Cq = cq::CompletionQueue;
+    type Qp = qp::QueuePair;
+    type Mr = mr::MemoryRegion;
+
+    const DRIVER_ID: u32 = kernel::bindings::rdma_driver_id_RDMA_DRIVER_MLX4;
+    const ABI_VERSION: u32 = kernel::uapi::MLX4_IB_UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>, udata: Option<&mut Udata<'_>>) -> Result<DeviceAttr> {
+        device::query_device(&dev.data().adapter, udata)
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {
+        device::query_port(&dev.data().adapter, port)
+    }
+
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
+        device::port_immutable(&dev.data().adapter, port)
+    }
+
+    fn query_gid(dev: &Device<Self>, port: u32, index: u32) -> Result<[u8; 16]> {
+        device::query_gid(&dev.data().adapter, port, index)
+    }
+
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        device::query_pkey(&dev.data().adapter, port, index)
+    }
+
+    fn fw_version(dev: &Device<Self>) -> (u32, u32, u32) {
+        let fw = &dev.data().adapter.firmware().fw;
+        (fw.major.into(), fw.minor.into(), fw.subminor.into())
+    }
+
+    fn alloc_ucontext(
+        dev: &Device<Self>,
+        udata: &mut Udata<'_>,
+    ) -> impl PinInit<Self::UContext, Error> {
+        ucontext::Context::new(&dev.data().adapter, udata)
+    }
+
+    fn mmap(ctx: &UContext<Self>, vma: &Vma<'_>) -> Result {
+        ctx.data().mmap(ctx, vma)
+    }
+
+    fn alloc_pd(ctx: &UContext<Self>, udata: &mut Udata<'_>) -> impl PinInit<Self::Pd, Error> {
+        ucontext::ProtectionDomain::new(ctx.data(), udata)
+    }
+
+    fn create_cq(
+        ctx: &UContext<Self>,
+        init: &CqInit,
+        udata: &mut Udata<'_>,
+    ) -> impl PinInit<Self::Cq, Error> {
+        cq::CompletionQueue::new(ctx, init, udata)
+    }
+
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+        cap: &mut QpCap,
+        udata: &mut Udata<'_>,
+    ) -> impl PinInit<Self::Qp, Error> {
+        qp::QueuePair::new(pd, init, cap, udata)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, udata: &mut Udata<'_>) -> Result {
+        qp.data().modify(attr, udata)
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        range: (u64, u64, u64),
+        access: u32,
+        udata: &mut Udata<'_>,
+    ) -> impl PinInit<Self::Mr, Error> {
+        mr::MemoryRegion::new(pd, range, access, udata)
+    }
+}
+
+/// The adapter's events, to the ib_device's CQs, QPs and port.
+struct ToCore(Arc<Events<Provider>>);
+
+impl EventDispatch for ToCore {
+    fn completion(&self, cqn: u32) {
+        self.0.completion(cqn);
+    }
+
+    fn event(&self, e: AsyncEvent) {
+        use crate::rdma::event::{PortEvent, QpEvent};
+        match e {
+            AsyncEvent::CqError(cqn) => {
+                self.0.cq_error(cqn);
+            }
+            AsyncEvent::Qp(qpn, kind) => {
+                let kind = match kind {
+                    crate::adapter::QpEventKind::CommEstablished => QpEvent::CommEstablished,
+                    crate::adapter::QpEventKind::LastWqeReached => QpEvent::LastWqeReached,
+                    crate::adapter::QpEventKind::SqDrained => QpEvent::SqDrained,
+                    crate::adapter::QpEventKind::PathMigrated => QpEvent::PathMigrated,
+                    crate::adapter::QpEventKind::PathMigrationError => QpEvent::PathMigrationError,
+                    crate::adapter::QpEventKind::Fatal => QpEvent::Fatal,
+                    crate::adapter::QpEventKind::RequestError => QpEvent::RequestError,
+                    crate::adapter::QpEventKind::AccessError => QpEvent::AccessError,
+                };
+                self.0.qp_event(qpn, kind);
+            }
+            AsyncEvent::PortActive(port) => self.0.port_event(port, PortEvent::Active),
+            AsyncEvent::PortDown(port) => self.0.port_event(port, PortEvent::Error),
+        }
+    }
+}
+
+/// The ib_device of a bound adapter, registered after the adapter is up
+/// and unregistered, by dropping it, before the adapter is taken down
+/// (which disassociates every verbs context first).
+pub(crate) struct IbRegistration {
+    adapter: Arc<Adapter>,
+    reg: rdma::Registration<Provider>,
+}
+
+impl IbRegistration {
+    pub(crate) fn new(pdev: &pci::Device<Bound>, adapter: &Arc<Adapter>) -> Result<Self> {
+        let node = device::node_info(adapter)?;
+        let info = DeviceInfo {
+            name: c"mlx4_bf%d",
+            node_guid: node.node_guid,
+            node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",
+            ports: 1,
+            comp_vectors: 1,
+        };
+        let data = IbDevice {
+            adapter: adapter.clone(),
+        };
+        let reg = rdma::Registration::<Provider>::new(pdev.as_ref(), &info, Ok::<_, Error>(data))?;
+        let to_core = Arc::new(ToCore(reg.events()), GFP_KERNEL)?;
+        adapter.set_event_dispatch(Some(to_core));
+        Ok(IbRegistration {
+            adapter: adapter.clone(),
+            reg,
+        })
+    }
+}
+
+impl Drop for IbRegistration {
+    fn drop(&mut self) {
+        // No event reaches the device once this returns (a running
+        // dispatch finishes first); then the device goes.
+        self.adapter.set_event_dispatch(None);
+        let _ = &self.reg;
+    }
+}

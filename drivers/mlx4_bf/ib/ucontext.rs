@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs contexts and protection domains (`mlx4_ib_alloc_ucontext`,
+//! `mlx4_ib_mmap`, `mlx4_ib_alloc_pd` in `drivers/infiniband/hw/mlx4/main.c`).
+//!
+//! A context owns one UAR, taken from the same allocator as the misc
+//! device's contexts, and maps it (pgoff 0, uncached: the doorbells) and the
+//! BlueFlame page of the same index (pgoff 1, write-combining) into its
+//! process, where libmlx4 posts by itself. There is no clock page (pgoff 3):
+//! the device reports no core clock.
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::{user_abi, Provider};
+use crate::{
+    adapter::Adapter,
+    layout::PAGE_SIZE,
+    rdma::{
+        object::UContext,
+        udata::Udata,
+        vma::{Caching, Vma},
+    },
+};
+
+/// A verbs context: its UAR, given back when it is dropped.
+pub(crate) struct Context {
+    adapter: Arc<Adapter>,
+    uar_index: u32,
+}
+
+impl Context {
+    pub(super) fn new(adapter: &Arc<Adapter>, udata: &mut Udata<'_>) -> Result<Self> {
+        // libmlx4 sends no request with GET_CONTEXT.
+        udata.expect_empty()?;
+        let ctx = Context {
+            adapter: adapter.clone(),
+            uar_index: adapter.open_uar()?,
+        };
+        let fw = adapter.firmware();
+        let resp = user_abi::AllocUcontextResp {
+            // 32-byte CQEs: no MLX4_USER_DEV_CAP_LARGE_CQE.
+            dev_caps: 0,
+            qp_tab_size: fw.profile.num_qps,
+            bf_reg_size: adapter.caps().bf_reg_size as u16,
+            bf_regs_per_page: fw.dev_cap.bf_regs_per_page as u16,
+            cqe_size: super::cq::CQE_SIZE as u32,
+        };
+        udata.respond(&resp)?;
+        Ok(ctx)
+    }
+
+    /// The UAR its QPs and CQs ring (`usr_page`).
+    pub(super) fn uar_index(&self) -> u32 {
+        self.uar_index
+    }
+
+    pub(super) fn adapter(&self) -> &Arc<Adapter> {
+        &self.adapter
+    }
+
+    /// `mlx4_ib_mmap()`: pgoff 0 the context's UAR page, pgoff 1 its
+    /// BlueFlame page, one page each.
+    pub(super) fn mmap(&self, ctx: &UContext<Provider>, vma: &Vma<'_>) -> Result {
+        if vma.len() != PAGE_SIZE as usize {
+            return Err(EINVAL);
+        }
+        let caps = self.adapter.caps();
+        let bar2 = self.adapter.bar2_start();
+        let (offset, caching) = match vma.pgoff() {
+            0 => (caps.uar_offset(self.uar_index), Caching::Uncached),
+            1 if caps.bf_reg_size != 0 => {
+                (caps.bf_page_offset(self.uar_index), Caching::WriteCombining)
+            }
+            _ => return Err(EINVAL),
+        };
+        ctx.map_io(vma, (bar2 + offset) / PAGE_SIZE, caching)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.adapter.close_uar(self.uar_index);
+    }
+}
+
+/// A protection domain: its number, given back when it is dropped.
+pub(crate) struct ProtectionDomain {
+    adapter: Arc<Adapter>,
+    pdn: u32,
+}
+
+impl ProtectionDomain {
+    pub(super) fn new(ctx: &Context, udata: &mut Udata<'_>) -> Result<Self> {
+        udata.expect_empty()?;
+        let pd = ProtectionDomain {
+            adapter: ctx.adapter.clone(),
+            pdn: ctx.adapter.alloc_pd()?,
+        };
+        udata.respond(&user_abi::AllocPdResp {
+            pdn: pd.pdn,
+            reserved: 0,
+        })?;
+        Ok(pd)
+    }
+
+    pub(super) fn pdn(&self) -> u32 {
+        self.pdn
+    }
+}
+
+impl Drop for ProtectionDomain {
+    fn drop(&mut self) {
+        self.adapter.free_pd(self.pdn);
+    }
+}

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs' structures as plain Rust values: what a provider reports of
+//! its device and ports, and what a CQ, a QP and a QP's modification ask of
+//! it. The ops (`ops.rs`) convert them from and to the core's structs.
+
+use kernel::{bindings, prelude::*};
+
+use super::{object::Cq, Driver};
+
+/// `struct ib_device_attr`: what `query_device` reports (the rest zero).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DeviceAttr {
+    /// `(major << 32) | (minor << 16) | subminor`, as mlx4's `fw_ver`.
+    pub(crate) fw_ver: u64,
+    pub(crate) sys_image_guid: u64,
+    pub(crate) max_mr_size: u64,
+    pub(crate) page_size_cap: u64,
+    pub(crate) vendor_id: u32,
+    pub(crate) vendor_part_id: u32,
+    pub(crate) hw_ver: u32,
+    pub(crate) device_cap_flags: u64,
+    pub(crate) max_qp: u32,
+    pub(crate) max_qp_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_sge_rd: u32,
+    pub(crate) max_cq: u32,
+    pub(crate) max_cqe: u32,
+    pub(crate) max_mr: u32,
+    pub(crate) max_pd: u32,
+    pub(crate) max_qp_rd_atom: u32,
+    pub(crate) max_qp_init_rd_atom: u32,
+    pub(crate) max_res_rd_atom: u32,
+    pub(crate) max_pkeys: u16,
+    pub(crate) local_ca_ack_delay: u8,
+}
+
+impl DeviceAttr {
+    pub(super) fn write_to(&self, raw: &mut bindings::ib_device_attr) {
+        let int = |v: u32| v.min(i32::MAX as u32) as i32;
+        raw.fw_ver = self.fw_ver;
+        raw.sys_image_guid = self.sys_image_guid.to_be();
+        raw.max_mr_size = self.max_mr_size;
+        raw.page_size_cap = self.page_size_cap;
+        raw.vendor_id = self.vendor_id;
+        raw.vendor_part_id = self.vendor_part_id;
+        raw.hw_ver = self.hw_ver;
+        raw.device_cap_flags = self.device_cap_flags;
+        raw.max_qp = int(self.max_qp);
+        raw.max_qp_wr = int(self.max_qp_wr);
+        raw.max_send_sge = int(self.max_send_sge);
+        raw.max_recv_sge = int(self.max_recv_sge);
+        raw.max_sge_rd = int(self.max_sge_rd);
+        raw.max_cq = int(self.max_cq);
+        raw.max_cqe = int(self.max_cqe);
+        raw.max_mr = int(self.max_mr);
+        raw.max_pd = int(self.max_pd);
+        raw.max_qp_rd_atom = int(self.max_qp_rd_atom);
+        raw.max_qp_init_rd_atom = int(self.max_qp_init_rd_atom);
+        raw.max_res_rd_atom = int(self.max_res_rd_atom);
+        raw.max_pkeys = self.max_pkeys;
+        raw.local_ca_ack_delay = self.local_ca_ack_delay;
+    }
+}
+
+/// `enum ib_port_state`.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PortState {
+    #[default]
+    Down,
+    Init,
+    Armed,
+    Active,
+}
+
+/// `struct ib_port_attr`: what `query_port` reports.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PortAttr {
+    pub(crate) state: PortState,
+    /// `enum ib_port_phys_state` (5: LinkUp).
+    pub(crate) phys_state: u8,
+    /// `enum ib_mtu` (1: 256 .. 5: 4096).
+    pub(crate) max_mtu: u32,
+    pub(crate) active_mtu: u32,
+    pub(crate) gid_tbl_len: u32,
+    pub(crate) pkey_tbl_len: u16,
+    pub(crate) port_cap_flags: u32,
+    pub(crate) max_msg_sz: u32,
+    pub(crate) lid: u32,
+    pub(crate) sm_lid: u32,
+    pub(crate) lmc: u8,
+    pub(crate) sm_sl: u8,
+    pub(crate) max_vl_num: u8,
+    pub(crate) subnet_timeout: u8,
+    pub(crate) active_width: u8,
+    pub(crate) active_speed: u16,
+    pub(crate) bad_pkey_cntr: u32,
+    pub(crate) qkey_viol_cntr: u32,
+}
+
+impl PortAttr {
+    pub(super) fn write_to(&self, raw: &mut bindings::ib_port_attr) {
+        raw.state = match self.state {
+            PortState::Down => bindings::ib_port_state_IB_PORT_DOWN,
+            PortState::Init => bindings::ib_port_state_IB_PORT_INIT,
+            PortState::Armed => bindings::ib_port_state_IB_PORT_ARMED,
+            PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+        };
+        raw.phys_state = self.phys_state;
+        raw.max_mtu = self.max_mtu;
+        raw.active_mtu = self.active_mtu;
+        raw.gid_tbl_len = self.gid_tbl_len as i32;
+        raw.pkey_tbl_len = self.pkey_tbl_len;
+        raw.port_cap_flags = self.port_cap_flags;
+        raw.max_msg_sz = self.max_msg_sz;
+        raw.lid = self.lid;
+        raw.sm_lid = self.sm_lid;
+        raw.lmc = self.lmc;
+        raw.sm_sl = self.sm_sl;
+        raw.max_vl_num = self.max_vl_num;
+        raw.subnet_timeout = self.subnet_timeout;
+        raw.active_width = self.active_width;
+        raw.active_speed = self.active_speed;
+        raw.bad_pkey_cntr = self.bad_pkey_cntr;
+        raw.qkey_viol_cntr = self.qkey_viol_cntr;
+    }
+}
+
+/// `struct ib_port_immutable`.
+#[derive(Clone, Copy)]
+pub(crate) struct PortImmutable {
+    pub(crate) pkey_tbl_len: u32,
+    pub(crate) gid_tbl_len: u32,
+    /// `RDMA_CORE_*` capability bits.
+    pub(crate) core_cap_flags: u32,
+    /// 0: no MAD agent on the port.
+    pub(crate) max_mad_size: u32,
+}
+
+/// `RDMA_CORE_CAP_PROT_IB`: an InfiniBand port, without the MAD, CM and SA
+/// capabilities of `RDMA_CORE_PORT_IBA_IB`.
+pub(crate) const CORE_CAP_PROT_IB: u32 = bindings::RDMA_CORE_CAP_PROT_IB;
+
+/// `struct ib_cq_init_attr`.
+#[derive(Clone, Copy)]
+pub(crate) struct CqInit {
+    /// Entries asked for.
+    pub(crate) entries: u32,
+    pub(crate) comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*`.
+    pub(crate) flags: u32,
+}
+
+/// `enum ib_qp_type`, the ones a provider may see.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QpType {
+    Rc,
+    Uc,
+    Ud,
+    /// Anything else (SMI, GSI, raw packet, XRC, driver-specific).
+    Other(u32),
+}
+
+impl QpType {
+    pub(super) fn from_raw(v: u32) -> Self {
+        match v {
+            bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
+            other => QpType::Other(other),
+        }
+    }
+}
+
+/// `struct ib_qp_cap`.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct QpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCap {
+    pub(super) fn from_raw(raw: &bindings::ib_qp_cap) -> Self {
+        QpCap {
+            max_send_wr: raw.max_send_wr,
+            max_recv_wr: raw.max_recv_wr,
+            max_send_sge: raw.max_send_sge,
+            max_recv_sge: raw.max_recv_sge,
+            max_inline_data: raw.max_inline_data,
+        }
+    }
+
+    pub(super) fn write_to(&self, raw: &mut bindings::ib_qp_cap) {
+        raw.max_send_wr = self.max_send_wr;
+        raw.max_recv_wr = self.max_recv_wr;
+        raw.max_send_sge = self.max_send_sge;
+        raw.max_recv_sge = self.max_recv_sge;
+        raw.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// `struct ib_qp_init_attr` of a user QP.
+pub(crate) struct QpInit<'a, T: Driver> {
+    pub(crate) qp_type: QpType,
+    pub(crate) send_cq: &'a Cq<T>,
+    pub(crate) recv_cq: &'a Cq<T>,
+    /// A shared receive queue, an XRC domain or an RSS table was given.
+    pub(crate) has_srq_or_xrc: bool,
+    /// `IB_QPT_*` creation flags.
+    pub(crate) create_flags: u32,
+    /// `IB_SIGNAL_ALL_WR`.
+    pub(crate) signal_all: bool,
+}
+
+/// `enum ib_qp_state`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpState {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Err,
+}
+
+impl QpState {
+    fn raw(self) -> u32 {
+        match self {
+            QpState::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            QpState::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            QpState::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            QpState::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            QpState::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            QpState::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            QpState::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+
+    /// Whether verbs allow moving a QP of `qp_type` from `self` to `new`
+    /// with the attributes of `mask`: given the required ones, none that the
+    /// transition does not take (`ib_modify_qp_is_ok()`).
+    pub(crate) fn may_move(self, new: QpState, qp_type: QpType, mask: u32) -> bool {
+        let ty = match qp_type {
+            QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            QpType::Other(t) => t,
+        };
+        // SAFETY: A pure function of its arguments, on the core's table.
+        unsafe { bindings::ib_modify_qp_is_ok(self.raw(), new.raw(), ty, mask) }
+    }
+
+    pub(super) fn from_raw(v: u32) -> Result<Self> {
+        Ok(match v {
+            bindings::ib_qp_state_IB_QPS_RESET => QpState::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => QpState::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => QpState::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => QpState::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => QpState::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => QpState::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => QpState::Err,
+            _ => return Err(EINVAL),
+        })
+    }
+}
+
+/// The global route header of an address vector (`struct ib_global_route`).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Grh {
+    pub(crate) dgid: [u8; 16],
+    pub(crate) flow_label: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+}
+
+/// An InfiniBand address vector (`struct rdma_ah_attr`, IB type).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AhAttr {
+    pub(crate) dlid: u16,
+    pub(crate) sl: u8,
+    pub(crate) src_path_bits: u8,
+    pub(crate) static_rate: u8,
+    pub(crate) port_num: u32,
+    pub(crate) grh: Option<Grh>,
+}
+
+/// `ib_modify_qp`'s attributes, with the mask of those given (`IB_QP_*`).
+#[derive(Clone, Copy)]
+pub(crate) struct QpAttr {
+    pub(crate) mask: u32,
+    /// The state user space says the QP is in (`IB_QP_CUR_STATE`).
+    pub(crate) cur_state: Option<QpState>,
+    /// The state to move to (`IB_QP_STATE`).
+    pub(crate) new_state: Option<QpState>,
+    /// `enum ib_mtu`.
+    pub(crate) path_mtu: u32,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) qp_access_flags: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) port_num: u32,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    /// `enum ib_mig_state`.
+    pub(crate) path_mig_state: u32,
+    pub(crate) ah: AhAttr,
+}
+
+/// `IB_QP_*` attribute mask bits.
+pub(crate) mod qp_mask {
+    use kernel::bindings;
+    pub(crate) const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    pub(crate) const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    pub(crate) const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    pub(crate) const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    pub(crate) const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    pub(crate) const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    pub(crate) const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    pub(crate) const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    pub(crate) const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    pub(crate) const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    pub(crate) const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    pub(crate) const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    pub(crate) const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    pub(crate) const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    pub(crate) const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    pub(crate) const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    pub(crate) const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    pub(crate) const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    pub(crate) const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    pub(crate) const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    pub(crate) const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
+}
+
+impl QpAttr {
+    /// The attributes `raw` gives with `mask`.
+    pub(super) fn from_raw(raw: &bindings::ib_qp_attr, mask: u32) -> Result<Self> {
+        let cur_state = (mask & qp_mask::CUR_STATE != 0)
+            .then(|| QpState::from_raw(raw.cur_qp_state))
+            .transpose()?;
+        let new_state = (mask & qp_mask::STATE != 0)
+            .then(|| QpState::from_raw(raw.qp_state))
+            .transpose()?;
+        let ah = &raw.ah_attr;
+        let grh = (u32::from(ah.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0).then(|| Grh {
+            // SAFETY: `ib_gid` is a union of bytes and words: its bytes are
+            // always valid.
+            dgid: unsafe { ah.grh.dgid.raw },
+            flow_label: ah.grh.flow_label,
+            sgid_index: ah.grh.sgid_index,
+            hop_limit: ah.grh.hop_limit,
+            traffic_class: ah.grh.traffic_class,
+        });
+        // SAFETY: The core fills the IB member of the union for an IB port
+        // (the only kind the provider has); it is plain data.
+        let ib = unsafe { ah.__bindgen_anon_1.ib };
+        Ok(QpAttr {
+            mask,
+            cur_state,
+            new_state,
+            path_mtu: raw.path_mtu,
+            qkey: raw.qkey,
+            rq_psn: raw.rq_psn,
+            sq_psn: raw.sq_psn,
+            dest_qp_num: raw.dest_qp_num,
+            qp_access_flags: raw.qp_access_flags as u32,
+            pkey_index: raw.pkey_index,
+            port_num: raw.port_num,
+            max_rd_atomic: raw.max_rd_atomic,
+            max_dest_rd_atomic: raw.max_dest_rd_atomic,
+            min_rnr_timer: raw.min_rnr_timer,
+            timeout: raw.timeout,
+            retry_cnt: raw.retry_cnt,
+            rnr_retry: raw.rnr_retry,
+            path_mig_state: raw.path_mig_state,
+            ah: AhAttr {
+                dlid: ib.dlid,
+                sl: ah.sl,
+                src_path_bits: ib.src_path_bits,
+                static_rate: ah.static_rate,
+                port_num: ah.port_num,
+                grh,
+            },
+        })
+    }
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ib_device: allocated by the core with room for the provider's data
+//! (`_ib_alloc_device()`, what the `ib_alloc_device()` macro calls),
+//! registered with the provider's ops, unregistered and freed when the
+//! [`Registration`] is dropped.
+
+use core::ptr::{addr_of_mut, NonNull};
+use kernel::{
+    bindings,
+    device::{self, Bound},
+    error::to_result,
+    prelude::*,
+    sync::Arc,
+    types::Opaque,
+};
+
+use super::{event::Events, ops, Driver};
+
+/// An ib_device: `struct ib_device` and the provider's data.
+///
+/// # Invariants
+///
+/// Allocated by `_ib_alloc_device()` with this type's size, `events` and
+/// `data` initialized before it is registered and dropped only after it is
+/// unregistered.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Device<T: Driver> {
+    core: Opaque<bindings::ib_device>,
+    events: Arc<Events<T>>,
+    #[pin]
+    data: T::Device,
+}
+
+impl<T: Driver> Device<T> {
+    /// # Safety
+    ///
+    /// `ib` is the `ib_device` of a registered `Device<T>`, for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `core` is the first field of the `repr(C)` struct; by the
+        // caller's guarantee the rest is initialized.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::Device {
+        &self.data
+    }
+
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.core.get()
+    }
+
+    pub(super) fn events(&self) -> &Arc<Events<T>> {
+        &self.events
+    }
+}
+
+/// How the device presents itself.
+pub(crate) struct DeviceInfo {
+    /// The name, with one `%d` the core fills in (`"mlx4_%d"`).
+    pub(crate) name: &'static CStr,
+    /// `node_guid`, as the adapter reports it.
+    pub(crate) node_guid: u64,
+    /// `node_desc`.
+    pub(crate) node_desc: &'static CStr,
+    /// Ports, numbered from 1.
+    pub(crate) ports: u32,
+    /// Completion vectors (EQs) user space may pick from.
+    pub(crate) comp_vectors: u32,
+}
+
+/// A registered ib_device; dropping it unregisters the device (which
+/// destroys every object user space still has and disassociates its
+/// contexts), drops the provider's data and frees the device.
+pub(crate) struct Registration<T: Driver> {
+    dev: NonNull<Device<T>>,
+}
+
+// SAFETY: The device is shared with the core, which locks what it changes;
+// the provider's data is `Send + Sync`.
+unsafe impl<T: Driver> Send for Registration<T> where T::Device: Send + Sync {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for Registration<T> where T::Device: Send + Sync {}
+
+impl<T: Driver> Registration<T> {
+    /// Allocates the device, constructs its data with `data` and registers
+    /// it as a child of `parent`, whose DMA mapping it uses.
+    pub(crate) fn new(
+        parent: &device::Device<Bound>,
+        info: &DeviceInfo,
+        data: impl PinInit<T::Device, Error>,
+    ) -> Result<Self> {
+        let events = Arc::pin_init(Events::new(), GFP_KERNEL)?;
+        // SAFETY: `init_net` is the initial network namespace, which lives
+        // for the kernel's lifetime; the size is that of `Device<T>`.
+        let ib = unsafe {
+            bindings::_ib_alloc_device(
+                core::mem::size_of::<Device<T>>(),
+                addr_of_mut!(bindings::init_net),
+            )
+        };
+        let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
+        let raw = dev.as_ptr();
+        // SAFETY: `raw` is the zeroed allocation `_ib_alloc_device()` just
+        // made for `Device<T>`, which nobody else uses before registration;
+        // the core never moves it.
+        let initialized = unsafe {
+            addr_of_mut!((*raw).events).write(events.clone());
+            data.__pinned_init(addr_of_mut!((*raw).data))
+        };
+        if let Err(e) = initialized {
+            // SAFETY: The events were written above; the data is not
+            // initialized; the device was never registered.
+            unsafe {
+                core::ptr::drop_in_place(addr_of_mut!((*raw).events));
+                bindings::ib_dealloc_device(ib);
+            }
+            return Err(e);
+        }
+        // SAFETY: The device is ours until registered: its fields are set
+        // as the core expects before `ib_register_device()`.
+        unsafe {
+            (*ib).node_guid = info.node_guid.to_be();
+            (*ib).node_type = bindings::rdma_node_type_RDMA_NODE_IB_CA as u8;
+            (*ib).phys_port_cnt = info.ports;
+            (*ib).num_comp_vectors = info.comp_vectors as i32;
+            (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
+            let desc = info.node_desc.to_bytes();
+            let n = desc.len().min((*ib).node_desc.len() - 1);
+            for (i, b) in desc[..n].iter().enumerate() {
+                (*ib).node_desc[i] = *b as _;
+            }
+            bindings::ib_set_device_ops(ib, &ops::table::<T>());
+        }
+        // SAFETY: The device is set up; `parent` is bound and DMA-capable.
+        let registered = to_result(unsafe {
+            bindings::ib_register_device(ib, info.name.as_char_ptr(), parent.as_raw())
+        });
+        if let Err(e) = registered {
+            // SAFETY: Never registered; the data is initialized.
+            unsafe { Self::free(raw) };
+            return Err(e);
+        }
+        events.attach(ib);
+        // INVARIANT: Allocated with our size, events and data initialized,
+        // registered.
+        Ok(Registration { dev })
+    }
+
+    /// The device's event targets, for the provider's event routing.
+    pub(crate) fn events(&self) -> Arc<Events<T>> {
+        // SAFETY: The device is registered (type invariant).
+        unsafe { self.dev.as_ref() }.events.clone()
+    }
+
+    /// # Safety
+    ///
+    /// `raw` is a device of this type that is not registered (any more)
+    /// and whose data is initialized; it is not used after this.
+    unsafe fn free(raw: *mut Device<T>) {
+        // SAFETY: By the function's contract.
+        unsafe {
+            core::ptr::drop_in_place(addr_of_mut!((*raw).data));
+            core::ptr::drop_in_place(addr_of_mut!((*raw).events));
+            bindings::ib_dealloc_device(raw.cast());
+        }
+    }
+}
+
+impl<T: Driver> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let raw = self.dev.as_ptr();
+        // SAFETY: Registered by `new()` (type invariant): the events are
+        // initialized. No event reaches the device from here on.
+        unsafe { (*raw).events.detach() };
+        // SAFETY: Registered; `ib_unregister_device()` returns once no op
+        // runs any more and every user object was destroyed.
+        unsafe { bindings::ib_unregister_device(raw.cast()) };
+        // SAFETY: Unregistered above; the data is initialized.
+        unsafe { Self::free(raw) };
+    }
+}

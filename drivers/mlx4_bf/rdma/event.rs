@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Events from the adapter to the core: a CQ's completion event to its
+//! `comp_handler`, a CQ's or QP's asynchronous event to its
+//! `event_handler`, a port's or the device's to `ib_dispatch_event()`.
+//!
+//! The provider learns of them by number (a CQN, a QPN, a port), from its
+//! event queue; [`Events`] finds the object. CQs and QPs are entered when
+//! the core's create op made them and taken out by the destroy op before
+//! they are freed, under the same lock the delivery holds: an event never
+//! reaches an object that is gone. Delivery runs in process context (the
+//! provider's work item, not its interrupt handler): `ib_dispatch_event()`
+//! may sleep.
+
+use core::ptr::NonNull;
+use kernel::{bindings, new_mutex, prelude::*, sync::Mutex};
+
+use super::{
+    object::{Cq, Qp},
+    CqData, Driver, QpData,
+};
+
+/// An asynchronous event of a QP (`enum ib_event_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpEvent {
+    CommEstablished,
+    LastWqeReached,
+    SqDrained,
+    PathMigrated,
+    PathMigrationError,
+    /// Catastrophic error: the QP is in the error state.
+    Fatal,
+    /// An invalid request from the peer.
+    RequestError,
+    /// A remote access error.
+    AccessError,
+}
+
+/// An asynchronous event of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortEvent {
+    Active,
+    Error,
+    LidChange,
+    PkeyChange,
+    SmChange,
+    ClientReregister,
+}
+
+impl QpEvent {
+    fn raw(self) -> bindings::ib_event_type {
+        match self {
+            QpEvent::CommEstablished => bindings::ib_event_type_IB_EVENT_COMM_EST,
+            QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+            QpEvent::PathMigrated => bindings::ib_event_type_IB_EVENT_PATH_MIG,
+            QpEvent::PathMigrationError => bindings::ib_event_type_IB_EVENT_PATH_MIG_ERR,
+            QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+            QpEvent::RequestError => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            QpEvent::AccessError => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+        }
+    }
+}
+
+impl PortEvent {
+    fn raw(self) -> bindings::ib_event_type {
+        match self {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+            PortEvent::LidChange => bindings::ib_event_type_IB_EVENT_LID_CHANGE,
+            PortEvent::PkeyChange => bindings::ib_event_type_IB_EVENT_PKEY_CHANGE,
+            PortEvent::SmChange => bindings::ib_event_type_IB_EVENT_SM_CHANGE,
+            PortEvent::ClientReregister => bindings::ib_event_type_IB_EVENT_CLIENT_REREGISTER,
+        }
+    }
+}
+
+/// What events can reach: the device while registered, and its live CQs
+/// and QPs.
+///
+/// # Invariants
+///
+/// `device` is a registered ib_device while it is `Some`; each entry of
+/// `cqs` and `qps` is a live object of `T` (entered after its create op
+/// published it, removed by its destroy op before it is freed).
+struct Targets<T: Driver> {
+    device: Option<NonNull<bindings::ib_device>>,
+    cqs: KVec<(u32, NonNull<Cq<T>>)>,
+    qps: KVec<(u32, NonNull<Qp<T>>)>,
+}
+
+/// The event targets of one ib_device ([`super::Registration::events`]).
+#[pin_data]
+pub(crate) struct Events<T: Driver> {
+    #[pin]
+    targets: Mutex<Targets<T>>,
+}
+
+// SAFETY: The pointers are only followed under the mutex, while the objects
+// are live (`Targets`' invariant); the objects are `Send + Sync`.
+unsafe impl<T: Driver> Send for Events<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for Events<T> {}
+
+impl<T: Driver> Events<T> {
+    pub(super) fn new() -> impl PinInit<Self> {
+        pin_init!(Events {
+            targets <- new_mutex!(Targets {
+                device: None,
+                cqs: KVec::new(),
+                qps: KVec::new(),
+            }),
+        })
+    }
+
+    /// The device is registered: port and device events reach it.
+    pub(super) fn attach(&self, ib: *mut bindings::ib_device) {
+        self.targets.lock().device = NonNull::new(ib);
+    }
+
+    /// The device is being unregistered: no event reaches it any more.
+    pub(super) fn detach(&self) {
+        self.targets.lock().device = None;
+    }
+
+    /// Enters a CQ its create op has made.
+    pub(super) fn add_cq(&self, cq: &Cq<T>) -> Result {
+        let entry = (cq.data().number(), NonNull::from(cq));
+        self.targets.lock().cqs.push(entry, GFP_KERNEL)
+    }
+
+    /// Takes a CQ out before its destroy op drops it.
+    pub(super) fn remove_cq(&self, cq: &Cq<T>) {
+        let mut t = self.targets.lock();
+        let at = t.cqs.iter().position(|(_, c)| *c == NonNull::from(cq));
+        if let Some(i) = at {
+            t.cqs.swap_remove(i);
+        }
+    }
+
+    pub(super) fn add_qp(&self, qp: &Qp<T>) -> Result {
+        let entry = (qp.data().qp_num(), NonNull::from(qp));
+        self.targets.lock().qps.push(entry, GFP_KERNEL)
+    }
+
+    pub(super) fn remove_qp(&self, qp: &Qp<T>) {
+        let mut t = self.targets.lock();
+        let at = t.qps.iter().position(|(_, q)| *q == NonNull::from(qp));
+        if let Some(i) = at {
+            t.qps.swap_remove(i);
+        }
+    }
+
+    /// A completion event of CQ `cqn`: its completion handler runs. Returns
+    /// whether the CQ exists.
+    pub(crate) fn completion(&self, cqn: u32) -> bool {
+        let t = self.targets.lock();
+        let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
+            return false;
+        };
+        // SAFETY: Live while entered, and the lock is held (invariant).
+        unsafe { cq.as_ref() }.completion_event();
+        true
+    }
+
+    /// A CQ error (overrun, access error) of CQ `cqn`.
+    pub(crate) fn cq_error(&self, cqn: u32) -> bool {
+        let t = self.targets.lock();
+        let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
+            return false;
+        };
+        // SAFETY: Live while entered, and the lock is held.
+        let core = unsafe { cq.as_ref() }.as_core();
+        let mut event = bindings::ib_event {
+            device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
+            element: bindings::ib_event__bindgen_ty_1 { cq: core },
+            event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+        };
+        // SAFETY: `core` is a live CQ; the core sets its handler and context
+        // at creation and the handler may be called from process context.
+        unsafe {
+            if let Some(handler) = (*core).event_handler {
+                handler(&mut event, (*core).cq_context);
+            }
+        }
+        true
+    }
+
+    /// An asynchronous event of QP `qpn`.
+    pub(crate) fn qp_event(&self, qpn: u32, kind: QpEvent) -> bool {
+        let t = self.targets.lock();
+        let Some(&(_, qp)) = t.qps.iter().find(|(n, _)| *n == qpn) else {
+            return false;
+        };
+        // SAFETY: Live while entered, and the lock is held.
+        let core = unsafe { qp.as_ref() }.as_core();
+        let mut event = bindings::ib_event {
+            device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
+            element: bindings::ib_event__bindgen_ty_1 { qp: core },
+            event: kind.raw(),
+        };
+        // SAFETY: As for a CQ's event handler.
+        unsafe {
+            if let Some(handler) = (*core).event_handler {
+                handler(&mut event, (*core).qp_context);
+            }
+        }
+        true
+    }
+
+    /// An event of port `port` (from 1), to every registered handler.
+    pub(crate) fn port_event(&self, port: u32, kind: PortEvent) {
+        self.dispatch(bindings::ib_event__bindgen_ty_1 { port_num: port }, kind.raw());
+    }
+
+    /// The device failed: every user of it hears it (`IB_EVENT_DEVICE_FATAL`).
+    pub(crate) fn device_fatal(&self) {
+        self.dispatch(
+            bindings::ib_event__bindgen_ty_1 { port_num: 1 },
+            bindings::ib_event_type_IB_EVENT_DEVICE_FATAL,
+        );
+    }
+
+    fn dispatch(&self, element: bindings::ib_event__bindgen_ty_1, kind: bindings::ib_event_type) {
+        let t = self.targets.lock();
+        let Some(device) = t.device else {
+            return;
+        };
+        let event = bindings::ib_event {
+            device: device.as_ptr(),
+            element,
+            event: kind,
+        };
+        // SAFETY: The device is registered while attached (invariant), and
+        // this runs in process context, where `ib_dispatch_event()` may
+        // sleep.
+        unsafe { bindings::ib_dispatch_event(&event) };
+    }
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The objects the core allocates for a provider: a ucontext, a PD, a CQ, a
+//! QP. Each is the core's struct followed by the provider's data, in one
+//! zeroed allocation of the size the provider declared (`size_ib_*`,
+//! `INIT_RDMA_OBJ_SIZE()`); the core frees it after the destroy op. A memory
+//! region is the one object the provider allocates itself (`reg_user_mr`
+//! returns it), here in a `KBox` freed at `dereg_mr`.
+//!
+//! The safety argument, once for all of them ([`InCore`]):
+//! - The core struct is the first field of a `#[repr(C)]` struct, so a
+//!   pointer to it is a pointer to the whole object, and the allocation is
+//!   at least `size_of` the object and aligned for it (kmalloc's alignment
+//!   is at least 8, asserted against the object's below).
+//! - The provider's data is written by the create op (`init`) before the core
+//!   publishes the object, and dropped by the destroy op (`drop_data`), after
+//!   which the core frees the memory without looking at it again. Between
+//!   the two, the core calls the other ops with the object, never
+//!   concurrently with its create or destroy; a reference to it handed to
+//!   the provider is valid for the op's call.
+//! - The core never moves the allocation: the data is pinned.
+
+use core::{marker::PhantomData, mem::offset_of, ptr::addr_of_mut};
+use kernel::{bindings, prelude::*, types::Opaque};
+
+use super::{device::Device, CqData, Driver, MrData, QpData};
+
+/// The smallest alignment kmalloc() gives (`ARCH_KMALLOC_MINALIGN` is at
+/// least that of `unsigned long long`).
+const KMALLOC_MIN_ALIGN: usize = 8;
+
+/// A core struct `C` followed by provider data `D`.
+#[repr(C)]
+pub(crate) struct InCore<C, D> {
+    core: Opaque<C>,
+    data: D,
+}
+
+impl<C, D> InCore<C, D> {
+    /// What the provider declares as the object's size.
+    pub(super) const SIZE: usize = {
+        assert!(offset_of!(InCore<C, D>, core) == 0);
+        assert!(core::mem::align_of::<Self>() <= KMALLOC_MIN_ALIGN);
+        core::mem::size_of::<Self>()
+    };
+
+    /// Constructs the data of the object whose core struct is at `core`.
+    ///
+    /// # Safety
+    ///
+    /// `core` is an object of size [`Self::SIZE`] the core allocated for
+    /// this type and has not published yet; its data is not initialized.
+    pub(super) unsafe fn init(core: *mut C, init: impl PinInit<D, Error>) -> Result {
+        let this = core.cast::<Self>();
+        // SAFETY: By the function's contract `this` points to an allocation
+        // of `SIZE` bytes, aligned for `Self`; the core never moves it, so
+        // the data is pinned; it is uninitialized, so nothing is overwritten.
+        unsafe { init.__pinned_init(addr_of_mut!((*this).data)) }
+    }
+
+    /// Drops the data of the object whose core struct is at `core`.
+    ///
+    /// # Safety
+    ///
+    /// `core` is an object of this type whose data [`Self::init`]
+    /// constructed, and the core is destroying it: no other reference to
+    /// it exists, and none is made after this.
+    pub(super) unsafe fn drop_data(core: *mut C) {
+        let this = core.cast::<Self>();
+        // SAFETY: By the function's contract the data is initialized and
+        // nobody else uses it; it is never used again.
+        unsafe { core::ptr::drop_in_place(addr_of_mut!((*this).data)) };
+    }
+
+    /// The object whose core struct is at `core`.
+    ///
+    /// # Safety
+    ///
+    /// `core` is an object of this type whose data is initialized, and it
+    /// is not destroyed for `'a`.
+    pub(super) unsafe fn from_core<'a>(core: *mut C) -> &'a Self {
+        // SAFETY: By the function's contract.
+        unsafe { &*core.cast::<Self>() }
+    }
+
+    /// The core's struct, for the core's functions.
+    pub(super) fn as_core(&self) -> *mut C {
+        self.core.get()
+    }
+
+    /// The provider's data.
+    pub(crate) fn data(&self) -> &D {
+        &self.data
+    }
+}
+
+/// A verbs context (`struct ib_ucontext` and the provider's).
+#[repr(transparent)]
+pub(crate) struct UContext<T: Driver>(InCore<bindings::ib_ucontext, T::UContext>);
+
+/// A protection domain.
+#[repr(transparent)]
+pub(crate) struct Pd<T: Driver>(InCore<bindings::ib_pd, T::Pd>);
+
+/// A completion queue.
+#[repr(transparent)]
+pub(crate) struct Cq<T: Driver>(InCore<bindings::ib_cq, T::Cq>);
+
+/// A queue pair.
+#[repr(transparent)]
+pub(crate) struct Qp<T: Driver>(InCore<bindings::ib_qp, T::Qp>);
+
+macro_rules! object {
+    ($ty:ident, $core:ty, $data:ident) => {
+        impl<T: Driver> $ty<T> {
+            pub(super) const SIZE: usize = InCore::<$core, T::$data>::SIZE;
+
+            /// # Safety
+            ///
+            /// As [`InCore::from_core`].
+            pub(super) unsafe fn from_core<'a>(core: *mut $core) -> &'a Self {
+                // SAFETY: `Self` is `repr(transparent)` over the `InCore`,
+                // and by the caller's guarantee.
+                unsafe { &*(InCore::<$core, T::$data>::from_core(core) as *const _ as *const Self) }
+            }
+
+            pub(crate) fn data(&self) -> &T::$data {
+                self.0.data()
+            }
+
+            pub(super) fn as_core(&self) -> *mut $core {
+                self.0.as_core()
+            }
+        }
+
+        // SAFETY: The core struct is used by the core under its own locking;
+        // the provider's data is `Send + Sync` (the trait's bounds).
+        unsafe impl<T: Driver> Send for $ty<T> {}
+        // SAFETY: As above.
+        unsafe impl<T: Driver> Sync for $ty<T> {}
+    };
+}
+
+object!(UContext, bindings::ib_ucontext, UContext);
+object!(Pd, bindings::ib_pd, Pd);
+object!(Cq, bindings::ib_cq, Cq);
+object!(Qp, bindings::ib_qp, Qp);
+
+impl<T: Driver> UContext<T> {
+    /// The device this context is open on.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: The core sets `device` before any op sees the context, and
+        // the device outlives its contexts.
+        unsafe { Device::from_raw((*self.as_core()).device) }
+    }
+}
+
+impl<T: Driver> Pd<T> {
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: As for the context.
+        unsafe { Device::from_raw((*self.as_core()).device) }
+    }
+}
+
+impl<T: Driver> Cq<T> {
+    /// Calls the CQ's completion handler (`ib_cq.comp_handler`, for a user
+    /// CQ `ib_uverbs_comp_handler()`, which queues the completion event to
+    /// the channel user space waits on).
+    pub(crate) fn completion_event(&self) {
+        let cq = self.as_core();
+        // SAFETY: `cq` is a live CQ (this reference); the core sets the
+        // handler and its context when it creates the CQ and never changes
+        // them; the handler may be called from any context.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Sets what the core reports as the CQ's size, from its data.
+    pub(super) fn publish(&self) {
+        let cqe = self.data().cqe();
+        // SAFETY: The CQ is being created: the core reads `cqe` only once
+        // the create op returned.
+        unsafe { (*self.as_core()).cqe = cqe as i32 };
+    }
+}
+
+impl<T: Driver> Qp<T> {
+    /// Sets the QP's number, from its data.
+    pub(super) fn publish(&self) {
+        let qpn = self.data().qp_num();
+        // SAFETY: The QP is being created: the core reads `qp_num` only once
+        // the create op returned.
+        unsafe { (*self.as_core()).qp_num = qpn };
+    }
+
+    /// The QP's protection domain.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: The core sets `pd` before the create op and keeps the PD
+        // until the QP is destroyed.
+        unsafe { Pd::from_core((*self.as_core()).pd) }
+    }
+}
+
+/// A memory region: `struct ib_mr` and the provider's data, allocated by
+/// this layer when the provider registers one.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Mr<T: Driver> {
+    core: Opaque<bindings::ib_mr>,
+    #[pin]
+    data: T::Mr,
+    _t: PhantomData<T>,
+}
+
+impl<T: Driver> Mr<T> {
+    /// The region `init` makes, with its keys in the core's struct.
+    pub(super) fn new(init: impl PinInit<T::Mr, Error>) -> Result<Pin<KBox<Self>>> {
+        let mr = KBox::try_pin_init(
+            try_pin_init!(Self {
+                core: Opaque::zeroed(),
+                data <- init,
+                _t: PhantomData,
+            }),
+            GFP_KERNEL,
+        )?;
+        let core = mr.core.get();
+        // SAFETY: The region is not published yet: nobody else reads it.
+        unsafe {
+            (*core).lkey = mr.data.lkey();
+            (*core).rkey = mr.data.rkey();
+        }
+        Ok(mr)
+    }
+
+    /// # Safety
+    ///
+    /// `core` is the `ib_mr` of a region [`Mr::new`] made and the core has
+    /// not deregistered, for `'a`.
+    pub(super) unsafe fn from_core<'a>(core: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: `core` is the first field of the `repr(C)` region.
+        unsafe { &*core.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::Mr {
+        &self.data
+    }
+
+    pub(super) fn as_core(&self) -> *mut bindings::ib_mr {
+        self.core.get()
+    }
+}
+
+// SAFETY: As the core-allocated objects.
+unsafe impl<T: Driver> Send for Mr<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for Mr<T> {}
