@@ -217,6 +217,7 @@ impl MrTable {
             len,
             perm,
             mtt: mtt as u32,
+            page_shift: region::PAGE_SHIFT,
             physical: false,
         };
         let written = Self::write_mtt(write_mtt, &dma, mtt as u32, pages);
@@ -290,6 +291,7 @@ impl MrTable {
                 len: r.len,
                 perm: r.perm,
                 mtt: mtt as u32,
+                page_shift: region::PAGE_SHIFT,
                 physical: false,
             };
             if let Err(e) = write_mtt(mtt as u32, r.pages) {
