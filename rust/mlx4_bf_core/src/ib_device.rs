@@ -65,6 +65,12 @@ pub struct DevCaps {
     pub num_ports: u8,
     pub gid_table_len: u16,
     pub pkey_table_len: u16,
+    /// `caps.num_qps`: the QP numbers the profile gives (all below it).
+    pub num_qps: u32,
+    pub bf_reg_size: u32,
+    pub bf_regs_per_page: u32,
+    /// Bytes of a CQE (32: this driver leaves 64-byte CQEs off).
+    pub cqe_size: u32,
     /// What the provider may have.
     pub quota_qps: u32,
     pub quota_cqs: u32,
@@ -172,6 +178,51 @@ impl DevCaps {
     }
 }
 
+/// `MLX4_IB_UVERBS_ABI_VERSION` and `MLX4_IB_UVERBS_NO_DEV_CAPS_ABI_VERSION`.
+pub const UVERBS_ABI_VERSION: u32 = 4;
+pub const UVERBS_NO_DEV_CAPS_ABI_VERSION: u32 = 3;
+/// `MLX4_USER_DEV_CAP_LARGE_CQE`.
+pub const USER_DEV_CAP_LARGE_CQE: u32 = 1 << 0;
+
+/// What `mlx4_ib_alloc_ucontext()` answers (`struct
+/// mlx4_ib_alloc_ucontext_resp`, or its `_v3` form without `dev_caps` and
+/// `cqe_size` under ABI 3) and the ABI version the device registers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UcontextResp {
+    /// `ops.uverbs_abi_ver`: 4 only with user-space capabilities
+    /// (`mlx4_ib_add()` lowers it to 3 when `caps.userspace_caps` is 0).
+    pub abi_ver: u32,
+    pub dev_caps: u32,
+    pub qp_tab_size: u32,
+    pub bf_reg_size: u16,
+    pub bf_regs_per_page: u16,
+    pub cqe_size: u32,
+}
+
+impl DevCaps {
+    /// The ucontext response; `caps.userspace_caps` has LARGE_CQE only
+    /// with 64-byte CQEs (`mlx4_init_hca()`).
+    pub const fn ucontext(&self) -> UcontextResp {
+        let dev_caps = if self.cqe_size == 64 {
+            USER_DEV_CAP_LARGE_CQE
+        } else {
+            0
+        };
+        UcontextResp {
+            abi_ver: if dev_caps != 0 {
+                UVERBS_ABI_VERSION
+            } else {
+                UVERBS_NO_DEV_CAPS_ABI_VERSION
+            },
+            dev_caps,
+            qp_tab_size: self.num_qps,
+            bf_reg_size: self.bf_reg_size as u16,
+            bf_regs_per_page: self.bf_regs_per_page as u16,
+            cqe_size: self.cqe_size,
+        }
+    }
+}
+
 /// `caps.fw_ver` from QUERY_FW's version fields.
 pub const fn fw_ver(major: u16, minor: u16, subminor: u16) -> u64 {
     ((major as u64) << 32) | ((minor as u64) << 16) | subminor as u64
@@ -201,6 +252,10 @@ mod tests {
             num_ports: 1,
             gid_table_len: 128,
             pkey_table_len: 128,
+            num_qps: 1024,
+            bf_reg_size: 512,
+            bf_regs_per_page: 8,
+            cqe_size: 32,
             quota_qps: 32,
             quota_cqs: 64,
             quota_mrs: 1000,
@@ -227,6 +282,22 @@ mod tests {
         assert_eq!(a.atomic_cap, IB_ATOMIC_NONE);
         assert_eq!(a.max_pkeys, 128);
         assert_eq!(a.max_mr_size, u64::MAX);
+    }
+
+    #[test]
+    fn ucontext_abi_follows_the_cqe_size() {
+        let r = model().ucontext();
+        // 32-byte CQEs: no user-space capabilities, ABI 3 (the v3 answer).
+        assert_eq!((r.abi_ver, r.dev_caps, r.cqe_size), (3, 0, 32));
+        assert_eq!(
+            (r.qp_tab_size, r.bf_reg_size, r.bf_regs_per_page),
+            (1024, 512, 8)
+        );
+        let big = DevCaps {
+            cqe_size: 64,
+            ..model()
+        };
+        assert_eq!((big.ucontext().abi_ver, big.ucontext().dev_caps), (4, 1));
     }
 
     #[test]
