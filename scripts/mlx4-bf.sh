@@ -432,7 +432,7 @@ lint)      need_kdir
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs \
-		"abi icm kping_rules layout region ring store_block uar_alloc wqe wqe_build module_parameters geometry |
+		"abi eqe ib_device icm kping_rules layout mad qp_context qp_size region ring store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
 		 sys | stats | hw |
 		 adapter | context | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs

@@ -4,7 +4,10 @@
 //! ping and the driver. Its state is private; what a caller may do with it
 //! is a method here: take a UAR, a QP buffer or an area, register a memory
 //! region, look up a peer's region, reach the hardware while it is bound.
-//! How it is brought up and taken down: `adapter/bring_up.rs`.
+//! How it is brought up and taken down: `adapter/bring_up.rs`. What the
+//! RDMA provider does with it (PDs, MTT ranges, CQs and QPs in user
+//! memory, the device's facts, its events): `adapter/provider.rs`,
+//! `adapter/device.rs`, `adapter/events.rs`.
 
 use kernel::{
     debugfs::Dir,
@@ -12,14 +15,14 @@ use kernel::{
     dma::Coherent,
     prelude::*,
     revocable::RevocableGuard,
-    sync::{poll::PollCondVar, rcu, Mutex, MutexGuard},
+    sync::{atomic::Atomic, poll::PollCondVar, rcu, Arc, Mutex, MutexGuard},
 };
 
 use crate::{
     hw::bf::{bar2::Bar2, writer::Writer},
     hw::firmware::Firmware,
     hw::memory::{
-        mr::{KernelRegion, MrTable},
+        mr::{MappedRegion, MrTable},
         user_area::{Area, UserAreas, AREAS},
     },
     hw::queues::kernel_mem::QueueMem,
@@ -31,9 +34,24 @@ use crate::{
 };
 
 mod bring_up;
+mod device;
+mod events;
+mod provider;
 mod qp_table;
 
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
+#[allow(
+    unused_imports,
+    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
+)]
+pub(crate) use events::EventDispatch;
+use events::EventRouter;
+use provider::PdPool;
+#[allow(
+    unused_imports,
+    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
+)]
+pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle};
 use qp_table::QpTable;
 
 /// The hardware resources that go away when the device is unbound.
@@ -82,6 +100,14 @@ pub(crate) struct Adapter {
     debugfs: Dir,
     /// The command interface, the EQ and the posting gate.
     firmware: Pin<KBox<Firmware>>,
+    /// The RDMA provider's events, from the EQ's handler to its dispatcher.
+    router: Arc<EventRouter>,
+    /// The RDMA provider's protection domains.
+    #[pin]
+    pds: Mutex<PdPool>,
+    /// Port 1's GID and P_Key table sizes (`gids << 16 | pkeys`), once
+    /// QUERY_PORT said them; 0 before.
+    port_tables: Atomic<u32>,
 }
 
 impl Adapter {
@@ -227,11 +253,13 @@ impl Adapter {
         )
     }
 
-    /// Registers the kernel's memory `r` as a region of protection domain
-    /// `pd`; returns its MPT.
-    pub(crate) fn register_kernel_mr(&self, pd: u32, r: &KernelRegion<'_>) -> Result<Mpt> {
+    /// Registers memory its owner mapped for DMA (the kernel ping's
+    /// buffers, the RDMA provider's `ib_umem` pages), `r`, as a region of
+    /// protection domain `pd`; returns its MPT. The pages must stay mapped
+    /// until [`Adapter::deregister_mr`] returned `Ok`.
+    pub(crate) fn register_mapped_mr(&self, pd: u32, r: &MappedRegion<'_>) -> Result<Mpt> {
         let fw = &*self.firmware;
-        self.mrs.lock().register_kernel(
+        self.mrs.lock().register_mapped(
             (&fw.cmd, |first, pages: &[u64]| fw.write_mtt(first, pages)),
             pd,
             r,

@@ -44,6 +44,16 @@ pub(crate) const DB_REC_WORDS: usize = 2;
 pub(crate) const RCQ_LOG_ENTRIES: u32 = 7;
 pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
 
+/// CQs the RDMA provider may have (in user memory, any size the device
+/// allows), numbered after the contexts' send and receive CQs.
+pub(crate) const PROVIDER_CQS: usize = 64;
+/// CQ slots of every kind: `Live::cqs` has a bit for each.
+pub(crate) const CQ_SLOTS: usize = MAX_CQS + MAX_QPS + PROVIDER_CQS;
+/// The first provider CQ slot.
+pub(crate) const FIRST_PROVIDER_CQ: usize = MAX_CQS + MAX_QPS;
+/// Protection domains the RDMA provider may have.
+pub(crate) const PROVIDER_PDS: usize = 64;
+
 /// The adapter's one EQ.
 pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
 pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
@@ -68,8 +78,12 @@ const _: () = assert!(
     "QpTable::used_slots is a u64"
 );
 const _: () = assert!(
-    MAX_CQS + MAX_QPS <= u64::BITS as usize,
-    "Live::cqs (a send CQ and a receive CQ per QP) is a u64"
+    CQ_SLOTS.is_multiple_of(64),
+    "Live::cqs (a send CQ per context, a receive CQ per QP, the provider's) is an array of u64"
+);
+const _: () = assert!(
+    PROVIDER_CQS <= u64::BITS as usize && PROVIDER_PDS <= u64::BITS as usize,
+    "the provider's pending completions and its PDs are a u64 each"
 );
 const _: () = assert!(
     MAX_QPS_PER_CONTEXT <= u32::BITS as usize,

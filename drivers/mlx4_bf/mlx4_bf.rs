@@ -17,6 +17,12 @@
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]
 #[allow(unreachable_pub)]
 mod abi;
+#[path = "../../rust/mlx4_bf_core/src/eqe.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod eqe;
+#[path = "../../rust/mlx4_bf_core/src/ib_device.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod ib_device;
 #[path = "../../rust/mlx4_bf_core/src/icm/mod.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod icm;
@@ -26,8 +32,17 @@ mod kping_rules;
 #[path = "../../rust/mlx4_bf_core/src/layout.rs"]
 #[allow(unreachable_pub)]
 mod layout;
+#[path = "../../rust/mlx4_bf_core/src/mad.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod mad;
+#[path = "../../rust/mlx4_bf_core/src/qp_context/mod.rs"]
+#[allow(unreachable_pub, dead_code, unused_imports)]
+mod qp_context;
+#[path = "../../rust/mlx4_bf_core/src/qp_size.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod qp_size;
 #[path = "../../rust/mlx4_bf_core/src/region.rs"]
-#[allow(unreachable_pub)]
+#[allow(unreachable_pub, dead_code)]
 mod region;
 #[path = "../../rust/mlx4_bf_core/src/ring.rs"]
 #[allow(unreachable_pub)]
@@ -38,6 +53,9 @@ mod store_block;
 #[path = "../../rust/mlx4_bf_core/src/uar_alloc.rs"]
 #[allow(unreachable_pub)]
 mod uar_alloc;
+#[path = "../../rust/mlx4_bf_core/src/verbs.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod verbs;
 #[path = "../../rust/mlx4_bf_core/src/wqe.rs"]
 #[allow(unreachable_pub)]
 mod wqe;

@@ -12,12 +12,19 @@ use kernel::{
     irq::{self, IrqReturn},
     new_mutex, new_poll_condvar, pci,
     prelude::*,
-    sync::{aref::ARef, atomic::Acquire, Arc},
+    sync::{
+        aref::ARef,
+        atomic::{Acquire, Atomic},
+        Arc,
+    },
 };
 
-use super::{Adapter, QpTable, Resources};
+use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, Resources};
 use crate::{
-    geometry::{KPING_ENDS, KPING_END_BYTES, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES, SEND_BUFS_BYTES},
+    geometry::{
+        FIRST_PROVIDER_CQ, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES,
+        SEND_BUFS_BYTES,
+    },
     hw::{
         self,
         bf::{bar2::Bar2, writer::Writer},
@@ -57,6 +64,8 @@ impl Running {
             },
             &self.pdev,
         );
+        // The interrupt is quiet: no event is recorded any more.
+        self.adapter.router.stop();
         // Every MPT is out of the device: unmap while still bound, unpin
         // outside the lock.
         let pinned = self.adapter.mrs.lock().release_all();
@@ -74,6 +83,7 @@ impl Drop for Running {
         self.adapter
             .firmware
             .shutdown(|| drop(irq.take()), &self.pdev);
+        self.adapter.router.stop();
     }
 }
 
@@ -190,6 +200,11 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     let mrs = MrTable::new(pdev.as_ref(), &firmware.dev_cap, &firmware.profile)?;
     let qpn_limit = firmware.qpn_limit.min(QPN_LIMIT);
     let kernel_uars = firmware.kernel_uars();
+    let router = EventRouter::new(firmware.cqn(FIRST_PROVIDER_CQ))?;
+    // The provider's PDs above every context's (a UAR index) and the
+    // firmware's reserved ones.
+    let rdma = &firmware.dev_cap.rdma;
+    let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds);
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,
@@ -206,6 +221,9 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
             stats <- DeviceStats::new(),
             debugfs: Dir::new(name),
             firmware,
+            router,
+            pds <- new_mutex!(pds),
+            port_tables: Atomic::new(0),
         }),
         GFP_KERNEL,
     )?;
@@ -305,12 +323,23 @@ impl irq::Handler for EqHandler {
         let Ok(hw) = self.adapter.resources.access(dev) else {
             return IrqReturn::None;
         };
+        let router = &self.adapter.router;
+        let (mut contexts, mut provider) = (false, false);
         // An EQE the driver cannot read is a driver bug; still re-arm.
-        let completion = fw.eq.poll(&hw.queues, &fw.stats).unwrap_or(false);
+        let _ = fw
+            .eq
+            .poll(&hw.queues, &fw.stats, |e| match router.record(e) {
+                Routed::Contexts => contexts = true,
+                Routed::Provider => provider = true,
+                Routed::Nothing => (),
+            });
         let _ = fw.eq.arm(hw.bar2.uar());
-        if completion {
+        if contexts {
             // Pollers look at their receive CQs; the CQ that fired is one of them.
             self.adapter.events.notify_all();
+        }
+        if provider {
+            EventRouter::kick(router);
         }
         IrqReturn::Handled
     }

@@ -7,7 +7,7 @@
 //! completed, and registers its own memory.
 
 use super::Context;
-use crate::hw::memory::mr::{CtxMr, KernelRegion};
+use crate::hw::memory::mr::{CtxMr, MappedRegion};
 use kernel::prelude::*;
 
 impl Context {
@@ -50,12 +50,12 @@ impl Context {
     /// Registers the kernel's memory `r` as a region of this context;
     /// returns its key (lkey and rkey). The memory must stay mapped until
     /// the context closes, which deregisters it.
-    pub(crate) fn reg_kernel_mr(&self, r: &KernelRegion<'_>) -> Result<u32> {
+    pub(crate) fn reg_kernel_mr(&self, r: &MappedRegion<'_>) -> Result<u32> {
         let mut state = self.state.lock();
         if state.mrs.is_full() {
             return Err(ENOSPC);
         }
-        let mpt = self.adapter.register_kernel_mr(self.uar_index, r)?;
+        let mpt = self.adapter.register_mapped_mr(self.uar_index, r)?;
         state.mrs.push(CtxMr {
             key: mpt.key,
             start: mpt.start,

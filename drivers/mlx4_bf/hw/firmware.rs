@@ -51,7 +51,8 @@ use kernel::{
 
 use crate::{
     geometry::{
-        CQ_LOG_ENTRIES, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES, SQ_ENTRIES,
+        CQ_LOG_ENTRIES, CQ_SLOTS, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES,
+        SQ_ENTRIES,
     },
     hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
     hw::memory::mr,
@@ -209,8 +210,8 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
         return Err(ENODEV);
     }
     let first_cqn = cap.reserved_cqs;
-    // Send CQs (one per context) and receive CQs (one per QP).
-    if first_cqn as usize + MAX_CQS + MAX_QPS > p.num_cqs as usize {
+    // Send CQs (one per context), receive CQs (one per QP), the provider's.
+    if first_cqn as usize + CQ_SLOTS > p.num_cqs as usize {
         dev_err!(
             dev,
             "too few CQs ({} reserved of {})\n",
@@ -318,8 +319,9 @@ impl Firmware {
         for slot in 0..MAX_QPS {
             qp::destroy(&self.cmd, &mut st, slot);
         }
-        for slot in 0..MAX_CQS + MAX_QPS {
-            cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
+        for slot in 0..CQ_SLOTS {
+            // A CQ left in the device is what `live.any()` finds below.
+            let _ = cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
         }
         // No QP is left to use them: the memory regions go last.
         for slot in 0..MAX_MPTS {
@@ -349,7 +351,8 @@ impl Firmware {
         self.cmd.free_ownership();
     }
 
-    fn cqn(&self, slot: usize) -> u32 {
+    /// The CQ number of CQ slot `slot` (`geometry::CQ_SLOTS`).
+    pub(crate) fn cqn(&self, slot: usize) -> u32 {
         self.first_cqn + slot as u32
     }
 
@@ -365,10 +368,7 @@ impl Firmware {
         if st.dead {
             return Err(ENODEV);
         }
-        let slot = (!st.live.cqs).trailing_zeros() as usize;
-        if slot >= MAX_CQS {
-            return Err(ENOSPC);
-        }
+        let slot = st.live.free_cq(0..MAX_CQS).ok_or(ENOSPC)?;
         clear(slot, &st)?;
         let p = Cq::send_cq_params(
             (&self.dma, &self.profile.queue_mtt),
@@ -381,7 +381,8 @@ impl Firmware {
     }
 
     pub(crate) fn close_cq(&self, cq: &Cq) {
-        cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
+        // Failed, the slot stays the device's (`cq::destroy`).
+        let _ = cq::destroy(&self.cmd, &mut self.cmd.lock(), cq.slot, cq.cqn);
     }
 
     /// SW2HW_CQ of the receive CQ of the QP in `qp_slot`, with its ring at
@@ -411,13 +412,17 @@ impl Firmware {
             eqn: self.eq.eqn,
             buf_mtt: self.profile.queue_mtt.addr(pool, off)?,
             db_rec,
+            // One 4 KiB page.
+            log_page_size: 0,
+            timestamp: false,
         };
         cq::create(&self.cmd, &mut st, &p)?;
         Ok((cqn, live_bit))
     }
 
     pub(crate) fn close_recv_cq(&self, cqn: u32, live_bit: usize) {
-        cq::destroy(&self.cmd, &mut self.cmd.lock(), live_bit, cqn);
+        // Failed, the QP's receive CQ is still in hardware: `recv_cq_in_hw`.
+        let _ = cq::destroy(&self.cmd, &mut self.cmd.lock(), live_bit, cqn);
     }
 
     pub(crate) fn create_qp(&self, p: &QpParams, slot: usize) -> Result {
@@ -442,7 +447,7 @@ impl Firmware {
     /// Whether the receive CQ recorded under `live_bit` is (still) in the
     /// device: its HW2SW_CQ failed, and it may still write its ring.
     pub(crate) fn recv_cq_in_hw(&self, live_bit: usize) -> bool {
-        live_bit < 64 && self.cmd.lock().live.cqs & (1 << live_bit) != 0
+        live_bit < MAX_CQS + MAX_QPS && self.cmd.lock().live.cq(live_bit)
     }
 
     /// Whether a QP is (still) in the device under send-queue slot `slot`.

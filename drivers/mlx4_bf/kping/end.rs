@@ -19,7 +19,7 @@ use crate::{
     adapter::Adapter,
     context::{Context, SendRequest, WqeSource},
     geometry::{KPING_BUF_BYTES, KPING_END_BYTES, RQ_ENTRIES},
-    hw::memory::mr::KernelRegion,
+    hw::memory::mr::MappedRegion,
     kping_rules::command::{Command, MemMode, Path},
     region, wqe, wqe_build,
 };
@@ -98,8 +98,9 @@ impl End {
         let perm = region::perm(all).ok_or(EINVAL)?;
         match cmd.mem_mode {
             MemMode::Dma => {
-                let key = self.ctx.reg_kernel_mr(&KernelRegion {
+                let key = self.ctx.reg_kernel_mr(&MappedRegion {
                     pages: &[],
+                    page_shift: region::PAGE_SHIFT,
                     start: 0,
                     len: u64::MAX,
                     perm,
@@ -117,8 +118,9 @@ impl End {
                     for p in 0..pages {
                         addrs.push(start + (p as u64) * region::PAGE_SIZE, GFP_KERNEL)?;
                     }
-                    let key = self.ctx.reg_kernel_mr(&KernelRegion {
+                    let key = self.ctx.reg_kernel_mr(&MappedRegion {
                         pages: &addrs,
+                        page_shift: region::PAGE_SHIFT,
                         start,
                         len,
                         perm,

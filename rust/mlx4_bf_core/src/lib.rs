@@ -9,12 +9,18 @@
 #![no_std]
 
 pub mod abi;
+pub mod eqe;
+pub mod ib_device;
 pub mod icm;
 pub mod kping;
 pub mod layout;
+pub mod mad;
+pub mod qp_context;
+pub mod qp_size;
 pub mod region;
 pub mod ring;
 pub mod store_block;
 pub mod uar_alloc;
+pub mod verbs;
 pub mod wqe;
 pub mod wqe_build;

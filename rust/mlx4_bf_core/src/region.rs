@@ -29,6 +29,8 @@ const PERM_LOCAL_READ: u32 = 1 << 10;
 const PERM_LOCAL_WRITE: u32 = 1 << 11;
 const PERM_REMOTE_READ: u32 = 1 << 12;
 const PERM_REMOTE_WRITE: u32 = 1 << 13;
+const PERM_ATOMIC: u32 = 1 << 14;
+const PERM_BIND_MW: u32 = 1 << 15;
 /// `MLX4_MPT_PD_FLAG_EN_INV`
 const MPT_PD_FLAG_EN_INV: u32 = 3 << 24;
 /// `MLX4_MTT_FLAG_PRESENT`
@@ -98,6 +100,31 @@ pub fn perm(access: u32) -> Option<u32> {
     Some(perm)
 }
 
+/// The MPT permission bits of IB access flags (`enum ib_access_flags`),
+/// as mlx4_ib's `convert_access()` (drivers/infiniband/hw/mlx4/mr.c) makes
+/// them for `mlx4_ib_reg_user_mr()`: local read always, each flag its bit,
+/// the rest ignored. Refusing a combination (remote write without local
+/// write, `ib_check_mr_access()`) is the RDMA core's, before the driver.
+pub const fn ib_access_perm(access: u32) -> u32 {
+    let mut perm = PERM_LOCAL_READ;
+    if access & crate::verbs::access::REMOTE_ATOMIC != 0 {
+        perm |= PERM_ATOMIC;
+    }
+    if access & crate::verbs::access::REMOTE_WRITE != 0 {
+        perm |= PERM_REMOTE_WRITE;
+    }
+    if access & crate::verbs::access::REMOTE_READ != 0 {
+        perm |= PERM_REMOTE_READ;
+    }
+    if access & crate::verbs::access::LOCAL_WRITE != 0 {
+        perm |= PERM_LOCAL_WRITE;
+    }
+    if access & crate::verbs::access::MW_BIND != 0 {
+        perm |= PERM_BIND_MW;
+    }
+    perm
+}
+
 /// What the reserved lkey allows the kernel's own WQEs: DMA addresses it
 /// mapped, read and written locally.
 pub const KERNEL_DMA_PERM: u32 = PERM_LOCAL_READ | PERM_LOCAL_WRITE;
@@ -130,6 +157,9 @@ pub struct Mpt {
     pub perm: u32,
     /// Index of its first MTT entry.
     pub mtt: u32,
+    /// Bytes of each page its MTT entries name, as a shift (`entity_size`;
+    /// 12 for a PHYSICAL region, as `mlx4_mtt_init()` sets for no pages).
+    pub page_shift: u32,
     /// No MTT: addresses are DMA addresses, `start` 0 and `len` all of
     /// them (`mlx4_ib_get_dma_mr()`, the kernel ping's `mem_mode=dma`).
     pub physical: bool,
@@ -146,6 +176,7 @@ impl Mpt {
             len: u64::MAX,
             perm,
             mtt: 0,
+            page_shift: PAGE_SHIFT,
             physical: true,
         }
     }
@@ -163,7 +194,7 @@ pub fn mpt_entry(m: &Mpt) -> [u8; MPT_ENTRY_LEN] {
     );
     put32(0x08, key_to_hw_index(m.key));
     put32(0x0c, m.pd | MPT_PD_FLAG_EN_INV);
-    put32(0x38, PAGE_SHIFT);
+    put32(0x38, m.page_shift);
     e[0x10..0x18].copy_from_slice(&m.start.to_be_bytes());
     e[0x18..0x20].copy_from_slice(&m.len.to_be_bytes());
     if !m.physical {
@@ -397,6 +428,21 @@ mod tests {
     }
 
     #[test]
+    fn ib_access_as_convert_access() {
+        use crate::verbs::access as ib;
+        assert_eq!(ib_access_perm(0), PERM_LOCAL_READ);
+        assert_eq!(
+            ib_access_perm(ib::LOCAL_WRITE | ib::REMOTE_WRITE | ib::REMOTE_READ),
+            0x3c00
+        );
+        assert_eq!(ib_access_perm(ib::REMOTE_ATOMIC | ib::MW_BIND), 0xc400);
+        // Flags mlx4 has no bit for (ZERO_BASED, ON_DEMAND...) are ignored.
+        assert_eq!(ib_access_perm(1 << 5 | 1 << 6), PERM_LOCAL_READ);
+        // The ABI's own flags share the verbs values.
+        assert_eq!(ib_access_perm(ACCESS_ALL), perm(ACCESS_ALL).unwrap());
+    }
+
+    #[test]
     fn mpt_entry_is_what_mlx4_mr_enable_writes() {
         let e = mpt_entry(&Mpt {
             key: key(3, 1),
@@ -405,6 +451,7 @@ mod tests {
             len: 0x3000,
             perm: perm(ACCESS_LOCAL_WRITE).unwrap(),
             mtt: 16,
+            page_shift: PAGE_SHIFT,
             physical: false,
         });
         assert_eq!(e[0..4], (0xf002_0d00u32).to_be_bytes());

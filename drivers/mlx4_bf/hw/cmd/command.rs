@@ -37,9 +37,17 @@ pub(crate) enum Op {
     Rst2InitQp = 0x19,
     Init2RtrQp = 0x1a,
     Rtr2RtsQp = 0x1b,
+    Rts2RtsQp = 0x1c,
+    Sqerr2RtsQp = 0x1d,
+    ToErrQp = 0x1e,
+    Rts2SqdQp = 0x1f,
+    Sqd2RtsQp = 0x20,
     ToRstQp = 0x21,
     MadIfc = 0x24,
+    Init2InitQp = 0x2d,
     Nop = 0x31,
+    Sqd2SqdQp = 0x38,
+    QueryPort = 0x43,
     UnmapIcm = 0xff9,
     MapIcm = 0xffa,
     UnmapIcmAux = 0xffb,
@@ -51,6 +59,24 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    /// The command of a QP transition `qp_context::modify()` chose.
+    pub(crate) fn of_qp(op: crate::qp_context::QpOp) -> Op {
+        use crate::qp_context::QpOp;
+        match op {
+            QpOp::Rst2Init => Op::Rst2InitQp,
+            QpOp::Init2Init => Op::Init2InitQp,
+            QpOp::Init2Rtr => Op::Init2RtrQp,
+            QpOp::Rtr2Rts => Op::Rtr2RtsQp,
+            QpOp::Rts2Rts => Op::Rts2RtsQp,
+            QpOp::Sqerr2Rts => Op::Sqerr2RtsQp,
+            QpOp::ToErr => Op::ToErrQp,
+            QpOp::Rts2Sqd => Op::Rts2SqdQp,
+            QpOp::Sqd2Rts => Op::Sqd2RtsQp,
+            QpOp::Sqd2Sqd => Op::Sqd2SqdQp,
+            QpOp::ToRst => Op::ToRstQp,
+        }
+    }
+
     pub(super) fn timeout_ms(self) -> i64 {
         match self {
             Op::InitHca
@@ -85,9 +111,17 @@ impl Op {
             Op::Rst2InitQp => "RST2INIT_QP",
             Op::Init2RtrQp => "INIT2RTR_QP",
             Op::Rtr2RtsQp => "RTR2RTS_QP",
+            Op::Rts2RtsQp => "RTS2RTS_QP",
+            Op::Sqerr2RtsQp => "SQERR2RTS_QP",
+            Op::ToErrQp => "2ERR_QP",
+            Op::Rts2SqdQp => "RTS2SQD_QP",
+            Op::Sqd2RtsQp => "SQD2RTS_QP",
             Op::ToRstQp => "2RST_QP",
             Op::MadIfc => "MAD_IFC",
+            Op::Init2InitQp => "INIT2INIT_QP",
             Op::Nop => "NOP",
+            Op::Sqd2SqdQp => "SQD2SQD_QP",
+            Op::QueryPort => "QUERY_PORT",
             Op::UnmapIcm => "UNMAP_ICM",
             Op::MapIcm => "MAP_ICM",
             Op::UnmapIcmAux => "UNMAP_ICM_AUX",

@@ -35,13 +35,27 @@ const DEV_CAP_MAX_EQ: usize = 0x1f;
 const DEV_CAP_RSVD_MTT: usize = 0x20;
 const DEV_CAP_RSVD_MRW: usize = 0x22;
 const DEV_CAP_MAX_MTT_SEG: usize = 0x23;
+const DEV_CAP_MAX_REQ_QP: usize = 0x29;
+const DEV_CAP_ACK_DELAY: usize = 0x35;
+const DEV_CAP_VL_PORT: usize = 0x37;
+const DEV_CAP_MAX_MSG_SZ: usize = 0x38;
+const DEV_CAP_MAX_GID: usize = 0x3b;
+const DEV_CAP_RATE_SUPPORT: usize = 0x3c;
+const DEV_CAP_MAX_PKEY: usize = 0x3f;
+const DEV_CAP_EXT_FLAGS: usize = 0x40;
+const DEV_CAP_FLAGS: usize = 0x44;
 const DEV_CAP_RSVD_UAR: usize = 0x48;
 const DEV_CAP_UAR_SZ: usize = 0x49;
 const DEV_CAP_PAGE_SZ: usize = 0x4b;
 const DEV_CAP_BF: usize = 0x4c;
 const DEV_CAP_LOG_BF_REG_SZ: usize = 0x4d;
 const DEV_CAP_LOG_MAX_BF_REGS_PER_PAGE: usize = 0x4e;
+const DEV_CAP_MAX_SG_SQ: usize = 0x51;
 const DEV_CAP_MAX_DESC_SZ_SQ: usize = 0x52;
+const DEV_CAP_MAX_SG_RQ: usize = 0x55;
+const DEV_CAP_RSVD_PD: usize = 0x64;
+const DEV_CAP_MAX_PD: usize = 0x65;
+const DEV_CAP_MAX_COUNTERS: usize = 0x68;
 const DEV_CAP_RSVD_LKEY: usize = 0x98;
 /// The ICM entry sizes, 16 bits each: RDMARC, QPC, AUXC, ALTC, EQC, CQC,
 /// SRQC, cMPT, MTT, dMPT.
@@ -49,6 +63,9 @@ const DEV_CAP_RDMARC_ENTRY_SZ: usize = 0x80;
 const DEV_CAP_MAX_ICM_SZ: usize = 0xa0;
 
 const MAILBOX_USED: usize = 0x100;
+/// `MLX4_COMMAND_INTERFACE_NEW_PORT_CMDS`: from this revision on, a
+/// port's GID and P_Key table sizes come from QUERY_PORT.
+pub(crate) const CMD_IF_NEW_PORT_CMDS: u16 = 3;
 
 pub(crate) struct FwInfo {
     /// The firmware area it asks for, in 4 KiB pages (MAP_FA).
@@ -92,6 +109,33 @@ pub(crate) struct DevCap {
     pub(crate) entry_sizes: EntrySizes,
     /// ICM the adapter can address.
     pub(crate) max_icm_size: u64,
+    /// What the RDMA provider reports (`mlx4_QUERY_DEV_CAP()`'s fields of
+    /// these names).
+    pub(crate) rdma: RdmaCap,
+}
+
+/// The capabilities only the RDMA provider reads. (The responder's read
+/// depth is the profile's, `icm::LOG_RDMARC_PER_QP`, as mlx4_core's
+/// `caps.max_qp_dest_rdma` is its `rdmarc_shift`'s.)
+#[derive(Clone, Copy)]
+pub(crate) struct RdmaCap {
+    pub(crate) max_requester_per_qp: u32,
+    pub(crate) local_ca_ack_delay: u8,
+    pub(crate) num_ports: u8,
+    pub(crate) log_max_msg: u8,
+    /// Before command interface revision 3 (`MLX4_FLAG_OLD_PORT_CMDS`),
+    /// the GID and P_Key table sizes of every port.
+    pub(crate) old_max_gids: u16,
+    pub(crate) old_max_pkeys: u16,
+    pub(crate) stat_rate_support: u16,
+    /// `MLX4_DEV_CAP_FLAG_*`: 0x44, and 0x40 above it.
+    pub(crate) flags: u64,
+    pub(crate) max_sq_sg: u8,
+    pub(crate) max_rq_sg: u8,
+    pub(crate) reserved_pds: u32,
+    pub(crate) max_pds: u32,
+    /// Only with `MLX4_DEV_CAP_FLAG_COUNTERS`; else 0.
+    pub(crate) max_counters: u32,
 }
 
 /// QUERY_FW, the one command the firmware takes before it runs. Refuses a
@@ -178,6 +222,33 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
             mcg: 0,
         },
         max_icm_size: get64(&out, DEV_CAP_MAX_ICM_SZ)?,
+        rdma: rdma_cap(&out)?,
+    })
+}
+
+/// The part of QUERY_DEV_CAP only the RDMA provider reads.
+fn rdma_cap(out: &[u8]) -> Result<RdmaCap> {
+    let flags =
+        u64::from(get32(out, DEV_CAP_FLAGS)?) | u64::from(get32(out, DEV_CAP_EXT_FLAGS)?) << 32;
+    let max_counters = if flags & crate::ib_device::dev_flag::COUNTERS != 0 {
+        get32(out, DEV_CAP_MAX_COUNTERS)?
+    } else {
+        0
+    };
+    Ok(RdmaCap {
+        max_requester_per_qp: log_at(out, DEV_CAP_MAX_REQ_QP, 0x3f).unwrap_or(0),
+        local_ca_ack_delay: get8(out, DEV_CAP_ACK_DELAY)? & 0x1f,
+        num_ports: get8(out, DEV_CAP_VL_PORT)? & 0xf,
+        log_max_msg: get8(out, DEV_CAP_MAX_MSG_SZ)? & 0x1f,
+        old_max_gids: 1 << (get8(out, DEV_CAP_MAX_GID)? & 0xf),
+        old_max_pkeys: 1 << (get8(out, DEV_CAP_MAX_PKEY)? & 0xf),
+        stat_rate_support: get16(out, DEV_CAP_RATE_SUPPORT)?,
+        flags,
+        max_sq_sg: get8(out, DEV_CAP_MAX_SG_SQ)?,
+        max_rq_sg: get8(out, DEV_CAP_MAX_SG_RQ)?,
+        reserved_pds: u32::from(get8(out, DEV_CAP_RSVD_PD)? >> 4),
+        max_pds: log_at(out, DEV_CAP_MAX_PD, 0x3f).unwrap_or(0),
+        max_counters,
     })
 }
 

@@ -26,7 +26,7 @@ use kernel::{
 };
 
 use crate::{
-    geometry::{FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS},
+    geometry::{CQ_SLOTS, FIRST_QPN, MAX_MPTS, MAX_QPS},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::firmware::dev_cap::DevCap,
     hw::firmware::icm_pages::IcmPages,
@@ -41,6 +41,9 @@ use crate::{
     region,
 };
 
+/// RDMA reads a QP may have outstanding as responder (log2): one RDMARC
+/// entry per QP (`caps.max_qp_dest_rdma`, mlx4_core's `rdmarc_shift`).
+pub(crate) const LOG_RDMARC_PER_QP: u8 = 0;
 /// MTT entries: the queues' (`QueueMtt`) and 256 MiB of memory regions.
 const LOG_NUM_MTTS: u8 = 16;
 /// A two-entry multicast table of 1 KiB entries (the default
@@ -142,10 +145,10 @@ fn request(cap: &DevCap) -> ProfileRequest {
     ProfileRequest {
         // QPNs from FIRST_QPN skip 64 of every 256 (BlueFlame-safe).
         log_num_qps: ceil_log2(FIRST_QPN + 4 * MAX_QPS as u32),
-        log_rdmarc_per_qp: 0,
+        log_rdmarc_per_qp: LOG_RDMARC_PER_QP,
         log_num_srqs: ceil_log2(cap.reserved_srqs),
-        // A send CQ per context and a receive CQ per QP.
-        log_num_cqs: ceil_log2(cap.reserved_cqs + (MAX_CQS + MAX_QPS) as u32),
+        // A send CQ per context, a receive CQ per QP, the provider's.
+        log_num_cqs: ceil_log2(cap.reserved_cqs + CQ_SLOTS as u32),
         log_num_eqs: ceil_log2(cap.reserved_eqs + 1),
         log_num_mpts: ceil_log2(MAX_MPTS as u32),
         log_num_mtts: LOG_NUM_MTTS,

@@ -5,36 +5,28 @@
 //! LID comes from the port's subnet management agent, a PortInfo SubnGet
 //! through MAD_IFC as `ib/main.c:ib_link_query_port` asks it: RC QPs
 //! connected on this port name it as the remote LID of their primary path.
+//! The RDMA provider reads the port's attributes through the same agent
+//! ([`smp`]) and its table sizes through QUERY_PORT ([`query_caps`]).
 
 use kernel::prelude::*;
 
 use crate::{
-    hw::cmd::be_fields::{get16, get8},
+    hw::cmd::be_fields::get8,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
+    hw::firmware::dev_cap::{RdmaCap, CMD_IF_NEW_PORT_CMDS},
+    mad,
 };
 
 /// The port every QP of this driver uses.
 pub(crate) const PORT: u32 = 1;
 
-const MAD_SIZE: usize = 256;
 /// `MLX4_MAD_IFC_IGNORE_MKEY | MLX4_MAD_IFC_IGNORE_BKEY`.
 const MAD_IFC_IGNORE_KEYS: u32 = 3;
-// The MAD header (`struct ib_mad_hdr`) and the SMP's data (+64).
-const MAD_BASE_VERSION: usize = 0;
-const MAD_MGMT_CLASS: usize = 1;
-const MAD_CLASS_VERSION: usize = 2;
-const MAD_METHOD: usize = 3;
-const MAD_STATUS: usize = 4;
-const MAD_ATTR_ID: usize = 16;
-const MAD_ATTR_MOD: usize = 20;
-const SMP_DATA: usize = 64;
-const CLASS_SUBN_LID_ROUTED: u8 = 0x01;
-const METHOD_GET: u8 = 0x01;
-const ATTR_PORT_INFO: u16 = 0x0015;
-// PortInfo: the LID and the port state (low nibble; 4 is ACTIVE).
-const PORT_INFO_LID: usize = 16;
-const PORT_INFO_STATE: usize = 32;
+/// PortInfo's state (low nibble of byte 32): ACTIVE.
 const PORT_ACTIVE: u8 = 4;
+/// QUERY_PORT's out mailbox: log2 of the GIDs (bits 7..4) and P_Keys.
+const QUERY_PORT_MAX_GID_PKEY: usize = 0x07;
+const QUERY_PORT_OUT: usize = 0x100;
 
 /// What PortInfo says of the port.
 pub(crate) struct PortInfo {
@@ -52,30 +44,59 @@ pub(crate) fn close(cmd: &CmdIf, st: &mut CmdState) -> Result {
     cmd.exec(st, Command::new(Op::ClosePort, PORT))
 }
 
-/// PortInfo of [`PORT`] from its subnet management agent.
-pub(crate) fn query(cmd: &CmdIf, st: &mut CmdState) -> Result<PortInfo> {
-    let mut mad = [0u8; MAD_SIZE];
-    mad[MAD_BASE_VERSION] = 1;
-    mad[MAD_MGMT_CLASS] = CLASS_SUBN_LID_ROUTED;
-    mad[MAD_CLASS_VERSION] = 1;
-    mad[MAD_METHOD] = METHOD_GET;
-    mad[MAD_ATTR_ID..MAD_ATTR_ID + 2].copy_from_slice(&ATTR_PORT_INFO.to_be_bytes());
-    mad[MAD_ATTR_MOD..MAD_ATTR_MOD + 4].copy_from_slice(&PORT.to_be_bytes());
-    let mut out = [0u8; MAD_SIZE];
+/// The attribute `attr_id` (block `attr_mod`) of [`PORT`] from its
+/// subnet management agent: a SubnGet through MAD_IFC as `mlx4_MAD_IFC()`
+/// posts it with the keys ignored. An answer with a MAD status is `-EIO`.
+pub(crate) fn smp(
+    cmd: &CmdIf,
+    st: &mut CmdState,
+    attr_id: u16,
+    attr_mod: u32,
+) -> Result<[u8; mad::SMP_DATA_LEN]> {
+    let query = mad::query(attr_id, attr_mod);
+    let mut out = [0u8; mad::MAD_SIZE];
     cmd.exec(
         st,
         Command::new(Op::MadIfc, PORT)
             .op_mod(MAD_IFC_IGNORE_KEYS)
-            .input(Input::Mailbox(&mad))
+            .input(Input::Mailbox(&query))
             .output(&mut out),
     )?;
-    let status = get16(&out, MAD_STATUS)?;
+    let status = mad::status(&out);
     if status != 0 {
-        dev_err!(cmd.dev(), "PortInfo: MAD status {:#06x}\n", status);
+        dev_err!(
+            cmd.dev(),
+            "SMP attribute {:#06x}: MAD status {:#06x}\n",
+            attr_id,
+            status
+        );
         return Err(EIO);
     }
+    Ok(*mad::data(&out))
+}
+
+/// PortInfo of [`PORT`] from its subnet management agent.
+pub(crate) fn query(cmd: &CmdIf, st: &mut CmdState) -> Result<PortInfo> {
+    let info = mad::port_info(&smp(cmd, st, mad::attr::PORT_INFO, PORT)?);
     Ok(PortInfo {
-        lid: get16(&out, SMP_DATA + PORT_INFO_LID)?,
-        active: get8(&out, SMP_DATA + PORT_INFO_STATE)? & 0xf == PORT_ACTIVE,
+        lid: info.lid,
+        active: info.state == PORT_ACTIVE,
     })
+}
+
+/// The sizes of [`PORT`]'s GID and P_Key tables: QUERY_PORT, or before
+/// command interface revision 3 QUERY_DEV_CAP's (`mlx4_QUERY_PORT()`).
+pub(crate) fn query_caps(
+    cmd: &CmdIf,
+    st: &mut CmdState,
+    cmd_if_rev: u16,
+    cap: &RdmaCap,
+) -> Result<(u16, u16)> {
+    if cmd_if_rev < CMD_IF_NEW_PORT_CMDS {
+        return Ok((cap.old_max_gids, cap.old_max_pkeys));
+    }
+    let mut out = [0u8; QUERY_PORT_OUT];
+    cmd.exec(st, Command::new(Op::QueryPort, PORT).output(&mut out))?;
+    let field = get8(&out, QUERY_PORT_MAX_GID_PKEY)?;
+    Ok((1 << (field >> 4), 1 << (field & 0xf)))
 }

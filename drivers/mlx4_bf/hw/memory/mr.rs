@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: user memory pinned and mapped (`pin.rs`), its page list
-//! written to the adapter's MTT (WRITE_MTT) and an MPT entry naming it
-//! handed to the adapter (SW2HW_MPT), as `mlx4_mr_enable()` does; and the
-//! table, one per adapter, that every key a WQE names is checked against.
+//! Memory regions: user memory pinned and mapped (`pin.rs`), or memory its
+//! owner mapped (the kernel ping's buffers, the RDMA provider's `ib_umem`s),
+//! its page list written to the adapter's MTT and an MPT entry naming it
+//! handed to the adapter (SW2HW_MPT), as `mlx4_mr_enable()` does; the
+//! table, one per adapter, that every key a WQE names is checked against;
+//! and the MTT ranges of the provider's queues (`mlx4_mtt_init()`), from
+//! the same allocator.
 //!
 //! Keys (`region`): MPT slot << 8 | tag; slot 0 is the firmware's (the
 //! reserved lkey 0x8 names it) and never handed out. An MPT's protection
@@ -47,11 +50,15 @@ struct Entry {
     user: Option<(DmaMap, Pinned)>,
 }
 
-/// Kernel memory to register (`MrTable::register_kernel`).
-pub(crate) struct KernelRegion<'a> {
-    /// The DMA addresses of its 4 KiB pages, the MTT entries; none: a
-    /// PHYSICAL region of every DMA address (`region::Mpt::physical`).
+/// Memory its owner mapped for DMA, to register
+/// (`MrTable::register_mapped`).
+pub(crate) struct MappedRegion<'a> {
+    /// The DMA addresses of its pages, the MTT entries; none: a PHYSICAL
+    /// region of every DMA address (`region::Mpt::physical`).
     pub(crate) pages: &'a [u64],
+    /// Bytes of each page as a shift, 12 (4 KiB) or more: each address of
+    /// `pages` is aligned to it (`mlx4_mr_alloc()`'s `page_shift`).
+    pub(crate) page_shift: u32,
     /// The address WQEs name its first byte by (its DMA address), and its
     /// length; a PHYSICAL region's are 0 and all of them, whatever these say.
     pub(crate) start: u64,
@@ -180,6 +187,11 @@ impl MrTable {
             .sum()
     }
 
+    /// Regions the table can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.len().saturating_sub(self.first_slot)
+    }
+
     /// Regions registered (debugfs).
     pub(crate) fn count(&self) -> usize {
         self.regions().count()
@@ -217,6 +229,7 @@ impl MrTable {
             len,
             perm,
             mtt: mtt as u32,
+            page_shift: region::PAGE_SHIFT,
             physical: false,
         };
         let written = Self::write_mtt(write_mtt, &dma, mtt as u32, pages);
@@ -266,15 +279,15 @@ impl MrTable {
         key
     }
 
-    /// Registers kernel memory for context `owner`: its pages, already
-    /// mapped for DMA by its owner, which keeps them until the region is
-    /// deregistered; or, with no pages, a PHYSICAL region. Returns its MPT
-    /// as the adapter has it.
-    pub(crate) fn register_kernel(
+    /// Registers memory for protection domain `owner` (a context's, or
+    /// the provider's): its pages, already mapped for DMA by its owner,
+    /// which keeps them until the region is deregistered; or, with no
+    /// pages, a PHYSICAL region. Returns its MPT as the adapter has it.
+    pub(crate) fn register_mapped(
         &mut self,
         (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
         owner: u32,
-        r: &KernelRegion<'_>,
+        r: &MappedRegion<'_>,
     ) -> Result<Mpt> {
         let slot = self.free_slot()?;
         let key = self.next_key(slot);
@@ -282,6 +295,7 @@ impl MrTable {
         let mpt = if pages == 0 {
             Mpt::physical(key, owner, r.perm)
         } else {
+            check_pages(r.pages, r.page_shift)?;
             let mtt = self.mtt.alloc(pages).ok_or(ENOSPC)?;
             let mpt = Mpt {
                 key,
@@ -290,6 +304,7 @@ impl MrTable {
                 len: r.len,
                 perm: r.perm,
                 mtt: mtt as u32,
+                page_shift: r.page_shift,
                 physical: false,
             };
             if let Err(e) = write_mtt(mtt as u32, r.pages) {
@@ -384,6 +399,34 @@ impl MrTable {
         out
     }
 
+    /// An MTT range for `pages` (DMA addresses of pages of `1 <<
+    /// page_shift` bytes, each aligned to it), its entries written:
+    /// `mlx4_mtt_init()` and `mlx4_write_mtt()`. `-ENOSPC` when no run of
+    /// entries is free; `-ENODEV` after unbind.
+    pub(crate) fn alloc_mtt(
+        &mut self,
+        write_mtt: impl Fn(u32, &[u64]) -> Result,
+        pages: &[u64],
+        page_shift: u32,
+    ) -> Result<u32> {
+        if self.closed {
+            return Err(ENODEV);
+        }
+        check_pages(pages, page_shift)?;
+        let first = self.mtt.alloc(pages.len()).ok_or(ENOSPC)?;
+        if let Err(e) = write_mtt(first as u32, pages) {
+            self.mtt.free(first, pages.len());
+            return Err(e);
+        }
+        Ok(first as u32)
+    }
+
+    /// Gives back a range [`MrTable::alloc_mtt`] returned, of `count`
+    /// entries from `first`; nothing in the device may use it any more.
+    pub(crate) fn free_mtt(&mut self, first: u32, count: u32) {
+        self.mtt.free(first as usize, count as usize);
+    }
+
     /// `(start, len, region::perm() bits)` of the region `rkey` names, if
     /// it belongs to the context whose PD is `pd`.
     pub(crate) fn remote(&self, rkey: u32, pd: u32) -> Option<(u64, u64, u32)> {
@@ -393,6 +436,20 @@ impl MrTable {
             .as_ref()?;
         (e.mpt.key == rkey && e.mpt.pd == pd).then_some((e.mpt.start, e.mpt.len, e.mpt.perm))
     }
+}
+
+/// Page addresses for MTT entries: at least one, at most the MTT, pages of
+/// 4 KiB to 2 GiB (`MLX4_PAGE_SIZE_SUPPORTED`), each aligned to its size.
+fn check_pages(pages: &[u64], page_shift: u32) -> Result {
+    let mask = 1u64.checked_shl(page_shift).ok_or(EINVAL)? - 1;
+    if pages.is_empty()
+        || pages.len() > MTT_WORDS * 64
+        || !(region::PAGE_SHIFT..=31).contains(&page_shift)
+        || pages.iter().any(|&p| p & mask != 0)
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 /// SW2HW_MPT of `m` into `slot`, recorded in `st.live.mpts`.

@@ -16,7 +16,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
-    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, CQ_SLOTS, DB_REC_WORDS, MAX_CQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::memory::mtt::{Pool, QueueMtt},
@@ -54,6 +54,14 @@ const _: () = {
     assert!(offset_of!(CqContext, mtt_base_addr_h) == 0x1b);
     assert!(offset_of!(CqContext, db_rec_addr) == 0x38);
 };
+
+bitfield! {
+    /// `CqContext::flags`.
+    struct CqFlags(u32) {
+        /// Completions carry a timestamp.
+        19:19 timestamp => bool;
+    }
+}
 
 bitfield! {
     /// `CqContext::logsize_usrpage`.
@@ -95,7 +103,7 @@ pub(crate) struct Cq {
 /// device; `st` (the command lock) proves no CQ in hardware uses it.
 pub(crate) fn clear(mem: &QueueMem, slot: usize, st: &CmdState) -> Result {
     let base = slot.checked_mul(CQ_BYTES).ok_or(EINVAL)?;
-    if slot >= MAX_CQS || st.live.cqs & (1 << slot) != 0 || base + CQ_BYTES > mem.cqs.size() {
+    if slot >= MAX_CQS || st.live.cq(slot) || base + CQ_BYTES > mem.cqs.size() {
         return Err(EINVAL);
     }
     // SAFETY: The range is inside the pool (checked above) and belongs to no
@@ -108,19 +116,17 @@ pub(crate) fn clear(mem: &QueueMem, slot: usize, st: &CmdState) -> Result {
 }
 
 /// HW2SW_CQ of the CQ recorded under `slot` (a `Live::cqs` bit), unless it
-/// is not in hardware (any more).
-pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) {
-    if slot >= 64 || st.live.cqs & (1 << slot) == 0 {
-        return;
+/// is not in hardware (any more); as `mlx4_cq_free()`, with no context
+/// back. An error means the CQ is still the device's.
+pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) -> Result {
+    if !st.live.cq(slot) {
+        return Ok(());
     }
     // A failure is logged by the command path. The device may still use the
     // slot then, so it stays marked and is never handed out again.
-    if cmd
-        .exec(st, Command::new(Op::Hw2SwCq, cqn).op_mod(HW2SW_NO_OUTPUT))
-        .is_ok()
-    {
-        st.live.cqs &= !(1 << slot);
-    }
+    cmd.exec(st, Command::new(Op::Hw2SwCq, cqn).op_mod(HW2SW_NO_OUTPUT))?;
+    st.live.set_cq(slot, false);
+    Ok(())
 }
 
 /// Where a CQ lives and what it is attached to.
@@ -132,34 +138,41 @@ pub(crate) struct CqParams {
     /// The UAR it is armed through.
     pub(crate) uar: u32,
     pub(crate) eqn: u32,
-    /// MTT byte address of its ring (one page), DMA address of its
-    /// doorbell record.
+    /// MTT byte address of its ring, DMA address of its doorbell record.
     pub(crate) buf_mtt: u64,
     pub(crate) db_rec: u64,
+    /// The ring's pages: `4 KiB << log_page_size` each.
+    pub(crate) log_page_size: u8,
+    /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.
+    pub(crate) timestamp: bool,
 }
 
 /// SW2HW_CQ (op_mod 0: the device sets every CQE's owner bit, as there is
-/// no SW_CQ_INIT); the command lock records it under `p.live_bit`.
+/// no SW_CQ_INIT) with `mlx4_cq_alloc()`'s context; the command lock
+/// records it under `p.live_bit`.
 pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
-    if p.live_bit >= 64 || st.live.cqs & (1 << p.live_bit) != 0 {
+    if p.live_bit >= CQ_SLOTS || st.live.cq(p.live_bit) {
         return Err(EINVAL);
     }
     let mut ctx = CqContext::new_zeroed();
+    ctx.flags = CqFlags::from_raw(0)
+        .with_timestamp(p.timestamp)
+        .into_raw()
+        .into();
     ctx.logsize_usrpage = LogsizeUsrpage::from_raw(0)
         .try_with_log_size(p.log_entries)?
         .try_with_usr_page(p.uar)?
         .into_raw()
         .into();
     ctx.comp_eqn = p.eqn as u8;
-    // 4 KiB pages: log_page_size 0.
-    ctx.log_page_size = 0;
+    ctx.log_page_size = p.log_page_size;
     (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(p.buf_mtt)?;
     ctx.db_rec_addr = p.db_rec.into();
     cmd.exec(
         st,
         Command::new(Op::Sw2HwCq, p.cqn).input(Input::Mailbox(ctx.as_bytes())),
     )?;
-    st.live.cqs |= 1 << p.live_bit;
+    st.live.set_cq(p.live_bit, true);
     Ok(())
 }
 
@@ -195,6 +208,9 @@ impl Cq {
             eqn,
             buf_mtt: queue_mtt.addr(Pool::SendCqs, slot * CQ_BYTES)?,
             db_rec: dma.cq_db + (slot * DB_REC_WORDS * 4) as u64,
+            // One 4 KiB page.
+            log_page_size: 0,
+            timestamp: false,
         })
     }
 

@@ -6,10 +6,13 @@
 //! The EQ buffer is DMA memory the device writes; an EQE belongs to software
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
 //! interrupt handler (`adapter::EqHandler`) consumes what is there with
-//! [`Eq::poll`], which counts it; it re-arms the EQ through its doorbell in
-//! UAR page `eqn / 4`, the kernel's (no context gets it,
-//! `Firmware::kernel_uars`), and on a completion event wakes the pollers of the
-//! device file. The EQ's buffer is named by its MTT entries (`memory/mtt.rs`).
+//! [`Eq::poll`], which counts each EQE and hands it on decoded
+//! (`eqe::decode`, as `mlx4_eq_int()` reads it); it re-arms the EQ through
+//! its doorbell in UAR page `eqn / 4`, the kernel's (no context gets it,
+//! `Firmware::kernel_uars`), and on a completion event of a context's CQ
+//! wakes the pollers of the device file; the RDMA provider's events go to
+//! its dispatcher (`adapter/events.rs`). The EQ's buffer is named by its
+//! MTT entries (`memory/mtt.rs`).
 
 use core::mem::{offset_of, size_of};
 use kernel::{
@@ -22,6 +25,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
+    eqe::{self, Eqe, EQE_EVENT, EQE_OWNER, EQE_SUBTYPE, EQE_TYPE},
     geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32},
     hw::cmd::be_mmio::BeMmio,
@@ -74,14 +78,8 @@ bitfield! {
 /// `MLX4_EQ_STATE_ARMED`.
 const EQ_STATE_ARMED: u32 = 9;
 
-// struct mlx4_eqe.
-const EQE_TYPE: usize = 0x01;
-const EQE_OWNER: usize = 0x1f;
+/// The owner bit of `struct mlx4_eqe`'s last byte.
 const EQE_OWNER_BIT: u8 = 0x80;
-
-// enum mlx4_event.
-const EVENT_COMP: u8 = 0x00;
-const EVENT_CMD: u8 = 0x0a;
 /// `MLX4_ASYNC_EVENT_MASK` without the SR-IOV and Ethernet-only events:
 /// PATH_MIG, COMM_EST, SQ_DRAINED, CQ_ERROR, WQ_CATAS_ERROR, EEC_CATAS_ERROR,
 /// PATH_MIG_FAILED, PORT_CHANGE, CMD, ECC_DETECT, WQ_INVAL_REQ_ERROR,
@@ -194,11 +192,15 @@ impl Eq {
         BeMmio::new(uar).try_write32(v, doorbell_offset(self.eqn))
     }
 
-    /// Consumes the EQEs the device has written; returns whether one of
-    /// them was a completion event.
-    pub(crate) fn poll(&self, mem: &QueueMem, stats: &QueueStats) -> Result<bool> {
+    /// Consumes the EQEs the device has written, counting each and handing
+    /// it to `seen` decoded.
+    pub(crate) fn poll(
+        &self,
+        mem: &QueueMem,
+        stats: &QueueStats,
+        mut seen: impl FnMut(Eqe),
+    ) -> Result {
         let mut ci = self.ci.load(Relaxed);
-        let mut completion = false;
         // At most one pass per interrupt, whatever the device wrote.
         for _ in 0..EQ_ENTRIES {
             let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
@@ -210,14 +212,31 @@ impl Eq {
             crate::sys::barrier::dma_rmb();
             let kind: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_TYPE]);
             stats.eqe(match kind {
-                EVENT_CMD => EqeKind::Command,
-                EVENT_COMP => EqeKind::Completion,
+                eqe::kind::CMD => EqeKind::Command,
+                eqe::kind::COMP => EqeKind::Completion,
                 _ => EqeKind::Async,
             });
-            completion |= kind == EVENT_COMP;
+            // A command's EQE says nothing the polled interface needs.
+            if kind != eqe::kind::CMD {
+                seen(Self::read(mem, at, kind)?);
+            }
             ci = ci.wrapping_add(1);
         }
         self.ci.store(ci, Relaxed);
-        Ok(completion)
+        Ok(())
+    }
+
+    /// The EQE of type `kind` at byte `at` of the ring, decoded.
+    fn read(mem: &QueueMem, at: usize, kind: u8) -> Result<Eqe> {
+        let subtype: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_SUBTYPE]);
+        let mut event = [0u32; 3];
+        for (i, word) in event.iter_mut().enumerate() {
+            let mut b = [0u8; 4];
+            for (j, byte) in b.iter_mut().enumerate() {
+                *byte = kernel::dma_read!(mem.eq, [try: at + EQE_EVENT + 4 * i + j]);
+            }
+            *word = u32::from_be_bytes(b);
+        }
+        Ok(eqe::decode(kind, subtype, event))
     }
 }

@@ -4,122 +4,15 @@
 //! and the RST -> INIT -> RTR -> RTS transitions (`mlx4/qp.c`,
 //! `mlx4_ib/qp.c`), and the reset that destroys a QP.
 
-use core::mem::{offset_of, size_of};
-use kernel::{bitfield, prelude::*};
+use kernel::prelude::*;
 use zerocopy::{FromZeros, IntoBytes};
-use zerocopy_derive::Immutable;
 
+use super::qp_mailbox::{QpFlags, QpModify};
 use crate::{
     geometry::{RQ_ENTRIES, RQ_OFFSET, RQ_STRIDE, SQ_ENTRIES, SQ_STRIDE},
-    hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
+    hw::cmd::be_fields::mtt_fields,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
 };
-
-/// `struct mlx4_qp_path`.
-#[repr(C)]
-#[derive(IntoBytes, FromBytes, Immutable)]
-struct QpPath {
-    fl: u8,
-    control: u8,
-    disable_pkey_check: u8,
-    pkey_index: u8,
-    counter_index: u8,
-    grh_mylmc: u8,
-    rlid: Be16,
-    ackto: u8,
-    mgid_index: u8,
-    static_rate: u8,
-    hop_limit: u8,
-    tclass_flowlabel: Be32,
-    rgid: [u8; 16],
-    sched_queue: u8,
-    vlan_index: u8,
-    feup: u8,
-    fvl_rx: u8,
-    reserved4: [u8; 2],
-    dmac: [u8; 6],
-}
-
-/// `struct mlx4_qp_context`.
-#[repr(C)]
-#[derive(IntoBytes, FromBytes, Immutable)]
-struct QpContext {
-    flags: Be32,
-    pd: Be32,
-    mtu_msgmax: u8,
-    rq_size_stride: u8,
-    sq_size_stride: u8,
-    rlkey_roce_mode: u8,
-    usr_page: Be32,
-    local_qpn: Be32,
-    remote_qpn: Be32,
-    pri_path: QpPath,
-    alt_path: QpPath,
-    params1: Be32,
-    reserved1: [u8; 4],
-    next_send_psn: Be32,
-    cqn_send: Be32,
-    roce_entropy: Be16,
-    reserved2: [u8; 6],
-    last_acked_psn: Be32,
-    ssn: Be32,
-    params2: Be32,
-    rnr_nextrecvpsn: Be32,
-    xrcd: Be32,
-    cqn_recv: Be32,
-    db_rec_addr: Be64,
-    qkey: Be32,
-    srqn: Be32,
-    msn: Be32,
-    rq_wqe_counter: Be16,
-    sq_wqe_counter: Be16,
-    reserved3: [u8; 4],
-    rate_limit_params: Be16,
-    reserved4: u8,
-    qos_vport: u8,
-    param3: Be32,
-    nummmcpeers_basemkey: Be32,
-    log_page_size: u8,
-    reserved5: [u8; 2],
-    mtt_base_addr_h: u8,
-    mtt_base_addr_l: Be32,
-    reserved6: [u8; 40],
-}
-
-/// The mailbox of the QP transitions (`mlx4_qp_modify()`): the optional
-/// parameter mask, then the context.
-#[repr(C)]
-#[derive(IntoBytes, FromBytes, Immutable)]
-struct QpModify {
-    optpar: Be32,
-    reserved: [u8; 4],
-    context: QpContext,
-}
-
-const _: () = {
-    assert!(size_of::<QpPath>() == 0x2c);
-    assert!(size_of::<QpContext>() == 0xf8);
-    assert!(offset_of!(QpContext, pri_path) == 0x18);
-    assert!(offset_of!(QpContext, pri_path) + offset_of!(QpPath, sched_queue) == 0x38);
-    assert!(offset_of!(QpContext, cqn_send) == 0x7c);
-    assert!(offset_of!(QpContext, cqn_recv) == 0x9c);
-    assert!(offset_of!(QpContext, db_rec_addr) == 0xa0);
-    assert!(offset_of!(QpContext, log_page_size) == 0xc8);
-    assert!(offset_of!(QpContext, mtt_base_addr_h) == 0xcb);
-    assert!(offset_of!(QpModify, context) == 8);
-};
-
-bitfield! {
-    /// `QpContext::flags`.
-    struct QpFlags(u32) {
-        /// `enum mlx4_qp_state`.
-        31:28 state;
-        /// `MLX4_QP_ST_*`.
-        23:16 service_type;
-        /// `MLX4_QP_PM_*`.
-        12:11 pm_state;
-    }
-}
 
 // enum mlx4_qp_state and the service type of the flags word.
 const STATE_INIT: u32 = 1;
@@ -139,7 +32,7 @@ const SCHED_QUEUE_PORT1: u8 = 0x83;
 const PARAMS2_RWE: u32 = 1 << 14;
 const PARAMS2_RRE: u32 = 1 << 15;
 /// `2RST_QP` takes op_mod 2 and no mailbox.
-const TO_RST_OP_MOD: u32 = 2;
+pub(super) const TO_RST_OP_MOD: u32 = 2;
 
 /// `sq_size_stride`: `log2(SQ_ENTRIES) << 3 | (log2(SQ_STRIDE) - 4)`.
 const SQ_SIZE_STRIDE: u8 = ((SQ_ENTRIES.ilog2() << 3) | (SQ_STRIDE.ilog2() - 4)) as u8;

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the RDMA provider (drivers/mlx4_bf/ib/) makes in the adapter, with
+//! plain values: protection domains, MTT ranges for the pages of its
+//! `ib_umem`s, CQs and QPs in user memory with mainline mlx4_ib's geometry
+//! and state machine (`qp_size`, `qp_context`), and its event dispatcher.
+//! Memory regions over mapped pages are [`Adapter::register_mapped_mr`].
+//!
+//! Ports: `mlx4_pd_alloc()` (core/pd.c), `mlx4_mtt_init()` and
+//! `mlx4_write_mtt()` (core/mr.c), `mlx4_cq_alloc()` and `mlx4_cq_free()`
+//! (core/cq.c) as `mlx4_ib_create_user_cq()` calls them,
+//! `mlx4_qp_reserve_range()`, `__mlx4_ib_modify_qp()` and the 2RST of
+//! `destroy_qp_common()` (ib/qp.c).
+//!
+//! What the device may still use is never handed back: a CQ whose
+//! HW2SW_CQ failed, a QP whose 2RST failed keep their slots, and the
+//! caller must then keep their memory (pinned, mapped) until unbind has
+//! reset the device. After unbind, whatever the provider still holds is
+//! out of the device: taking it down succeeds without a command.
+
+// Until the provider is merged, this module's API is its own root.
+#![allow(
+    dead_code,
+    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
+)]
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::{events::EventDispatch, Adapter};
+use crate::{
+    geometry::{CQE_SIZE, CQ_SLOTS, FIRST_PROVIDER_CQ, PROVIDER_PDS},
+    hw::queues::{
+        cq::{self, CqParams},
+        user_qp,
+    },
+    qp_context::{self, QpAttr, QpCommand, QpFacts, QpFields, QpOp, QpSoft, Service},
+    qp_size::QpGeometry,
+    region::{MTT_ENTRY_LEN, PAGE_SHIFT},
+    sys::errno::eopnotsupp,
+    verbs::{QpState, VerbsError},
+};
+
+/// The errno of a rule's refusal.
+pub(super) fn errno(e: VerbsError) -> Error {
+    match e {
+        VerbsError::Invalid => EINVAL,
+        VerbsError::NotSupported => eopnotsupp(),
+    }
+}
+
+/// The provider's PD numbers: `count` from `base`, above every context's
+/// (a context's PD is its UAR index) and the firmware's reserved ones,
+/// below the device's limit.
+pub(crate) struct PdPool {
+    base: u32,
+    count: u32,
+    used: u64,
+}
+
+impl PdPool {
+    /// PDs `base..limit`, at most `PROVIDER_PDS` of them.
+    pub(super) fn new(base: u32, limit: u32) -> Self {
+        PdPool {
+            base,
+            count: limit.saturating_sub(base).min(PROVIDER_PDS as u32),
+            used: 0,
+        }
+    }
+
+    /// PDs the provider may have.
+    pub(super) fn count(&self) -> u32 {
+        self.count
+    }
+}
+
+/// A run of MTT entries naming the pages of one buffer.
+pub(crate) struct MttRange {
+    first: u32,
+    count: u32,
+    page_shift: u32,
+}
+
+impl MttRange {
+    /// The MTT byte address a context names it by (`mlx4_mtt_addr()`).
+    pub(crate) fn addr(&self) -> u64 {
+        u64::from(self.first) * MTT_ENTRY_LEN
+    }
+
+    /// The contexts' `log_page_size`: `page_shift - MLX4_ICM_PAGE_SHIFT`.
+    pub(crate) fn log_page_size(&self) -> u8 {
+        (self.page_shift - PAGE_SHIFT) as u8
+    }
+
+    /// Bytes its pages hold.
+    pub(crate) fn bytes(&self) -> u64 {
+        u64::from(self.count) << self.page_shift
+    }
+}
+
+/// A CQ in user memory (`mlx4_ib_create_user_cq()`).
+pub(crate) struct CqSpec<'a> {
+    /// `log2` of its entries (`qp_size::cq_size()`).
+    pub(crate) log_entries: u8,
+    /// The ucontext's UAR, through which it is armed.
+    pub(crate) uar: u32,
+    /// Its ring's pages, which must hold `1 << log_entries` CQEs.
+    pub(crate) mtt: &'a MttRange,
+    /// DMA address of its doorbell record (`mlx4_ib_db_map_user()`).
+    pub(crate) db_rec: u64,
+    /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.
+    pub(crate) timestamp: bool,
+}
+
+/// A CQ of the provider's in the device.
+pub(crate) struct CqHandle {
+    cqn: u32,
+    slot: usize,
+}
+
+impl CqHandle {
+    pub(crate) fn cqn(&self) -> u32 {
+        self.cqn
+    }
+}
+
+/// What a QP is, fixed at creation (`create_qp_common()` with udata).
+pub(crate) struct QpSpec<'a> {
+    pub(crate) service: Service,
+    /// The ucontext's UAR: the QP's `usr_page`, its doorbells' page.
+    pub(crate) uar: u32,
+    /// Two of the provider's CQs (`CqHandle::cqn`).
+    pub(crate) cqn_send: u32,
+    pub(crate) cqn_recv: u32,
+    /// `qp_size::user_qp()`'s.
+    pub(crate) geometry: QpGeometry,
+    pub(crate) sq_no_prefetch: bool,
+    /// DMA address of the RQ doorbell record.
+    pub(crate) db_rec: u64,
+    /// The buffer's pages, which must hold `geometry.buf_size()` bytes.
+    pub(crate) mtt: &'a MttRange,
+}
+
+/// A QP number and table slot of the provider's, with what mlx4_ib keeps
+/// between its transitions. The caller serialises its modifications
+/// (mlx4_ib's `qp->mutex`).
+pub(crate) struct QpHandle {
+    qpn: u32,
+    slot: usize,
+    pd: u32,
+    soft: QpSoft,
+}
+
+impl QpHandle {
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The state its last successful transition left it in.
+    pub(crate) fn state(&self) -> QpState {
+        self.soft.state
+    }
+}
+
+impl Adapter {
+    /// A protection domain for the provider (`mlx4_pd_alloc()`); `-ENOSPC`
+    /// when all are taken.
+    pub(crate) fn alloc_pd(&self) -> Result<u32> {
+        let mut pool = self.pds.lock();
+        let i = (!pool.used).trailing_zeros();
+        if i >= pool.count {
+            return Err(ENOSPC);
+        }
+        pool.used |= 1 << i;
+        Ok(pool.base + i)
+    }
+
+    /// Gives PD `pdn` back; nothing of it may be left in the device.
+    pub(crate) fn free_pd(&self, pdn: u32) {
+        let mut pool = self.pds.lock();
+        if let Some(i) = pdn.checked_sub(pool.base).filter(|&i| i < pool.count) {
+            pool.used &= !(1 << i);
+        }
+    }
+
+    /// An MTT range for `pages`, DMA addresses of pages of `1 <<
+    /// page_shift` bytes (12 to 31), each aligned to it, its entries
+    /// written. `-ENOSPC` when the MTT has no run that long.
+    pub(crate) fn alloc_mtt(&self, pages: &[u64], page_shift: u32) -> Result<MttRange> {
+        let fw = &*self.firmware;
+        let first = self.mrs.lock().alloc_mtt(
+            |first, p: &[u64]| fw.write_mtt(first, p),
+            pages,
+            page_shift,
+        )?;
+        Ok(MttRange {
+            first,
+            count: pages.len() as u32,
+            page_shift,
+        })
+    }
+
+    /// Gives `range` back: the CQ or QP that used it is out of the device.
+    pub(crate) fn free_mtt(&self, range: MttRange) {
+        self.mrs.lock().free_mtt(range.first, range.count);
+    }
+
+    /// Whether `uar` may be a provider object's: a UAR contexts get, not
+    /// the kernel's (`Firmware::kernel_uars`).
+    fn user_uar(&self, uar: u32) -> Result {
+        if uar < self.firmware.kernel_uars() || uar >= self.caps.num_uars {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// SW2HW_CQ of a CQ in user memory with `mlx4_cq_alloc()`'s context,
+    /// completions to the adapter's EQ.
+    pub(crate) fn create_cq(&self, spec: &CqSpec<'_>) -> Result<CqHandle> {
+        self.user_uar(spec.uar)?;
+        let ring = (CQE_SIZE as u64).checked_shl(spec.log_entries.into());
+        let max_log = self.firmware.dev_cap.log_max_cq_sz;
+        if spec.log_entries > max_log || ring.is_none_or(|b| b > spec.mtt.bytes()) {
+            return Err(EINVAL);
+        }
+        let fw = &*self.firmware;
+        let mut st = fw.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        let slot = st.live.free_cq(FIRST_PROVIDER_CQ..CQ_SLOTS).ok_or(ENOSPC)?;
+        let p = CqParams {
+            live_bit: slot,
+            cqn: fw.cqn(slot),
+            log_entries: spec.log_entries.into(),
+            uar: spec.uar,
+            eqn: fw.eq.eqn,
+            buf_mtt: spec.mtt.addr(),
+            db_rec: spec.db_rec,
+            log_page_size: spec.mtt.log_page_size(),
+            timestamp: spec.timestamp,
+        };
+        cq::create(&fw.cmd, &mut st, &p)?;
+        Ok(CqHandle { cqn: p.cqn, slot })
+    }
+
+    /// HW2SW_CQ (`mlx4_cq_free()`); a completion recorded for it is
+    /// forgotten, and a dispatch under way finished, on return. Must not
+    /// be called from the dispatcher. An error: the device may still write
+    /// the CQ's ring and doorbell record (keep them).
+    pub(crate) fn destroy_cq(&self, cq: CqHandle) -> Result {
+        {
+            let fw = &*self.firmware;
+            cq::destroy(&fw.cmd, &mut fw.cmd.lock(), cq.slot, cq.cqn)?;
+        }
+        self.router.forget_cq(cq.cqn);
+        Ok(())
+    }
+
+    /// A QP number (BlueFlame-safe, as the contexts' are) and table slot
+    /// for a QP of protection domain `pd`, in RESET (`create_qp_common()`'s
+    /// `mlx4_qp_reserve_range()`); `-ENOSPC` when all slots are taken.
+    pub(crate) fn reserve_qp(&self, pd: u32) -> Result<QpHandle> {
+        let (slot, qpn) = self.qps.lock().alloc(pd).ok_or(ENOSPC)?;
+        Ok(QpHandle {
+            qpn,
+            slot,
+            pd,
+            soft: QpSoft::new(),
+        })
+    }
+
+    /// The QP's fixed facts, checked: its UAR, its buffer within its pages,
+    /// its CQs two of the provider's in the device.
+    fn qp_facts(&self, qp: &QpHandle, spec: &QpSpec<'_>) -> Result<QpFacts> {
+        self.user_uar(spec.uar)?;
+        if spec.geometry.buf_size() > spec.mtt.bytes() {
+            return Err(EINVAL);
+        }
+        {
+            let fw = &*self.firmware;
+            let st = fw.cmd.lock();
+            for cqn in [spec.cqn_send, spec.cqn_recv] {
+                let slot = cqn.checked_sub(fw.cqn(FIRST_PROVIDER_CQ)).ok_or(EINVAL)? as usize;
+                if slot >= CQ_SLOTS - FIRST_PROVIDER_CQ || !st.live.cq(FIRST_PROVIDER_CQ + slot) {
+                    return Err(EINVAL);
+                }
+            }
+        }
+        Ok(QpFacts {
+            qpn: qp.qpn,
+            service: spec.service,
+            pd: qp.pd,
+            usr_page: spec.uar,
+            cqn_send: spec.cqn_send,
+            cqn_recv: spec.cqn_recv,
+            geometry: spec.geometry,
+            sq_no_prefetch: spec.sq_no_prefetch,
+            db_rec: spec.db_rec,
+            mtt_addr: spec.mtt.addr(),
+            log_page_size: spec.mtt.log_page_size(),
+        })
+    }
+
+    /// The transition `attr` asks (`mlx4_ib_modify_qp()`): the command
+    /// `qp_context::modify()` chose, posted; on success the QP's kept
+    /// state follows. `ib_modify_qp_is_ok()` is the caller's, first.
+    pub(crate) fn modify_qp(&self, qp: &mut QpHandle, spec: &QpSpec<'_>, attr: &QpAttr) -> Result {
+        let facts = self.qp_facts(qp, spec)?;
+        let dev = self.device_caps()?.qp_device();
+        let m = qp_context::modify(&dev, &facts, &qp.soft, attr).map_err(errno)?;
+        if let Some(c) = m.command {
+            let fw = &*self.firmware;
+            user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), qp.slot, &c)?;
+        }
+        qp.soft = m.next;
+        Ok(())
+    }
+
+    /// 2RST of a QP the device has (`destroy_qp_common()`: any state but
+    /// RESET). An error: the device may still use the QP's queues.
+    pub(crate) fn reset_qp(&self, qp: &mut QpHandle) -> Result {
+        let c = QpCommand {
+            op: QpOp::ToRst,
+            in_mod: qp.qpn,
+            op_mod: 2,
+            optpar: 0,
+            context: QpFields::default(),
+        };
+        let fw = &*self.firmware;
+        user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), qp.slot, &c)?;
+        qp.soft = QpSoft::new();
+        Ok(())
+    }
+
+    /// Gives the QP's number and slot back. `-EBUSY` if the device still
+    /// has the QP (its 2RST failed): the slot stays taken, and the caller
+    /// keeps its memory.
+    pub(crate) fn release_qp(&self, qp: QpHandle) -> Result {
+        if self.firmware.qp_in_hw(qp.slot) {
+            return Err(EBUSY);
+        }
+        self.free_qp(qp.slot);
+        Ok(())
+    }
+
+    /// Sets (or clears, with `None`) what the provider's events go to; a
+    /// dispatch under way has finished on return.
+    pub(crate) fn set_event_dispatch(&self, d: Option<Arc<dyn EventDispatch>>) {
+        self.router.set_dispatch(d);
+    }
+}
