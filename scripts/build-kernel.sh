@@ -3,12 +3,21 @@
 #
 # Builds the Rust-enabled test kernel with LLVM=1 (clang and rustc, as
 # Rust-for-Linux prefers) out of tree, under the cache directory, in a build
-# directory keyed by everything that affects the result: the kernel source,
-# the config fragments, this script and the toolchain root's versions (its
-# package list). A warm cache reuses the build; a changed input gets a new
-# directory, so a stale build can never be picked up. Runs inside the root.
+# directory keyed by everything that affects the result: the kernel source
+# and its patch series (below), the config fragments, this script and the
+# toolchain root's versions (its package list). A warm cache reuses the
+# build; a changed input gets a new directory, so a stale build can never be
+# picked up. Runs inside the root.
 # With ARCH=s390 it cross-builds the s390x kernel instead (gcc, the s390
 # fragment; scripts/lib.sh: KMAKE_FLAGS).
+#
+# The kernel carries the project's patch series, tools/linux/*.patch (the
+# RDMA bindings and helpers the module needs): the build's source is a copy
+# of the kernel source with the series applied, made of hard links to it
+# (no file data copied but for the files the series changes), keyed by the
+# source and the series, made once and shared by every build of them. The
+# source itself is never written: other checkouts build from it with their
+# own series.
 #
 # Usage: [ARCH=s390] build-kernel.sh [base|debug]    Prints the build directory.
 
@@ -16,6 +25,67 @@ source "$(dirname "$0")/lib.sh"
 
 KSRC=${KERNEL_SRC:-$TOOLS/linux}
 [ -f "$KSRC/Makefile" ] || die "no kernel tree at $KSRC (run scripts/kernel-source.sh)"
+PATCHES=("$TOP"/tools/linux/*.patch)
+[ -f "${PATCHES[0]}" ] || die "no patches in $TOP/tools/linux"
+
+# make_patched SRC DIR: DIR as SRC with the series applied.
+make_patched() {
+	local src=$1 dir=$2 f p
+	log "kernel: the source with tools/linux/*.patch applied, in $dir"
+	rm -rf "$dir" "$dir.tmp"
+	cp -al "$src" "$dir.tmp" 2>/dev/null || { rm -rf "$dir.tmp"; cp -a "$src" "$dir.tmp"; }
+	# A file the series changes becomes a file of its own first, so that
+	# nothing can write through its link into SRC, however patch writes.
+	for f in $(sed -n 's|^+++ b/||p' "${PATCHES[@]}" | sort -u); do
+		if [ -e "$dir.tmp/$f" ]; then
+			cp --remove-destination "$src/$f" "$dir.tmp/$f"
+		fi
+	done
+	for p in "${PATCHES[@]}"; do
+		log "kernel: applying ${p#"$TOP"/}"
+		patch -d "$dir.tmp" -p1 --forward --batch --quiet --fuzz=0 \
+			--no-backup-if-mismatch <"$p" || die "$p does not apply to $src"
+	done
+	mv "$dir.tmp" "$dir"
+	touch "$dir/.mlx4-bf-complete"
+}
+
+# patched_source SRC: sets PSRC to SRC's patched copy, made if missing, and
+# holds it (a shared lock on fd 5) until this script ends, so that another
+# checkout's build cannot prune it meanwhile. Copies that no kernel build
+# uses any more go: a build directory's Makefile names its source, and one
+# being built holds the lock of its source.
+patched_source() {
+	local src=$1 key d base
+	key=$( {
+		echo "src=$src"
+		cat "$src/.debian-package" 2>/dev/null || true
+		make -s -C "$src" kernelversion
+		cat "${PATCHES[@]}"
+	} | sha256sum | cut -c1-16)
+	PSRC=$TOOLS/linux-patched-$key
+	mkdir -p "$TOOLS"
+	exec 5>>"$PSRC.lock"
+	flock -s 5
+	# Made by the first caller; converting the lock is not atomic, so
+	# check again once it is shared.
+	until [ -f "$PSRC/.mlx4-bf-complete" ]; do
+		flock -x 5
+		if [ ! -f "$PSRC/.mlx4-bf-complete" ]; then
+			make_patched "$src" "$PSRC"
+		fi
+		flock -s 5
+	done
+	for d in "$TOOLS"/linux-patched-*; do
+		base=${d%.tmp}
+		case $d in "$PSRC" | "$PSRC.tmp" | *.lock) continue ;; esac
+		grep -qsF "include $base/Makefile" "$CACHE"/kbuild-*/Makefile && continue
+		(flock -n 7 && rm -rf "$base" "$base.tmp" "$base.lock") 7>>"$base.lock"
+	done
+}
+
+patched_source "$KSRC"
+KSRC=$PSRC
 KSRC_CONFIGS=$KSRC/kernel/configs
 
 flavour=${1:-base}
@@ -34,6 +104,7 @@ key=$( {
 	cat "$KSRC/.debian-package" 2>/dev/null || true
 	make -s -C "$KSRC" kernelversion
 	git -C "$KSRC" rev-parse HEAD 2>/dev/null || true
+	cat "${PATCHES[@]}"
 	cat "${fragments[@]}"
 	toolchain_id
 	cat "$0"

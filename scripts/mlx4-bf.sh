@@ -205,17 +205,16 @@ selftests() {
 # run again with non-posted writes.
 NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 
-# Mainline's side of the guest, in DIR: ib_core, mlx4_core, mlx4_ib and
-# ib_uverbs from the kernel build, rdma-core's tools and perftest with their
-# libraries (rdma-files.sh), the guest scripts of tools/vm/upstream.
+# Mainline's side of the guest, in DIR: mlx4_core and mlx4_ib from the kernel
+# build (the RDMA core and ib_uverbs are built in: configs/base.config),
+# rdma-core's tools and perftest with their libraries (rdma-files.sh), the
+# guest scripts of tools/vm/upstream.
 mainline_dir() {
 	local dir=$1 ko
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	for ko in drivers/infiniband/core/ib_core.ko \
-		drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko \
-		drivers/infiniband/core/ib_uverbs_support.ko drivers/infiniband/core/ib_uverbs.ko; do
-		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND (configs/base.config)"
+	for ko in drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko; do
+		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND=m (configs/)"
 		cp "$KDIR/$ko" "$dir/"
 	done
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/upstream/upstream.sh" \

@@ -36,9 +36,7 @@ up() {
 	rdma_setup
 	echo mlx4_core >/sys/bus/pci/devices/"$bdf"/driver_override
 	# shellcheck disable=SC2086
-	insmod ./ib_core.ko && insmod ./mlx4_core.ko $CORE_PARAMS &&
-		insmod ./mlx4_ib.ko && insmod ./ib_uverbs_support.ko && insmod ./ib_uverbs.ko ||
-		return 1
+	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko || return 1
 	for _ in $(seq 40); do
 		[ "$(cat /sys/class/infiniband/mlx4_0/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] && {
 			echo "versus: mainline mlx4_core + mlx4_ib on $bdf (mlx4_0), mlx4_bf on the other adapter"
