@@ -93,10 +93,13 @@ impl Context {
         let path = wqe::choose_path(&info, flags, self.adapter.caps().bf_buf_size())
             .map_err(|r| self.reject(r, EINVAL))?;
         let head = self.stamp(state, qp_index, len, path)?;
-        let (place, result) = self.place(state, len, path, head)?;
+        let (place, mut result) = self.place(state, len, path, head)?;
         // Copying the result out is the one step that could fail after the
         // device saw the WQE: it goes first, so a failed call posted nothing.
         if let Some(report) = report {
+            if let Some(slot) = place.blueflame {
+                result.store_blocks = self.adapter.writer().blocks(&state.wqe.0, slot);
+            }
             report(&result)?;
         }
         self.commit(state, qp_index, len, payload_len, place)
@@ -230,8 +233,9 @@ impl Context {
         Ok(head)
     }
 
-    /// Place: where the WQE goes in BAR2 and what the post reports, decided
-    /// and checked before the device sees anything. A BlueFlame burst is
+    /// Place: where the WQE goes in BAR2 and what the post reports (but
+    /// the store blocks, counted only for a report that asks), decided and
+    /// checked before the device sees anything. A BlueFlame burst is
     /// padded with zeroes to whole 64-byte chunks.
     #[inline(always)]
     fn place(
@@ -255,7 +259,6 @@ impl Context {
                 result.path = abi::PATH_BLUEFLAME;
                 result.bf_offset = caps.bf_area().0 + slot.offset() as u64;
                 result.bytes_written = burst as u32;
-                result.store_blocks = self.adapter.writer().blocks(&state.wqe.0, slot);
                 Some(slot)
             }
             Path::Doorbell => {
