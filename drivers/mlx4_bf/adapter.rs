@@ -51,7 +51,7 @@ use provider::PdPool;
     unused_imports,
     reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
 )]
-pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle};
+pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use qp_table::QpTable;
 
 /// The hardware resources that go away when the device is unbound.

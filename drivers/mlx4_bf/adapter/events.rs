@@ -13,7 +13,8 @@
 //! on the system workqueue; it runs with the dispatcher's lock held, so
 //! that clearing the dispatcher, or destroying a CQ, waits for a dispatch
 //! under way. At unbind, once the interrupt is quiet, [`EventRouter::stop`]
-//! makes later runs dispatch nothing and waits for a running one.
+//! makes later runs dispatch nothing, waits for a running one and drops
+//! the dispatcher.
 
 use kernel::{
     new_mutex,
@@ -184,10 +185,6 @@ impl EventRouter {
         }
     }
 
-    #[allow(
-        dead_code,
-        reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
-    )]
     /// Sets (or, with `None`, clears) the dispatcher; waits for a dispatch
     /// under way. The old one is dropped after the lock.
     pub(crate) fn set_dispatch(&self, d: Option<Arc<dyn EventDispatch>>) {
@@ -205,9 +202,11 @@ impl EventRouter {
     }
 
     /// At unbind or a failed probe, once the interrupt handler can no
-    /// longer run: no dispatch any more, and none running on return.
+    /// longer run: no dispatch any more, none running on return, and the
+    /// dispatcher dropped (it may hold the adapter).
     pub(crate) fn stop(&self) {
         self.live.store(false, Release);
         crate::sys::work::flush(&self.work);
+        self.set_dispatch(None);
     }
 }
