@@ -432,8 +432,8 @@ lint)      need_kdir
 	   # (Documentation/mlx4_bf.rst, "Where things are").
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs \
 		"abi eqe ib_device icm kping_rules layout mad qp_context qp_size region ring store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
-		 sys | stats | hw |
-		 adapter | context | uverbs kping | node | driver crate"
+		 sys rdma | stats | hw |
+		 adapter | context ib | uverbs kping | node | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/rust/mlx4_bf_core/src" lib.rs

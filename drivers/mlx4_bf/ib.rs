@@ -27,6 +27,7 @@
 
 mod cq;
 mod device;
+mod doorbell;
 mod mr;
 mod qp;
 mod ucontext;
@@ -35,12 +36,13 @@ mod user_abi;
 use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
 use crate::{
-    adapter::{Adapter, AsyncEvent, EventDispatch},
+    adapter::{Adapter, EventDispatch},
+    eqe::{self, AsyncEvent},
     rdma::{
         self,
         attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
         device::{Device, DeviceInfo},
-        event::Events,
+        event::{Events, PortEvent, QpEvent},
         object::{Pd, Qp, UContext},
         udata::Udata,
         vma::Vma,
@@ -49,6 +51,14 @@ use crate::{
 
 /// The provider.
 pub(crate) struct Provider;
+
+/// The errno of a refusal of the pure rules.
+fn errno(e: crate::verbs::VerbsError) -> Error {
+    match e {
+        crate::verbs::VerbsError::Invalid => EINVAL,
+        crate::verbs::VerbsError::NotSupported => crate::sys::errno::eopnotsupp(),
+    }
+}
 
 /// The device's data: the adapter it drives.
 pub(crate) struct IbDevice {
@@ -147,26 +157,27 @@ impl EventDispatch for ToCore {
     }
 
     fn event(&self, e: AsyncEvent) {
-        use crate::rdma::event::{PortEvent, QpEvent};
         match e {
-            AsyncEvent::CqError(cqn) => {
+            AsyncEvent::CqError { cqn, .. } => {
                 self.0.cq_error(cqn);
             }
-            AsyncEvent::Qp(qpn, kind) => {
-                let kind = match kind {
-                    crate::adapter::QpEventKind::CommEstablished => QpEvent::CommEstablished,
-                    crate::adapter::QpEventKind::LastWqeReached => QpEvent::LastWqeReached,
-                    crate::adapter::QpEventKind::SqDrained => QpEvent::SqDrained,
-                    crate::adapter::QpEventKind::PathMigrated => QpEvent::PathMigrated,
-                    crate::adapter::QpEventKind::PathMigrationError => QpEvent::PathMigrationError,
-                    crate::adapter::QpEventKind::Fatal => QpEvent::Fatal,
-                    crate::adapter::QpEventKind::RequestError => QpEvent::RequestError,
-                    crate::adapter::QpEventKind::AccessError => QpEvent::AccessError,
+            AsyncEvent::Qp { qpn, event } => {
+                let kind = match event {
+                    eqe::QpEvent::CommEst => QpEvent::CommEstablished,
+                    eqe::QpEvent::LastWqeReached => QpEvent::LastWqeReached,
+                    eqe::QpEvent::SqDrained => QpEvent::SqDrained,
+                    eqe::QpEvent::PathMig => QpEvent::PathMigrated,
+                    eqe::QpEvent::PathMigFailed => QpEvent::PathMigrationError,
+                    eqe::QpEvent::CatasError => QpEvent::Fatal,
+                    eqe::QpEvent::InvalidRequest => QpEvent::RequestError,
+                    eqe::QpEvent::AccessError => QpEvent::AccessError,
                 };
                 self.0.qp_event(qpn, kind);
             }
-            AsyncEvent::PortActive(port) => self.0.port_event(port, PortEvent::Active),
-            AsyncEvent::PortDown(port) => self.0.port_event(port, PortEvent::Error),
+            AsyncEvent::Port { port, active } => {
+                let kind = if active { PortEvent::Active } else { PortEvent::Error };
+                self.0.port_event(port.into(), kind);
+            }
         }
     }
 }
@@ -181,7 +192,7 @@ pub(crate) struct IbRegistration {
 
 impl IbRegistration {
     pub(crate) fn new(pdev: &pci::Device<Bound>, adapter: &Arc<Adapter>) -> Result<Self> {
-        let node = device::node_info(adapter)?;
+        let node = adapter.node_info()?;
         let info = DeviceInfo {
             name: c"mlx4_bf%d",
             node_guid: node.node_guid,

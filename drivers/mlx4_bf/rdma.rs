@@ -43,6 +43,8 @@ pub(crate) use device::Registration;
 pub(crate) trait CqData {
     /// The CQ's capacity as verbs report it (`ib_cq.cqe`).
     fn cqe(&self) -> u32;
+    /// The number the adapter's events name it by.
+    fn number(&self) -> u32;
 }
 
 /// What the core reads back from a QP: its number.

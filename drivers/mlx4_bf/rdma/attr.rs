@@ -34,6 +34,8 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_res_rd_atom: u32,
     pub(crate) max_pkeys: u16,
     pub(crate) local_ca_ack_delay: u8,
+    /// `enum ib_atomic_cap`.
+    pub(crate) atomic_cap: u32,
 }
 
 impl DeviceAttr {
@@ -61,6 +63,8 @@ impl DeviceAttr {
         raw.max_res_rd_atom = int(self.max_res_rd_atom);
         raw.max_pkeys = self.max_pkeys;
         raw.local_ca_ack_delay = self.local_ca_ack_delay;
+        raw.atomic_cap = self.atomic_cap;
+        raw.masked_atomic_cap = self.atomic_cap;
     }
 }
 
@@ -93,6 +97,7 @@ pub(crate) struct PortAttr {
     pub(crate) sm_sl: u8,
     pub(crate) max_vl_num: u8,
     pub(crate) subnet_timeout: u8,
+    pub(crate) init_type_reply: u8,
     pub(crate) active_width: u8,
     pub(crate) active_speed: u16,
     pub(crate) bad_pkey_cntr: u32,
@@ -120,6 +125,7 @@ impl PortAttr {
         raw.sm_sl = self.sm_sl;
         raw.max_vl_num = self.max_vl_num;
         raw.subnet_timeout = self.subnet_timeout;
+        raw.init_type_reply = self.init_type_reply;
         raw.active_width = self.active_width;
         raw.active_speed = self.active_speed;
         raw.bad_pkey_cntr = self.bad_pkey_cntr;
@@ -229,7 +235,8 @@ pub(crate) enum QpState {
 }
 
 impl QpState {
-    fn raw(self) -> u32 {
+    /// Its `enum ib_qp_state` value.
+    pub(crate) fn raw(self) -> u32 {
         match self {
             QpState::Reset => bindings::ib_qp_state_IB_QPS_RESET,
             QpState::Init => bindings::ib_qp_state_IB_QPS_INIT,
@@ -315,6 +322,7 @@ pub(crate) struct QpAttr {
     pub(crate) rnr_retry: u8,
     /// `enum ib_mig_state`.
     pub(crate) path_mig_state: u32,
+    pub(crate) en_sqd_async_notify: bool,
     pub(crate) ah: AhAttr,
 }
 
@@ -385,6 +393,7 @@ impl QpAttr {
             retry_cnt: raw.retry_cnt,
             rnr_retry: raw.rnr_retry,
             path_mig_state: raw.path_mig_state,
+            en_sqd_async_notify: raw.en_sqd_async_notify != 0,
             ah: AhAttr {
                 dlid: ib.dlid,
                 sl: ah.sl,

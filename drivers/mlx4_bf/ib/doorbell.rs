@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A doorbell record in user memory (`mlx4_ib_db_map_user()`,
+//! `drivers/infiniband/hw/mlx4/doorbell.c`): the page holding it pinned
+//! and mapped for the adapter, which writes a CQ's consumer index or reads
+//! a receive queue's producer index there. mlx4_ib shares one pin per page
+//! and context; here each CQ and QP pins its own page, which is simpler
+//! and costs a page reference more when two records share a page.
+
+use kernel::prelude::*;
+
+use super::Provider;
+use crate::{
+    layout::PAGE_SIZE,
+    rdma::{device::Device, umem::Umem},
+};
+
+pub(crate) struct UserDoorbell {
+    /// The page, pinned until the record is no longer the adapter's.
+    _page: Umem,
+    dma: u64,
+}
+
+impl UserDoorbell {
+    /// The record at user address `virt` (8-byte aligned: two dwords).
+    pub(super) fn map(dev: &Device<Provider>, virt: u64) -> Result<Self> {
+        if virt % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let page = Umem::get(dev, virt & !(PAGE_SIZE - 1), PAGE_SIZE as usize, 0)?;
+        let base = page.dma_blocks(PAGE_SIZE as usize).next().ok_or(EFAULT)?;
+        Ok(UserDoorbell {
+            dma: base + (virt & (PAGE_SIZE - 1)),
+            _page: page,
+        })
+    }
+
+    /// The record's DMA address.
+    pub(super) fn dma(&self) -> u64 {
+        self.dma
+    }
+}
+
+/// The DMA addresses of the 4 KiB pages of `umem`, which must start on a
+/// page: the MTT entries of a CQ's or QP's buffer.
+pub(super) fn pages(umem: &Umem) -> Result<KVec<u64>> {
+    if umem.offset() != 0 {
+        return Err(EINVAL);
+    }
+    pages_of(umem)
+}
+
+/// The DMA addresses of the 4 KiB pages covering `umem`: a region's MTT
+/// entries (its MPT's start gives the offset in the first).
+pub(super) fn pages_of(umem: &Umem) -> Result<KVec<u64>> {
+    let mut pages = KVec::with_capacity(umem.block_count(PAGE_SIZE as usize), GFP_KERNEL)?;
+    for dma in umem.dma_blocks(PAGE_SIZE as usize) {
+        pages.push(dma, GFP_KERNEL)?;
+    }
+    Ok(pages)
+}
