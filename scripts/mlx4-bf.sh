@@ -427,6 +427,8 @@ lint)      need_kdir
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP/tools/vm/upstream/ibv_post_cost.c"
+	   # The kernel patch series as a patch, as the kernel's maintainers read it.
+	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet "$TOP"/tools/linux/*.patch
 	   # Files that import each other are one concern in two places; the
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
