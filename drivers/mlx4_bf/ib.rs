@@ -195,7 +195,7 @@ impl IbRegistration {
         let node = adapter.node_info()?;
         let info = DeviceInfo {
             name: c"mlx4_bf%d",
-            node_guid: node.node_guid,
+            node_guid: u64::from_be_bytes(node.node_guid),
             node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",
             ports: 1,
             comp_vectors: 1,

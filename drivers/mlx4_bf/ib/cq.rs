@@ -29,7 +29,7 @@ use crate::{
 /// Bytes of a CQE: 32 (no `MLX4_USER_DEV_CAP_LARGE_CQE`).
 pub(super) const CQE_SIZE: usize = crate::geometry::CQE_SIZE;
 /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`, mlx4_ib's one CQ flag.
-const FLAG_TIMESTAMP: u32 = kernel::bindings::ib_uverbs_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+const FLAG_TIMESTAMP: u32 = kernel::bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 
 pub(crate) struct CompletionQueue {
     adapter: Arc<Adapter>,

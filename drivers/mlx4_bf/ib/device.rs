@@ -50,7 +50,7 @@ pub(super) fn query_device(adapter: &Adapter, udata: Option<&mut Udata<'_>>) -> 
     let a = adapter.device_caps()?.device_attr();
     Ok(DeviceAttr {
         fw_ver: a.fw_ver,
-        sys_image_guid: node.sys_image_guid,
+        sys_image_guid: u64::from_be_bytes(node.sys_image_guid),
         max_mr_size: a.max_mr_size,
         page_size_cap: a.page_size_cap,
         vendor_id: node.vendor_id,

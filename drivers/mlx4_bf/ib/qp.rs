@@ -23,7 +23,7 @@ use crate::{
         object::Pd,
         udata::Udata,
         umem::Umem,
-        QpData,
+        CqData, QpData,
     },
     region::PAGE_SHIFT,
     sys::errno::eopnotsupp,
@@ -146,7 +146,7 @@ impl QueuePair {
         udata.expect_empty()?;
         let mtt = self.mtt.as_ref().ok_or(EINVAL)?;
         let mut guard = self.handle.lock();
-        let handle = guard.as_mut().ok_or(EINVAL)?;
+        let handle = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
         let cur = match attr.cur_state {
             Some(s) => s,
             None => from_core_state(handle.state()),

@@ -7,7 +7,8 @@
 
 use core::mem::{offset_of, size_of};
 use kernel::uapi;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use kernel::prelude::*;
+use zerocopy_derive::{Immutable, KnownLayout};
 
 /// `struct mlx4_ib_alloc_ucontext_resp`.
 #[repr(C)]

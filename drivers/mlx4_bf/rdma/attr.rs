@@ -153,7 +153,6 @@ pub(crate) const CORE_CAP_PROT_IB: u32 = bindings::RDMA_CORE_CAP_PROT_IB;
 pub(crate) struct CqInit {
     /// Entries asked for.
     pub(crate) entries: u32,
-    pub(crate) comp_vector: u32,
     /// `IB_UVERBS_CQ_FLAGS_*`.
     pub(crate) flags: u32,
 }
@@ -218,8 +217,6 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) has_srq_or_xrc: bool,
     /// `IB_QPT_*` creation flags.
     pub(crate) create_flags: u32,
-    /// `IB_SIGNAL_ALL_WR`.
-    pub(crate) signal_all: bool,
 }
 
 /// `enum ib_qp_state`.
@@ -293,7 +290,6 @@ pub(crate) struct AhAttr {
     pub(crate) sl: u8,
     pub(crate) src_path_bits: u8,
     pub(crate) static_rate: u8,
-    pub(crate) port_num: u32,
     pub(crate) grh: Option<Grh>,
 }
 
@@ -326,30 +322,11 @@ pub(crate) struct QpAttr {
     pub(crate) ah: AhAttr,
 }
 
-/// `IB_QP_*` attribute mask bits.
+/// `IB_QP_*` attribute mask bits this layer reads.
 pub(crate) mod qp_mask {
     use kernel::bindings;
     pub(crate) const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
     pub(crate) const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
-    pub(crate) const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    pub(crate) const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-    pub(crate) const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
-    pub(crate) const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
-    pub(crate) const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
-    pub(crate) const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
-    pub(crate) const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
-    pub(crate) const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-    pub(crate) const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-    pub(crate) const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
-    pub(crate) const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    pub(crate) const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
-    pub(crate) const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    pub(crate) const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
-    pub(crate) const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    pub(crate) const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-    pub(crate) const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
-    pub(crate) const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
-    pub(crate) const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
 }
 
 impl QpAttr {
@@ -399,7 +376,6 @@ impl QpAttr {
                 sl: ah.sl,
                 src_path_bits: ib.src_path_bits,
                 static_rate: ah.static_rate,
-                port_num: ah.port_num,
                 grh,
             },
         })

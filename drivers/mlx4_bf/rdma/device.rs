@@ -56,6 +56,12 @@ impl<T: Driver> Device<T> {
     }
 }
 
+/// The `struct device` of `dev` (`device::Device` is a transparent wrapper
+/// of it).
+fn raw_device(dev: &device::Device<Bound>) -> *mut bindings::device {
+    core::ptr::from_ref(dev).cast_mut().cast()
+}
+
 /// How the device presents itself.
 pub(crate) struct DeviceInfo {
     /// The name, with one `%d` the core fills in (`"mlx4_%d"`).
@@ -122,10 +128,10 @@ impl<T: Driver> Registration<T> {
         // as the core expects before `ib_register_device()`.
         unsafe {
             (*ib).node_guid = info.node_guid.to_be();
-            (*ib).node_type = bindings::rdma_node_type_RDMA_NODE_IB_CA as u8;
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = info.ports;
             (*ib).num_comp_vectors = info.comp_vectors as i32;
-            (*ib).__bindgen_anon_1.dev.parent = parent.as_raw();
+            (*ib).__bindgen_anon_1.dev.parent = raw_device(parent);
             let desc = info.node_desc.to_bytes();
             let n = desc.len().min((*ib).node_desc.len() - 1);
             for (i, b) in desc[..n].iter().enumerate() {
@@ -135,7 +141,7 @@ impl<T: Driver> Registration<T> {
         }
         // SAFETY: The device is set up; `parent` is bound and DMA-capable.
         let registered = to_result(unsafe {
-            bindings::ib_register_device(ib, info.name.as_char_ptr(), parent.as_raw())
+            bindings::ib_register_device(ib, info.name.as_char_ptr(), raw_device(parent))
         });
         if let Err(e) = registered {
             // SAFETY: Never registered; the data is initialized.

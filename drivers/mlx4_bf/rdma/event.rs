@@ -2,7 +2,9 @@
 
 //! Events from the adapter to the core: a CQ's completion event to its
 //! `comp_handler`, a CQ's or QP's asynchronous event to its
-//! `event_handler`, a port's or the device's to `ib_dispatch_event()`.
+//! `event_handler`, a port's to `ib_dispatch_event()`. (The core itself
+//! tells every verbs context `IB_EVENT_DEVICE_FATAL` when unregistration
+//! disassociates it.)
 //!
 //! The provider learns of them by number (a CQN, a QPN, a port), from its
 //! event queue; [`Events`] finds the object. CQs and QPs are entered when
@@ -41,10 +43,6 @@ pub(crate) enum QpEvent {
 pub(crate) enum PortEvent {
     Active,
     Error,
-    LidChange,
-    PkeyChange,
-    SmChange,
-    ClientReregister,
 }
 
 impl QpEvent {
@@ -67,10 +65,6 @@ impl PortEvent {
         match self {
             PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
             PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
-            PortEvent::LidChange => bindings::ib_event_type_IB_EVENT_LID_CHANGE,
-            PortEvent::PkeyChange => bindings::ib_event_type_IB_EVENT_PKEY_CHANGE,
-            PortEvent::SmChange => bindings::ib_event_type_IB_EVENT_SM_CHANGE,
-            PortEvent::ClientReregister => bindings::ib_event_type_IB_EVENT_CLIENT_REREGISTER,
         }
     }
 }
@@ -126,7 +120,7 @@ impl<T: Driver> Events<T> {
     /// Enters a CQ its create op has made.
     pub(super) fn add_cq(&self, cq: &Cq<T>) -> Result {
         let entry = (cq.data().number(), NonNull::from(cq));
-        self.targets.lock().cqs.push(entry, GFP_KERNEL)
+        Ok(self.targets.lock().cqs.push(entry, GFP_KERNEL)?)
     }
 
     /// Takes a CQ out before its destroy op drops it.
@@ -134,20 +128,21 @@ impl<T: Driver> Events<T> {
         let mut t = self.targets.lock();
         let at = t.cqs.iter().position(|(_, c)| *c == NonNull::from(cq));
         if let Some(i) = at {
-            t.cqs.swap_remove(i);
+            // Order does not matter; the entry is gone either way.
+            let _ = t.cqs.remove(i);
         }
     }
 
     pub(super) fn add_qp(&self, qp: &Qp<T>) -> Result {
         let entry = (qp.data().qp_num(), NonNull::from(qp));
-        self.targets.lock().qps.push(entry, GFP_KERNEL)
+        Ok(self.targets.lock().qps.push(entry, GFP_KERNEL)?)
     }
 
     pub(super) fn remove_qp(&self, qp: &Qp<T>) {
         let mut t = self.targets.lock();
         let at = t.qps.iter().position(|(_, q)| *q == NonNull::from(qp));
         if let Some(i) = at {
-            t.qps.swap_remove(i);
+            let _ = t.qps.remove(i);
         }
     }
 
@@ -211,14 +206,6 @@ impl<T: Driver> Events<T> {
     /// An event of port `port` (from 1), to every registered handler.
     pub(crate) fn port_event(&self, port: u32, kind: PortEvent) {
         self.dispatch(bindings::ib_event__bindgen_ty_1 { port_num: port }, kind.raw());
-    }
-
-    /// The device failed: every user of it hears it (`IB_EVENT_DEVICE_FATAL`).
-    pub(crate) fn device_fatal(&self) {
-        self.dispatch(
-            bindings::ib_event__bindgen_ty_1 { port_num: 1 },
-            bindings::ib_event_type_IB_EVENT_DEVICE_FATAL,
-        );
     }
 
     fn dispatch(&self, element: bindings::ib_event__bindgen_ty_1, kind: bindings::ib_event_type) {

@@ -195,13 +195,6 @@ impl<T: Driver> Qp<T> {
         // the create op returned.
         unsafe { (*self.as_core()).qp_num = qpn };
     }
-
-    /// The QP's protection domain.
-    pub(crate) fn pd(&self) -> &Pd<T> {
-        // SAFETY: The core sets `pd` before the create op and keeps the PD
-        // until the QP is destroyed.
-        unsafe { Pd::from_core((*self.as_core()).pd) }
-    }
 }
 
 /// A memory region: `struct ib_mr` and the provider's data, allocated by
@@ -233,23 +226,6 @@ impl<T: Driver> Mr<T> {
             (*core).rkey = mr.data.rkey();
         }
         Ok(mr)
-    }
-
-    /// # Safety
-    ///
-    /// `core` is the `ib_mr` of a region [`Mr::new`] made and the core has
-    /// not deregistered, for `'a`.
-    pub(super) unsafe fn from_core<'a>(core: *mut bindings::ib_mr) -> &'a Self {
-        // SAFETY: `core` is the first field of the `repr(C)` region.
-        unsafe { &*core.cast::<Self>() }
-    }
-
-    pub(crate) fn data(&self) -> &T::Mr {
-        &self.data
-    }
-
-    pub(super) fn as_core(&self) -> *mut bindings::ib_mr {
-        self.core.get()
     }
 }
 

@@ -64,7 +64,7 @@ struct Entry<T>(PhantomData<T>);
 /// `-EOPNOTSUPP` for a call without udata: the kernel's own verbs, which
 /// this layer does not offer.
 fn user<'a>(udata: Option<Udata<'a>>) -> Result<Udata<'a>> {
-    udata.ok_or(EOPNOTSUPP)
+    udata.ok_or(Error::from_errno(-(bindings::EOPNOTSUPP as i32)))
 }
 
 impl<T: Driver> Entry<T> {
@@ -147,7 +147,7 @@ impl<T: Driver> Entry<T> {
         let dev = unsafe { Device::<T>::from_raw(ib) };
         let (major, minor, sub) = T::fw_version(dev);
         let mut buf = [0u8; bindings::IB_FW_VERSION_NAME_MAX as usize];
-        let mut w = kernel::str::RawFormatter::from_buffer(&mut buf);
+        let mut w = kernel::str::Formatter::new(&mut buf);
         // A version that does not fit is cut short, as snprintf() would.
         let _ = core::fmt::Write::write_fmt(&mut w, format_args!("{major}.{minor}.{sub}"));
         let n = w.bytes_written().min(buf.len() - 1);
@@ -222,7 +222,8 @@ impl<T: Driver> Entry<T> {
             // driver udata is the provider's.
             let (init, udata) = unsafe {
                 let a = &*attr;
-                let init = CqInit { entries: a.cqe, comp_vector: a.comp_vector, flags: a.flags };
+                // One completion vector: `comp_vector` names none other.
+                let init = CqInit { entries: a.cqe, flags: a.flags };
                 (init, Udata::from_raw(&mut (*attrs).__bindgen_anon_1.__bindgen_anon_1.driver_udata))
             };
             let mut udata = user(udata)?;
@@ -273,7 +274,6 @@ impl<T: Driver> Entry<T> {
                 recv_cq,
                 has_srq_or_xrc: !raw.srq.is_null() || !raw.xrcd.is_null() || !raw.rwq_ind_tbl.is_null(),
                 create_flags: raw.create_flags,
-                signal_all: raw.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
             };
             let mut cap = QpCap::from_raw(&raw.cap);
             let made = T::create_qp(pd, &qp_init, &mut cap, &mut udata);

@@ -85,8 +85,8 @@ impl<'a> Udata<'a> {
         })
     }
 
-    /// The verbs context of the call.
-    pub(crate) fn ucontext<T: Driver>(&self) -> Result<&UContext<T>> {
+    /// The verbs context of the call, live for the call.
+    pub(crate) fn ucontext<T: Driver>(&self) -> Result<&'a UContext<T>> {
         let raw = core::ptr::from_ref::<bindings::ib_udata>(self.raw).cast_mut();
         // SAFETY: `raw` is the udata of a uverbs call, which is embedded in
         // its attribute bundle, as the helper expects.

@@ -10,11 +10,8 @@ use kernel::{bindings, error::from_err_ptr, prelude::*};
 
 use super::{device::Device, Driver};
 
-/// `IB_ACCESS_*` bits the caller asks for (`enum ib_access_flags`).
+/// `IB_ACCESS_LOCAL_WRITE`: the adapter writes the memory.
 pub(crate) const ACCESS_LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-pub(crate) const ACCESS_REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-pub(crate) const ACCESS_REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-pub(crate) const ACCESS_REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
 
 /// Pinned user memory.
 ///
@@ -48,12 +45,6 @@ impl Umem {
         })?;
         // INVARIANT: A umem just returned, owned here.
         NonNull::new(umem).map(|raw| Umem { raw }).ok_or(EFAULT)
-    }
-
-    /// Bytes pinned.
-    pub(crate) fn len(&self) -> usize {
-        // SAFETY: Live (type invariant); `length` is set once by the core.
-        unsafe { (*self.raw.as_ptr()).length }
     }
 
     /// Offset of the first byte in its first page.
