@@ -37,7 +37,8 @@ pub(crate) trait EventDispatch: Send + Sync {
     /// last call for it (`ib_cq.comp_handler`).
     fn completion(&self, cqn: u32);
     /// An asynchronous event (`ib_dispatch_event()`, or the QP's or CQ's
-    /// event handler); its QP or CQ may be gone by now.
+    /// event handler): a QP event may name a context's QP, and its QP or
+    /// CQ may be gone by now; look it up and ignore what is not there.
     fn event(&self, e: AsyncEvent);
 }
 
@@ -123,6 +124,12 @@ impl EventRouter {
                 }
                 None => Routed::Contexts,
             },
+            // A context's CQ has no handler for its errors (counted only).
+            Eqe::Async(AsyncEvent::CqError { cqn, .. }) if self.slot(cqn).is_none() => {
+                Routed::Nothing
+            }
+            // QP and port events: the provider looks the QPN up and ignores
+            // one it does not know (a context's QP, or one destroyed).
             Eqe::Async(a) => {
                 self.push(a);
                 Routed::Provider
