@@ -165,8 +165,10 @@ impl EventRouter {
     /// work (again, if it is running; once, if it is queued).
     pub(crate) fn kick(this: &Arc<Self>) {
         // An Arc that is not the last (the adapter holds one): dropping it
-        // when the work is already queued frees nothing here.
-        let _ = workqueue::system().enqueue(this.clone());
+        // when the work is already queued frees nothing here. The
+        // high-priority queue: completion events are latency (mlx4 runs
+        // them in a tasklet), and `system_wq` is deprecated in 7.2.
+        let _ = workqueue::system_highpri().enqueue(this.clone());
     }
 
     /// The work: every recorded event to the dispatcher, if there is one
