@@ -9,7 +9,7 @@
 # Runs in the toolchain root, whose libraries are the ones copied.
 set -eu
 dest=$1
-BINS="ibv_devinfo ibv_rc_pingpong ib_send_lat ib_write_lat"
+BINS="ibv_devinfo ibv_devices ibv_rc_pingpong ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw"
 PROVIDER_DIR=/usr/lib/x86_64-linux-gnu/libibverbs
 
 files=/etc/libibverbs.d/mlx4.driver
