@@ -41,9 +41,9 @@ use crate::{
     rdma::{
         self,
         attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
-        device::{Device, DeviceInfo},
+        device::DeviceInfo,
         event::{Events, PortEvent, QpEvent},
-        object::{Pd, Qp, UContext},
+        object::{Device, Pd, Qp, UContext},
         udata::Udata,
         vma::Vma,
     },
@@ -149,7 +149,7 @@ impl rdma::Driver for Provider {
 }
 
 /// The adapter's events, to the ib_device's CQs, QPs and port.
-struct ToCore(Arc<Events<Provider>>);
+struct ToCore(Arc<Events>);
 
 impl EventDispatch for ToCore {
     fn completion(&self, cqn: u32) {

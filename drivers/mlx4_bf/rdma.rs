@@ -32,7 +32,7 @@ pub(crate) mod vma;
 use kernel::prelude::*;
 
 use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit};
-use device::Device;
+use object::Device;
 use object::{Pd, Qp, UContext};
 use udata::Udata;
 use vma::Vma;

@@ -12,7 +12,7 @@ use kernel::prelude::*;
 use super::Provider;
 use crate::{
     layout::PAGE_SIZE,
-    rdma::{device::Device, umem::Umem},
+    rdma::{object::Device, umem::Umem},
 };
 
 pub(crate) struct UserDoorbell {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The ib_device: allocated by the core with room for the provider's data
-//! (`_ib_alloc_device()`, what the `ib_alloc_device()` macro calls),
-//! registered with the provider's ops, unregistered and freed when the
-//! [`Registration`] is dropped.
+//! Registering an ib_device: allocated by the core with room for the
+//! provider's data (`_ib_alloc_device()`, what the `ib_alloc_device()` macro
+//! calls), registered with the provider's ops, unregistered and freed when
+//! the [`Registration`] is dropped.
 
 use core::ptr::{addr_of_mut, NonNull};
 use kernel::{
@@ -12,49 +12,9 @@ use kernel::{
     error::to_result,
     prelude::*,
     sync::Arc,
-    types::Opaque,
 };
 
-use super::{event::Events, ops, Driver};
-
-/// An ib_device: `struct ib_device` and the provider's data.
-///
-/// # Invariants
-///
-/// Allocated by `_ib_alloc_device()` with this type's size, `events` and
-/// `data` initialized before it is registered and dropped only after it is
-/// unregistered.
-#[repr(C)]
-#[pin_data]
-pub(crate) struct Device<T: Driver> {
-    core: Opaque<bindings::ib_device>,
-    events: Arc<Events<T>>,
-    #[pin]
-    data: T::Device,
-}
-
-impl<T: Driver> Device<T> {
-    /// # Safety
-    ///
-    /// `ib` is the `ib_device` of a registered `Device<T>`, for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
-        // SAFETY: `core` is the first field of the `repr(C)` struct; by the
-        // caller's guarantee the rest is initialized.
-        unsafe { &*ib.cast::<Self>() }
-    }
-
-    pub(crate) fn data(&self) -> &T::Device {
-        &self.data
-    }
-
-    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
-        self.core.get()
-    }
-
-    pub(super) fn events(&self) -> &Arc<Events<T>> {
-        &self.events
-    }
-}
+use super::{event::Events, object::Device, ops, Driver};
 
 /// The `struct device` of `dev` (`device::Device` is a transparent wrapper
 /// of it).
@@ -155,7 +115,7 @@ impl<T: Driver> Registration<T> {
     }
 
     /// The device's event targets, for the provider's event routing.
-    pub(crate) fn events(&self) -> Arc<Events<T>> {
+    pub(crate) fn events(&self) -> Arc<Events> {
         // SAFETY: The device is registered (type invariant).
         unsafe { self.dev.as_ref() }.events.clone()
     }

@@ -17,11 +17,6 @@
 use core::ptr::NonNull;
 use kernel::{bindings, new_mutex, prelude::*, sync::Mutex};
 
-use super::{
-    object::{Cq, Qp},
-    CqData, Driver, QpData,
-};
-
 /// An asynchronous event of a QP (`enum ib_event_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QpEvent {
@@ -70,33 +65,33 @@ impl PortEvent {
 }
 
 /// What events can reach: the device while registered, and its live CQs
-/// and QPs.
+/// and QPs by number.
 ///
 /// # Invariants
 ///
 /// `device` is a registered ib_device while it is `Some`; each entry of
-/// `cqs` and `qps` is a live object of `T` (entered after its create op
-/// published it, removed by its destroy op before it is freed).
-struct Targets<T: Driver> {
+/// `cqs` and `qps` is a live object of it (entered by its create op once it
+/// is made, removed by its destroy op before it is freed).
+struct Targets {
     device: Option<NonNull<bindings::ib_device>>,
-    cqs: KVec<(u32, NonNull<Cq<T>>)>,
-    qps: KVec<(u32, NonNull<Qp<T>>)>,
+    cqs: KVec<(u32, NonNull<bindings::ib_cq>)>,
+    qps: KVec<(u32, NonNull<bindings::ib_qp>)>,
 }
 
 /// The event targets of one ib_device ([`super::Registration::events`]).
 #[pin_data]
-pub(crate) struct Events<T: Driver> {
+pub(crate) struct Events {
     #[pin]
-    targets: Mutex<Targets<T>>,
+    targets: Mutex<Targets>,
 }
 
 // SAFETY: The pointers are only followed under the mutex, while the objects
-// are live (`Targets`' invariant); the objects are `Send + Sync`.
-unsafe impl<T: Driver> Send for Events<T> {}
+// are live (`Targets`' invariant).
+unsafe impl Send for Events {}
 // SAFETY: As above.
-unsafe impl<T: Driver> Sync for Events<T> {}
+unsafe impl Sync for Events {}
 
-impl<T: Driver> Events<T> {
+impl Events {
     pub(super) fn new() -> impl PinInit<Self> {
         pin_init!(Events {
             targets <- new_mutex!(Targets {
@@ -107,7 +102,7 @@ impl<T: Driver> Events<T> {
         })
     }
 
-    /// The device is registered: port and device events reach it.
+    /// The device is registered: port events reach it.
     pub(super) fn attach(&self, ib: *mut bindings::ib_device) {
         self.targets.lock().device = NonNull::new(ib);
     }
@@ -117,44 +112,62 @@ impl<T: Driver> Events<T> {
         self.targets.lock().device = None;
     }
 
-    /// Enters a CQ its create op has made.
-    pub(super) fn add_cq(&self, cq: &Cq<T>) -> Result {
-        let entry = (cq.data().number(), NonNull::from(cq));
-        Ok(self.targets.lock().cqs.push(entry, GFP_KERNEL)?)
+    /// Enters CQ `cqn`, which its create op has made.
+    ///
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of the device, removed with [`Events::remove_cq`]
+    /// before it is freed.
+    pub(super) unsafe fn add_cq(&self, cqn: u32, cq: *mut bindings::ib_cq) -> Result {
+        let cq = NonNull::new(cq).ok_or(EINVAL)?;
+        // INVARIANT: By the function's contract.
+        Ok(self.targets.lock().cqs.push((cqn, cq), GFP_KERNEL)?)
     }
 
-    /// Takes a CQ out before its destroy op drops it.
-    pub(super) fn remove_cq(&self, cq: &Cq<T>) {
+    /// Takes a CQ out before its destroy op frees it.
+    pub(super) fn remove_cq(&self, cq: *mut bindings::ib_cq) {
         let mut t = self.targets.lock();
-        let at = t.cqs.iter().position(|(_, c)| *c == NonNull::from(cq));
-        if let Some(i) = at {
+        if let Some(i) = t.cqs.iter().position(|(_, c)| c.as_ptr() == cq) {
             // Order does not matter; the entry is gone either way.
             let _ = t.cqs.remove(i);
         }
     }
 
-    pub(super) fn add_qp(&self, qp: &Qp<T>) -> Result {
-        let entry = (qp.data().qp_num(), NonNull::from(qp));
-        Ok(self.targets.lock().qps.push(entry, GFP_KERNEL)?)
+    /// Enters QP `qpn`, which its create op has made.
+    ///
+    /// # Safety
+    ///
+    /// As [`Events::add_cq`], for a QP.
+    pub(super) unsafe fn add_qp(&self, qpn: u32, qp: *mut bindings::ib_qp) -> Result {
+        let qp = NonNull::new(qp).ok_or(EINVAL)?;
+        // INVARIANT: By the function's contract.
+        Ok(self.targets.lock().qps.push((qpn, qp), GFP_KERNEL)?)
     }
 
-    pub(super) fn remove_qp(&self, qp: &Qp<T>) {
+    pub(super) fn remove_qp(&self, qp: *mut bindings::ib_qp) {
         let mut t = self.targets.lock();
-        let at = t.qps.iter().position(|(_, q)| *q == NonNull::from(qp));
-        if let Some(i) = at {
+        if let Some(i) = t.qps.iter().position(|(_, q)| q.as_ptr() == qp) {
             let _ = t.qps.remove(i);
         }
     }
 
-    /// A completion event of CQ `cqn`: its completion handler runs. Returns
-    /// whether the CQ exists.
+    /// A completion event of CQ `cqn`: its completion handler runs (for a
+    /// user CQ `ib_uverbs_comp_handler()`, which queues the event to the
+    /// channel user space waits on). Returns whether the CQ exists.
     pub(crate) fn completion(&self, cqn: u32) -> bool {
         let t = self.targets.lock();
         let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
             return false;
         };
-        // SAFETY: Live while entered, and the lock is held (invariant).
-        unsafe { cq.as_ref() }.completion_event();
+        let cq = cq.as_ptr();
+        // SAFETY: Live while entered, and the lock is held (invariant); the
+        // core sets the handler and its context when it creates the CQ and
+        // never changes them; the handler may run in process context.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
         true
     }
 
@@ -164,15 +177,13 @@ impl<T: Driver> Events<T> {
         let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
             return false;
         };
-        // SAFETY: Live while entered, and the lock is held.
-        let core = unsafe { cq.as_ref() }.as_core();
+        let core = cq.as_ptr();
         let mut event = bindings::ib_event {
             device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
             element: bindings::ib_event__bindgen_ty_1 { cq: core },
             event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
         };
-        // SAFETY: `core` is a live CQ; the core sets its handler and context
-        // at creation and the handler may be called from process context.
+        // SAFETY: As for the completion handler.
         unsafe {
             if let Some(handler) = (*core).event_handler {
                 handler(&mut event, (*core).cq_context);
@@ -187,8 +198,7 @@ impl<T: Driver> Events<T> {
         let Some(&(_, qp)) = t.qps.iter().find(|(n, _)| *n == qpn) else {
             return false;
         };
-        // SAFETY: Live while entered, and the lock is held.
-        let core = unsafe { qp.as_ref() }.as_core();
+        let core = qp.as_ptr();
         let mut event = bindings::ib_event {
             device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
             element: bindings::ib_event__bindgen_ty_1 { qp: core },
@@ -205,18 +215,14 @@ impl<T: Driver> Events<T> {
 
     /// An event of port `port` (from 1), to every registered handler.
     pub(crate) fn port_event(&self, port: u32, kind: PortEvent) {
-        self.dispatch(bindings::ib_event__bindgen_ty_1 { port_num: port }, kind.raw());
-    }
-
-    fn dispatch(&self, element: bindings::ib_event__bindgen_ty_1, kind: bindings::ib_event_type) {
         let t = self.targets.lock();
         let Some(device) = t.device else {
             return;
         };
         let event = bindings::ib_event {
             device: device.as_ptr(),
-            element,
-            event: kind,
+            element: bindings::ib_event__bindgen_ty_1 { port_num: port },
+            event: kind.raw(),
         };
         // SAFETY: The device is registered while attached (invariant), and
         // this runs in process context, where `ib_dispatch_event()` may

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The objects the core allocates for a provider: a ucontext, a PD, a CQ, a
-//! QP. Each is the core's struct followed by the provider's data, in one
+//! The objects of a provider: the ib_device, and those the core allocates
+//! for user space: a ucontext, a PD, a CQ, a QP. Each is the core's struct followed by the provider's data, in one
 //! zeroed allocation of the size the provider declared (`size_ib_*`,
 //! `INIT_RDMA_OBJ_SIZE()`); the core frees it after the destroy op. A memory
 //! region is the one object the provider allocates itself (`reg_user_mr`
@@ -21,9 +21,9 @@
 //! - The core never moves the allocation: the data is pinned.
 
 use core::{marker::PhantomData, mem::offset_of, ptr::addr_of_mut};
-use kernel::{bindings, prelude::*, types::Opaque};
+use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
 
-use super::{device::Device, CqData, Driver, MrData, QpData};
+use super::{event::Events, CqData, Driver, MrData, QpData};
 
 /// The smallest alignment kmalloc() gives (`ARCH_KMALLOC_MINALIGN` is at
 /// least that of `unsigned long long`).
@@ -91,6 +91,45 @@ impl<C, D> InCore<C, D> {
     /// The provider's data.
     pub(crate) fn data(&self) -> &D {
         &self.data
+    }
+}
+
+/// An ib_device: `struct ib_device` and the provider's data.
+///
+/// # Invariants
+///
+/// Allocated by `_ib_alloc_device()` with this type's size, `events` and
+/// `data` initialized before it is registered and dropped only after it is
+/// unregistered.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Device<T: Driver> {
+    core: Opaque<bindings::ib_device>,
+    pub(super) events: Arc<Events>,
+    #[pin]
+    pub(super) data: T::Device,
+}
+
+impl<T: Driver> Device<T> {
+    /// # Safety
+    ///
+    /// `ib` is the `ib_device` of a registered `Device<T>`, for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `core` is the first field of the `repr(C)` struct; by the
+        // caller's guarantee the rest is initialized.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::Device {
+        &self.data
+    }
+
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.core.get()
+    }
+
+    pub(super) fn events(&self) -> &Arc<Events> {
+        &self.events
     }
 }
 
@@ -163,21 +202,6 @@ impl<T: Driver> Pd<T> {
 }
 
 impl<T: Driver> Cq<T> {
-    /// Calls the CQ's completion handler (`ib_cq.comp_handler`, for a user
-    /// CQ `ib_uverbs_comp_handler()`, which queues the completion event to
-    /// the channel user space waits on).
-    pub(crate) fn completion_event(&self) {
-        let cq = self.as_core();
-        // SAFETY: `cq` is a live CQ (this reference); the core sets the
-        // handler and its context when it creates the CQ and never changes
-        // them; the handler may be called from any context.
-        unsafe {
-            if let Some(handler) = (*cq).comp_handler {
-                handler(cq, (*cq).cq_context);
-            }
-        }
-    }
-
     /// Sets what the core reports as the CQ's size, from its data.
     pub(super) fn publish(&self) {
         let cqe = self.data().cqe();

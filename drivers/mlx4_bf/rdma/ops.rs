@@ -17,11 +17,10 @@ use kernel::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 use super::{
     attr::{CqInit, QpAttr, QpCap, QpInit, QpType},
-    device::Device,
-    object::{Cq, InCore, Mr, Pd, Qp, UContext},
+    object::{Cq, Device, InCore, Mr, Pd, Qp, UContext},
     udata::Udata,
     vma::Vma,
-    Driver,
+    CqData, Driver, QpData,
 };
 
 /// The ops table of `T`: every entry point below, the object sizes, the
@@ -234,7 +233,9 @@ impl<T: Driver> Entry<T> {
             // SAFETY: Just constructed.
             let this = unsafe { Cq::<T>::from_core(cq) };
             this.publish();
-            if let Err(e) = ctx.device().events().add_cq(this) {
+            // SAFETY: Just made; `destroy_cq` removes it before it goes.
+            let entered = unsafe { ctx.device().events().add_cq(this.data().number(), cq) };
+            if let Err(e) = entered {
                 // SAFETY: Not published: the core frees it after this error.
                 unsafe { InCore::<_, T::Cq>::drop_data(cq) };
                 return Err(e);
@@ -247,8 +248,7 @@ impl<T: Driver> Entry<T> {
         // SAFETY: The core destroys a live CQ `create_user_cq` made, after
         // every QP that uses it.
         unsafe {
-            let this = Cq::<T>::from_core(cq);
-            Device::<T>::from_raw((*cq).device).events().remove_cq(this);
+            Device::<T>::from_raw((*cq).device).events().remove_cq(cq);
             InCore::<_, T::Cq>::drop_data(cq);
         }
         0
@@ -283,7 +283,9 @@ impl<T: Driver> Entry<T> {
             // SAFETY: Just constructed.
             let this = unsafe { Qp::<T>::from_core(qp) };
             this.publish();
-            if let Err(e) = pd.device().events().add_qp(this) {
+            // SAFETY: Just made; `destroy_qp` removes it before it goes.
+            let entered = unsafe { pd.device().events().add_qp(this.data().qp_num(), qp) };
+            if let Err(e) = entered {
                 // SAFETY: Not published: the core frees it after this error.
                 unsafe { InCore::<_, T::Qp>::drop_data(qp) };
                 return Err(e);
@@ -311,8 +313,7 @@ impl<T: Driver> Entry<T> {
     unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
         // SAFETY: The core destroys a live QP `create_qp` made.
         unsafe {
-            let this = Qp::<T>::from_core(qp);
-            Device::<T>::from_raw((*qp).device).events().remove_qp(this);
+            Device::<T>::from_raw((*qp).device).events().remove_qp(qp);
             InCore::<_, T::Qp>::drop_data(qp);
         }
         0

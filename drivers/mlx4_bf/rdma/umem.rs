@@ -8,7 +8,7 @@
 use core::ptr::NonNull;
 use kernel::{bindings, error::from_err_ptr, prelude::*};
 
-use super::{device::Device, Driver};
+use super::{object::Device, Driver};
 
 /// `IB_ACCESS_LOCAL_WRITE`: the adapter writes the memory.
 pub(crate) const ACCESS_LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
