@@ -46,6 +46,12 @@ source "$(dirname "$0")/lib.sh"
 
 if [ -z "${MLX4_BF_IN_ROOT:-}" ]; then
 	root=$("$TOP/scripts/setup-root.sh")
+	# The cargo target directories (below) of checkouts that are gone.
+	# Here, on the host: inside the root only this checkout is visible,
+	# and every other one would look gone.
+	for dir in "$CACHE"/cargo-target-*; do
+		[ -f "$dir/.checkout" ] && [ ! -d "$(cat "$dir/.checkout")" ] && rm -rf "$dir"
+	done
 	in_root_at "$root" "$TOP/scripts/mlx4-bf.sh" "$@"
 	exit $?
 fi
@@ -55,11 +61,8 @@ fi
 # with the sources' (paths relative to the package), so a target directory
 # shared with another checkout whose files are older than its last build
 # would hand out that checkout's binaries. Those of checkouts that are gone
-# are removed.
+# are removed before entering the root (above).
 CARGO_TARGET=$CACHE/cargo-target-$( { toolchain_id; echo "$TOP"; } | sha256sum | cut -c1-16)
-for dir in "$CACHE"/cargo-target-*; do
-	[ -f "$dir/.checkout" ] && [ ! -d "$(cat "$dir/.checkout")" ] && rm -rf "$dir"
-done
 mkdir -p "$CARGO_TARGET"
 echo "$TOP" >"$CARGO_TARGET/.checkout"
 
