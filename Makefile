@@ -12,7 +12,7 @@
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
 # Also: make module | kernel | setup | setup-check | versions | vm-run CMD='...' [EXTRA=dir] |
-# vm-shell | qemu | clean. ARCH=s390 selects the s390x test bed (cross-built
+# vm-shell | qemu | rdma | clean. ARCH=s390 selects the s390x test bed (cross-built
 # kernel and module, the s390x QEMU, the adapter behind zPCI); KCONFIG=debug
 # selects the debug kernel; KDIR=<built tree>
 # builds the module against another Rust-enabled kernel. When invoked by
@@ -23,7 +23,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test upstream bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu module vm-run vm-shell clean
+.PHONY: run test upstream bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -67,6 +67,9 @@ kernel:
 
 qemu:
 	@$(RUN) qemu
+
+rdma:
+	@$(RUN) rdma
 
 module:
 	@$(RUN) module

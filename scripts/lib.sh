@@ -12,6 +12,11 @@ KERNEL_PKG_VERSION=${KERNEL_PKG_VERSION:-7.2.13-1}
 # Debian's QEMU source for the s390x QEMU (scripts/build-qemu.sh): 10.2 has
 # the vfio-user client; newer sources were not served.
 QEMU_SRC_VERSION=${QEMU_SRC_VERSION:-1:10.2.2+ds-1}
+# Debian's trixie sources of what the guest runs of rdma-core and perftest,
+# and of libpci, which perftest links (scripts/build-rdma-core.sh).
+RDMA_CORE_SRC_VERSION=56.1-1
+PERFTEST_SRC_VERSION=25.01.0+0.80-1
+PCIUTILS_SRC_VERSION=1:3.13.0-2
 
 # The s390x guest's static busybox inside the root (setup-root.sh).
 S390X_BUSYBOX=/opt/s390x/busybox

@@ -9,6 +9,8 @@
 #   mlx4-bf.sh host-test             cargo test (pure rules, ABI, tools)
 #   mlx4-bf.sh kernel                build (or reuse) the test kernel; print its directory
 #   mlx4-bf.sh qemu                  build (or reuse) the s390x QEMU; print its path
+#   mlx4-bf.sh rdma                  build (or reuse) rdma-core and perftest for the
+#                                    guest (static); print their directory
 #   mlx4-bf.sh pcistb-test           s390x: BlueFlame posts through PCISTB, checked
 #                                    by the model (fails on an unfixed QEMU)
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
@@ -44,6 +46,12 @@ source "$(dirname "$0")/lib.sh"
 
 if [ -z "${MLX4_BF_IN_ROOT:-}" ]; then
 	root=$("$TOP/scripts/setup-root.sh")
+	# The cargo target directories (below) of checkouts that are gone.
+	# Here, on the host: inside the root only this checkout is visible,
+	# and every other one would look gone.
+	for dir in "$CACHE"/cargo-target-*; do
+		[ -f "$dir/.checkout" ] && [ ! -d "$(cat "$dir/.checkout")" ] && rm -rf "$dir"
+	done
 	in_root_at "$root" "$TOP/scripts/mlx4-bf.sh" "$@"
 	exit $?
 fi
@@ -53,11 +61,8 @@ fi
 # with the sources' (paths relative to the package), so a target directory
 # shared with another checkout whose files are older than its last build
 # would hand out that checkout's binaries. Those of checkouts that are gone
-# are removed.
+# are removed before entering the root (above).
 CARGO_TARGET=$CACHE/cargo-target-$( { toolchain_id; echo "$TOP"; } | sha256sum | cut -c1-16)
-for dir in "$CACHE"/cargo-target-*; do
-	[ -f "$dir/.checkout" ] && [ ! -d "$(cat "$dir/.checkout")" ] && rm -rf "$dir"
-done
 mkdir -p "$CARGO_TARGET"
 echo "$TOP" >"$CARGO_TARGET/.checkout"
 
@@ -166,7 +171,8 @@ vm_boot() {
 
 # The toolchain the run uses, as the first lines of make test.
 versions() {
-	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|rdma-core\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
+	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
+	echo "toolchain: rdma-core: Debian's sources rdma-core $RDMA_CORE_SRC_VERSION, perftest $PERFTEST_SRC_VERSION (static, scripts/build-rdma-core.sh)"
 	if [ "$ARCH" = s390 ]; then
 		sed -n 's/^\(s390x-gcc\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 		echo "toolchain: qemu-s390x: Debian's qemu source $QEMU_SRC_VERSION + $(cd "$TOP" && echo tools/qemu/*.patch)"
@@ -206,42 +212,34 @@ selftests() {
 NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 
 # Mainline's side of the guest, in DIR: mlx4_core and mlx4_ib from the kernel
-# build (the RDMA core and ib_uverbs are built in: configs/base.config),
-# rdma-core's tools and perftest with their libraries (rdma-files.sh), the
-# guest scripts of tools/vm/upstream.
+# build (the RDMA core and ib_uverbs are built in: configs/), rdma-core's
+# tools and perftest (static, scripts/build-rdma-core.sh) in DIR/rdma/bin,
+# the guest scripts of tools/vm/upstream.
 mainline_dir() {
-	local dir=$1 ko
+	local dir=$1 ko rdma
 	rm -rf "$dir"
-	mkdir -p "$dir"
+	mkdir -p "$dir/rdma"
 	for ko in drivers/net/ethernet/mellanox/mlx4/mlx4_core.ko drivers/infiniband/hw/mlx4/mlx4_ib.ko; do
 		[ -f "$KDIR/$ko" ] || die "$KDIR/$ko missing: the kernel needs MLX4_INFINIBAND=m (configs/)"
 		cp "$KDIR/$ko" "$dir/"
 	done
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/upstream/upstream.sh" \
 		"$TOP/tools/vm/upstream/versus.sh" "$dir/"
-	"$TOP/tools/vm/upstream/rdma-files.sh" "$dir/rdma"
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
+	cp -a "$rdma/bin" "$dir/rdma/"
 }
 
-# tools/vm/upstream/ibv_post_cost.c against libibverbs: the headers from
-# Debian's libibverbs-dev of the root's libibverbs1 version (downloaded once
-# from the root's amd64 index into the cache, keyed by that version), linked
-# to the root's libibverbs.so.1, which the guest gets (rdma-files.sh).
+# tools/vm/upstream/ibv_post_cost.c, static against the libibverbs and
+# libmlx4 the guest's rdma-core programs are built with
+# (scripts/build-rdma-core.sh, which also says why the provider is linked
+# with --undefined).
 build_ibv_post_cost() {
-	local out=$1 version dev
-	version=$(dpkg-query -W -f '${Version}' libibverbs1)
-	dev=$CACHE/libibverbs-dev-$version
-	if [ ! -f "$dev/.complete" ]; then
-		log "ibv_post_cost: libibverbs-dev $version headers into $dev"
-		rm -rf "$dev" "$dev.tmp"
-		mkdir -p "$dev.tmp"
-		(cd "$dev.tmp" && apt-get download -q "libibverbs-dev=$version" >/dev/null 2>&1) ||
-			die "apt-get download libibverbs-dev=$version failed in the root"
-		dpkg -x "$dev.tmp"/libibverbs-dev_*.deb "$dev"
-		rm -rf "$dev.tmp"
-		touch "$dev/.complete"
-	fi
-	gcc -O2 -Wall -Wextra -Werror -I"$dev/usr/include" -o "$out" \
-		"$TOP/tools/vm/upstream/ibv_post_cost.c" /usr/lib/x86_64-linux-gnu/libibverbs.so.1
+	local out=$1 rdma cc=gcc
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
+	[ "$ARCH" = s390 ] && cc=s390x-linux-gnu-gcc
+	"$cc" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
+		"$TOP/tools/vm/upstream/ibv_post_cost.c" -L"$rdma/lib" \
+		-Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
 # Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
@@ -308,6 +306,7 @@ test)      versions
 host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 qemu)      "$TOP/scripts/build-qemu.sh" ;;
+rdma)      "$TOP/scripts/build-rdma-core.sh" ;;
 pcistb-test) # s390x: BlueFlame posts of one, two and two store blocks
 	   # (32, 100, 160 bytes of payload) through QEMU's PCISTB. The model
 	   # must execute each from its bytes with no protocol error (vm.py);

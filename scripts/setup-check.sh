@@ -4,11 +4,13 @@
 # The setup check: makes a throw-away toolchain root from scratch with the
 # recipe as it is in this checkout (scripts/setup-root.sh: debootstrap, the apt
 # indices, every package install, the s390x busybox; no kernel, no QEMU build)
-# under a temporary cache, checks what a fresh machine depends on, prints what
-# it took and removes it. A cached root cannot hide a broken recipe from it:
-# run it whenever setup-root.sh or build-busybox.sh changes (make setup-check).
+# under a temporary cache, builds rdma-core and perftest in it for both guests
+# (scripts/build-rdma-core.sh), checks what a fresh machine depends on, prints
+# what it took and removes it. A cached root cannot hide a broken recipe from
+# it: run it whenever setup-root.sh, build-busybox.sh or build-rdma-core.sh
+# changes (make setup-check).
 #
-# Usage: setup-check.sh     (as root; about 3 minutes, 3 GiB under $TMPDIR)
+# Usage: setup-check.sh     (as root; about 7 minutes, 3 GiB under $TMPDIR)
 
 source "$(dirname "$0")/lib.sh"
 
@@ -33,6 +35,16 @@ MLX4_BF_CACHE=$scratch CACHE=$scratch in_root_at "$root" sh -c '
 		{ echo "setup-check: '"$S390X_BUSYBOX"' is not a static s390x binary" >&2; exit 1; }
 	sed "s/^/setup-check: /" /etc/mlx4-bf-toolchain
 ' || die "setup-check: the new root is not what the recipe promises"
+# rdma-core and perftest from Debian's sources for either guest, in the new
+# root: what a fresh machine's first upstream boot builds (the build checks
+# that each program is a static one of its architecture).
+for arch in x86_64 s390; do
+	start=$SECONDS
+	rdma=$(ARCH=$arch MLX4_BF_CACHE=$scratch CACHE=$scratch in_root_at "$root" \
+		"$TOP/scripts/build-rdma-core.sh") || die "setup-check: building rdma-core for $arch failed"
+	echo "setup-check: rdma-core for $arch: $(cat "$rdma/versions"); $(ls "$rdma/bin" | wc -l)" \
+		"programs, $(du -sh "$rdma" | cut -f1), built in $((SECONDS - start)) s"
+done
 echo "setup-check: indices: $(ls "$root/var/lib/apt/lists" | sed -n 's/.*_dists_\(.*\)_\(Packages\|Sources\)$/\1/p' |
 	tr '_' '/' | sort | paste -sd ' ')"
 echo "setup-check: root made from scratch in $took s, $(du -sh "$root" | cut -f1)"

@@ -9,8 +9,10 @@
 # also holds the cross gcc and libc, QEMU's build dependencies (the s390x QEMU
 # is built from source with a fix: scripts/build-qemu.sh), backports' s390x
 # QEMU for its firmware, and an s390x static busybox ($S390X_BUSYBOX) built
-# from Debian's source (scripts/build-busybox.sh). Every apt index it uses is
-# amd64 or a source index: none of another architecture.
+# from Debian's source (scripts/build-busybox.sh). rdma-core and perftest are
+# not installed: they are built from Debian's sources for the guest's
+# architecture when a boot needs them (scripts/build-rdma-core.sh). Every apt
+# index it uses is amd64 or a source index: none of another architecture.
 #
 # The root is created once and reused; its directory is keyed by this file and
 # build-busybox.sh, so a changed recipe makes a new root. The versions actually installed are
@@ -29,14 +31,12 @@ SUITE=trixie
 BACKPORTS_PKGS=(rustc rust-src cargo rustfmt rust-clippy qemu-system-x86 libelf-dev
                 qemu-system-s390x)
 # From trixie: LLVM for LLVM=1 kernels, bindgen, the kernel's build tools, gcc
-# and libc6-dev for the static selftests, busybox for the guest.
+# and libc6-dev for the static selftests, busybox for the guest, cmake for
+# rdma-core (built from Debian's source for either guest, static:
+# scripts/build-rdma-core.sh).
 PKGS=(clang lld llvm libclang-dev bindgen make flex bison bc libssl-dev python3
       cpio kmod busybox-static gcc libc6-dev perl xz-utils gzip findutils
-      file git)
-# rdma-core's libibverbs with its mlx4 provider, its tools and perftest: the
-# upstream boot copies them with their shared libraries into the x86 guest
-# (tools/vm/upstream/rdma-files.sh), so they run on mainline mlx4_ib there.
-RDMA_PKGS=(libibverbs1 ibverbs-providers ibverbs-utils perftest)
+      file git cmake)
 # s390x: the cross gcc and binutils (kernel, module), the cross libc (static
 # selftests), and what Debian's QEMU source needs to configure and build the
 # s390x system emulator (scripts/build-qemu.sh; dpkg-dev unpacks the source).
@@ -196,7 +196,7 @@ in_root_at "$tmp" sh -c "
 	export DEBIAN_FRONTEND=noninteractive
 	umount /etc/ssl/certs/ca-certificates.crt
 	apt-get install -y -qq -t $SUITE-backports ${BACKPORTS_PKGS[*]} >/dev/null
-	apt-get install -y -qq ${PKGS[*]} ${RDMA_PKGS[*]} ${S390X_PKGS[*]} >/dev/null
+	apt-get install -y -qq ${PKGS[*]} ${S390X_PKGS[*]} >/dev/null
 " || die "installing the toolchain into the root failed (apt-get install; the lines above say which package)"
 in_root_at "$tmp" "$TOP/scripts/build-busybox.sh" || die "building the s390x busybox failed"
 in_root_at "$tmp" apt-get clean
@@ -213,7 +213,6 @@ in_root_at "$tmp" sh -c '
 	echo "qemu: $(qemu-system-x86_64 --version | head -n1)"
 	echo "s390x-gcc: $(s390x-linux-gnu-gcc --version | head -n1)"
 	echo "qemu-s390x-firmware: $(dpkg-query -W -f "\${Version}" qemu-system-s390x)"
-	echo "rdma-core: $(dpkg-query -W -f "\${Version}" libibverbs1), perftest $(dpkg-query -W -f "\${Version}" perftest)"
 	echo "busybox-s390x: Debian source $(cat '"$S390X_BUSYBOX"'.version), $(file -b '"$S390X_BUSYBOX"' | cut -d, -f1-3)"
 	echo "packages: $(dpkg-query -W | sha256sum | cut -c1-16)"
 ' >"$tmp/etc/mlx4-bf-toolchain.new"

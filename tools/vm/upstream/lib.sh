@@ -10,10 +10,12 @@
 # internal_err_reset=0: a command timeout fails the probe, no reset loop.
 CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0"
 
-# rdma-core and perftest with their libraries (rdma-files.sh), and the
-# loopback interface their out-of-band exchange uses (TCP on 127.0.0.1).
+# rdma-core's tools and perftest, static (scripts/build-rdma-core.sh).
+PATH=$PWD/rdma/bin:$PATH
+
+# The loopback interface their out-of-band exchange uses (TCP on
+# 127.0.0.1: a numeric address, as static glibc resolves no names).
 rdma_setup() {
-	[ -d rdma ] && cp -a rdma/. /
 	ip link set lo up
 }
 
