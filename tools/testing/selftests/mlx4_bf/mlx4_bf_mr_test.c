@@ -26,8 +26,6 @@
 #define BUF_BYTES	(BUF_PAGES * PAGE)
 /* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
 #define RESERVED_LKEY	0x00000008
-/* mlx4 receive CQE opcode of an RDMA write with immediate. */
-#define CQE_OPCODE_RDMA_WRITE_IMM	0x00
 #define NO_V4		NO_ANALYZER " (diag version 4)"
 #define NO_DEBUGFS	"no pinned_pages in the debugfs stats (debugfs not mounted?)"
 
@@ -685,13 +683,13 @@ static int send_gather(struct pair *p, const struct sge *sg, int n)
 static void expect_received(struct __test_metadata *_metadata, struct pair *p,
 			    const uint8_t *want, __u32 len)
 {
-	const uint8_t *cqe = ep_wait(&p->b, 2000);
+	const struct mlx4_bf_cqe *cqe = ep_wait(&p->b, 2000);
 	long diff;
 
 	ASSERT_NE(NULL, cqe) TH_LOG("b received nothing");
-	EXPECT_EQ(CQE_OPCODE_SEND, cqe_opcode(cqe));
-	EXPECT_EQ(len, get_be32(cqe + 0x14)) TH_LOG("byte_cnt");
-	EXPECT_EQ(p->a.qp.qpn, get_be32(cqe + 8) & 0xffffff) TH_LOG("source QPN");
+	EXPECT_EQ(MLX4_BF_CQE_OPCODE_SEND, cqe_opcode(cqe));
+	EXPECT_EQ(len, ntohl(cqe->byte_cnt)) TH_LOG("byte_cnt");
+	EXPECT_EQ(p->a.qp.qpn, ntohl(cqe->src_qpn) & 0xffffff) TH_LOG("source QPN");
 	diff = first_difference(cqe_buffer(&p->b, cqe), want, len);
 	EXPECT_EQ(-1, diff) TH_LOG("received byte %ld differs", diff);
 	ep_consume(&p->b);
@@ -918,7 +916,7 @@ TEST_F(pair, rdma_write_imm_gives_the_peer_a_receive_cqe)
 {
 	struct pair *p = &self->p;
 	uint8_t want[48];
-	const uint8_t *cqe;
+	const struct mlx4_bf_cqe *cqe;
 	int len = build_rdma_write(p->wqe, 48, 0x43, (uintptr_t)p->bbuf + 64,
 				   p->bmr.rkey);
 
@@ -928,12 +926,12 @@ TEST_F(pair, rdma_write_imm_gives_the_peer_a_receive_cqe)
 	ASSERT_EQ(0, post_send(p->a.fd, p->a.qp.qp_handle, p->wqe, len, 0, NULL));
 	cqe = ep_wait(&p->b, 2000);
 	ASSERT_NE(NULL, cqe) TH_LOG("b got no completion");
-	EXPECT_EQ(CQE_OPCODE_RDMA_WRITE_IMM, cqe_opcode(cqe));
-	EXPECT_EQ(0, cqe[31] & 0x40) TH_LOG("a receive CQE has IS_SEND clear");
-	EXPECT_EQ(0xfeedf00d, get_be32(cqe + 4)) TH_LOG("immediate");
-	EXPECT_EQ(48, get_be32(cqe + 0x14)) TH_LOG("byte_cnt");
-	EXPECT_EQ(p->b.qp.qpn, get_be32(cqe) & 0xffffff) TH_LOG("my_qpn");
-	EXPECT_EQ(p->a.qp.qpn, get_be32(cqe + 8) & 0xffffff) TH_LOG("source QPN");
+	EXPECT_EQ(MLX4_BF_CQE_OPCODE_RDMA_WRITE_IMM, cqe_opcode(cqe));
+	EXPECT_EQ(0, cqe->owner_sr_opcode & MLX4_BF_CQE_IS_SEND) TH_LOG("a receive CQE has IS_SEND clear");
+	EXPECT_EQ(0xfeedf00d, ntohl(cqe->immed)) TH_LOG("immediate");
+	EXPECT_EQ(48, ntohl(cqe->byte_cnt)) TH_LOG("byte_cnt");
+	EXPECT_EQ(p->b.qp.qpn, ntohl(cqe->my_qpn) & 0xffffff) TH_LOG("my_qpn");
+	EXPECT_EQ(p->a.qp.qpn, ntohl(cqe->src_qpn) & 0xffffff) TH_LOG("source QPN");
 	/* the receive CQE comes after the data: it is there already */
 	EXPECT_EQ(0, memcmp(p->bbuf + 64, want, 48));
 }

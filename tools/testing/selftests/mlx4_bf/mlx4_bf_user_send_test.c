@@ -20,10 +20,11 @@
 
 #define PAGE		4096
 #define SEND_DOORBELL	0x14
-/* CQE byte 31 of a send completion: IS_SEND (0x40) and the WQE's opcode. */
-#define SEND_CQE_MASK		0x5f
-#define SEND_CQE_RDMA_WRITE	(0x40 | OP_RDMA_WRITE)
-#define SEND_CQE_RDMA_READ	(0x40 | OP_RDMA_READ)
+/* A send completion's owner_sr_opcode: IS_SEND and the WQE's opcode. */
+#define SEND_CQE_MASK		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_MASK)
+#define SEND_CQE_RDMA_WRITE	(MLX4_BF_CQE_IS_SEND | OP_RDMA_WRITE)
+#define SEND_CQE_RDMA_READ	(MLX4_BF_CQE_IS_SEND | OP_RDMA_READ)
+#define SEND_CQE_ERROR		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_ERROR)
 /* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
 #define RESERVED_LKEY		0x00000008
 
@@ -148,12 +149,12 @@ static int put_in_sq(struct _test_data_user *self, uint8_t *wqe, int len, int bf
 /* Waits for the send CQE of the last WQE and consumes it; its opcode byte. */
 static int wait_send_cqe(struct _test_data_user *self)
 {
-	const uint8_t *cqe = ep_wait(&self->ep, 2000);
+	const struct mlx4_bf_cqe *cqe = ep_wait(&self->ep, 2000);
 	int op_own;
 
 	if (!cqe)
 		return -1;
-	op_own = cqe[31];
+	op_own = cqe->owner_sr_opcode;
 	ep_consume(&self->ep);
 	return op_own;
 }
@@ -266,7 +267,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("local");
 	op = wait_send_cqe(self);
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, op & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, op & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
 	EXPECT_EQ(rdma0, model_read(&self->m, MODEL_RDMA_WRITES));
 	for (int i = 0; i < 64; i++)
@@ -296,7 +297,7 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("remote");
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_REMOTE_ACCESS_FAULTS));
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0xee, other.buf[i]);
@@ -365,7 +366,7 @@ TEST_F(user, the_adapter_refuses_a_read_into_memory_without_local_write)
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("local");
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0xee, dst[i]);
