@@ -18,15 +18,12 @@
 #include "mlx4_bf_queue.h"
 #include "mlx4_bf_model.h"
 
-#define PAGE		4096
 #define SEND_DOORBELL	0x14
 /* A send completion's owner_sr_opcode: IS_SEND and the WQE's opcode. */
 #define SEND_CQE_MASK		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_MASK)
 #define SEND_CQE_RDMA_WRITE	(MLX4_BF_CQE_IS_SEND | OP_RDMA_WRITE)
 #define SEND_CQE_RDMA_READ	(MLX4_BF_CQE_IS_SEND | OP_RDMA_READ)
 #define SEND_CQE_ERROR		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_ERROR)
-/* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
-#define RESERVED_LKEY		0x00000008
 
 static int create_user_qp(int fd, struct mlx4_bf_qp_info *qp, struct mlx4_bf_qp_send_info *sq)
 {
@@ -257,7 +254,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 	int len, op;
 
 	if (!self->have_model || model_version(&self->m) < 4)
-		SKIP(return, NO_ANALYZER " (diag version 4)");
+		SKIP(return, NO_V4);
 	faults0 = model_read(&self->m, MODEL_LOCAL_PROT_FAULTS);
 	rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
 	memset(self->sink.buf, 0xee, 64);
@@ -286,7 +283,7 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	int fd, len;
 
 	if (!self->have_model || model_version(&self->m) < 4)
-		SKIP(return, NO_ANALYZER " (diag version 4)");
+		SKIP(return, NO_V4);
 	fd = open(DEV_PATH, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, sink_open(fd, &other));
