@@ -85,13 +85,13 @@ fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<V
 /// The comment line that says what lat's clock measures; `model` is the
 /// PCI function of the device model when the adapter is one.
 fn clock_caption(model: Option<&str>) -> String {
-    const CLOCK: &str = "# clock: wall time of one POST_SEND call (median: t_typical)";
+    const CLOCK: &str = "# clock: wall time of each POST_SEND call, in microseconds";
     match model {
-        None => format!("{CLOCK}, in microseconds"),
+        None => CLOCK.into(),
         Some(bdf) => format!(
-            "{CLOCK} under emulation: the adapter is the device model at {bdf}, every BAR2 write \
-             a trapped MMIO write, so these times are the emulator's cost, not the adapter's \
-             (the model's PCIe-clock view: tools/vm/trace_view.py --paths)"
+            "{CLOCK}, under emulation: the adapter is the device model at {bdf}, each BAR2 \
+             write a trapped MMIO write, so the times are the emulator's cost, not the \
+             adapter's (what the adapter saw: tools/vm/trace_view.py --paths on the trace)"
         ),
     }
 }
@@ -127,8 +127,10 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     // Only a bar: lines of progress would land between the rows.
     let mut progress = Progress::terminal_only(sizes.len() * paths.len(), "lat");
     let say = progress.printer();
-    let model = Analyzer::open();
-    say.line(&clock_caption(model.as_ref().map(|a| a.bdf.as_str())));
+    // The model's diagnostic block answers only on the model: one trapped
+    // read, before any timing.
+    let model = Analyzer::open().map(|a| a.bdf);
+    say.line(&clock_caption(model.as_deref()));
     if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
         say.line(&format!(
             "# gathered (too large for an inline WQE; DMA-read from a registered send buffer, \
