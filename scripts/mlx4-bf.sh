@@ -326,9 +326,14 @@ vm-shell)  vm_boot shell "" --shell -- "$@" ;;
 run)       need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   cp "$TOP/tools/vm/demo/demo.sh" "$OUT/guest/"
-	   vm_boot run "sh /work/demo.sh" -- "$OUT/guest"
+	   rm -rf "$OUT/demo"
+	   vm_boot run "sh /work/demo.sh; rc=\$?; $send_back; exit \$rc" \
+		--save-files "$OUT/demo" -- "$OUT/guest"
 	   echo "== the adapter's view of the first BlueFlame and doorbell post (analyzer trace $TRACE)"
-	   python3 "$TOP/tools/vm/trace_view.py" "$TRACE" ;;
+	   python3 "$TOP/tools/vm/trace_view.py" "$TRACE"
+	   # The sweep's numbers the adapter can vouch for, beside its wall clock.
+	   echo "== per post, what the adapter saw, beside the guest's wall clock (mlx4-bf lat)"
+	   python3 "$TOP/tools/vm/trace_view.py" --paths --wall "$OUT/demo" "$TRACE" ;;
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$TOP/results"

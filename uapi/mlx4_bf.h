@@ -233,11 +233,11 @@ enum mlx4_bf_qp_flags {
 	 * (both mapped at MLX4_BF_MMAP_BF_PAGE, MLX4_BF_MMAP_UAR_PAGE; on s390
 	 * written with the s390_pci_mmio_write system call). POST_SEND fails
 	 * with -EINVAL on such a QP. Its send completions go to its own CQ
-	 * (the receive CQ of struct mlx4_bf_qp_info, with the send bit of
-	 * byte 30 set); it has no receive queue (POST_RECV: -EOPNOTSUPP). The
-	 * adapter checks the WQEs: the QP names memory only through the
-	 * context's memory regions (no reserved lkey), and only the context's
-	 * own QPs can be rung through its pages.
+	 * (the receive CQ of struct mlx4_bf_qp_info, with MLX4_BF_CQE_IS_SEND
+	 * set); it has no receive queue (POST_RECV: -EOPNOTSUPP). The adapter
+	 * checks the WQEs: the QP names memory only through the context's
+	 * memory regions (no reserved lkey), and only the context's own QPs
+	 * can be rung through its pages.
 	 */
 	MLX4_BF_QP_F_USER_SEND	= 1 << 0,
 };
@@ -364,7 +364,8 @@ struct mlx4_bf_context_info {
  * @rq_entries: receive WQEs, and receive buffers, of its receive queue
  * @recv_buf_size: bytes of one receive buffer: the largest message it takes
  * @cq_entries: CQEs in the ring of its receive CQ
- * @cqe_size: bytes of one CQE (struct mlx4_cqe of include/linux/mlx4/cq.h)
+ * @cqe_size: bytes of one CQE, whose last 32 bytes are a struct mlx4_bf_cqe
+ *            (all of it when @cqe_size is 32)
  * @cq_offset: mmap() offset of the receive CQ ring, @cq_entries * @cqe_size
  *             bytes, read-only
  * @cq_db_offset: mmap() offset of one page whose first 4 bytes are the CQ's
@@ -379,11 +380,12 @@ struct mlx4_bf_context_info {
  *
  * A new QP is in RTS, connected to itself; MLX4_BF_METHOD_CONNECT_QP connects
  * it to another. Receive completions go to the QP's own CQ, which user space
- * polls in the mapping: CQE n is valid when its owner bit (byte 31, bit 7)
- * equals !!(n & @cq_entries); after reading it, user space stores n + 1 into
- * set_ci. poll() on the device file reports POLLIN while a receive CQ has a
- * CQE at its set_ci; an armed CQ (MLX4_BF_METHOD_ARM_CQ) wakes it with the
- * next completion. Send completions are the kernel's.
+ * polls in the mapping: CQE n is valid when its owner bit
+ * (%MLX4_BF_CQE_OWNER) equals !!(n & @cq_entries); after reading it, user
+ * space stores n + 1 into set_ci. poll() on the device file reports POLLIN
+ * while a receive CQ has a CQE at its set_ci; an armed CQ
+ * (MLX4_BF_METHOD_ARM_CQ) wakes it with the next completion. Send
+ * completions are the kernel's.
  *
  * mmap() maps only the regions of a QP the context has now: an offset of a
  * QP it never created, or destroyed, fails with -EINVAL. A mapping made
@@ -407,6 +409,58 @@ struct mlx4_bf_qp_info {
 	__aligned_u64 cq_db_offset;
 	__aligned_u64 recv_offset;
 	__aligned_u64 wqe_offset;
+};
+
+/**
+ * struct mlx4_bf_cqe - a completion in a QP's CQ, as the adapter writes it
+ * @my_qpn: bits 23..0: the QP it completes a WQE of
+ * @immed: the immediate data of a received SEND_IMM or RDMA_WRITE_IMM
+ * @src_qpn: bits 23..0: the QP that sent the message (may be 0 for an
+ *           RDMA_WRITE_IMM)
+ * @reserved1: not part of the ABI
+ * @byte_cnt: bytes received
+ * @wqe_index: the WQE it completes: its receive queue index (mod 2^16) for
+ *             a receive, its send queue index for a send
+ * @vendor_err_syndrome: of an error CQE
+ * @syndrome: of an error CQE (the MLX4_CQE_SYNDROME_* values)
+ * @reserved2: not part of the ABI
+ * @owner_sr_opcode: %MLX4_BF_CQE_OWNER, %MLX4_BF_CQE_IS_SEND and the
+ *                   opcode (%MLX4_BF_CQE_OPCODE_MASK, enum
+ *                   mlx4_bf_cqe_opcode); written last
+ *
+ * struct mlx4_cqe and struct mlx4_err_cqe of include/linux/mlx4/cq.h, as
+ * mlx4 adapters write them: multi-byte fields are big-endian. @byte_cnt and
+ * @immed are of receive completions only.
+ */
+struct mlx4_bf_cqe {
+	__be32 my_qpn;
+	__be32 immed;
+	__be32 src_qpn;
+	__u8 reserved1[8];
+	__be32 byte_cnt;
+	__be16 wqe_index;
+	__u8 vendor_err_syndrome;
+	__u8 syndrome;
+	__u8 reserved2[3];
+	__u8 owner_sr_opcode;
+};
+
+/* struct mlx4_bf_cqe @owner_sr_opcode */
+#define MLX4_BF_CQE_OWNER		0x80
+#define MLX4_BF_CQE_IS_SEND		0x40
+#define MLX4_BF_CQE_OPCODE_MASK		0x1f
+
+/*
+ * The opcode of a receive completion; a send completion's (with
+ * MLX4_BF_CQE_IS_SEND) is its WQE's, and an error CQE's is ERROR either way.
+ */
+enum mlx4_bf_cqe_opcode {
+	/* The immediate and the byte count; no receive buffer is written. */
+	MLX4_BF_CQE_OPCODE_RDMA_WRITE_IMM	= 0x00,
+	MLX4_BF_CQE_OPCODE_SEND			= 0x01,
+	MLX4_BF_CQE_OPCODE_SEND_IMM		= 0x02,
+	/* The QP went to the error state; @syndrome says why. */
+	MLX4_BF_CQE_OPCODE_ERROR		= 0x1e,
 };
 
 enum mlx4_bf_arm_flags {

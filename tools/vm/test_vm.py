@@ -67,6 +67,16 @@ class FileSaverTest(unittest.TestCase):
             with open(os.path.join(d, "bench.dat"), "rb") as f:
                 self.assertEqual(f.read(), b"# bytes\n4 1.0\n")
 
+    def test_a_marker_behind_a_cleared_progress_bar_is_found(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = FileSaver(d)
+            bar = "lat:   0% [     ] 0/8\r\x1b[2K"
+            self.assertTrue(s.feed(bar + "mlx4-bf-file: lat-bf.dat"))
+            self.assertTrue(s.feed(base64.b64encode(b"4, 1.0\n").decode()))
+            self.assertTrue(s.feed("mlx4-bf-file-end"))
+            self.assertTrue(os.path.exists(os.path.join(d, "lat-bf.dat")))
+            self.assertFalse(s.feed("see mlx4-bf-file: x"))
+
 
 if __name__ == "__main__":
     unittest.main()

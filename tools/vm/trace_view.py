@@ -8,6 +8,15 @@ writes to one BlueFlame buffer are folded into one line. By default the first
 BlueFlame post and the first doorbell post of the trace are shown; --all
 shows every post, --limit N the first N.
 
+--paths prints one table instead: per payload size and path, what the
+adapter saw per post (BAR2 writes and bytes, DMA reads of the WQE) and the
+post's one-way latency on the model's PCIe clock, each the median over the
+trace's posts; --wall DIR adds mlx4-bf lat's wall clock beside them, from
+its data files DIR/lat-bf.dat and DIR/lat-db.dat (and keeps their sizes).
+A post inside which no message arrives is not counted: behind QEMU's posted
+writes the model's send-queue scan may run a doorbell's WQE before the
+doorbell comes (already_executed); a line after the table counts those.
+
 --commands prints the command sequence instead (the bring-up of a driver:
 mlx4_core's QUERY_FW, MAP_FA, RUN_FW ... UNMAP_FA), one line per command
 with its modifiers and status, identical consecutive commands folded into one
@@ -17,6 +26,8 @@ INIT_HCA's profile, and protocol errors in between.
 
 import argparse
 import json
+import os
+import statistics
 import sys
 
 DOORBELL = 0x14
@@ -85,6 +96,9 @@ def describe(rec):
     if kind == "deliver":
         return (f"deliver     QP {rec['from']:#x} -> QP {rec['to']:#x}: {rec['len']} B into "
                 f"RQ index {rec['rq_index']} (modelled one-way {rec.get('one_way_ns', '?')} ns)")
+    if kind == "rdma_write":
+        return (f"RDMA write  QP {rec['from']:#x} -> QP {rec['to']:#x}: {rec['len']} B at "
+                f"{rec['raddr']:#x} (modelled one-way {rec.get('one_way_ns', '?')} ns)")
     rest = {k: v for k, v in rec.items() if k not in ("seq", "kind")}
     return f"{kind:<11} {json.dumps(rest)}"
 
@@ -110,7 +124,109 @@ def show(kind, recs, out):
         else:
             print(f"  {rec['seq']:>7}  {describe(rec)}", file=out)
         i = j + 1
-    print(f"  = {len(writes)} MMIO write(s), {dma_wqe} DMA read(s) of the WQE\n", file=out)
+    facts = post_facts(kind, recs)
+    one_way = f", modelled one-way {facts['one_way']} ns" if facts else ""
+    print(f"  = {len(writes)} MMIO write(s), {dma_wqe} DMA read(s) of the WQE{one_way}\n",
+          file=out)
+
+
+# What a post cost the adapter, by its record: the message's arrival (a
+# SEND's delivery or an RDMA write's landing) carries its length and its
+# one-way latency on the modelled PCIe clock, from the post's first MMIO
+# write to the data (and the receive CQE, if any) in memory.
+ARRIVALS = ("deliver", "rdma_write")
+PATH_NAMES = {"blueflame": "BlueFlame", "doorbell": "doorbell", "fallback": "BF fallback"}
+# mlx4-bf lat's data files per path (its --out with -bf/-db added).
+WALL_FILES = {"blueflame": "lat-bf.dat", "doorbell": "lat-db.dat"}
+
+
+def post_facts(kind, recs):
+    """One post's numbers, or None if no message arrived inside it (a WQE
+    that an earlier scan ran shows its doorbell only)."""
+    arrival = next((r for r in recs if r["kind"] in ARRIVALS), None)
+    if arrival is None or arrival.get("one_way_ns") is None:
+        return None
+    writes = [r for r in recs if r["kind"] == "mmio_write"]
+    fell_back = any(r["kind"] == "bf_fallback" for r in recs)
+    return {
+        "path": "fallback" if fell_back else kind,
+        "bytes": arrival["len"],
+        "bar2_writes": len(writes),
+        "bar2_bytes": sum(r["len"] for r in writes),
+        "wqe_reads": sum(1 for r in recs if r["kind"] == "dma_read" and r.get("what") == "wqe"),
+        "one_way": arrival["one_way_ns"],
+    }
+
+
+def read_wall(directory):
+    """{(path, payload): t_typical in us} from mlx4-bf lat's data files
+    (# PacketSize, LatTypical, LatBest, LatWorst)."""
+    wall = {}
+    for path, name in WALL_FILES.items():
+        try:
+            with open(os.path.join(directory, name)) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            if line.strip() and not line.startswith("#"):
+                size, typical = line.split(",")[:2]
+                wall[(path, int(size))] = float(typical)
+    return wall
+
+
+def median(values):
+    m = statistics.median(values)
+    return str(int(m)) if m == int(m) else f"{m:.1f}"
+
+
+PATHS_CAPTION = ("# per post as the model saw it; one_way: its PCIe clock, "
+                 "first MMIO write to data in memory")
+WALL_CAPTION = ("; wall: POST_SEND under QEMU, the emulator's cost of trapped MMIO, "
+                "not the adapter's")
+PATHS_ROW = " {:<7} {:<10} {:<6} {:<12} {:<11} {:<14} {:<12} {}"
+
+
+def group_posts(records, wall):
+    """The posts by (payload, path), with `wall` only its sizes (and any
+    fallback); and how many posts the scan had run ahead, per path."""
+    seen, ahead = {}, {}
+    for kind, recs in posts(records):
+        facts = post_facts(kind, recs)
+        if facts is None:
+            if any(r["kind"] == "already_executed" for r in recs):
+                ahead[kind] = ahead.get(kind, 0) + 1
+            continue
+        keep = wall is None or (facts["path"], facts["bytes"]) in wall
+        if keep or facts["path"] == "fallback":
+            seen.setdefault((facts["bytes"], facts["path"]), []).append(facts)
+    return seen, ahead
+
+
+def path_table(records, wall=None):
+    """The --paths table as lines: per payload and path, medians over the
+    trace's posts; with `wall` ({(path, payload): us}) its column, and
+    only its sizes."""
+    wall = wall or None  # no data file: no column
+    seen, ahead = group_posts(records, wall)
+    if not seen:
+        return ["no post in the trace"]
+    lines = [PATHS_CAPTION + (WALL_CAPTION if wall else ""),
+             PATHS_ROW.format("#bytes", "path", "posts", "BAR2_writes", "BAR2_bytes",
+                              "WQE_DMA_reads", "one_way[ns]", "wall[us]" if wall else "").rstrip()]
+    order = list(PATH_NAMES)
+    for (size, path), group in sorted(seen.items(), key=lambda k: (k[0][0], order.index(k[0][1]))):
+        col = {key: median([f[key] for f in group])
+               for key in ("bar2_writes", "bar2_bytes", "wqe_reads", "one_way")}
+        t = wall.get((path, size)) if wall else None
+        lines.append(PATHS_ROW.format(
+            size, PATH_NAMES[path], len(group), col["bar2_writes"], col["bar2_bytes"],
+            col["wqe_reads"], col["one_way"],
+            "" if not wall else ("-" if t is None else f"{t:.1f}")).rstrip())
+    for kind, n in sorted(ahead.items()):
+        lines.append(f"# not counted: {n} {PATH_NAMES[kind]} posts whose WQE the model's scan ran "
+                     "before their MMIO write came (QEMU posts the writes; the guest runs ahead)")
+    return lines
 
 
 def command_line(rec):
@@ -161,9 +277,16 @@ def main():
     p.add_argument("--all", action="store_true", help="every post")
     p.add_argument("--limit", type=int, default=0, help="at most N posts")
     p.add_argument("--commands", action="store_true", help="the command sequence")
+    p.add_argument("--paths", action="store_true",
+                   help="per payload size and path, what the adapter saw per post")
+    p.add_argument("--wall", metavar="DIR",
+                   help="with --paths: mlx4-bf lat's data files (lat-bf.dat, lat-db.dat) in DIR")
     args = p.parse_args()
     with open(args.trace) as f:
         records = [json.loads(line) for line in f if line.strip()]
+    if args.paths:
+        print("\n".join(path_table(records, read_wall(args.wall) if args.wall else None)))
+        return
     if args.commands:
         lines = command_sequence(records)
         print("\n".join(lines) if lines else "no command in the trace")

@@ -191,7 +191,9 @@ class FileSaver:
     def feed(self, line):
         """Returns True if the line belonged to a file."""
         if self.name is None:
-            m = re.match(r"^mlx4-bf-file: ([\w.\-]+)$", line)
+            # A cleared progress bar leaves its escapes, with no newline,
+            # before the marker (the s390 console is a sized terminal).
+            m = re.search(r"(?:^|\x1b\[2K)mlx4-bf-file: ([\w.\-]+)$", line)
             if m:
                 self.name, self.chunks = m.group(1), []
             return m is not None

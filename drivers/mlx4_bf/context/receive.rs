@@ -17,6 +17,7 @@
 //! The context's side of it: POST_RECV, the scan of a receive CQ before a
 //! post, ARM_CQ and `poll()`.
 
+use core::mem::offset_of;
 use kernel::{
     dma::Coherent,
     fs::File,
@@ -26,13 +27,13 @@ use kernel::{
 };
 
 use crate::{
+    abi::{Cqe, CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER},
     geometry::{
         CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, RQ_OFFSET,
         RQ_STRIDE,
     },
     hw::cmd::be_mmio::BeMmio,
     hw::memory::user_area::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
-    hw::queues::cq::{CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER, CQE_OWNER_SR_OPCODE},
     ring,
 };
 
@@ -47,10 +48,6 @@ pub(crate) enum Readiness {
     /// The adapter is gone.
     Gone,
 }
-
-/// `struct mlx4_cqe`: bytes received, and (high half) the WQE's index.
-const CQE_BYTE_CNT: usize = 0x14;
-const CQE_WQE_INDEX: usize = 0x18;
 
 /// UAR +0x20: the CQ doorbell (arm), 8 bytes.
 const UAR_CQ_DOORBELL: usize = 0x20;
@@ -97,7 +94,7 @@ impl Recv {
         let mut error = false;
         while self.seen != self.posted {
             let at = self.area_off(CQ_OFFSET) + (self.seen % RCQ_ENTRIES) as usize * CQE_SIZE;
-            let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+            let op_own = area.read8(at + offset_of!(Cqe, owner_sr_opcode))?;
             if !ring::sw_owned(op_own & CQE_OWNER != 0, self.seen, RCQ_ENTRIES) {
                 break;
             }
@@ -198,7 +195,7 @@ impl Recv {
     pub(crate) fn readable(&self, area: &Area<'_>) -> Result<bool> {
         let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
         let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
-        let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+        let op_own = area.read8(at + offset_of!(Cqe, owner_sr_opcode))?;
         Ok(ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES))
     }
 
@@ -210,7 +207,7 @@ impl Recv {
     pub(crate) fn take(&mut self, area: &Area<'_>, out: &mut [u8]) -> Result<Option<usize>> {
         let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
         let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
-        let op_own = area.read8(at + CQE_OWNER_SR_OPCODE)?;
+        let op_own = area.read8(at + offset_of!(Cqe, owner_sr_opcode))?;
         if !ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES) {
             return Ok(None);
         }
@@ -219,8 +216,9 @@ impl Recv {
         if op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR {
             return Err(EIO);
         }
-        let len = area.read_be32(at + CQE_BYTE_CNT)? as usize;
-        let index = (area.read_be32(at + CQE_WQE_INDEX)? >> 16) % RQ_ENTRIES;
+        let len = area.read_be32(at + offset_of!(Cqe, byte_cnt))? as usize;
+        // wqe_index, big-endian, is the high half of its word.
+        let index = (area.read_be32(at + offset_of!(Cqe, wqe_index))? >> 16) % RQ_ENTRIES;
         if len > out.len() || len > RECV_BUF_SIZE {
             return Err(EMSGSIZE);
         }

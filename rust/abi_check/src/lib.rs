@@ -114,6 +114,22 @@ mod tests {
             abi::Stats,
             [bf_posts, db_posts, bytes, store_blocks, rejects]
         );
+        same_layout!(
+            c::mlx4_bf_cqe,
+            abi::Cqe,
+            [
+                my_qpn,
+                immed,
+                src_qpn,
+                reserved1,
+                byte_cnt,
+                wqe_index,
+                vendor_err_syndrome,
+                syndrome,
+                reserved2,
+                owner_sr_opcode
+            ]
+        );
         assert_eq!(
             offset_of!(c::mlx4_bf_ioctl_hdr, attrs),
             size_of::<abi::IoctlHdr>()
@@ -204,6 +220,24 @@ mod tests {
             (c::MLX4_BF_REJECT_RKEY, abi::Reject::Rkey),
         ] {
             assert_eq!(cv as u32, rv as u32);
+        }
+        for (cv, rv) in [
+            (c::MLX4_BF_CQE_OWNER, abi::CQE_OWNER),
+            (c::MLX4_BF_CQE_IS_SEND, abi::CQE_IS_SEND),
+            (c::MLX4_BF_CQE_OPCODE_MASK, abi::CQE_OPCODE_MASK),
+        ] {
+            assert_eq!(cv as u32, u32::from(rv));
+        }
+        for (cv, rv) in [
+            (
+                c::MLX4_BF_CQE_OPCODE_RDMA_WRITE_IMM,
+                abi::CQE_OPCODE_RDMA_WRITE_IMM,
+            ),
+            (c::MLX4_BF_CQE_OPCODE_SEND, abi::CQE_OPCODE_SEND),
+            (c::MLX4_BF_CQE_OPCODE_SEND_IMM, abi::CQE_OPCODE_SEND_IMM),
+            (c::MLX4_BF_CQE_OPCODE_ERROR, abi::CQE_OPCODE_ERROR),
+        ] {
+            assert_eq!(cv as u32, u32::from(rv));
         }
         assert_eq!(c::MLX4_BF_REJECT_MAX as usize, abi::REJECT_MAX);
         assert_eq!(c::MLX4_BF_MMAP_UAR_PAGE as u64, abi::MMAP_UAR_PAGE);

@@ -2,36 +2,31 @@
 
 //! A QP's CQ as user space polls it (the ring and its consumer-index page,
 //! mapped from the device file), a QP's receive side (ABI 2: that CQ and the
-//! receive buffers), and the CQE (`struct mlx4_cqe`, big-endian fields).
+//! receive buffers), and the CQE (`abi::Cqe`, `struct mlx4_bf_cqe` of the
+//! uapi header: big-endian fields).
 
 use std::{
-    io, ptr,
+    io,
+    mem::offset_of,
+    ptr,
     sync::atomic::{fence, AtomicU32, AtomicU8, Ordering},
 };
 
 use anyhow::{bail, Context, Result};
-use mlx4_bf_core::abi;
+use mlx4_bf_core::abi::{
+    self, CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OPCODE_RDMA_WRITE_IMM, CQE_OPCODE_SEND,
+    CQE_OPCODE_SEND_IMM, CQE_OWNER,
+};
 
 use crate::device::{Device, Mapping};
 
-/// Bytes of the legacy CQE; a 64-byte entry keeps it in its upper half.
-pub const CQE_LEN: usize = 32;
-/// Byte 0x1f: owner bit 7, opcode bits 4..0.
-const OWNER_SR_OPCODE: usize = 0x1f;
-const OWNER: u8 = 0x80;
-const OPCODE_MASK: u8 = 0x1f;
-
-/// A receive completion of an RDMA_WRITE_IMM: the immediate, the byte
-/// count; the receive buffer is not written.
-pub const CQE_OPCODE_RDMA_WRITE_IMM: u8 = 0x00;
-pub const CQE_OPCODE_SEND: u8 = 0x01;
-pub const CQE_OPCODE_SEND_IMM: u8 = 0x02;
-pub const CQE_OPCODE_ERROR: u8 = 0x1e;
+/// Bytes of the CQE (`abi::Cqe`); a 64-byte entry keeps it in its upper half.
+pub const CQE_LEN: usize = size_of::<abi::Cqe>();
 
 /// Is CQE `n` (counted from 0, not wrapped) software's? Its owner bit must
 /// equal `!!(n & cq_entries)` (`cq_entries` a power of two).
 pub fn cqe_is_sw(owner_byte: u8, n: u32, cq_entries: u32) -> bool {
-    mlx4_bf_core::ring::sw_owned(owner_byte & OWNER != 0, n, cq_entries)
+    mlx4_bf_core::ring::sw_owned(owner_byte & CQE_OWNER != 0, n, cq_entries)
 }
 
 /// The consumer index as the adapter reads it: `BE32(n & 0xffffff)`, as
@@ -54,21 +49,24 @@ pub struct Cqe {
     pub vendor_syndrome: u8,
 }
 
+/// The big-endian word at `at`.
 fn be32(b: &[u8; CQE_LEN], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 impl Cqe {
+    /// Parses the bytes of an `abi::Cqe`.
     pub fn parse(b: &[u8; CQE_LEN]) -> Self {
+        let wqe_index = offset_of!(abi::Cqe, wqe_index);
         Cqe {
-            my_qpn: be32(b, 0x00) & 0xff_ffff,
-            immediate: be32(b, 0x04),
-            src_qpn: be32(b, 0x08) & 0xff_ffff,
-            byte_cnt: be32(b, 0x14),
-            wqe_index: u16::from_be_bytes([b[0x18], b[0x19]]),
-            opcode: b[OWNER_SR_OPCODE] & OPCODE_MASK,
-            syndrome: b[0x1b],
-            vendor_syndrome: b[0x1a],
+            my_qpn: be32(b, offset_of!(abi::Cqe, my_qpn)) & 0xff_ffff,
+            immediate: be32(b, offset_of!(abi::Cqe, immed)),
+            src_qpn: be32(b, offset_of!(abi::Cqe, src_qpn)) & 0xff_ffff,
+            byte_cnt: be32(b, offset_of!(abi::Cqe, byte_cnt)),
+            wqe_index: u16::from_be_bytes([b[wqe_index], b[wqe_index + 1]]),
+            opcode: b[offset_of!(abi::Cqe, owner_sr_opcode)] & CQE_OPCODE_MASK,
+            syndrome: b[offset_of!(abi::Cqe, syndrome)],
+            vendor_syndrome: b[offset_of!(abi::Cqe, vendor_err_syndrome)],
         }
     }
 
@@ -227,7 +225,9 @@ impl CqRing {
 
     /// Is the next CQE (number `ci`) software's? One load of its owner byte.
     pub fn ready(&self) -> bool {
-        let p = self.cqe_ptr(self.ci).wrapping_add(OWNER_SR_OPCODE);
+        let p = self
+            .cqe_ptr(self.ci)
+            .wrapping_add(offset_of!(abi::Cqe, owner_sr_opcode));
         // SAFETY: inside the CQ mapping; the adapter writes it concurrently,
         // so read it atomically.
         let b = unsafe { AtomicU8::from_ptr(p.cast_mut()) }.load(Ordering::Relaxed);

@@ -149,7 +149,7 @@ mod tests {
             "mlx4-bf --device /dev/mlx4_bf9 info",
             "mlx4-bf post --size 100 --hexdump",
             "mlx4-bf post --size 100 --force-doorbell",
-            "mlx4-bf lat --min 4 --max 260 --step 32 --iters 200",
+            "mlx4-bf lat --min 4 --max 208 --step 68 --iters 200 --out /tmp/results/lat.dat",
             "mlx4-bf bench --icount --out-dir /tmp/results --min 4 --max 208 --step 12 --iters 2000",
             "mlx4-bf stress --threads 1,2 --seconds 2",
             "mlx4-bf pingpong --size 4 --iters 50",

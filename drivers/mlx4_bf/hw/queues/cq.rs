@@ -16,6 +16,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use zerocopy_derive::Immutable;
 
 use crate::{
+    abi::{Cqe, CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER},
     geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, CQ_SLOTS, DB_REC_WORDS, MAX_CQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
@@ -71,17 +72,16 @@ bitfield! {
     }
 }
 
-// struct mlx4_cqe / mlx4_err_cqe.
-pub(crate) const CQE_MY_QPN: usize = 0x00;
-const CQE_WQE_INDEX: usize = 0x18;
-const CQE_SYNDROME: usize = 0x1b;
-pub(crate) const CQE_OWNER_SR_OPCODE: usize = 0x1f;
-pub(crate) const CQE_OWNER: u8 = 0x80;
-pub(crate) const CQE_OPCODE_MASK: u8 = 0x1f;
-pub(crate) const CQE_OPCODE_ERROR: u8 = 0x1e;
-// `poll()` reads big-endian words: each of these is the low byte of its word.
-const _: () = assert!(CQE_SYNDROME / 4 == CQE_WQE_INDEX / 4 && CQE_SYNDROME % 4 == 3);
-const _: () = assert!(CQE_OWNER_SR_OPCODE % 4 == 3 && CQE_MY_QPN % 4 == 0);
+// The send CQ's CQEs are laid out as the receive CQ's (the ABI's
+// `struct mlx4_bf_cqe`), from the start of each CQE_SIZE entry. `poll()` reads
+// big-endian words: the owner byte and the syndrome are each the low byte of
+// theirs, wqe_index the high half of the syndrome's, my_qpn a whole word.
+const _: () = {
+    assert!(size_of::<Cqe>() == CQE_SIZE);
+    assert!(offset_of!(Cqe, owner_sr_opcode) % 4 == 3 && offset_of!(Cqe, my_qpn) % 4 == 0);
+    assert!(offset_of!(Cqe, wqe_index) % 4 == 0 && offset_of!(Cqe, syndrome) % 4 == 3);
+    assert!(offset_of!(Cqe, syndrome) / 4 == offset_of!(Cqe, wqe_index) / 4);
+};
 
 /// One send completion.
 pub(crate) struct Completion {
@@ -223,7 +223,8 @@ impl Cq {
         for _ in 0..CQ_ENTRIES {
             // The CQE as big-endian words: the owner byte ends the last one.
             let word = (base + (self.ci % CQ_ENTRIES) as usize * CQE_SIZE) / 4;
-            let last: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_OWNER_SR_OPCODE / 4]);
+            let last: u32 =
+                kernel::dma_read!(mem.cqs, [try: word + offset_of!(Cqe, owner_sr_opcode) / 4]);
             let op_own = u32::from_be(last) as u8;
             // get_sw_cqe(): software's if the owner bit matches the pass.
             if !ring::sw_owned(op_own & CQE_OWNER != 0, self.ci, CQ_ENTRIES) {
@@ -231,10 +232,11 @@ impl Cq {
             }
             // The owner byte before the rest of the CQE.
             crate::sys::barrier::dma_rmb();
-            let qpn: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_MY_QPN / 4]);
-            // wqe_index (be16) at 0x18, then the error CQE's vendor
-            // syndrome and syndrome (0x1a, 0x1b).
-            let index: u32 = kernel::dma_read!(mem.cqs, [try: word + CQE_WQE_INDEX / 4]);
+            let qpn: u32 = kernel::dma_read!(mem.cqs, [try: word + offset_of!(Cqe, my_qpn) / 4]);
+            // wqe_index (be16), then the error CQE's vendor syndrome and
+            // syndrome.
+            let index: u32 =
+                kernel::dma_read!(mem.cqs, [try: word + offset_of!(Cqe, wqe_index) / 4]);
             let index = u32::from_be(index);
             let error = (op_own & CQE_OPCODE_MASK == CQE_OPCODE_ERROR).then_some(index as u8);
             f(Completion {

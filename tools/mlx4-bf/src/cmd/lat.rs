@@ -9,6 +9,11 @@
 //! with the largest WQE, 1008 bytes) is gathered from that region by a
 //! data segment naming its lkey: doorbell path only, so `--path bf` skips
 //! those sizes. A comment line before the tables lists them.
+//!
+//! The clock is wall time. On the device model (its diagnostic block
+//! answers) every BAR2 write is a trapped MMIO write that QEMU hands to the
+//! model, so the times measure the emulator: a caption line says so before
+//! the tables, which keep perftest's format.
 
 use std::{
     fs, io,
@@ -21,6 +26,7 @@ use clap::ValueEnum;
 use mlx4_bf_core::{abi, wqe, wqe_build};
 
 use crate::{
+    analyzer::Analyzer,
     back_pressure::post_timed,
     device::Device,
     errors::ioerr,
@@ -76,6 +82,20 @@ fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<V
     Ok(out)
 }
 
+/// The comment line that says what lat's clock measures; `model` is the
+/// PCI function of the device model when the adapter is one.
+fn clock_caption(model: Option<&str>) -> String {
+    const CLOCK: &str = "# clock: wall time of each POST_SEND call, in microseconds";
+    match model {
+        None => CLOCK.into(),
+        Some(bdf) => format!(
+            "{CLOCK}, under emulation: the adapter is the device model at {bdf}, each BAR2 \
+             write a trapped MMIO write, so the times are the emulator's cost, not the \
+             adapter's (what the adapter saw: tools/vm/trace_view.py --paths on the trace)"
+        ),
+    }
+}
+
 /// `out` with `-tag` before its extension: one data file per path.
 fn suffixed(path: &Path, tag: &str) -> PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("lat");
@@ -107,6 +127,10 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     // Only a bar: lines of progress would land between the rows.
     let mut progress = Progress::terminal_only(sizes.len() * paths.len(), "lat");
     let say = progress.printer();
+    // The model's diagnostic block answers only on the model: one trapped
+    // read, before any timing.
+    let model = Analyzer::open().map(|a| a.bdf);
+    say.line(&clock_caption(model.as_deref()));
     if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
         say.line(&format!(
             "# gathered (too large for an inline WQE; DMA-read from a registered send buffer, \
@@ -183,6 +207,16 @@ fn plot_series(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_caption_says_when_the_clock_times_the_emulator() {
+        assert!(clock_caption(None).starts_with("# clock: wall time"));
+        assert!(!clock_caption(None).contains("emulat"));
+        let c = clock_caption(Some("0000:00:03.0"));
+        assert!(c.starts_with("# clock: wall time"));
+        assert!(c.contains("device model at 0000:00:03.0") && c.contains("not the adapter's"));
+        assert_eq!(c.lines().count(), 1);
+    }
 
     #[test]
     fn suffixed_keeps_the_extension() {

@@ -66,7 +66,6 @@ static uint64_t random_pointer(void *valid, void *unmapped)
 #define POOL_PAGES	32
 #define POOL_BYTES	(POOL_PAGES * 4096)
 #define FUZZ_MRS	24
-#define RESERVED_LKEY	0x00000008
 
 struct fuzz_mr {
 	__u64 addr, len;

@@ -15,7 +15,7 @@ if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
 	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
 	exit 4
 fi
-echo "1..10"
+echo "1..11"
 
 check() { # name expected-text command...
 	name=$1 want=$2
@@ -64,6 +64,10 @@ ok_if() { # name command...
 }
 ok_if lat_gathers_what_does_not_fit_inline sh -c \
 	"'$HELPER' lat --min 4 --max 1004 --step 1000 --iters 20 | grep '^# gathered' >/dev/null"
+# The test bed's adapter is the device model: lat's caption says that its
+# wall clock times the emulator.
+ok_if lat_says_its_clock_times_the_emulator sh -c \
+	"'$HELPER' lat --min 4 --max 4 --iters 20 | grep '^# clock: .*device model.*emulator' >/dev/null"
 ok_if rdma_write_imm_pingpong_lands_its_data \
 	"$HELPER" pingpong --op rdma-write-imm --iters 20 --min 4 --max 2004 --step 2000
 # rdma-core's way beside the ioctl: a user-posted QP's posts complete.

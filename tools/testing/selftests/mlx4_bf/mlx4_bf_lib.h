@@ -190,6 +190,21 @@ static inline int dereg_mr(int fd, __u32 handle)
 /* Read and write access for the adapter, and for the connected peer. */
 #define ACCESS_RDMA	(MLX4_BF_ACCESS_LOCAL_WRITE | MLX4_BF_ACCESS_REMOTE_WRITE)
 #define SINK_BYTES	4096
+#define PAGE		4096
+/* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
+#define RESERVED_LKEY	0x00000008
+
+/* The memory-region tests' buffers: BUF_PAGES pages of map_pages(). */
+#define BUF_PAGES	16
+#define BUF_BYTES	(BUF_PAGES * PAGE)
+
+/* @pages fresh anonymous pages of this process with @prot, or NULL. */
+static inline uint8_t *map_pages(int pages, int prot)
+{
+	uint8_t *p = mmap(NULL, (size_t)pages * PAGE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
 
 /*
  * Where a QP's RDMA writes land: a page of this process registered

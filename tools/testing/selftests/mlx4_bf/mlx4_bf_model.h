@@ -262,6 +262,23 @@ static inline uint32_t model_version(struct model *m)
 	return model_read(m, 0) >> 32;
 }
 
+#define NO_V4		NO_ANALYZER " (diag version 4)"
+
+/*
+ * The analyzer: 1 with @m mapped on a version 4 block (the MR, RDMA and
+ * protection fault counters); 0 without one (real hardware, or an older
+ * model: the tests run, their analyzer checks not).
+ */
+static inline int analyzer_v4(struct model *m)
+{
+	if (model_open(m))
+		return 0;
+	if (model_version(m) >= 4)
+		return 1;
+	model_close(m);
+	return 0;
+}
+
 static inline void model_write(struct model *m, unsigned int reg, uint32_t value)
 {
 	mmio_store32(m->diag + reg, htole32(value));

@@ -14,10 +14,6 @@
 #include "mlx4_bf_lib.h"
 
 #define OP_SEND_IMM		0x0b
-#define CQE_OPCODE_SEND		0x01
-#define CQE_OPCODE_SEND_IMM	0x02
-#define CQE_OPCODE_ERROR	0x1e
-#define CQE_OWNER		0x80
 /* The largest inline SEND payload: 1008-byte WQE, a header per 64 bytes. */
 #define MAX_INLINE_SEND		928
 
@@ -139,13 +135,17 @@ static inline int ep_pair(struct endpoint *a, struct endpoint *b, __u32 recvs)
 	return ret;
 }
 
-/* The CQE at the consumer index if the device has written it, else NULL. */
-static inline const uint8_t *ep_peek(struct endpoint *e)
+/*
+ * The CQE at the consumer index if the device has written it, else NULL: the
+ * last sizeof(struct mlx4_bf_cqe) bytes of its entry.
+ */
+static inline const struct mlx4_bf_cqe *ep_peek(struct endpoint *e)
 {
-	const uint8_t *cqe = e->cq + (e->ci % e->qp.cq_entries) * e->qp.cqe_size;
-	uint8_t op_own = __atomic_load_n(&cqe[31], __ATOMIC_ACQUIRE);
+	const struct mlx4_bf_cqe *cqe = (const void *)(e->cq +
+		(e->ci % e->qp.cq_entries + 1) * e->qp.cqe_size - sizeof(*cqe));
+	uint8_t op_own = __atomic_load_n(&cqe->owner_sr_opcode, __ATOMIC_ACQUIRE);
 
-	if (!!(op_own & CQE_OWNER) != !!(e->ci & e->qp.cq_entries))
+	if (!!(op_own & MLX4_BF_CQE_OWNER) != !!(e->ci & e->qp.cq_entries))
 		return NULL;
 	return cqe;
 }
@@ -181,10 +181,10 @@ static inline int wait_landed(const uint8_t *dst, const uint8_t *want, size_t le
 }
 
 /* Spins up to @ms for the next CQE; NULL on timeout. */
-static inline const uint8_t *ep_wait(struct endpoint *e, int ms)
+static inline const struct mlx4_bf_cqe *ep_wait(struct endpoint *e, int ms)
 {
 	uint64_t end = now_ns() + ms * 1000000ull;
-	const uint8_t *cqe;
+	const struct mlx4_bf_cqe *cqe;
 
 	while (!(cqe = ep_peek(e))) {
 		if (now_ns() > end)
@@ -194,15 +194,16 @@ static inline const uint8_t *ep_wait(struct endpoint *e, int ms)
 	return cqe;
 }
 
-static inline uint8_t cqe_opcode(const uint8_t *cqe)
+static inline uint8_t cqe_opcode(const struct mlx4_bf_cqe *cqe)
 {
-	return cqe[31] & 0x1f;
+	return cqe->owner_sr_opcode & MLX4_BF_CQE_OPCODE_MASK;
 }
 
 /* The receive buffer a receive CQE names (its RQ index). */
-static inline const uint8_t *cqe_buffer(const struct endpoint *e, const uint8_t *cqe)
+static inline const uint8_t *cqe_buffer(const struct endpoint *e,
+					const struct mlx4_bf_cqe *cqe)
 {
-	uint16_t index = (uint16_t)cqe[24] << 8 | cqe[25];
+	uint16_t index = ntohs(cqe->wqe_index);
 
 	return e->bufs + (index % e->qp.rq_entries) * e->qp.recv_buf_size;
 }

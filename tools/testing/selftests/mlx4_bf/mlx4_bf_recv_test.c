@@ -46,7 +46,7 @@ static int deliver(struct __test_metadata *_metadata, uint8_t *wqe, struct endpo
 		   struct endpoint *to, int payload, __u32 flags)
 {
 	uint8_t want[MAX_WQE];
-	const uint8_t *cqe;
+	const struct mlx4_bf_cqe *cqe;
 	int len = build_send(wqe, payload, payload, 0, 0);
 	int ret = post_send(from->fd, from->qp.qp_handle, wqe, len, flags, NULL);
 
@@ -55,11 +55,11 @@ static int deliver(struct __test_metadata *_metadata, uint8_t *wqe, struct endpo
 	cqe = ep_wait(to, 2000);
 	if (!cqe)
 		return -ETIMEDOUT;
-	EXPECT_EQ(CQE_OPCODE_SEND, cqe_opcode(cqe)) TH_LOG("%d bytes: CQE opcode", payload);
-	EXPECT_EQ(0, cqe[31] & 0x40) TH_LOG("a receive CQE has IS_SEND clear");
-	EXPECT_EQ((uint32_t)payload, get_be32(cqe + 0x14)) TH_LOG("byte_cnt");
-	EXPECT_EQ(to->qp.qpn, get_be32(cqe) & 0xffffff) TH_LOG("my_qpn");
-	EXPECT_EQ(from->qp.qpn, get_be32(cqe + 8) & 0xffffff) TH_LOG("source QPN");
+	EXPECT_EQ(MLX4_BF_CQE_OPCODE_SEND, cqe_opcode(cqe)) TH_LOG("%d bytes: CQE opcode", payload);
+	EXPECT_EQ(0, cqe->owner_sr_opcode & MLX4_BF_CQE_IS_SEND) TH_LOG("a receive CQE has IS_SEND clear");
+	EXPECT_EQ((uint32_t)payload, ntohl(cqe->byte_cnt)) TH_LOG("byte_cnt");
+	EXPECT_EQ(to->qp.qpn, ntohl(cqe->my_qpn) & 0xffffff) TH_LOG("my_qpn");
+	EXPECT_EQ(from->qp.qpn, ntohl(cqe->src_qpn) & 0xffffff) TH_LOG("source QPN");
 	expected_payload(want, payload, payload);
 	EXPECT_EQ(0, memcmp(want, cqe_buffer(to, cqe), payload))
 		TH_LOG("%d bytes: the payload in the receive buffer differs", payload);
@@ -81,7 +81,7 @@ TEST_F(pair, delivers_every_size_from_the_kernel_send_buffer_up_to_1024_bytes)
 	uint8_t msg[MLX4_BF_MAX_PAYLOAD];
 
 	for (int n = 1; n <= MLX4_BF_MAX_PAYLOAD; n++) {
-		const uint8_t *cqe;
+		const struct mlx4_bf_cqe *cqe;
 		int ret;
 
 		expected_payload(msg, n, n);
@@ -89,8 +89,8 @@ TEST_F(pair, delivers_every_size_from_the_kernel_send_buffer_up_to_1024_bytes)
 		ASSERT_EQ(0, ret) TH_LOG("%d bytes: %s", n, strerror(-ret));
 		cqe = ep_wait(&self->b, 2000);
 		ASSERT_NE(NULL, cqe) TH_LOG("%d bytes never arrived", n);
-		EXPECT_EQ(CQE_OPCODE_SEND, cqe_opcode(cqe));
-		EXPECT_EQ((uint32_t)n, get_be32(cqe + 0x14));
+		EXPECT_EQ(MLX4_BF_CQE_OPCODE_SEND, cqe_opcode(cqe));
+		EXPECT_EQ((uint32_t)n, ntohl(cqe->byte_cnt));
 		EXPECT_EQ(0, memcmp(msg, cqe_buffer(&self->b, cqe), n)) TH_LOG("%d bytes differ", n);
 		ep_consume(&self->b);
 		ASSERT_EQ(0, post_recv(self->b.fd, self->b.qp.qp_handle, 1));
@@ -117,14 +117,14 @@ TEST_F(pair, delivers_wqes_staged_in_the_wqe_page)
 	ASSERT_NE(MAP_FAILED, page);
 	for (int size = 1; size <= MAX_INLINE_SEND; size += 37) {
 		int len = build_send(page, size, size, 0, 0);
-		const uint8_t *cqe;
+		const struct mlx4_bf_cqe *cqe;
 
 		ASSERT_EQ(0, post_staged(self->a.fd, self->a.qp.qp_handle, len)) TH_LOG("%d", size);
 		/* the kernel copied the WQE: what the page holds now does not matter */
 		memset(page, 0xff, len);
 		cqe = ep_wait(&self->b, 2000);
 		ASSERT_NE(NULL, cqe);
-		EXPECT_EQ((uint32_t)size, get_be32(cqe + 0x14));
+		EXPECT_EQ((uint32_t)size, ntohl(cqe->byte_cnt));
 		expected_payload(want, size, size);
 		EXPECT_EQ(0, memcmp(want, cqe_buffer(&self->b, cqe), size)) TH_LOG("%d bytes", size);
 		ep_consume(&self->b);
@@ -212,26 +212,26 @@ TEST_F(pair, analyzer_counts_each_delivery_and_its_bytes)
 TEST_F(pair, send_imm_carries_the_immediate)
 {
 	int len = build_send(self->wqe, 12, 3, 1, 0xdeadbeef);
-	const uint8_t *cqe;
+	const struct mlx4_bf_cqe *cqe;
 
 	ASSERT_EQ(0, post_send(self->a.fd, self->a.qp.qp_handle, self->wqe, len, 0, NULL));
 	cqe = ep_wait(&self->b, 2000);
 	ASSERT_NE(NULL, cqe);
-	EXPECT_EQ(CQE_OPCODE_SEND_IMM, cqe_opcode(cqe));
-	EXPECT_EQ(0xdeadbeef, get_be32(cqe + 4));
-	EXPECT_EQ(12, get_be32(cqe + 0x14));
+	EXPECT_EQ(MLX4_BF_CQE_OPCODE_SEND_IMM, cqe_opcode(cqe));
+	EXPECT_EQ(0xdeadbeef, ntohl(cqe->immed));
+	EXPECT_EQ(12, ntohl(cqe->byte_cnt));
 }
 
 TEST_F(pair, receive_buffers_are_used_in_order)
 {
 	for (uint32_t i = 0; i < 2 * self->b.qp.rq_entries; i++) {
 		int len = build_send(self->wqe, 8, i, 0, 0);
-		const uint8_t *cqe;
+		const struct mlx4_bf_cqe *cqe;
 
 		ASSERT_EQ(0, post_send(self->a.fd, self->a.qp.qp_handle, self->wqe, len, 0, NULL));
 		cqe = ep_wait(&self->b, 2000);
 		ASSERT_NE(NULL, cqe);
-		EXPECT_EQ(i & 0xffff, (uint32_t)(cqe[24] << 8 | cqe[25])) TH_LOG("RQ index");
+		EXPECT_EQ(i & 0xffff, (uint32_t)ntohs(cqe->wqe_index)) TH_LOG("RQ index");
 		ep_consume(&self->b);
 		ASSERT_EQ(0, post_recv(self->b.fd, self->b.qp.qp_handle, 1));
 	}
@@ -317,7 +317,7 @@ TEST_F(pair, delivers_to_another_process)
 	ASSERT_GE(pid, 0);
 	if (!pid) {
 		struct endpoint c;
-		const uint8_t *cqe;
+		const struct mlx4_bf_cqe *cqe;
 		uint8_t want[64];
 		int ok;
 
@@ -327,7 +327,7 @@ TEST_F(pair, delivers_to_another_process)
 			_exit(2);
 		cqe = ep_wait(&c, 5000);
 		expected_payload(want, 64, 64);
-		ok = cqe && get_be32(cqe + 0x14) == 64 && !memcmp(want, cqe_buffer(&c, cqe), 64);
+		ok = cqe && ntohl(cqe->byte_cnt) == 64 && !memcmp(want, cqe_buffer(&c, cqe), 64);
 		_exit(ok ? 0 : 1);
 	}
 	ep_close(&self->b);

@@ -18,14 +18,12 @@
 #include "mlx4_bf_queue.h"
 #include "mlx4_bf_model.h"
 
-#define PAGE		4096
 #define SEND_DOORBELL	0x14
-/* CQE byte 31 of a send completion: IS_SEND (0x40) and the WQE's opcode. */
-#define SEND_CQE_MASK		0x5f
-#define SEND_CQE_RDMA_WRITE	(0x40 | OP_RDMA_WRITE)
-#define SEND_CQE_RDMA_READ	(0x40 | OP_RDMA_READ)
-/* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
-#define RESERVED_LKEY		0x00000008
+/* A send completion's owner_sr_opcode: IS_SEND and the WQE's opcode. */
+#define SEND_CQE_MASK		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_MASK)
+#define SEND_CQE_RDMA_WRITE	(MLX4_BF_CQE_IS_SEND | OP_RDMA_WRITE)
+#define SEND_CQE_RDMA_READ	(MLX4_BF_CQE_IS_SEND | OP_RDMA_READ)
+#define SEND_CQE_ERROR		(MLX4_BF_CQE_IS_SEND | MLX4_BF_CQE_OPCODE_ERROR)
 
 static int create_user_qp(int fd, struct mlx4_bf_qp_info *qp, struct mlx4_bf_qp_send_info *sq)
 {
@@ -148,12 +146,12 @@ static int put_in_sq(struct _test_data_user *self, uint8_t *wqe, int len, int bf
 /* Waits for the send CQE of the last WQE and consumes it; its opcode byte. */
 static int wait_send_cqe(struct _test_data_user *self)
 {
-	const uint8_t *cqe = ep_wait(&self->ep, 2000);
+	const struct mlx4_bf_cqe *cqe = ep_wait(&self->ep, 2000);
 	int op_own;
 
 	if (!cqe)
 		return -1;
-	op_own = cqe[31];
+	op_own = cqe->owner_sr_opcode;
 	ep_consume(&self->ep);
 	return op_own;
 }
@@ -256,7 +254,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 	int len, op;
 
 	if (!self->have_model || model_version(&self->m) < 4)
-		SKIP(return, NO_ANALYZER " (diag version 4)");
+		SKIP(return, NO_V4);
 	faults0 = model_read(&self->m, MODEL_LOCAL_PROT_FAULTS);
 	rdma0 = model_read(&self->m, MODEL_RDMA_WRITES);
 	memset(self->sink.buf, 0xee, 64);
@@ -266,7 +264,7 @@ TEST_F(user, the_adapter_refuses_the_reserved_lkey)
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("local");
 	op = wait_send_cqe(self);
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, op & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, op & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
 	EXPECT_EQ(rdma0, model_read(&self->m, MODEL_RDMA_WRITES));
 	for (int i = 0; i < 64; i++)
@@ -285,7 +283,7 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	int fd, len;
 
 	if (!self->have_model || model_version(&self->m) < 4)
-		SKIP(return, NO_ANALYZER " (diag version 4)");
+		SKIP(return, NO_V4);
 	fd = open(DEV_PATH, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, sink_open(fd, &other));
@@ -296,7 +294,7 @@ TEST_F(user, the_adapter_refuses_a_foreign_rkey)
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("remote");
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_REMOTE_ACCESS_FAULTS));
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0xee, other.buf[i]);
@@ -365,7 +363,7 @@ TEST_F(user, the_adapter_refuses_a_read_into_memory_without_local_write)
 	put_be32(db, self->qp.qpn << 8);
 	ASSERT_EQ(0, bar_write(self->uar + SEND_DOORBELL, db, 4));
 	declare_fault("local");
-	EXPECT_EQ(0x40 | CQE_OPCODE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
+	EXPECT_EQ(SEND_CQE_ERROR, wait_send_cqe(self) & SEND_CQE_MASK);
 	EXPECT_EQ(faults0 + 1, model_read(&self->m, MODEL_LOCAL_PROT_FAULTS));
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0xee, dst[i]);
