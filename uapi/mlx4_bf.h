@@ -16,6 +16,7 @@
 
 #include <linux/types.h>
 #include <linux/ioctl.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #define MLX4_BF_ABI_VERSION	4
 
@@ -528,5 +529,44 @@ struct mlx4_bf_stats {
 	__aligned_u64 store_blocks;
 	__aligned_u64 rejects[MLX4_BF_REJECT_MAX];
 };
+
+/*
+ * The RDMA provider's uverbs method (the ib_device mlx4_bf<N>, mainline
+ * mlx4_ib's user ABI, include/uapi/rdma/mlx4-abi.h): a BlueFlame post of a
+ * WQE that libmlx4 built in its send queue, called on the verbs context's
+ * command file (RDMA_VERBS_IOCTL) on a QP object, in the driver's name
+ * space. The kernel checks the WQE, stamps the QP's number into it and
+ * writes it to the context's BlueFlame page (store blocks on s390), or
+ * rings the send doorbell when it does not fit.
+ */
+
+/* dev_caps of struct mlx4_ib_alloc_ucontext_resp: the method is offered. */
+#define MLX4_BF_USER_DEV_CAP_QP_POST	(1U << 31)
+
+enum mlx4_bf_ib_qp_methods {
+	MLX4_BF_IB_METHOD_QP_POST = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum mlx4_bf_ib_qp_post_attrs {
+	/* The QP (UVERBS_OBJECT_QP), one of the calling context's. */
+	MLX4_BF_IB_ATTR_QP_POST_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	/*
+	 * The WQE as libmlx4 built it: owner bit and WQE counter in the first
+	 * dword are user space's (its send queue), the QPN in the second is
+	 * the kernel's (zero, or the QP's own as libmlx4 stamps it); 16 bytes
+	 * at least, at most MLX4_BF_QP_POST_MAX_WQE.
+	 */
+	MLX4_BF_IB_ATTR_QP_POST_WQE,
+	/* Flags, optional: enum mlx4_bf_post_flags. */
+	MLX4_BF_IB_ATTR_QP_POST_FLAGS,
+	/*
+	 * struct mlx4_bf_post_result, optional; wqe_index is the WQE counter
+	 * the WQE carries.
+	 */
+	MLX4_BF_IB_ATTR_QP_POST_RESULT,
+};
+
+/* The largest WQE the method takes: 63 units of 16 bytes (the size field). */
+#define MLX4_BF_QP_POST_MAX_WQE		1008
 
 #endif /* _UAPI_MLX4_BF_H */

@@ -36,10 +36,12 @@ use crate::{
 mod bring_up;
 mod device;
 mod events;
+mod post;
 mod provider;
 mod qp_table;
 
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
+pub(crate) use post::{Placement, Posted};
 #[allow(
     unused_imports,
     reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
@@ -200,6 +202,13 @@ impl Adapter {
     pub(crate) fn remote_region(&self, qpn: u32, rkey: u32) -> Option<(u64, u64, u32)> {
         let pd = self.qps.lock().pd(qpn)?;
         self.mrs.lock().remote(rkey, pd)
+    }
+
+    /// `(start, len, region::perm() bits)` of the region `key` names, if it
+    /// belongs to protection domain `pd`: where a data segment of a QP of
+    /// that PD may point.
+    pub(crate) fn region(&self, key: u32, pd: u32) -> Option<(u64, u64, u32)> {
+        self.mrs.lock().remote(key, pd)
     }
 
     /// A free area for a context's QPs, cleared whole (it may hold the

@@ -16,6 +16,7 @@
 //! | `ib/cq.rs` | CQs in user memory |
 //! | `ib/qp.rs` | RC QPs in user memory, their state machine |
 //! | `ib/mr.rs` | memory regions of user memory |
+//! | `ib/post.rs`, `ib/methods.c` | the QP_POST method: a BlueFlame post through the kernel |
 //! | `ib/user_abi.rs` | mlx4_ib's udata, as typed values |
 //!
 //! The device is named `mlx4_bf<N>`: beside mainline mlx4_ib's `mlx4_<N>`
@@ -29,6 +30,7 @@ mod cq;
 mod device;
 mod doorbell;
 mod mr;
+mod post;
 mod qp;
 mod ucontext;
 mod user_abi;
@@ -199,6 +201,7 @@ impl IbRegistration {
             node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",
             ports: 1,
             comp_vectors: 1,
+            driver_def: Some(&post::METHODS),
         };
         let data = IbDevice {
             adapter: adapter.clone(),

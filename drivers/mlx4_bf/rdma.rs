@@ -23,6 +23,7 @@
 pub(crate) mod attr;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod method;
 pub(crate) mod object;
 mod ops;
 pub(crate) mod udata;

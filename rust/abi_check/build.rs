@@ -13,6 +13,7 @@ fn main() {
     bindgen::Builder::default()
         .header(header.to_str().unwrap())
         .allowlist_item("(mlx4_bf|MLX4_BF).*")
+        .allowlist_item("UVERBS_ID_NS_SHIFT")
         .prepend_enum_name(false)
         // Evaluates function-like macros such as MLX4_BF_IOCTL (_IOWR(...)).
         .clang_macro_fallback()

@@ -9,9 +9,8 @@
 use super::{Context, State};
 use crate::{
     abi::{self, Reject},
-    adapter::Resources,
+    adapter::{Placement, Posted, Resources},
     geometry::{QP_BUF_BYTES, SEND_BUFS_BYTES, SQ_ENTRIES, SQ_STRIDE},
-    hw::bf::bar2::{BfSlot, Doorbell},
     hw::memory::user_area::{self, QP_AREA_BYTES},
     hw::queues::qp,
     layout, region,
@@ -38,15 +37,6 @@ pub(crate) struct SendRequest<'a> {
     pub(crate) wqe: WqeSource<'a>,
     /// A message for the kernel's send buffer of the WQE's slot.
     pub(crate) payload: Option<UserSliceReader>,
-}
-
-/// Where a stamped WQE goes, worked out and checked once: the BlueFlame
-/// slot if it takes that path, and the doorbell, rung for the doorbell
-/// path and for a BlueFlame write that failed.
-#[derive(Clone, Copy)]
-struct Placement {
-    blueflame: Option<BfSlot>,
-    doorbell: Doorbell,
 }
 
 impl Context {
@@ -97,9 +87,7 @@ impl Context {
         // Copying the result out is the one step that could fail after the
         // device saw the WQE: it goes first, so a failed call posted nothing.
         if let Some(report) = report {
-            if let Some(slot) = place.blueflame {
-                result.store_blocks = self.adapter.writer().blocks(&state.wqe.0, slot);
-            }
+            result.store_blocks = self.adapter.store_blocks(&state.wqe.0, &place);
             report(&result)?;
         }
         self.commit(state, qp_index, len, payload_len, place)
@@ -233,10 +221,8 @@ impl Context {
         Ok(head)
     }
 
-    /// Place: where the WQE goes in BAR2 and what the post reports (but
-    /// the store blocks, counted only for a report that asks), decided and
-    /// checked before the device sees anything. A BlueFlame burst is
-    /// padded with zeroes to whole 64-byte chunks.
+    /// Place: where the WQE goes in BAR2 (the adapter's rule, shared with
+    /// the RDMA provider's method), and the send-queue index it reports.
     #[inline(always)]
     fn place(
         &self,
@@ -245,42 +231,17 @@ impl Context {
         path: Path,
         head: u32,
     ) -> Result<(Placement, abi::PostResult)> {
-        let caps = &self.adapter.caps();
-        let doorbell = Doorbell::new(caps, self.uar_index)?;
-        let mut result = abi::PostResult {
-            wqe_index: head & (SQ_ENTRIES - 1),
-            ..Default::default()
-        };
-        let blueflame = match path {
-            Path::BlueFlame => {
-                let burst = wqe::bf_burst_len(len);
-                crate::sys::copy::zero_words(&mut state.wqe.0[len..burst]);
-                let slot = BfSlot::new(caps, self.uar_index, state.bf_half, burst)?;
-                result.path = abi::PATH_BLUEFLAME;
-                result.bf_offset = caps.bf_area().0 + slot.offset() as u64;
-                result.bytes_written = burst as u32;
-                Some(slot)
-            }
-            Path::Doorbell => {
-                result.path = abi::PATH_DOORBELL;
-                result.bf_offset = doorbell.offset() as u64;
-                result.bytes_written = 4;
-                None
-            }
-        };
-        Ok((
-            Placement {
-                blueflame,
-                doorbell,
-            },
-            result,
-        ))
+        let (place, mut result) =
+            self.adapter
+                .place((self.uar_index, state.bf_half), path, &mut state.wqe.0, len)?;
+        result.wqe_index = head & (SQ_ENTRIES - 1);
+        Ok((place, result))
     }
 
-    /// Commit: one RCU read-side section for the hardware and the posting
-    /// gate; the payload and the WQE into the send queue, then the burst to
-    /// the BlueFlame slot or the doorbell. Nothing fails once the WQE is in
-    /// its slot: a failed BlueFlame write rings the doorbell.
+    /// Commit: the payload and the WQE into the send queue, then the
+    /// burst or the doorbell (the adapter's write, in one RCU read-side
+    /// section with the posting gate). Nothing fails once the WQE is in its
+    /// slot.
     #[inline(always)]
     fn commit(
         &self,
@@ -298,36 +259,22 @@ impl Context {
             ..
         } = state;
         let qp = qps[qp_index].as_mut().ok_or(ENOENT)?;
-        let rcu = kernel::sync::rcu::read_lock();
-        let hw = self.adapter.resources_in(&rcu)?;
-        self.adapter.posting_in(&rcu)?;
-        if payload_len != 0 {
-            write_send_buf(
-                hw,
-                send_buf_offset(qp.slot, qp.head),
-                &payload[..payload_len],
-            );
+        if place.blueflame().is_some() {
+            *bf_half = layout::next_bf_half(*bf_half, self.adapter.caps().bf_buf_size());
         }
-        write_sq_slot(hw, qp.slot, qp.head, &wqe.0[..len]);
-        let written = match place.blueflame {
-            Some(slot) => {
-                let caps = &self.adapter.caps();
-                *bf_half = layout::next_bf_half(*bf_half, caps.bf_buf_size());
-                // A failed store block (s390: PCISTB status) comes after the
-                // WQE went into its slot, owned by the adapter: the doorbell
-                // tells it, as for a WQE that does not fit; the adapter
-                // executes a WQE once, whichever way it learns of it.
-                self.adapter
-                    .writer()
-                    .write(hw.bar2.bf(), slot, &wqe.0)
-                    .map(|blocks| self.stats.blueflame(slot.len(), blocks))
-                    .is_ok()
+        let posted = self.adapter.write_wqe(&place, qp.qpn, &wqe.0, |hw| {
+            if payload_len != 0 {
+                write_send_buf(
+                    hw,
+                    send_buf_offset(qp.slot, qp.head),
+                    &payload[..payload_len],
+                );
             }
-            None => false,
-        };
-        if !written {
-            place.doorbell.ring(hw.bar2.uar(), qp.qpn)?;
-            self.stats.doorbell(len);
+            write_sq_slot(hw, qp.slot, qp.head, &wqe.0[..len]);
+        })?;
+        match posted {
+            Posted::BlueFlame { bytes, blocks } => self.stats.blueflame(bytes, blocks),
+            Posted::Doorbell => self.stats.doorbell(len),
         }
         qp.head = qp.head.wrapping_add(1);
         Ok(())

@@ -32,6 +32,7 @@ use crate::{
 /// What the QP is, fixed at creation.
 struct Fixed {
     qp_type: QpType,
+    pdn: u32,
     service: Service,
     uar: u32,
     cqn_send: u32,
@@ -102,6 +103,7 @@ impl QueuePair {
             qpn: 0,
             fixed: Fixed {
                 qp_type: init.qp_type,
+                pdn: pd.data().pdn(),
                 service,
                 uar: ctx.uar_index(),
                 cqn_send: init.send_cq.data().number(),
@@ -117,13 +119,29 @@ impl QueuePair {
         };
         let db = qp.db.insert(UserDoorbell::map(dev, req.db_addr)?);
         qp.fixed.db_rec = db.dma();
-        let handle = adapter.reserve_qp(pd.data().pdn())?;
+        let handle = adapter.reserve_qp(qp.fixed.pdn)?;
         qp.qpn = handle.qpn();
         *qp.handle.lock() = Some(handle);
         // The receive queue as made; the send queue is user space's own.
         cap.max_recv_wr = recv.max_recv_wr;
         cap.max_recv_sge = recv.max_recv_sge;
         Ok(qp)
+    }
+
+    /// The QP's number, if it may be posted to: in the device and ready to
+    /// send (RTS, or past it: SQD, SQE and ERR, where the adapter drains or
+    /// flushes), as the QP_POST method requires.
+    pub(super) fn postable(&self) -> Result<u32> {
+        use crate::verbs::QpState as S;
+        match self.handle.lock().as_ref().map(|h| h.state()) {
+            Some(S::Rts | S::Sqd | S::Sqe | S::Err) => Ok(self.qpn),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Its protection domain's number.
+    pub(super) fn pdn(&self) -> u32 {
+        self.fixed.pdn
     }
 
     fn spec<'a>(&self, mtt: &'a MttRange) -> QpSpec<'a> {

@@ -11,8 +11,9 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{user_abi, Provider};
+use super::{post::Poster, user_abi, Provider};
 use crate::{
+    abi,
     adapter::Adapter,
     layout::PAGE_SIZE,
     rdma::{
@@ -22,26 +23,47 @@ use crate::{
     },
 };
 
-/// A verbs context: its UAR, given back when it is dropped.
+/// A verbs context: its UAR, given back when it is dropped, and what the
+/// QP_POST method keeps for it.
 pub(crate) struct Context {
     adapter: Arc<Adapter>,
     uar_index: u32,
+    /// Whether user space gets the BlueFlame register (`ib_blueflame`).
+    blueflame: bool,
+    poster: Poster,
 }
 
 impl Context {
     pub(super) fn new(adapter: &Arc<Adapter>, udata: &mut Udata<'_>) -> Result<Self> {
         // libmlx4 sends no request with GET_CONTEXT.
         udata.expect_empty()?;
+        let uar_index = adapter.open_uar()?;
+        let blueflame = *crate::module_parameters::ib_blueflame.value() != 0
+            && adapter.caps().bf_reg_size != 0;
         let ctx = Context {
             adapter: adapter.clone(),
-            uar_index: adapter.open_uar()?,
+            uar_index,
+            blueflame,
+            poster: Poster::new(adapter, uar_index, blueflame).inspect_err(|_| {
+                adapter.close_uar(uar_index);
+            })?,
         };
         let fw = adapter.firmware();
         let resp = user_abi::AllocUcontextResp {
-            // 32-byte CQEs: no MLX4_USER_DEV_CAP_LARGE_CQE.
-            dev_caps: 0,
+            // 32-byte CQEs: no MLX4_USER_DEV_CAP_LARGE_CQE. The QP_POST
+            // method where there is BlueFlame to post through.
+            dev_caps: if blueflame {
+                abi::USER_DEV_CAP_QP_POST
+            } else {
+                0
+            },
             qp_tab_size: fw.profile.num_qps,
-            bf_reg_size: adapter.caps().bf_reg_size as u16,
+            // No BlueFlame register: libmlx4 rings the doorbell only.
+            bf_reg_size: if blueflame {
+                adapter.caps().bf_reg_size as u16
+            } else {
+                0
+            },
             bf_regs_per_page: fw.dev_cap.bf_regs_per_page as u16,
             cqe_size: super::cq::CQE_SIZE as u32,
         };
@@ -58,6 +80,11 @@ impl Context {
         &self.adapter
     }
 
+    /// The QP_POST method's state of this context.
+    pub(super) fn poster(&self) -> &Poster {
+        &self.poster
+    }
+
     /// `mlx4_ib_mmap()`: pgoff 0 the context's UAR page, pgoff 1 its
     /// BlueFlame page, one page each.
     pub(super) fn mmap(&self, ctx: &UContext<Provider>, vma: &Vma<'_>) -> Result {
@@ -68,7 +95,7 @@ impl Context {
         let bar2 = self.adapter.bar2_start();
         let (offset, caching) = match vma.pgoff() {
             0 => (caps.uar_offset(self.uar_index), Caching::Uncached),
-            1 if caps.bf_reg_size != 0 => {
+            1 if self.blueflame => {
                 (caps.bf_page_offset(self.uar_index), Caching::WriteCombining)
             }
             _ => return Err(EINVAL),

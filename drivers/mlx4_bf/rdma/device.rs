@@ -14,7 +14,7 @@ use kernel::{
     sync::Arc,
 };
 
-use super::{event::Events, object::Device, ops, Driver};
+use super::{event::Events, method::Definitions, object::Device, ops, Driver};
 
 /// The `struct device` of `dev` (`device::Device` is a transparent wrapper
 /// of it).
@@ -34,6 +34,8 @@ pub(crate) struct DeviceInfo {
     pub(crate) ports: u32,
     /// Completion vectors (EQs) user space may pick from.
     pub(crate) comp_vectors: u32,
+    /// The provider's own uverbs methods, if it has any.
+    pub(crate) driver_def: Option<&'static Definitions>,
 }
 
 /// A registered ib_device; dropping it unregisters the device (which
@@ -91,6 +93,9 @@ impl<T: Driver> Registration<T> {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = info.ports;
             (*ib).num_comp_vectors = info.comp_vectors as i32;
+            if let Some(defs) = info.driver_def {
+                (*ib).driver_def = defs.as_raw();
+            }
             (*ib).__bindgen_anon_1.dev.parent = raw_device(parent);
             let desc = info.node_desc.to_bytes();
             let n = desc.len().min((*ib).node_desc.len() - 1);

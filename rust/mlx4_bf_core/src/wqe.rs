@@ -95,8 +95,54 @@ pub struct WqeInfo {
 }
 
 /// Checks a WQE handed in by user space. `max_len` is the device's largest
-/// doorbell WQE. Bits the kernel stamps (owner, WQE counter, QPN) must be 0.
+/// doorbell WQE. Bits the kernel stamps (owner, WQE counter, QPN) must be 0,
+/// and so must the padding after inline data.
+#[inline(always)]
 pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
+    let (info, padding) = check(wqe, max_len)?;
+    match padding {
+        Some(from) if !zero_from(wqe, from) => Err(Reject::Inline),
+        _ => Ok(info),
+    }
+}
+
+/// Owner bit and WQE counter (`head & 0xffff` in bits 8..23): a send queue's
+/// owner stamps them.
+const CTRL_QUEUE_BITS: u32 = CTRL_OWNER | 0xffff << 8;
+
+/// Checks a WQE that user space built in a send queue of its own (a QP of
+/// the RDMA provider, as libmlx4's BlueFlame branch hands it to the QP_POST
+/// method) and makes it the one to write to QP `qpn`'s BlueFlame register:
+/// the owner bit and WQE counter are user space's and stay; the QPN is the
+/// kernel's (`bf_qpn`: none yet, or `qpn` already, as libmlx4 stamps it);
+/// the padding after inline data, stale bytes of the queue that the adapter
+/// ignores, is zeroed. Otherwise the rules of [`validate`].
+pub fn validate_queued(wqe: &mut [u8], qpn: u32, max_len: usize) -> Result<WqeInfo, Reject> {
+    if wqe.len() < CTRL_LEN {
+        return Err(Reject::Length);
+    }
+    let owner_opcode = be32(wqe, 0);
+    let fence_size = be32(wqe, 4);
+    let named = fence_size >> 8;
+    if named != 0 && named != qpn {
+        return Err(Reject::Ctrl);
+    }
+    put_be32(wqe, 0, owner_opcode & !CTRL_QUEUE_BITS);
+    put_be32(wqe, 4, fence_size & 0xff);
+    let checked = check(wqe, max_len);
+    put_be32(wqe, 0, owner_opcode);
+    let (info, padding) = checked.inspect_err(|_| put_be32(wqe, 4, fence_size))?;
+    if let Some(from) = padding {
+        wqe[from..].fill(0);
+    }
+    put_be32(wqe, 4, (fence_size & 0xff) | (qpn << 8));
+    Ok(info)
+}
+
+/// The rules both validations share; returns where the padding after
+/// inline data starts, if the WQE carries inline data.
+#[inline(always)]
+fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject> {
     let len = wqe.len();
     if len == 0 || !len.is_multiple_of(16) || len > max_len.min(MAX_WQE_LEN) {
         return Err(Reject::Length);
@@ -144,24 +190,35 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
         inline_bytes: 0,
         gather_segs: 0,
     };
+    let mut padding = None;
     if pos < len && be32(wqe, pos) & INLINE_SEG != 0 {
         // An RDMA read's data segments say where the data lands: nothing to
         // carry inline.
         if opcode == OPCODE_RDMA_READ {
             return Err(Reject::Inline);
         }
-        // A run of inline segments, back to back, then zero padding to 16 B.
-        while pos + 4 <= len && be32(wqe, pos) & INLINE_SEG != 0 {
+        // A run of inline segments, back to back, each but the last ending
+        // on a 16-byte boundary (libmlx4 starts a segment only at a 64-byte
+        // one; the adapter reads each segment padded to 16 bytes), then the
+        // last one's padding to the WQE's end.
+        loop {
+            if pos + 4 > len || be32(wqe, pos) & INLINE_SEG == 0 {
+                return Err(Reject::Inline);
+            }
             let count = (be32(wqe, pos) & !INLINE_SEG) as usize;
-            if count == 0 || pos % INLINE_ALIGN + 4 + count > INLINE_ALIGN || pos + 4 + count > len
-            {
+            let end = pos + 4 + count;
+            if count == 0 || pos % INLINE_ALIGN + 4 + count > INLINE_ALIGN || end > len {
                 return Err(Reject::Inline);
             }
             info.inline_bytes += count as u32;
-            pos += 4 + count;
-        }
-        if pos.next_multiple_of(16) != len || !zero_from(wqe, pos) {
-            return Err(Reject::Inline);
+            if end.next_multiple_of(16) == len {
+                padding = Some(end);
+                break;
+            }
+            if !end.is_multiple_of(16) {
+                return Err(Reject::Inline);
+            }
+            pos = end;
         }
     } else {
         // Gather segments only, each 16 bytes.
@@ -173,7 +230,7 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
             pos += GATHER_LEN;
         }
     }
-    Ok(info)
+    Ok((info, padding))
 }
 
 /// Appends one data segment `(addr, lkey, len)` to a validated WQE of
@@ -283,6 +340,12 @@ pub fn stamp_doorbell(wqe: &mut [u8], head: u32, entries: u32) {
     put_be32(wqe, 0, be32(wqe, 0) | owner_bit(head, entries));
 }
 
+/// The WQE counter a stamped WQE carries (bits 8..23 of `owner_opcode`).
+#[inline]
+pub fn counter(wqe: &[u8]) -> u32 {
+    (be32(wqe, 0) >> 8) & 0xffff
+}
+
 /// The value of the send doorbell register (a big-endian dword) for `qpn`.
 #[inline]
 pub fn doorbell_value(qpn: u32) -> u32 {
@@ -352,6 +415,22 @@ mod tests {
             append_kernel_gather(&mut buf, len, &info, (0, 8, 4)),
             Err(Reject::Gather)
         );
+    }
+
+    #[test]
+    fn a_queued_wqe_may_name_no_other_qp() {
+        let mut buf = [0u8; MAX_WQE_LEN];
+        let len = build_inline(&mut buf, OPCODE_SEND, None, &[7u8; 12]).unwrap();
+        let fence_size = be32(&buf, 4);
+        put_be32(&mut buf, 4, fence_size | 0x41 << 8);
+        let mut theirs = buf;
+        assert_eq!(
+            validate_queued(&mut theirs[..len], 0x40, MAX_WQE_LEN),
+            Err(Reject::Ctrl)
+        );
+        assert_eq!(theirs, buf, "a refused WQE is left as it was");
+        assert!(validate_queued(&mut buf[..len], 0x41, MAX_WQE_LEN).is_ok());
+        assert_eq!(validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN), Err(Reject::Length));
     }
 
     #[test]

@@ -60,6 +60,66 @@ proptest! {
         prop_assert_eq!(wqe::choose_path(&info, POST_F_REQUIRE_BF, 256).is_ok(), fits);
     }
 
+    /// Whatever a send queue holds, the QP_POST method's validation answers
+    /// without panicking, and what it accepts is a WQE for `qpn` alone that
+    /// the misc device's rules accept once the queue's stamps are cleared.
+    #[test]
+    fn validate_queued_is_total(
+        bytes in proptest::collection::vec(any::<u8>(), 0..1100),
+        qpn in 0u32..1 << 24,
+    ) {
+        let mut wqe = bytes.clone();
+        if let Ok(info) = wqe::validate_queued(&mut wqe, qpn, wqe::MAX_WQE_LEN) {
+            prop_assert_eq!(info.size16 as usize * 16, wqe.len());
+            prop_assert_eq!(u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]) >> 8, qpn);
+            prop_assert_eq!(&wqe[..4], &bytes[..4], "the owner bit and counter stay");
+            let owner_opcode = u32::from_be_bytes([wqe[0], wqe[1], wqe[2], wqe[3]]);
+            wqe[..4].copy_from_slice(&(owner_opcode & !(wqe::CTRL_OWNER | 0xffff << 8)).to_be_bytes());
+            wqe[4..7].fill(0);
+            prop_assert_eq!(wqe::validate(&wqe, wqe::MAX_WQE_LEN), Ok(info));
+        }
+    }
+
+    /// A WQE as libmlx4 leaves it in its send queue (owner bit, counter,
+    /// maybe its QPN, stale bytes after the inline data) is the builder's
+    /// WQE, stamped for the QP, with the padding cleared.
+    #[test]
+    fn a_queued_wqe_is_the_built_one_stamped(
+        payload in 0usize..300,
+        rdma in any::<bool>(),
+        counter in any::<u16>(),
+        owner in any::<bool>(),
+        qpn in 0u32..1 << 24,
+        stamped in any::<bool>(),
+        stale in any::<u8>(),
+    ) {
+        let mut built = [0u8; wqe::MAX_WQE_LEN];
+        let data: Vec<u8> = (0..payload).map(|i| i as u8 | 1).collect();
+        let (opcode, raddr) = if rdma {
+            (wqe::OPCODE_RDMA_WRITE, Some((0x1000, 7)))
+        } else {
+            (wqe::OPCODE_SEND, None)
+        };
+        let len = wqe_build::build_inline(&mut built, opcode, raddr, &data).unwrap();
+        let info = wqe::validate(&built[..len], wqe::MAX_WQE_LEN).unwrap();
+        let queue_bits = if owner { wqe::CTRL_OWNER } else { 0 } | u32::from(counter) << 8;
+        let mut expect = built;
+        expect[..4].copy_from_slice(&(opcode | queue_bits).to_be_bytes());
+        expect[4..7].copy_from_slice(&qpn.to_be_bytes()[1..]);
+        let mut queued = expect;
+        if !stamped {
+            queued[4..7].fill(0);
+        }
+        // Stale bytes after the inline data, up to the WQE's end.
+        let mut end = if rdma { 32 } else { 16 };
+        while end + 4 <= len && queued[end] & 0x80 != 0 {
+            end += 4 + (u32::from_be_bytes([queued[end], queued[end + 1], queued[end + 2], queued[end + 3]]) & 0x7fff_ffff) as usize;
+        }
+        queued[end.min(len)..len].fill(stale);
+        prop_assert_eq!(wqe::validate_queued(&mut queued[..len], qpn, wqe::MAX_WQE_LEN), Ok(info));
+        prop_assert_eq!(&queued[..len], &expect[..len]);
+    }
+
     /// A kernel payload's data segment appended to a WQE that carries none
     /// of its own gives the info that validating the longer WQE would: the
     /// post does not validate it twice.

@@ -95,5 +95,9 @@ kernel::module_pci_driver! {
             default: 1,
             description: "BlueFlame writer: 1 store block (zPCI semantics), 2 write combining",
         },
+        ib_blueflame: u32 {
+            default: 1,
+            description: "RDMA provider: 1 gives each verbs context its BlueFlame register and the QP_POST method, 0 neither (libmlx4 rings the doorbell only)",
+        },
     },
 }

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The provider's uverbs method MLX4_BF_IB_METHOD_QP_POST: the BlueFlame
+//! post of a WQE that libmlx4 built in its own send queue, for a process
+//! that cannot store to its BlueFlame page (s390 without MIO) or chooses
+//! not to. Its description is C (`ib/methods.c`); this is its handler.
+//!
+//! The phases are the misc device's POST_SEND's: copy in, check (the
+//! queue's rules, [`wqe::validate_queued`]: the owner bit and WQE counter
+//! are user space's, the QPN the kernel's), check regions (a data segment's
+//! lkey names a region of the QP's PD), place and write (the adapter's,
+//! shared with POST_SEND). The kernel does not write the send queue:
+//! libmlx4 did, and a WQE that does not fit the BlueFlame buffer, or a QP
+//! whose number cannot be stamped, gets the send doorbell, after which the
+//! adapter reads the queue. What an RDMA names remotely is the responder's
+//! to check, as for every RC QP of this provider. A process reaches only
+//! its own QPs (the core looks the handle up in its file) through its own
+//! context's UAR.
+
+use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+
+use super::{qp::QueuePair, Provider};
+use crate::{
+    abi::{self, Reject},
+    adapter::{Adapter, Posted},
+    geometry::SQ_STRIDE,
+    layout,
+    rdma::method::{uapi_definitions, uverbs_handler, Bundle},
+    region,
+    stats::Stats,
+    wqe::{self, Path},
+};
+
+uapi_definitions!(pub(super) METHODS, mlx4_bf_uapi_defs);
+uverbs_handler!(mlx4_bf_qp_post_handler, Provider, qp_post);
+
+/// `MLX4_BF_IB_METHOD_QP_POST`: its attributes, checked by the core
+/// against `ib/methods.c`.
+fn qp_post(call: &Bundle<'_, Provider>) -> Result {
+    let ctx = call.ucontext()?.data();
+    let qp = call.qp(abi::IB_ATTR_QP_POST_HANDLE)?.data();
+    let flags = call.flags32(abi::IB_ATTR_QP_POST_FLAGS, abi::POST_F_ALL)?;
+    let result = abi::IB_ATTR_QP_POST_RESULT;
+    let report = call
+        .has(result)
+        .then_some(|r: &abi::PostResult| call.write(result, r));
+    ctx.poster()
+        .post(qp, flags, |buf| call.read_into(abi::IB_ATTR_QP_POST_WQE, buf), report)
+}
+
+/// A WQE's copy, 8-byte aligned for the BlueFlame writer, with room for
+/// the padding of the longest burst.
+#[repr(C, align(8))]
+struct WqeBuf([u8; SQ_STRIDE]);
+
+struct PostState {
+    /// The BlueFlame buffer the context's next burst takes.
+    bf_half: u32,
+    wqe: WqeBuf,
+}
+
+/// What the method's posts on one verbs context share: its UAR, the
+/// alternation between the two buffers of its BlueFlame register, and its
+/// counters, which the device's include.
+pub(crate) struct Poster {
+    adapter: Arc<Adapter>,
+    uar_index: u32,
+    /// Whether the context offers BlueFlame at all (`ib_blueflame`).
+    blueflame: bool,
+    state: Pin<KBox<Mutex<PostState>>>,
+    stats: Arc<Stats>,
+}
+
+impl Poster {
+    pub(super) fn new(adapter: &Arc<Adapter>, uar_index: u32, blueflame: bool) -> Result<Self> {
+        let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+        let state = KBox::pin_init(
+            new_mutex!(PostState {
+                bf_half: 0,
+                wqe: WqeBuf([0; SQ_STRIDE]),
+            }),
+            GFP_KERNEL,
+        )?;
+        adapter.stats().attach(&stats)?;
+        Ok(Poster {
+            adapter: adapter.clone(),
+            uar_index,
+            blueflame,
+            state,
+            stats,
+        })
+    }
+
+    fn reject(&self, why: Reject, e: Error) -> Error {
+        self.stats.reject(why);
+        e
+    }
+
+    /// Posts the WQE `read` copies in to `qp`. `report`, if given, tells the
+    /// process what was done; it runs before the device sees the WQE, so a
+    /// failed report posted nothing.
+    fn post(
+        &self,
+        qp: &QueuePair,
+        flags: u32,
+        read: impl FnOnce(&mut [u8]) -> Result<usize>,
+        report: Option<impl FnOnce(&abi::PostResult) -> Result>,
+    ) -> Result {
+        if flags == abi::POST_F_ALL {
+            return Err(EINVAL);
+        }
+        let qpn = qp.postable()?;
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        // Copy in.
+        let len = read(&mut state.wqe.0[..abi::QP_POST_MAX_WQE]).map_err(|e| {
+            let why = if e == EFAULT {
+                Reject::Fault
+            } else {
+                Reject::Length
+            };
+            self.reject(why, e)
+        })?;
+        // Check, and stamp the QPN.
+        let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
+        let buf = &mut state.wqe.0[..len];
+        let info = wqe::validate_queued(buf, qpn, max_len).map_err(|r| self.reject(r, EINVAL))?;
+        // Check regions.
+        if info.gather_segs != 0 {
+            let pd = qp.pdn();
+            region::check_gathers(buf, &info, |key| self.adapter.region(key, pd))
+                .map_err(|r| self.reject(r, EACCES))?;
+        }
+        let bf_buf_size = self.adapter.caps().bf_buf_size();
+        let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
+            wqe::choose_path(&info, flags, bf_buf_size).map_err(|r| self.reject(r, EINVAL))?
+        } else if flags & abi::POST_F_REQUIRE_BF != 0 {
+            return Err(self.reject(Reject::Length, EINVAL));
+        } else {
+            Path::Doorbell
+        };
+        // Place.
+        let (place, mut result) =
+            self.adapter
+                .place((self.uar_index, state.bf_half), path, &mut state.wqe.0, len)?;
+        result.wqe_index = wqe::counter(&state.wqe.0);
+        if let Some(report) = report {
+            result.store_blocks = self.adapter.store_blocks(&state.wqe.0, &place);
+            report(&result)?;
+        }
+        // Write: the queue is user space's, already written.
+        if place.blueflame().is_some() {
+            state.bf_half = layout::next_bf_half(state.bf_half, bf_buf_size);
+        }
+        match self.adapter.write_wqe(&place, qpn, &state.wqe.0, |_| {})? {
+            Posted::BlueFlame { bytes, blocks } => self.stats.blueflame(bytes, blocks),
+            Posted::Doorbell => self.stats.doorbell(len),
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Poster {
+    fn drop(&mut self) {
+        self.adapter.stats().detach(&self.stats);
+    }
+}
