@@ -13,6 +13,10 @@
 #   lib/, include/         libibverbs.a and libmlx4.a with their headers
 #                          (programs of our own against libibverbs)
 #   versions               the source packages, one line
+#   qp-post/bin/, lib/     perftest's latency programs and ib_send_bw, and
+#                          libmlx4.a, with tools/rdma-core/*.patch applied:
+#                          libmlx4 posts BlueFlame WQEs through our driver's
+#                          QP_POST method where it is offered
 #
 # Sources: rdma-core (RDMA_CORE_SRC_VERSION), perftest (PERFTEST_SRC_VERSION)
 # and pciutils (PCIUTILS_SRC_VERSION: perftest needs libpci, for its PCIe
@@ -53,6 +57,9 @@ esac
 CC=$TRIPLET-gcc
 TOOLS=(ibv_devices ibv_devinfo ibv_rc_pingpong)
 PERFTEST=(ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw)
+# Linked again with the patched libmlx4.
+PERFTEST_QP_POST=(ib_send_lat ib_write_lat ib_send_bw)
+PATCHES=("$TOP"/tools/rdma-core/*.patch)
 # rdma-core's own switches for what the guest does not need.
 CMAKE_FLAGS=(-DENABLE_STATIC=1 -DENABLE_RESOLVE_NEIGH=0 -DNO_PYVERBS=1 -DNO_MAN_PAGES=1
              -DENABLE_VALGRIND=0 -DCMAKE_BUILD_TYPE=Release -DDISTRO_FLAVOUR=Debian)
@@ -63,7 +70,7 @@ key=$( {
 	echo "rdma-core=$RDMA_CORE_SRC_VERSION perftest=$PERFTEST_SRC_VERSION pciutils=$PCIUTILS_SRC_VERSION"
 	echo "$TRIPLET"
 	toolchain_id
-	cat "$0"
+	cat "$0" "${PATCHES[@]}"
 } | sha256sum | cut -c1-16)
 
 RDIR=$CACHE/rdma-$DEB_ARCH-$key
@@ -219,13 +226,34 @@ for p in "${PERFTEST[@]}"; do
 	program_check "$STAGE/$p"
 done
 
+# The same perftest against libmlx4 with our patches: only libmlx4's
+# objects are compiled again, perftest's programs only linked again.
+log "rdma-core: libmlx4 with ${PATCHES[*]##*/}"
+for patch in "${PATCHES[@]}"; do
+	patch -d "$work/src/rdma-core" -p1 --forward --batch --quiet <"$patch" ||
+		die "rdma-core: ${patch##*/} does not apply"
+done
+ninja -C "$rbuild" -j"$jobs" make_static >>"$work/ninja.log" 2>&1 ||
+	{ tail -n 30 "$work/ninja.log" >&2; die "rdma-core: patched libmlx4: build failed"; }
+mkdir -p "$STAGE/qp-post/lib" "$STAGE/qp-post/bin"
+cp "$rbuild/lib/libmlx4.a" "$STAGE/qp-post/lib/"
+rm -f "${PERFTEST_QP_POST[@]/#/$pt/}"
+make -C "$pt" -j"$jobs" LDFLAGS="-all-static $LDFLAGS -L$STAGE/qp-post/lib -L$STAGE/lib" \
+	"${PERFTEST_QP_POST[@]}" >>"$work/perftest.log" 2>&1 ||
+	{ tail -n 30 "$work/perftest.log" >&2; die "perftest: linking with the patched libmlx4 failed"; }
+for p in "${PERFTEST_QP_POST[@]}"; do
+	program_check "$pt/$p"
+	grep -q MLX4_KERNEL_BF "$pt/$p" || die "$p: not linked with the patched libmlx4"
+	"$TRIPLET-strip" -o "$STAGE/qp-post/bin/$p" "$pt/$p"
+done
+
 mkdir -p "$STAGE/bin"
 for p in "${TOOLS[@]}" "${PERFTEST[@]}"; do
 	"$TRIPLET-strip" -o "$STAGE/bin/$p" "$STAGE/$p"
 	rm "$STAGE/$p"
 done
 rm -rf "${STAGE:?}"/include/{pci,rdma} "$STAGE"/lib/{libpci,librdmacm,libibumad}.a
-"$TRIPLET-strip" --strip-debug "$STAGE"/lib/*.a
+"$TRIPLET-strip" --strip-debug "$STAGE"/lib/*.a "$STAGE"/qp-post/lib/*.a
 echo "rdma-core $RDMA_CORE_SRC_VERSION, perftest $PERFTEST_SRC_VERSION, libpci of pciutils $PCIUTILS_SRC_VERSION; static, $TRIPLET" \
 	>"$STAGE/versions"
 rm -rf "$RDIR"
