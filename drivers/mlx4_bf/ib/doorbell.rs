@@ -22,9 +22,11 @@ pub(crate) struct UserDoorbell {
 }
 
 impl UserDoorbell {
-    /// The record at user address `virt` (8-byte aligned: two dwords).
+    /// The record at user address `virt`, dword aligned: libmlx4 packs a
+    /// page with records of 4 bytes (a receive queue's producer index) and
+    /// of 8 (a CQ's consumer index and arm word), `mlx4_alloc_db()`.
     pub(super) fn map(dev: &Device<Provider>, virt: u64) -> Result<Self> {
-        if virt % 8 != 0 {
+        if virt % 4 != 0 {
             return Err(EINVAL);
         }
         let page = Umem::get(dev, virt & !(PAGE_SIZE - 1), PAGE_SIZE as usize, 0)?;
