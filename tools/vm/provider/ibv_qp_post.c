@@ -22,7 +22,14 @@
  * suite unbinds the adapter meanwhile) and then expects the method to fail
  * with EIO: the device is gone.
  *
- * Usage: ibv_qp_post [-d DEV] [-w FILE]     (exit status 0 if all ok)
+ * With -f CALLS it fuzzes the method instead: valid WQEs with flipped bits,
+ * random attribute IDs, lengths, flags and pointers (NULL, kernel,
+ * unmapped, odd), random handles, the QP destroyed and made again now and
+ * then; the seed (-s) is printed and replays the calls. The kernel must
+ * survive (the suite reads its log) and a new QP must still post.
+ *
+ * Usage: ibv_qp_post [-d DEV] [-w FILE | -f CALLS [-s SEED]]
+ * (exit status 0 if all ok)
  */
 #include <endian.h>
 #include <errno.h>
@@ -34,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../../uapi/mlx4_bf.h"
@@ -163,8 +172,8 @@ static int qp_post(const struct post *p)
 	struct ib_uverbs_attr *a = cmd.attrs;
 
 	memset(&cmd, 0, sizeof(cmd));
+	/* An object's handle: in data, len 0. */
 	a->attr_id = MLX4_BF_IB_ATTR_QP_POST_HANDLE;
-	a->len = sizeof(uint64_t);
 	a->data = p->handle;
 	a++;
 	a->attr_id = MLX4_BF_IB_ATTR_QP_POST_WQE;
@@ -187,6 +196,7 @@ static int qp_post(const struct post *p)
 	cmd.hdr.length = sizeof(cmd.hdr) + cmd.hdr.num_attrs * sizeof(*a);
 	cmd.hdr.object_id = UVERBS_OBJECT_QP;
 	cmd.hdr.method_id = MLX4_BF_IB_METHOD_QP_POST;
+	cmd.hdr.driver_id = RDMA_DRIVER_MLX4;
 	return ioctl(p->fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
 }
 
@@ -407,10 +417,145 @@ static void refusals(void)
 	refused("closed_file", &p, EBADF);
 }
 
-static void setup(const char *dev)
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64* */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static uint32_t below(uint32_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+/* A pointer user space may hand in: valid, NULL, kernel, unmapped, odd. */
+static uint64_t random_pointer(void *valid, void *unmapped)
+{
+	switch (below(6)) {
+	case 0:
+		return 0;
+	case 1:
+		return 0xffff888000000000ULL + (rnd() & 0xffffff);
+	case 2:
+		return (uintptr_t)unmapped + below(4096);
+	case 3:
+		return rnd();
+	case 4:
+		return (uintptr_t)valid + below(64);
+	default:
+		return (uintptr_t)valid;
+	}
+}
+
+static uint16_t random_attr_id(void)
+{
+	static const uint16_t ids[] = {
+		MLX4_BF_IB_ATTR_QP_POST_HANDLE, MLX4_BF_IB_ATTR_QP_POST_WQE,
+		MLX4_BF_IB_ATTR_QP_POST_FLAGS, MLX4_BF_IB_ATTR_QP_POST_RESULT,
+	};
+
+	return below(8) ? ids[below(4)] : (uint16_t)rnd();
+}
+
+static void new_qp(void)
 {
 	struct mlx4dv_obj obj = { .qp = { .out = &dv } };
 
+	if (qp)
+		ibv_destroy_qp(qp);
+	qp = create_qp();
+	connect_to_self(qp);
+	obj.qp.in = qp;
+	if (mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP))
+		die("mlx4dv_init_obj", errno);
+	head = 0;
+}
+
+/* One random call; returns the errno. */
+static int fuzz_call(void *unmapped)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[6];
+	} cmd;
+	/* Room for what a random result pointer near it makes the kernel write. */
+	static uint8_t r[256];
+	uint32_t i, n, len = build_write(1 + below(MAX_INLINE), below(4), src_mr->lkey);
+	uint8_t *w = slot();
+
+	for (i = below(4); i; i--)
+		w[below(len)] ^= 1 << below(8);
+	memset(&cmd, 0, sizeof(cmd));
+	n = below(4) ? 2 + below(3) : below(7);
+	for (i = 0; i < n; i++) {
+		struct ib_uverbs_attr *a = &cmd.attrs[i];
+
+		a->attr_id = i < 2 && below(8) ? (i ? MLX4_BF_IB_ATTR_QP_POST_WQE :
+					      MLX4_BF_IB_ATTR_QP_POST_HANDLE) :
+						 random_attr_id();
+		switch (a->attr_id) {
+		case MLX4_BF_IB_ATTR_QP_POST_HANDLE:
+			a->len = below(8) ? 0 : below(16);
+			a->data = below(8) ? qp->handle : rnd() & 0xff;
+			break;
+		case MLX4_BF_IB_ATTR_QP_POST_WQE:
+			a->len = below(8) ? len : below(1100);
+			a->data = below(8) ? (uintptr_t)w : random_pointer(w, unmapped);
+			break;
+		case MLX4_BF_IB_ATTR_QP_POST_FLAGS:
+			a->len = below(4) ? 4 : below(16);
+			a->data = below(4) ? below(4) : rnd();
+			break;
+		default:
+			a->len = below(4) ? sizeof(struct mlx4_bf_post_result) : below(64);
+			a->data = below(4) ? (uintptr_t)r : random_pointer(r, unmapped);
+			break;
+		}
+		if (!below(16))
+			a->flags = rnd();
+	}
+	cmd.hdr.num_attrs = n;
+	cmd.hdr.length = sizeof(cmd.hdr) + n * sizeof(cmd.attrs[0]);
+	if (!below(32))
+		cmd.hdr.length = below(sizeof(cmd));
+	cmd.hdr.object_id = below(16) ? UVERBS_OBJECT_QP : below(32);
+	cmd.hdr.method_id = below(16) ? MLX4_BF_IB_METHOD_QP_POST : (uint16_t)rnd();
+	cmd.hdr.driver_id = below(16) ? RDMA_DRIVER_MLX4 : below(32);
+	return ioctl(ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
+}
+
+static void fuzz(unsigned long calls, uint64_t seed)
+{
+	void *unmapped = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned long i, posted = 0;
+	struct ibv_wc wc[16];
+
+	printf("# seed %llu, %lu calls\n", (unsigned long long)seed, calls);
+	rng_state = seed | 1;
+	for (i = 0; i < calls; i++) {
+		if (!fuzz_call(unmapped)) {
+			posted++;
+			head++;
+		}
+		while (ibv_poll_cq(cq, 16, wc) > 0)
+			;
+		/* A posted mutation may have put the QP in error. */
+		if (!below(256))
+			new_qp();
+	}
+	printf("# %lu calls posted\n", posted);
+	result(1, "fuzz_survived");
+	new_qp();
+	good_write(64, 1, MLX4_BF_PATH_BLUEFLAME);
+}
+
+static void setup(const char *dev)
+{
 	ctx = open_device(dev);
 	pd = ibv_alloc_pd(ctx);
 	other_pd = ibv_alloc_pd(ctx);
@@ -425,19 +570,17 @@ static void setup(const char *dev)
 	other_mr = ibv_reg_mr(other_pd, src, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr || !src_mr || !other_mr)
 		die("ibv_reg_mr", errno);
-	qp = create_qp();
-	connect_to_self(qp);
-	obj.qp.in = qp;
-	if (mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP))
-		die("mlx4dv_init_obj", errno);
+	new_qp();
 }
 
 int main(int argc, char **argv)
 {
 	const char *dev = "mlx4_bf0", *wait_file = NULL;
+	unsigned long fuzz_calls = 0;
+	uint64_t seed = time(NULL);
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:w:f:s:")) != -1) {
 		switch (opt) {
 		case 'd':
 			dev = optarg;
@@ -445,12 +588,23 @@ int main(int argc, char **argv)
 		case 'w':
 			wait_file = optarg;
 			break;
+		case 'f':
+			fuzz_calls = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-w FILE]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-d DEV] [-w FILE | -f CALLS [-s SEED]]\n",
+				argv[0]);
 			return 2;
 		}
 	}
 	setup(dev);
+	if (fuzz_calls) {
+		fuzz(fuzz_calls, seed);
+		return failures != 0;
+	}
 	if (wait_file) {
 		struct post p = { .fd = ctx->cmd_fd, .handle = qp->handle };
 
