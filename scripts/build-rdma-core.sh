@@ -40,8 +40,8 @@
 # model's InfiniBand port.
 #
 # Cached in $CACHE/rdma-<arch>-<key>, keyed by the source versions, this
-# script and the root's toolchain record; one build at a time (flock); only
-# the newest build per architecture is kept.
+# script, our libmlx4 patches and the root's toolchain record; one build at
+# a time (flock); builds of other keys unused for a day are removed.
 #
 # Usage: build-rdma-core.sh     (ARCH=x86_64|s390, inside the root)
 
@@ -79,13 +79,16 @@ exec 9>"$RDIR.lock"
 flock 9
 if [ -f "$RDIR/versions" ]; then
 	log "rdma-core: cached build $RDIR"
+	touch "$RDIR/versions"
 	echo "$RDIR"
 	exit 0
 fi
+# Builds of other keys not used for a day (checkouts of other versions of
+# this script share the cache).
 for dir in "$CACHE"/rdma-"$DEB_ARCH"-*; do
 	case $dir in
-	"$RDIR" | "$RDIR.lock") ;;
-	*) rm -rf "$dir" ;;
+	"$RDIR" | *.lock | *.tmp) ;;
+	*) [ -n "$(find "$dir/versions" -mmin -1440 2>/dev/null)" ] || rm -rf "$dir" "$dir.lock" ;;
 	esac
 done
 

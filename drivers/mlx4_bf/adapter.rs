@@ -42,17 +42,9 @@ mod qp_table;
 
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
 pub(crate) use post::{Placement, Posted};
-#[allow(
-    unused_imports,
-    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
-)]
 pub(crate) use events::EventDispatch;
 use events::EventRouter;
 use provider::PdPool;
-#[allow(
-    unused_imports,
-    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
-)]
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use qp_table::QpTable;
 

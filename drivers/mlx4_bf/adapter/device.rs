@@ -8,12 +8,6 @@
 //! queries of mlx4_ib's `mlx4_ib_query_device()`, `ib_link_query_port()`,
 //! `__mlx4_ib_query_gid()` and `__mlx4_ib_query_pkey()`.
 
-// Until the provider is merged, this module's API is its own root.
-#![allow(
-    dead_code,
-    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
-)]
-
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::Adapter;

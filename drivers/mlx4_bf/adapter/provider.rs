@@ -18,12 +18,6 @@
 //! reset the device. After unbind, whatever the provider still holds is
 //! out of the device: taking it down succeeds without a command.
 
-// Until the provider is merged, this module's API is its own root.
-#![allow(
-    dead_code,
-    reason = "the RDMA provider's (drivers/mlx4_bf/ib/), not merged yet"
-)]
-
 use kernel::{prelude::*, sync::Arc};
 
 use super::{events::EventDispatch, Adapter};
