@@ -6,12 +6,13 @@
  * after it). One KTAP result per request, a "#" line with what came back.
  *
  * Most requests pass libmlx4's own checks and are refused by the kernel:
- * a UD or raw packet QP, an SRQ, a send queue whose spare WQEs take it
- * past the device's largest (libmlx4 checks max_send_wr only), a WQE
- * larger than the device's descriptor, a CQ past max_cqe, a CQ resize,
- * the alternate path, a transition the QP state machine has not, memory
- * region access without local write, an mmap of a page the context has
- * not; then PDs, CQs and QPs until the device has no more.
+ * a UD or raw packet QP, an SRQ, a WQE larger than the device's
+ * descriptor, a CQ past max_cqe, a CQ resize, the alternate path, a
+ * transition the QP state machine has not, memory region access without
+ * local write, an mmap of a page the context has not; then PDs, CQs and
+ * QPs until the device has no more. Queues past max_qp_wr are libmlx4's
+ * own refusal (max_qp_wr leaves room for its spare WQEs, so queues of
+ * max_qp_wr are made: the one result that is not a refusal).
  *
  * Usage: ibv_refusals [-d DEV]       (exit status 0 if every result is ok)
  */
@@ -96,6 +97,21 @@ static void create_qp_refused(const char *name, struct ibv_qp_init_attr *a,
 		ibv_destroy_qp(qp);
 }
 
+/* ibv_create_qp with A: made (and destroyed). */
+static void made(const char *name, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp(pd, a);
+	printf("# %s: %s, errno %d (%s)\n", name, qp ? "made" : "refused",
+	       qp ? 0 : errno, qp ? "-" : strerror(errno));
+	printf("%s %d %s\n", qp ? "ok" : "not ok", ++results, name);
+	failures += !qp;
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
 static void qp_types_and_sizes(void)
 {
 	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_UD);
@@ -112,13 +128,17 @@ static void qp_types_and_sizes(void)
 	expect("srq_eopnotsupp", !srq, errno, EOPNOTSUPP);
 	if (srq)
 		ibv_destroy_srq(srq);
-	/* libmlx4 adds its spare WQEs: past the device's largest queue. */
+	/* max_qp_wr leaves room for libmlx4's spare WQEs: the largest fits. */
 	a = qp_attr(IBV_QPT_RC);
 	a.cap.max_send_wr = dev_attr.max_qp_wr;
-	create_qp_refused("send_queue_too_large_einval", &a, EINVAL);
+	a.cap.max_recv_wr = dev_attr.max_qp_wr;
+	made("queues_of_max_qp_wr_are_made", &a);
+	a = qp_attr(IBV_QPT_RC);
+	a.cap.max_send_wr = dev_attr.max_qp_wr + 1;
+	create_qp_refused("send_queue_past_max_qp_wr_einval", &a, EINVAL);
 	a = qp_attr(IBV_QPT_RC);
 	a.cap.max_recv_wr = dev_attr.max_qp_wr + 1;
-	create_qp_refused("receive_queue_too_large_einval", &a, EINVAL);
+	create_qp_refused("receive_queue_past_max_qp_wr_einval", &a, EINVAL);
 	/* 1000 inline bytes: a 2 KiB WQE stride, past max_sq_desc_sz. */
 	a = qp_attr(IBV_QPT_RC);
 	a.cap.max_inline_data = 1000;
@@ -282,7 +302,7 @@ int main(int argc, char **argv)
 	}
 	/* Every line at once, in order, whoever reads the pipe. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("KTAP version 1\n1..18\n");
+	printf("KTAP version 1\n1..19\n");
 	ctx = open_device(dev);
 	errno = ibv_query_device(ctx, &dev_attr);
 	if (errno)

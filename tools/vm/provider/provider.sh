@@ -61,8 +61,11 @@ port_active() {
 value() { # file name: the value of "name value" in file
 	awk -v n="$2" '$1 == n { print $2 }' "$1"
 }
-# Pages pinned now, by anyone (ib_umem, the driver's own pins).
+# Pages pinned now, by anyone (ib_umem, the driver's own pins). The
+# counters are per CPU and folded into /proc/vmstat lazily: stat_refresh
+# folds them first.
 pinned() {
+	cat /proc/sys/vm/stat_refresh >/dev/null
 	awk '$1 == "nr_foll_pin_acquired" { a = $2 } $1 == "nr_foll_pin_released" { r = $2 }
 		END { print a - r }' /proc/vmstat
 }
@@ -108,7 +111,7 @@ IDLE=$(held)
 echo "# at idle: $IDLE"
 
 out=$(ibv_devices 2>&1)
-echo "$out" | grep -q "^ *$DEV *$(echo $NODE_GUID | tr -d :)\$"
+echo "$out" | grep -q "^[[:space:]]*$DEV[[:space:]]*$(echo $NODE_GUID | tr -d :)\$"
 result $? ibv_devices_lists_mlx4_bf0 "$(echo "$out" | tr '\n' '|')"
 out=$(ibv_devinfo -v -d $DEV -i 1 2>&1)
 missing=
