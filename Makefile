@@ -8,6 +8,8 @@
 #                   in the guest
 #   make upstream   mainline mlx4_core and mlx4_ib against the model's
 #                   strict firmware, one boot (KTAP)
+#   make provider   our RDMA device, mlx4_bf0, under unmodified rdma-core
+#                   and perftest, one boot (KTAP)
 #
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
@@ -23,7 +25,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test upstream bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
+.PHONY: run test upstream provider bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -33,6 +35,9 @@ test:
 
 upstream:
 	@$(RUN) upstream
+
+provider:
+	@$(RUN) provider
 
 bench:
 	@$(RUN) bench

@@ -22,9 +22,12 @@
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
-#                                    non-posted writes, nopat, upstream), and a total
+#                                    non-posted writes, nopat, upstream, provider),
+#                                    and a total
 #   mlx4-bf.sh upstream              one boot: mainline mlx4_core + mlx4_ib against
 #                                    the model's strict firmware (KTAP)
+#   mlx4-bf.sh provider              one boot: our RDMA device, mlx4_bf0, under
+#                                    rdma-core and perftest (KTAP)
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #
 # Environment: ARCH=x86_64|s390 (s390: the cross-built s390x kernel and
@@ -229,17 +232,16 @@ mainline_dir() {
 	cp -a "$rdma/bin" "$dir/rdma/"
 }
 
-# tools/vm/upstream/ibv_post_cost.c, static against the libibverbs and
-# libmlx4 the guest's rdma-core programs are built with
-# (scripts/build-rdma-core.sh, which also says why the provider is linked
-# with --undefined).
-build_ibv_post_cost() {
-	local out=$1 rdma cc=gcc
+# A C program of ours (tools/vm/upstream/ibv_post_cost.c,
+# tools/vm/provider/*.c), static against the libibverbs and libmlx4 the
+# guest's rdma-core programs are built with (scripts/build-rdma-core.sh,
+# which also says why the provider is linked with --undefined).
+build_ibv_program() { # source out
+	local src=$1 out=$2 rdma cc=gcc
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	[ "$ARCH" = s390 ] && cc=s390x-linux-gnu-gcc
 	"$cc" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
-		"$TOP/tools/vm/upstream/ibv_post_cost.c" -L"$rdma/lib" \
-		-Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
+		"$src" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
 # Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
@@ -256,6 +258,31 @@ upstream() {
 		--save-files "$TOP/results" -- "$udir"
 }
 
+# Issue 36: our driver's RDMA device, mlx4_bf0, under unmodified rdma-core
+# and perftest (tools/vm/provider/provider.sh), one boot, KTAP, with the
+# analyzer's counters around each run; then its refusals, processes that
+# leave without cleaning up, an unbind under a running application and a
+# reload. Needs the selftests (mlx4_bf_invariants) and the helper built.
+provider() {
+	local pdir=$OUT/provider rdma prog cmd
+	rm -rf "$pdir"
+	mkdir -p "$pdir/rdma" "$TOP/results"
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
+	cp -a "$rdma/bin" "$pdir/rdma/"
+	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
+	for prog in ibv_refusals ibv_hold; do
+		build_ibv_program "$TOP/tools/vm/provider/$prog.c" "$pdir/$prog"
+	done
+	cp "$OUT/guest/mlx4-bf" "$OUT/guest/selftests/mlx4_bf_invariants" "$pdir/"
+	cmd="sh /work/provider.sh; rc=\$?; $send_back"
+	if [ "$KCONFIG" = debug ]; then
+		# As selftests(): what kmemleak finds once the module is gone.
+		cmd="$cmd; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;
+		     echo scan >/sys/kernel/debug/kmemleak; cat /sys/kernel/debug/kmemleak"
+	fi
+	vm_boot test "$cmd; exit \$rc" --ktap --save-files "$TOP/results" -- "$pdir"
+}
+
 # Every suite of make test, one boot each, and their total as the last line:
 # every program with posted writes (QEMU's default); NONPOSTED_TESTS with
 # non-posted writes (the model then sees the send queue as it was at each
@@ -265,7 +292,7 @@ upstream() {
 suites() {
 	local out passed=0 failed=0 skipped=0 rc=0 line p f k
 	out=$(mktemp)
-	for suite in posted nonposted nopat upstream; do
+	for suite in posted nonposted nopat upstream provider; do
 		[ "$suite" = nopat ] && [ "$ARCH" = s390 ] && continue
 		[ "$suite" = upstream ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
@@ -275,6 +302,7 @@ suites() {
 				   MLX4_BF_TESTS=$NONPOSTED_TESTS ;;
 			nopat)     KERNEL_APPEND=nopat ;;
 			upstream)  upstream; exit ;;
+			provider)  provider; exit ;;
 			esac
 			selftests
 		) | tee "$out" || rc=1
@@ -341,7 +369,7 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so that
 	   # their posts are measured beside ours in the same boot.
 	   mainline_dir "$OUT/mainline"
-	   build_ibv_post_cost "$OUT/mainline/ibv_post_cost"
+	   build_ibv_program "$TOP/tools/vm/upstream/ibv_post_cost.c" "$OUT/mainline/ibv_post_cost"
 	   two=(--second-adapter)
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
@@ -430,7 +458,8 @@ lint)      need_kdir
 	   fi
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
-		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP/tools/vm/upstream/ibv_post_cost.c"
+		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP/tools/vm/upstream/ibv_post_cost.c" \
+		"$TOP"/tools/vm/provider/*.c
 	   # The kernel patch series as a patch, as the kernel's maintainers read it.
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet "$TOP"/tools/linux/*.patch
 	   # Files that import each other are one concern in two places; the
@@ -450,6 +479,9 @@ lint)      need_kdir
 	   python3 "$TOP/scripts/size-check.py"
 	   log "lint: clean" ;;
 upstream)  need_kdir; upstream ;;
+provider)  need_kdir; build_selftests "$KDIR"
+	   build_helper
+	   provider ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   selftests ;;

@@ -10,7 +10,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    doorbell::{pages, UserDoorbell},
+    doorbell::{pages, Record, UserDoorbell},
     user_abi, Provider,
 };
 use crate::{
@@ -74,7 +74,9 @@ impl CompletionQueue {
         let bytes = usize::try_from(size.bytes(CQE_SIZE as u32))?;
         let ring = cq.ring.insert(Umem::get(ctx.device(), req.buf_addr, bytes, ACCESS_LOCAL_WRITE)?);
         let mtt = cq.mtt.insert(adapter.alloc_mtt(&pages(ring)?, PAGE_SHIFT)?);
-        let db = cq.db.insert(UserDoorbell::map(ctx.device(), req.db_addr)?);
+        let db = cq
+            .db
+            .insert(UserDoorbell::map(ctx.device(), req.db_addr, Record::Cq)?);
         let handle = adapter.create_cq(&CqSpec {
             log_entries: size.log_entries(),
             uar: uctx.uar_index(),

@@ -21,12 +21,22 @@ pub(crate) struct UserDoorbell {
     dma: u64,
 }
 
+/// What a record holds, hence its size and alignment: libmlx4 hands out
+/// records of both sizes from one page (`mlx4_alloc_db()`), so a receive
+/// queue's may sit at any 4-byte offset.
+#[derive(Clone, Copy)]
+pub(super) enum Record {
+    /// A CQ's: its consumer index and its arm state, two dwords.
+    Cq = 8,
+    /// A receive queue's: its producer index, one dword.
+    Rq = 4,
+}
+
 impl UserDoorbell {
-    /// The record at user address `virt`, dword aligned: libmlx4 packs a
-    /// page with records of 4 bytes (a receive queue's producer index) and
-    /// of 8 (a CQ's consumer index and arm word), `mlx4_alloc_db()`.
-    pub(super) fn map(dev: &Device<Provider>, virt: u64) -> Result<Self> {
-        if virt % 4 != 0 {
+    /// The record of kind `record` at user address `virt`, aligned to its
+    /// size.
+    pub(super) fn map(dev: &Device<Provider>, virt: u64, record: Record) -> Result<Self> {
+        if virt % record as u64 != 0 {
             return Err(EINVAL);
         }
         let page = Umem::get(dev, virt & !(PAGE_SIZE - 1), PAGE_SIZE as usize, 0)?;

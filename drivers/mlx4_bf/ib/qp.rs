@@ -11,7 +11,7 @@
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::{
-    doorbell::{pages, UserDoorbell},
+    doorbell::{pages, Record, UserDoorbell},
     user_abi, Provider,
 };
 use crate::{
@@ -117,7 +117,9 @@ impl QueuePair {
             buf: Some(buf),
             db: None,
         };
-        let db = qp.db.insert(UserDoorbell::map(dev, req.db_addr)?);
+        let db = qp
+            .db
+            .insert(UserDoorbell::map(dev, req.db_addr, Record::Rq)?);
         qp.fixed.db_rec = db.dma();
         let handle = adapter.reserve_qp(qp.fixed.pdn)?;
         qp.qpn = handle.qpn();

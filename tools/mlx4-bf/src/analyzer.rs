@@ -147,6 +147,39 @@ unsafe fn load8(addr: *const u8) -> [u8; 8] {
     raw
 }
 
+/// One 4-byte MMIO store of `v` (little-endian, as the block's registers
+/// are) at `addr`.
+///
+/// # Safety
+///
+/// `addr` is 4-byte aligned inside a live mapping of the block.
+#[cfg(not(target_arch = "s390x"))]
+unsafe fn store4(addr: *mut u8, v: u32) {
+    // SAFETY: By the caller's guarantee.
+    unsafe { addr.cast::<u32>().write_volatile(v.to_le()) }
+}
+
+/// One 4-byte MMIO store of `v` (little-endian) at `addr`: on s390
+/// without MIO the `s390_pci_mmio_write` system call, as [`load8`] reads.
+///
+/// # Safety
+///
+/// `addr` is 4-byte aligned inside a live mapping of the block.
+#[cfg(target_arch = "s390x")]
+unsafe fn store4(addr: *mut u8, v: u32) {
+    let raw = v.to_le_bytes();
+    // SAFETY: The kernel checks the address against the caller's mappings
+    // and reads 4 bytes from `raw`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_s390_pci_mmio_write,
+            addr as libc::c_ulong,
+            raw.as_ptr(),
+            raw.len(),
+        )
+    };
+}
+
 impl Analyzer {
     /// Maps the block of the first ConnectX-3; `None` where there is none
     /// or it does not carry the model's magic (real hardware).
@@ -165,7 +198,8 @@ impl Analyzer {
             .write(true)
             .open(function.join("resource0"))
             .ok()?;
-        let map = Mapping::new(file.as_raw_fd(), DIAG_OFFSET, MAP_LEN, false).ok()?;
+        // Writable: the selectors (QP_SELECT, UAR_SELECT) are registers too.
+        let map = Mapping::new(file.as_raw_fd(), DIAG_OFFSET, MAP_LEN, true).ok()?;
         let mut a = Analyzer {
             map,
             version: 0,
@@ -188,6 +222,14 @@ impl Analyzer {
         debug_assert!(off.is_multiple_of(8) && off + 8 <= MAP_LEN);
         // SAFETY: an aligned register inside the mapping.
         u64::from_le_bytes(unsafe { load8(self.map.as_ptr().add(off)) })
+    }
+
+    /// One 4-byte store to register `off` (a selector: QP_SELECT,
+    /// UAR_SELECT).
+    pub fn write(&self, off: usize, v: u32) {
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= MAP_LEN);
+        // SAFETY: an aligned register inside the mapping.
+        unsafe { store4(self.map.as_ptr().add(off), v) }
     }
 
     /// Reads the counters this version has (about 10 reads, 24 from

@@ -1,5 +1,5 @@
-//! The analyzer's counters: global, per QP, per protocol-error code and per
-//! fallback reason, and the protection faults and lifetime counters, which a
+//! The analyzer's counters: global, per QP, per UAR, per protocol-error code
+//! and per fallback reason, and the protection faults and lifetime counters, which a
 //! counter reset keeps. The diagnostic block reads them; the summary dumps
 //! them.
 
@@ -140,6 +140,21 @@ pub struct PerQp {
     /// SENDs delivered to this QP (0x580) and their payload bytes (0x588).
     pub receives: u64,
     pub payload_bytes: u64,
+    /// The UAR its context named (`usr_page`) when it last left RESET
+    /// (0x650), kept after the QP is gone: which pages its posts belong to.
+    pub uar: Option<u32>,
+}
+
+/// MMIO writes by UAR index (UAR_SELECT): to its UAR page (BAR2 page `u`:
+/// doorbells) and to its BlueFlame page (page `num_uars + u`), whatever
+/// they carried, so that a test can tell whose pages a run wrote.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+pub struct PerUar {
+    /// Writes to the UAR page (0x638).
+    pub uar_writes: u64,
+    /// Writes to the BlueFlame page (0x640) and their bytes (0x648).
+    pub bf_writes: u64,
+    pub bf_bytes: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -148,6 +163,7 @@ pub struct Counters {
     pub faults: Faults,
     pub lifetime: Lifetime,
     pub qps: BTreeMap<u32, PerQp>,
+    pub uars: BTreeMap<u32, PerUar>,
     pub by_code: BTreeMap<Code, u64>,
     pub by_reason: BTreeMap<FallbackReason, u64>,
 }
@@ -165,6 +181,10 @@ impl Counters {
 
     pub fn qp(&mut self, qpn: u32) -> &mut PerQp {
         self.qps.entry(qpn).or_default()
+    }
+
+    pub fn uar(&mut self, index: u32) -> &mut PerUar {
+        self.uars.entry(index).or_default()
     }
 
     pub fn protocol_error(&mut self, code: Code, expected: bool) {
@@ -202,13 +222,16 @@ impl Counters {
     }
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
-    /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff), `qp_select` for the
-    /// per-QP ones.
+    /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
+    /// 0x638..0x657), `qp_select` and `uar_select` for the per-QP and
+    /// per-UAR ones.
     /// None for offsets that hold no counter.
-    pub fn diag_value(&self, off: u64, qp_select: u32) -> Option<u64> {
+    pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
         let g = &self.global;
         let zero = PerQp::default();
         let q = self.qps.get(&qp_select).unwrap_or(&zero);
+        let zero_uar = PerUar::default();
+        let u = self.uars.get(&uar_select).unwrap_or(&zero_uar);
         Some(match off {
             0x20 => g.protocol_errors,
             0x28 => g.unexpected_protocol_errors,
@@ -259,6 +282,11 @@ impl Counters {
             0x5f8 => g.mad_sends,
             0x618 => g.rdma_reads,
             0x620 => g.rdma_read_bytes,
+            0x638 => u.uar_writes,
+            0x640 => u.bf_writes,
+            0x648 => u.bf_bytes,
+            // The UAR in the low half, 1 in the high half once it is known.
+            0x650 => q.uar.map_or(0, |uar| u64::from(uar) | (1 << 32)),
             _ => return None,
         })
     }
@@ -305,6 +333,14 @@ impl Counters {
             ),
             ("rdma writes", g.rdma_writes <= g.wqes_bf + g.wqes_dma),
             ("rdma reads", g.rdma_reads <= g.wqes_bf + g.wqes_dma),
+            (
+                "uar pages",
+                self.uars
+                    .values()
+                    .map(|u| u.uar_writes + u.bf_writes)
+                    .sum::<u64>()
+                    <= g.bar2_writes,
+            ),
         ];
         match checks.iter().find(|(_, ok)| !ok) {
             Some((name, _)) => Err(format!("counter invariant broken: {name}: {self:?}")),
@@ -327,6 +363,12 @@ impl Counters {
                 .map(|(qpn, c)| (qpn.to_string(), serde_json::to_value(c).unwrap_or_default()))
                 .collect();
             m.insert("qps".into(), qps.into());
+            let uars: serde_json::Map<_, _> = self
+                .uars
+                .iter()
+                .map(|(u, c)| (u.to_string(), serde_json::to_value(c).unwrap_or_default()))
+                .collect();
+            m.insert("uars".into(), uars.into());
             let codes: serde_json::Map<_, _> = self
                 .by_code
                 .iter()

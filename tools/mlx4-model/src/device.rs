@@ -178,6 +178,15 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                 self.env
                     .trace
                     .record("mmio_write", || region.record(off, data));
+                match region {
+                    Bar2Region::Uar { page, .. } => self.env.counters.uar(page).uar_writes += 1,
+                    Bar2Region::Bf { page, .. } => {
+                        let u = self.env.counters.uar(page);
+                        u.bf_writes += 1;
+                        u.bf_bytes += len;
+                    }
+                    Bar2Region::Undefined => {}
+                }
                 self.env.charge(match region {
                     Bar2Region::Bf { in_page, .. } => Tx::StoreBlock {
                         off: in_page % BF_HALF,

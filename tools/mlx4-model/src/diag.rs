@@ -26,7 +26,9 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 7: the firmware's gauges: phase, host pages it holds (0x600..0x617).
 /// 8: RDMA reads executed and their bytes (0x618..0x627).
 /// 9: data faults (0x628..0x62f).
-pub const VERSION: u32 = 9;
+/// 10: UAR_SELECT and the writes to its pages, the UAR of a QP
+/// (0x630..0x657).
+pub const VERSION: u32 = 10;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -79,6 +81,9 @@ pub const RDMA_READ_BYTES: u64 = 0x620;
 /// Write: arm (`offset + 1`) or disarm (0) a data fault. Read: the armed
 /// value, then the faults fired since the model started.
 pub const DATA_FAULT: u64 = 0x628;
+/// Write: the UAR index whose page counters (0x638..0x64f) show, as
+/// QP_SELECT does for a QP's.
+pub const UAR_SELECT: u64 = 0x630;
 
 /// The device's state the diag block shows, never reset.
 #[derive(Debug, Clone, Copy, Default)]
@@ -160,6 +165,7 @@ impl LastWqe {
 #[derive(Debug, Clone)]
 pub struct DiagState {
     pub qp_select: u32,
+    pub uar_select: u32,
     pub fallback_every: u32,
     /// Valid BF posts since FALLBACK_EVERY was last set.
     valid_posts: u64,
@@ -176,6 +182,7 @@ impl DiagState {
     pub fn new(fallback_every: u32) -> Self {
         DiagState {
             qp_select: 0,
+            uar_select: 0,
             fallback_every,
             valid_posts: 0,
             last_wqe: LastWqe::default(),
@@ -217,6 +224,7 @@ impl DiagState {
             0x00 => Some(u64::from(MAGIC) | (u64::from(VERSION) << 32)),
             0x08 => Some(u64::from(self.qp_select)),
             0x10 => Some(u64::from(env.expect) | (u64::from(self.fallback_every) << 32)),
+            UAR_SELECT => Some(u64::from(self.uar_select)),
             0x18 => Some(0),
             LAST_DOORBELL => Some(
                 u64::from(self.last_doorbell.page)
@@ -238,7 +246,7 @@ impl DiagState {
             o if (LAST_WQE..LAST_WQE_BYTES + LAST_WQE_BYTES_SIZE as u64).contains(&o) => {
                 self.last_wqe.value(o)
             }
-            o => env.counters.diag_value(o, self.qp_select),
+            o => env.counters.diag_value(o, self.qp_select, self.uar_select),
         };
         let Some(v) = value else {
             return Some((
@@ -263,6 +271,7 @@ impl DiagState {
         let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
         match off {
             QP_SELECT => self.qp_select = v,
+            UAR_SELECT => self.uar_select = v,
             MARK => {
                 env.trace.record("mark", || json!({"value": v}));
                 env.trace.flush();

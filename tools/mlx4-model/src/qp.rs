@@ -393,6 +393,7 @@ impl QpTable {
         }
         let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
         qp.record(env);
+        env.counters.qp(qpn).uar = Some(qp.usr_page);
         self.qps.insert(qpn, qp);
         Ok(None)
     }

@@ -3,7 +3,13 @@
 //! `counters`: the device model's analyzer counters, one `name value` line
 //! each, read through sysfs `resource0` whichever driver owns the adapter
 //! (mainline mlx4_core in the upstream boot): a script takes two readings
-//! around what it runs and compares them.
+//! around what it runs and compares them. Then the gauges of what the
+//! device holds now (MPTs, queues, the firmware's phase), which a teardown
+//! or a process's exit must bring back.
+//!
+//! With `--qp QPN`: that QP's counters instead, the UAR its context named
+//! and the writes to that UAR's two pages (its UAR page and its BlueFlame
+//! page), so that a script can tell whose pages a run wrote.
 
 use anyhow::{bail, Result};
 
@@ -15,6 +21,9 @@ pub struct Args {
     /// the first ConnectX-3).
     #[arg(long)]
     bdf: Option<String>,
+    /// A QP number (decimal or 0x-hex): its counters and its UAR's pages.
+    #[arg(long, value_parser = parse_number)]
+    qp: Option<u32>,
 }
 
 /// The global counters, by their diagnostic block offset
@@ -44,10 +53,48 @@ const COUNTERS: &[(&str, usize)] = &[
     ("rdma_writes", 0x5b0),
     ("fw_refused", 0x5e8),
     ("icm_errors", 0x5f0),
+    ("rdma_reads", 0x618),
 ];
 
-/// Version 6 has every counter above.
-const MIN_VERSION: u32 = 6;
+/// Gauges of the device's state, never reset: MPTs in hardware ownership
+/// and their pages, the firmware's phase.
+const GAUGES: &[(&str, usize)] = &[
+    ("hw_mpts", 0x590),
+    ("hw_mpt_pages", 0x598),
+    ("fw_phase", 0x600),
+];
+/// EQs and CQs in hardware ownership (low half), QPs out of RESET (high).
+const LIVE: usize = 0x5d8;
+
+/// The per-QP registers (QP_SELECT) and per-UAR ones (UAR_SELECT).
+const QP_SELECT: usize = 0x08;
+const QP_COUNTERS: &[(&str, usize)] = &[
+    ("qp_wqes_bf", 0x80),
+    ("qp_wqes_dma", 0x88),
+    ("qp_send_doorbells", 0xb0),
+    ("qp_cqes", 0xb8),
+];
+/// Its BF fallbacks, by reason: foreign page, counter or owner, order,
+/// forced.
+const QP_FALLBACKS: [usize; 4] = [0x90, 0x98, 0xa0, 0xa8];
+const QP_UAR: usize = 0x650;
+const UAR_SELECT: usize = 0x630;
+const UAR_COUNTERS: &[(&str, usize)] = &[
+    ("uar_page_writes", 0x638),
+    ("bf_page_writes", 0x640),
+    ("bf_page_bytes", 0x648),
+];
+
+/// Version 10 has every register above.
+const MIN_VERSION: u32 = 10;
+
+fn parse_number(s: &str) -> Result<u32, String> {
+    match s.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|e| format!("{s}: {e}"))
+}
 
 pub fn run(args: &Args) -> Result<()> {
     let a = match &args.bdf {
@@ -63,7 +110,34 @@ pub fn run(args: &Args) -> Result<()> {
             a.version
         );
     }
-    for &(name, off) in COUNTERS {
+    if let Some(qpn) = args.qp {
+        return show_qp(&a, qpn);
+    }
+    for &(name, off) in COUNTERS.iter().chain(GAUGES) {
+        println!("{name} {}", a.read(off));
+    }
+    let live = a.read(LIVE);
+    println!("live_eqs_cqs {}", live & 0xffff_ffff);
+    println!("live_qps {}", live >> 32);
+    Ok(())
+}
+
+/// QP `qpn`'s counters, its UAR and the writes to that UAR's pages.
+fn show_qp(a: &Analyzer, qpn: u32) -> Result<()> {
+    a.write(QP_SELECT, qpn);
+    let uar = a.read(QP_UAR);
+    if uar >> 32 == 0 {
+        bail!("qp {qpn:#x} never left RESET (the model knows no UAR of it)");
+    }
+    let uar = uar as u32;
+    println!("qp_uar {uar}");
+    for &(name, off) in QP_COUNTERS {
+        println!("{name} {}", a.read(off));
+    }
+    let fallbacks: u64 = QP_FALLBACKS.iter().map(|&off| a.read(off)).sum();
+    println!("qp_bf_fallbacks {fallbacks}");
+    a.write(UAR_SELECT, uar);
+    for &(name, off) in UAR_COUNTERS {
         println!("{name} {}", a.read(off));
     }
     Ok(())

@@ -367,6 +367,45 @@ fn bf_fallback_foreign_page() {
     assert!(h.error_codes().is_empty());
 }
 
+/// Version 10: the writes to each UAR's two pages (UAR_SELECT), whatever
+/// they carried, and the UAR a QP's context named, kept after it is gone.
+#[test]
+fn writes_counted_by_uar_page_and_the_uar_of_a_qp() {
+    let mut h = Harness::setup();
+    h.select(QPN);
+    assert_eq!(h.diag_read(0x650), (1 << 32) | u64::from(UAR));
+    h.select(0x99);
+    assert_eq!(h.diag_read(0x650), 0, "no such QP: no UAR");
+    // A BlueFlame post in 8-byte writes, then a doorbell post.
+    let wqe = prepare(&mut h, 0);
+    h.bf_copy(UAR, 0, &wqe, 8);
+    let wqe = prepare(&mut h, 1);
+    h.doorbell(UAR, QPN);
+    // A burst on another UAR's BlueFlame page falls back; it is that page's.
+    let _ = prepare(&mut h, 2);
+    h.bf_copy(UAR + 5, 1, &wqe, 16);
+    h.diag_write(diag::UAR_SELECT, UAR);
+    assert_eq!(h.diag_read(diag::UAR_SELECT), u64::from(UAR));
+    assert_eq!(
+        (h.diag_read(0x638), h.diag_read(0x640), h.diag_read(0x648)),
+        (1, 8, 64)
+    );
+    h.diag_write(diag::UAR_SELECT, UAR + 5);
+    assert_eq!(
+        (h.diag_read(0x638), h.diag_read(0x640), h.diag_read(0x648)),
+        (0, 4, 64)
+    );
+    assert_eq!(h.dev.counters().global.bar2_writes, 13);
+    // Destroyed, the QP still names its UAR; the counter reset clears both.
+    h.cmd(op::TO_RST_QP, 0, QPN);
+    h.select(QPN);
+    assert_eq!(h.diag_read(0x650), (1 << 32) | u64::from(UAR));
+    h.diag_write(diag::RESET_COUNTERS, 1);
+    assert_eq!((h.diag_read(0x650), h.diag_read(0x640)), (0, 0));
+    assert!(h.error_codes().is_empty());
+    h.check_invariants(false);
+}
+
 #[test]
 fn bf_fallback_counter_and_owner() {
     let mut h = Harness::setup();
@@ -663,10 +702,10 @@ fn eq_overflow_and_unset_vector() {
 #[test]
 fn diag_block_counters_expect_mark_reset() {
     let mut h = Harness::setup();
-    assert_eq!(h.diag_read(0x00), 0x9_4d4c_584d);
+    assert_eq!(h.diag_read(0x00), 0xa_4d4c_584d);
     let mut b = [0u8; 4];
     h.dev.mmio_read(0, DIAG_BASE + 4, &mut b);
-    assert_eq!(u32::from_le_bytes(b), 9);
+    assert_eq!(u32::from_le_bytes(b), 10);
     let commands = h.records_of("command").len() as u64;
     assert_eq!(h.diag_read(0x68), commands, "commands so far");
     // Outside a window: unexpected.

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ibv_refusals: what a user can ask of an RDMA device through libibverbs
+ * and libmlx4 that the provider does not make, and the errno each request
+ * must get: a clean refusal, never a WARN (the suite reads the kernel log
+ * after it). One KTAP result per request, a "#" line with what came back.
+ *
+ * Most requests pass libmlx4's own checks and are refused by the kernel:
+ * a UD or raw packet QP, an SRQ, a WQE larger than the device's
+ * descriptor, a CQ past max_cqe, a CQ resize, the alternate path, a
+ * transition the QP state machine has not, memory region access without
+ * local write, an mmap of a page the context has not; then PDs, CQs and
+ * QPs until the device has no more. Queues past max_qp_wr are libmlx4's
+ * own refusal (max_qp_wr leaves room for its spare WQEs, so queues of
+ * max_qp_wr are made: the one result that is not a refusal).
+ *
+ * Usage: ibv_refusals [-d DEV]       (exit status 0 if every result is ok)
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_OBJECTS 512
+
+static struct ibv_context *ctx;
+static struct ibv_device_attr dev_attr;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static int results, failures;
+
+static void die(const char *what, int err)
+{
+	printf("# ibv_refusals: %s: %s\n", what, strerror(err));
+	printf("not ok %d setup\n", ++results);
+	exit(1);
+}
+
+/* One result: the call failed (FAILED) with errno ERR, and ERR is WANT. */
+static void expect(const char *name, int failed, int err, int want)
+{
+	int ok = failed && err == want;
+
+	printf("# %s: %s, errno %d (%s); want %d (%s)\n", name,
+	       failed ? "refused" : "accepted", failed ? err : 0,
+	       failed ? strerror(err) : "-", want, strerror(want));
+	printf("%s %d %s\n", ok ? "ok" : "not ok", ++results, name);
+	failures += !ok;
+}
+
+static struct ibv_context *open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *c = NULL;
+	int i;
+
+	if (!list)
+		die("ibv_get_device_list", errno);
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			c = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!c)
+		die(name, ENODEV);
+	return c;
+}
+
+static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = type,
+		.cap = {
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+	};
+	return a;
+}
+
+/* ibv_create_qp with A: refused with WANT (a QP made is destroyed). */
+static void create_qp_refused(const char *name, struct ibv_qp_init_attr *a,
+			      int want)
+{
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp(pd, a);
+	expect(name, !qp, errno, want);
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+/* ibv_create_qp with A: made (and destroyed). */
+static void made(const char *name, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp(pd, a);
+	printf("# %s: %s, errno %d (%s)\n", name, qp ? "made" : "refused",
+	       qp ? 0 : errno, qp ? "-" : strerror(errno));
+	printf("%s %d %s\n", qp ? "ok" : "not ok", ++results, name);
+	failures += !qp;
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+static void qp_types_and_sizes(void)
+{
+	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_UD);
+	struct ibv_srq_init_attr srq_attr = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+	};
+	struct ibv_srq *srq;
+
+	create_qp_refused("ud_qp_eopnotsupp", &a, EOPNOTSUPP);
+	a = qp_attr(IBV_QPT_RAW_PACKET);
+	create_qp_refused("raw_packet_qp_eopnotsupp", &a, EOPNOTSUPP);
+	errno = 0;
+	srq = ibv_create_srq(pd, &srq_attr);
+	expect("srq_eopnotsupp", !srq, errno, EOPNOTSUPP);
+	if (srq)
+		ibv_destroy_srq(srq);
+	/* max_qp_wr leaves room for libmlx4's spare WQEs: the largest fits. */
+	a = qp_attr(IBV_QPT_RC);
+	a.cap.max_send_wr = dev_attr.max_qp_wr;
+	a.cap.max_recv_wr = dev_attr.max_qp_wr;
+	made("queues_of_max_qp_wr_are_made", &a);
+	a = qp_attr(IBV_QPT_RC);
+	a.cap.max_send_wr = dev_attr.max_qp_wr + 1;
+	create_qp_refused("send_queue_past_max_qp_wr_einval", &a, EINVAL);
+	a = qp_attr(IBV_QPT_RC);
+	a.cap.max_recv_wr = dev_attr.max_qp_wr + 1;
+	create_qp_refused("receive_queue_past_max_qp_wr_einval", &a, EINVAL);
+	/* 1000 inline bytes: a 2 KiB WQE stride, past max_sq_desc_sz. */
+	a = qp_attr(IBV_QPT_RC);
+	a.cap.max_inline_data = 1000;
+	create_qp_refused("wqe_too_large_einval", &a, EINVAL);
+}
+
+static void cq_refusals(void)
+{
+	struct ibv_cq *c;
+	int err;
+
+	errno = 0;
+	c = ibv_create_cq(ctx, dev_attr.max_cqe + 1, NULL, NULL, 0);
+	expect("cq_past_max_cqe_einval", !c, errno, EINVAL);
+	if (c)
+		ibv_destroy_cq(c);
+	errno = 0;
+	c = ibv_create_cq(ctx, 1 << 20, NULL, NULL, 0);
+	expect("cq_too_large_einval", !c, errno, EINVAL);
+	if (c)
+		ibv_destroy_cq(c);
+	err = ibv_resize_cq(cq, 64);
+	expect("cq_resize_eopnotsupp", err != 0, err, EOPNOTSUPP);
+}
+
+/* RESET -> RTS in one step, then INIT -> RTR with an alternate path. */
+static void transitions(void)
+{
+	struct ibv_qp_init_attr init = qp_attr(IBV_QPT_RC);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+	struct ibv_port_attr port;
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	int err;
+
+	if (!qp || ibv_query_port(ctx, 1, &port))
+		die("a QP to modify", errno);
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	expect("reset_to_rts_einval", err != 0, err, EINVAL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (err)
+		die("INIT", err);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.dlid = port.lid;
+	a.ah_attr.port_num = 1;
+	a.alt_ah_attr = a.ah_attr;
+	a.alt_port_num = 1;
+	a.alt_timeout = 14;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+			    IBV_QP_ALT_PATH);
+	expect("alternate_path_eopnotsupp", err != 0, err, EOPNOTSUPP);
+	ibv_destroy_qp(qp);
+}
+
+static void mr_and_mmap_refusals(void)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	char *buf = aligned_alloc(page, page);
+	struct ibv_mr *mr;
+	void *p;
+
+	if (!buf)
+		die("memory", ENOMEM);
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, page, IBV_ACCESS_REMOTE_WRITE);
+	expect("mr_remote_write_without_local_write_einval", !mr, errno, EINVAL);
+	if (mr)
+		ibv_dereg_mr(mr);
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	expect("mr_of_no_bytes_einval", !mr, errno, EINVAL);
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(buf);
+	/* pgoff 0 is the UAR, 1 the BlueFlame page; 3 (a clock) there is not. */
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, ctx->cmd_fd, 3 * page);
+	expect("mmap_clock_page_einval", p == MAP_FAILED, errno, EINVAL);
+	if (p != MAP_FAILED)
+		munmap(p, page);
+	p = mmap(NULL, 2 * page, PROT_WRITE, MAP_SHARED, ctx->cmd_fd, 0);
+	expect("mmap_two_pages_einval", p == MAP_FAILED, errno, EINVAL);
+	if (p != MAP_FAILED)
+		munmap(p, 2 * page);
+}
+
+/*
+ * Objects of one kind until the device has no more: the last must fail
+ * with ENOSPC or ENOMEM (as mainline's bitmaps answer), after at least
+ * MIN were made. Everything made is given back.
+ */
+enum kind { PD, CQ, QP };
+
+static void *make(enum kind k)
+{
+	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_RC);
+
+	switch (k) {
+	case PD:
+		return ibv_alloc_pd(ctx);
+	case CQ:
+		return ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	default:
+		return ibv_create_qp(pd, &a);
+	}
+}
+
+static void unmake(enum kind k, void *o)
+{
+	if (k == PD)
+		ibv_dealloc_pd(o);
+	else if (k == CQ)
+		ibv_destroy_cq(o);
+	else
+		ibv_destroy_qp(o);
+}
+
+static void exhaust(const char *name, enum kind k, int min)
+{
+	static void *made[MAX_OBJECTS];
+	int n = 0, err = 0, ok;
+
+	while (n < MAX_OBJECTS) {
+		errno = 0;
+		made[n] = make(k);
+		if (!made[n]) {
+			err = errno;
+			break;
+		}
+		n++;
+	}
+	ok = n >= min && n < MAX_OBJECTS && (err == ENOSPC || err == ENOMEM);
+	printf("# %s: %d made, then errno %d (%s); want at least %d, then ENOSPC or ENOMEM\n",
+	       name, n, err, strerror(err), min);
+	printf("%s %d %s\n", ok ? "ok" : "not ok", ++results, name);
+	failures += !ok;
+	while (n--)
+		unmake(k, made[n]);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "mlx4_bf0";
+	int opt;
+
+	while ((opt = getopt(argc, argv, "d:")) != -1) {
+		if (opt != 'd') {
+			fprintf(stderr, "usage: %s [-d DEV]\n", argv[0]);
+			return 2;
+		}
+		dev = optarg;
+	}
+	/* Every line at once, in order, whoever reads the pipe. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("KTAP version 1\n1..19\n");
+	ctx = open_device(dev);
+	errno = ibv_query_device(ctx, &dev_attr);
+	if (errno)
+		die("ibv_query_device", errno);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!pd || !cq)
+		die("PD or CQ", errno);
+	printf("# %s: max_qp_wr %d, max_cqe %d, max_pd %d, max_cq %d, max_qp %d\n",
+	       dev, dev_attr.max_qp_wr, dev_attr.max_cqe, dev_attr.max_pd,
+	       dev_attr.max_cq, dev_attr.max_qp);
+	qp_types_and_sizes();
+	cq_refusals();
+	transitions();
+	mr_and_mmap_refusals();
+	/* Besides this context's PD and CQ. */
+	exhaust("pds_until_none_is_left", PD, 8);
+	exhaust("cqs_until_none_is_left", CQ, 8);
+	exhaust("qps_until_none_is_left", QP, 8);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return failures ? 1 : 0;
+}

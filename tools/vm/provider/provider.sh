@@ -1,0 +1,184 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The provider boot (issue 36): our driver's RDMA device, mlx4_bf0, under
+# unmodified rdma-core (libibverbs, libmlx4) and perftest, reported as KTAP,
+# with the model's analyzer counters around each run (tools/vm/upstream/
+# upstream.sh does the same for mainline mlx4_ib). The model's identity
+# comes from tools/mlx4-model/src/firmware (caps.rs: the GUIDs, 2.42.5000;
+# mad.rs: LID 1). mlx4_bf is loaded by /init and has bound the adapter.
+#
+# What a run leaves is read from the device's debugfs counters (contexts:
+# UARs in use, mrs), the kernel's pinned pages (/proc/vmstat: pins taken
+# less pins released, ib_umem's and the driver's) and the model's gauges
+# (MPTs, EQs + CQs, QPs the device holds), each against its value before
+# the first run.
+
+cd "$(dirname "$0")" || exit 1
+. ./lib.sh
+# MODPARAMS: the module's parameters of this boot, for the reload.
+. /etc/mlx4-bf/env
+NODE_GUID=0002:c903:00b1:0000
+LID=0x1
+FW=2.42.5000
+DEV=mlx4_bf0
+I=/sys/class/infiniband/$DEV
+STATS=/sys/kernel/debug/$DEV/device/stats
+DRV=/sys/bus/pci/drivers/mlx4_bf
+KO=/lib/modules/mlx4_bf.ko
+
+BDF=
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
+done
+
+n=0
+failed=0
+result() { # condition-status name [diagnostic]
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "# $3"
+		echo "not ok $n $2"
+		failed=1
+	fi
+}
+wait_for() { # path [tenths of a second, 100]
+	i=0
+	while [ $i -lt "${2:-100}" ]; do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+port_active() {
+	wait_for $I/ports/1/state &&
+	[ "$(cat $I/ports/1/state)" = "4: ACTIVE" ] &&
+	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
+}
+value() { # file name: the value of "name value" in file
+	awk -v n="$2" '$1 == n { print $2 }' "$1"
+}
+# Pages pinned now, by anyone (ib_umem, the driver's own pins). The
+# counters are per CPU and folded into /proc/vmstat lazily: stat_refresh
+# folds them first.
+pinned() {
+	cat /proc/sys/vm/stat_refresh >/dev/null
+	awk '$1 == "nr_foll_pin_acquired" { a = $2 } $1 == "nr_foll_pin_released" { r = $2 }
+		END { print a - r }' /proc/vmstat
+}
+# What the device and the kernel hold now, one line, to compare with the
+# same line at idle: debugfs contexts and MRs, pinned pages, the model's
+# MPTs and queues.
+held() {
+	./mlx4-bf counters >/tmp/counters.held
+	printf 'contexts %s mrs %s pinned %s hw_mpts %s live_eqs_cqs %s live_qps %s\n' \
+		"$(value $STATS contexts)" "$(value $STATS mrs)" "$(pinned)" \
+		"$(value /tmp/counters.held hw_mpts)" "$(value /tmp/counters.held live_eqs_cqs)" \
+		"$(value /tmp/counters.held live_qps)"
+}
+# Every process of the run is gone: what is held is what was held at idle.
+nothing_left() { # name
+	now=$(held)
+	[ "$now" = "$IDLE" ]
+	result $? "$1" "held now: $now; at idle: $IDLE"
+}
+# The kernel log's problems since line $1: errors, WARNs, BUGs, lockdep.
+log_problems() { # from-line
+	dmesg | tail -n +"$1" | grep -e 'WARNING:' -e 'Call Trace' -e 'BUG:' \
+		-e 'circular locking' -e 'lock state' -e 'mlx4_bf.*[Ff]ail' \
+		-e 'mlx4_bf.*[Ee]rror' -e 'infiniband.*[Ee]rror' | head -n 5 | tr '\n' '|'
+}
+
+rdma_setup
+mkdir -p /tmp/results
+
+echo "KTAP version 1"
+echo "1..38"
+# The RDMA core and ib_uverbs are built in (configs/).
+wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
+	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
+result $? mlx4_bf0_registered_by_mlx4_bf "$I: device $(readlink $I/device), driver $(readlink $I/device/driver)"
+port_active
+result $? port1_active_linkup "state '$(cat $I/ports/1/state 2>&1)', phys_state '$(cat $I/ports/1/phys_state 2>&1)'"
+[ "$(cat $I/node_guid 2>&1)" = $NODE_GUID ] && [ "$(cat $I/ports/1/lid 2>&1)" = $LID ]
+result $? guid_and_lid_as_the_model_reports "node_guid $(cat $I/node_guid 2>&1), lid $(cat $I/ports/1/lid 2>&1)"
+[ "$(cat $I/fw_ver 2>&1)" = $FW ] && [ "$(cat $I/node_type 2>&1)" = "1: CA" ]
+result $? fw_ver_and_node_type "fw_ver $(cat $I/fw_ver 2>&1), node_type $(cat $I/node_type 2>&1)"
+IDLE=$(held)
+echo "# at idle: $IDLE"
+
+out=$(ibv_devices 2>&1)
+echo "$out" | grep -q "^[[:space:]]*$DEV[[:space:]]*$(echo $NODE_GUID | tr -d :)\$"
+result $? ibv_devices_lists_mlx4_bf0 "$(echo "$out" | tr '\n' '|')"
+out=$(ibv_devinfo -v -d $DEV -i 1 2>&1)
+missing=
+for want in "hca_id:[[:space:]]*$DEV\$" "fw_ver:[[:space:]]*$FW\$" \
+	"vendor_id:[[:space:]]*0x02c9\$" "vendor_part_id:[[:space:]]*4099\$" \
+	"state:[[:space:]]*PORT_ACTIVE" "port_lid:[[:space:]]*1\$"; do
+	echo "$out" | grep -q "$want" || missing="$missing '$want'"
+done
+[ -z "$missing" ]
+result $? ibv_devinfo_v_vendor_part_fw_port "no line matching$missing in: $(echo "$out" | head -n 12 | tr '\n' '|')"
+
+. ./runs.sh
+for events in "" -e; do
+	for size in 64 4096; do
+		pingpong "$size" $events
+		result $? "ibv_rc_pingpong${events:+_events}_size_$size" "see the lines above"
+	done
+done
+for tool in ib_send_lat ib_write_lat ib_read_lat; do
+	for size in 4 64 $INLINE_MAX 1024; do
+		perftest $tool $size
+		result $? "${tool}_size_$size" "see the lines above"
+	done
+done
+for tool in ib_send_bw ib_write_bw; do
+	bandwidth $tool
+	result $? "${tool}_size_4096" "see the lines above"
+done
+
+# Refusals: one result per request (nested), and none of them a WARN.
+from=$(($(dmesg | wc -l) + 1))
+./ibv_refusals -d $DEV >/tmp/refusals.out 2>&1
+rc=$?
+sed 's/^/    /' /tmp/refusals.out
+result $rc ibv_refusals "see the subtests above"
+bad=$(log_problems $from)
+[ -z "$bad" ]
+result $? refusals_leave_no_warn_in_the_log "$bad"
+
+. ./lifecycle.sh
+out=$(./ibv_hold -d $DEV -x 2>&1)
+result $? ibv_hold_exits_without_cleaning_up "$out"
+nothing_left exit_without_cleanup_leaves_nothing
+kill_mid_run
+nothing_left sigkill_mid_run_leaves_nothing
+
+unbind_while_running
+result $UNBOUND unbind_while_ibv_rc_pingpong_runs "the unbind failed or took over 60 s, or $I is still there"
+result $ENDED applications_see_the_device_go "see the lines above"
+# The device is torn down: the model holds nothing of the host's.
+./mlx4-bf counters --bdf "$BDF" >/tmp/counters.unbound
+now="pinned $(pinned) hw_mpts $(value /tmp/counters.unbound hw_mpts) live_eqs_cqs $(value /tmp/counters.unbound live_eqs_cqs) live_qps $(value /tmp/counters.unbound live_qps) fw_phase $(value /tmp/counters.unbound fw_phase)"
+[ "$now" = "pinned $(echo "$IDLE" | awk '{ print $6 }') hw_mpts 0 live_eqs_cqs 0 live_qps 0 fw_phase 0" ]
+result $? nothing_held_after_unbind "now: $now; pinned at idle: $(echo "$IDLE" | awk '{ print $6 }')"
+timeout 60 rmmod mlx4_bf && [ ! -e /sys/module/mlx4_bf ]
+result $? rmmod_mlx4_bf "rmmod failed, took over 60 s, or the module is still there"
+# shellcheck disable=SC2086
+insmod $KO $MODPARAMS && port_active
+result $? insmod_brings_mlx4_bf0_back "no ACTIVE $I after insmod"
+pingpong 64
+result $? ibv_rc_pingpong_after_reload "see the lines above"
+nothing_left nothing_left_after_reload
+
+./mlx4_bf_invariants >/tmp/invariants.out 2>&1
+result $? suite_invariants "$(tr '\n' '|' </tmp/invariants.out)"
+sed 's/^/# /' /tmp/invariants.out
+bad=$(log_problems 1)
+[ -z "$bad" ]
+result $? no_error_or_warn_in_the_log "$bad"
+exit $failed
