@@ -17,7 +17,7 @@
 #   mlx4-bf.sh vm-run CMD [DIR...]   boot, load + bind, run CMD, return its status
 #   mlx4-bf.sh vm-shell              boot to an interactive shell
 #   mlx4-bf.sh run                   the demo: boot, load, post, show
-#   mlx4-bf.sh bench                 the benchmark; results land in results/
+#   mlx4-bf.sh bench                 the benchmark; results land in results/ (s390x: results/s390x/)
 #   mlx4-bf.sh profile               instructions per call by function, in results/
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
@@ -75,6 +75,10 @@ OUT=$TOP/build/$KCONFIG
 # QEMU's time limit in seconds: 900 unless given; make fuzz scales it.
 VM_TIMEOUT=${VM_TIMEOUT:-}
 SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
+# Tables and plots of bench, pingpong, profile and the upstream boot; the
+# s390x ones apart, so that neither architecture's run replaces the other's.
+RESULTS=$TOP/results
+[ "$ARCH" = x86_64 ] || RESULTS=$TOP/results/s390x
 
 # The built kernel tree (KDIR, or the cached test kernel, built if missing).
 # Run it in the main shell: it sets KDIR for the later steps.
@@ -214,10 +218,16 @@ selftests() {
 # run again with non-posted writes.
 NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
 
+# The C compiler for the guest's programs (static, like everything it runs).
+guest_cc() {
+	if [ "$ARCH" = s390 ]; then echo s390x-linux-gnu-gcc; else echo gcc; fi
+}
+
 # Mainline's side of the guest, in DIR: mlx4_core and mlx4_ib from the kernel
 # build (the RDMA core and ib_uverbs are built in: configs/), rdma-core's
 # tools and perftest (static, scripts/build-rdma-core.sh) in DIR/rdma/bin,
-# the guest scripts of tools/vm/upstream.
+# the guest scripts of tools/vm/upstream and its system call counter
+# (syscount.c: the guest has no strace).
 mainline_dir() {
 	local dir=$1 ko rdma
 	rm -rf "$dir"
@@ -230,6 +240,8 @@ mainline_dir() {
 		"$TOP/tools/vm/upstream/versus.sh" "$dir/"
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$dir/rdma/"
+	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -o "$dir/syscount" \
+		"$TOP/tools/vm/upstream/syscount.c"
 }
 
 # A C program of ours (tools/vm/upstream/ibv_post_cost.c,
@@ -237,10 +249,9 @@ mainline_dir() {
 # guest's rdma-core programs are built with (scripts/build-rdma-core.sh,
 # which also says why the provider is linked with --undefined).
 build_ibv_program() { # source out
-	local src=$1 out=$2 rdma cc=gcc
+	local src=$1 out=$2 rdma
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
-	[ "$ARCH" = s390 ] && cc=s390x-linux-gnu-gcc
-	"$cc" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
+	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
 		"$src" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
@@ -251,11 +262,11 @@ build_ibv_program() { # source out
 upstream() {
 	local udir=$OUT/upstream
 	mainline_dir "$udir"
-	mkdir -p "$OUT/guest" "$TOP/results"
+	mkdir -p "$OUT/guest" "$RESULTS"
 	build_helper
 	cp "$OUT/guest/mlx4-bf" "$udir/"
 	vm_boot test "sh /work/upstream.sh; rc=\$?; $send_back; exit \$rc" --ktap \
-		--save-files "$TOP/results" -- "$udir"
+		--save-files "$RESULTS" -- "$udir"
 }
 
 # Issue 36: our driver's RDMA device, mlx4_bf0, under unmodified rdma-core
@@ -266,7 +277,7 @@ upstream() {
 provider() {
 	local pdir=$OUT/provider rdma prog cmd
 	rm -rf "$pdir"
-	mkdir -p "$pdir/rdma" "$TOP/results"
+	mkdir -p "$pdir/rdma" "$RESULTS"
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$pdir/rdma/"
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
@@ -280,7 +291,7 @@ provider() {
 		cmd="$cmd; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;
 		     echo scan >/sys/kernel/debug/kmemleak; cat /sys/kernel/debug/kmemleak"
 	fi
-	vm_boot test "$cmd; exit \$rc" --ktap --save-files "$TOP/results" -- "$pdir"
+	vm_boot test "$cmd; exit \$rc" --ktap --save-files "$RESULTS" -- "$pdir"
 }
 
 # Every suite of make test, one boot each, and their total as the last line:
@@ -294,7 +305,6 @@ suites() {
 	out=$(mktemp)
 	for suite in posted nonposted nopat upstream provider; do
 		[ "$suite" = nopat ] && [ "$ARCH" = s390 ] && continue
-		[ "$suite" = upstream ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
 		(
 			case $suite in
@@ -364,7 +374,7 @@ run)       need_kdir; build_selftests "$KDIR"
 	   python3 "$TOP/tools/vm/trace_view.py" --paths --wall "$OUT/demo" "$TRACE" ;;
 bench)     need_kdir; build_selftests "$KDIR"
 	   build_helper
-	   mkdir -p "$TOP/results"
+	   mkdir -p "$RESULTS"
 	   # Both boots have a second adapter, another model instance, for
 	   # mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so that
 	   # their posts are measured beside ours in the same boot.
@@ -383,7 +393,7 @@ bench)     need_kdir; build_selftests "$KDIR"
 		/work/mlx4-bf userpost ${icount[*]} --out-dir /tmp/results \
 		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
 		sh /work/versus.sh post-cost ${POST_COST_ARGS:--m 4 -M 208 -s 68 -n 300} && $send_back" \
-		"${icount[@]}" "${two[@]}" --save-files "$TOP/results" -- "$OUT/guest" "$OUT/mainline"
+		"${icount[@]}" "${two[@]}" --save-files "$RESULTS" -- "$OUT/guest" "$OUT/mainline"
 	   # Scaling needs vCPUs running side by side, and the ping-pong the
 	   # model's asynchronous answers: never under -icount. The stress
 	   # results come back even if the ping-pong fails; its status is the
@@ -397,12 +407,14 @@ bench)     need_kdir; build_selftests "$KDIR"
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
 		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208}; rc=\$?;
 		  $send_back; exit \$rc; }" \
-		"${two[@]}" --save-files "$TOP/results" -- "$OUT/guest" "$OUT/mainline"
+		"${two[@]}" --save-files "$RESULTS" -- "$OUT/guest" "$OUT/mainline"
 	   # rdma-core's post and latency beside ours, one table and its plot.
-	   python3 "$TOP/tools/vm/versus.py" "$TOP/results" ;;
+	   s390=()
+	   [ "$ARCH" = s390 ] && s390=(--s390)
+	   python3 "$TOP/tools/vm/versus.py" "${s390[@]}" "$RESULTS" ;;
 pingpong)  need_kdir; build_selftests "$KDIR"
 	   build_helper
-	   mkdir -p "$TOP/results"
+	   mkdir -p "$RESULTS"
 	   # perftest ib_send_lat between two contexts, wall clock (the model
 	   # answers asynchronously: never under -icount).
 	   vm_boot run "mkdir -p /tmp/results &&
@@ -411,7 +423,7 @@ pingpong)  need_kdir; build_selftests "$KDIR"
 		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
-		--save-files "$TOP/results" -- "$OUT/guest" ;;
+		--save-files "$RESULTS" -- "$OUT/guest" ;;
 profile)   need_kdir
 	   # Instructions per call by function, under -icount with
 	   # tools/profile/insn_profile.so counting inside the guest program's
@@ -419,7 +431,7 @@ profile)   need_kdir
 	   # vCPU: the plugin cannot tell which vCPU runs an instruction.
 	   pdir=$OUT/profile
 	   rm -rf "$pdir"
-	   mkdir -p "$pdir/guest" "$pdir/back" "$TOP/results"
+	   mkdir -p "$pdir/guest" "$pdir/back" "$RESULTS"
 	   log "profile: building tools/profile (the TCG plugin, the guest program)"
 	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
 	   cp "$pdir/mlx4_bf_profile" "$pdir/guest/"
@@ -435,7 +447,7 @@ profile)   need_kdir
 	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
 		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
 		--system-map "$KDIR/System.map" --user "$pdir/mlx4_bf_profile" \
-		--out-dir "$TOP/results" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
+		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}
 	   # Trapped MMIO: about 250 s per million calls under TCG; twice that, and boot.
@@ -458,7 +470,7 @@ lint)      need_kdir
 	   fi
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
-		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP/tools/vm/upstream/ibv_post_cost.c" \
+		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP"/tools/vm/upstream/*.c \
 		"$TOP"/tools/vm/provider/*.c
 	   # The kernel patch series as a patch, as the kernel's maintainers read it.
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet "$TOP"/tools/linux/*.patch

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """Unit tests of the runner's console parsing (python3 -m unittest)."""
 
+import argparse
 import base64
+import json
 import os
 import tempfile
 import unittest
 
 from trace_view import command_sequence
-from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap
+from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap, adapter_args
 
 
 def parse(text):
@@ -76,6 +78,26 @@ class FileSaverTest(unittest.TestCase):
             self.assertTrue(s.feed("mlx4-bf-file-end"))
             self.assertTrue(os.path.exists(os.path.join(d, "lat-bf.dat")))
             self.assertFalse(s.feed("see mlx4-bf-file: x"))
+
+
+class AdapterArgsTest(unittest.TestCase):
+    def args(self, arch):
+        return argparse.Namespace(arch=arch, no_posted_writes=False, memory="512M")
+
+    def test_two_adapters_on_s390_are_two_zpci_functions(self):
+        a = adapter_args(self.args("s390"), "/tmp/a.sock", "/tmp/b.sock")
+        devs = [a[i + 1] for i, x in enumerate(a) if x == "-device"]
+        self.assertEqual(devs[0], "zpci,uid=1,fid=1,target=mlx")
+        self.assertEqual(json.loads(devs[1])["id"], "mlx")
+        self.assertEqual(devs[2], "zpci,uid=2,fid=2,target=mlx2")
+        self.assertEqual(json.loads(devs[3])["socket"]["path"], "/tmp/b.sock")
+        self.assertIn("s390-ccw-virtio,memory-backend=guestmem", a)
+
+    def test_x86_has_no_zpci(self):
+        a = adapter_args(self.args("x86_64"), "/tmp/a.sock", "/tmp/b.sock")
+        devs = [json.loads(a[i + 1]) for i, x in enumerate(a) if x == "-device"]
+        self.assertEqual([d["socket"]["path"] for d in devs], ["/tmp/a.sock", "/tmp/b.sock"])
+        self.assertNotIn("id", devs[0])
 
 
 if __name__ == "__main__":

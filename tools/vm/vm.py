@@ -53,28 +53,27 @@ def set_pdeathsig():
 
 def adapter_args(args, sock, sock2=None):
     """The QEMU options that give the guest its adapter, the model on `sock`
-    (and a second one, on `sock2`, x86 only)."""
-    device = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock}}
-    if args.no_posted_writes:
-        # Every write waits for the model: it sees guest memory as it was at
-        # the moment of the MMIO write (ordering tests).
-        device["x-no-posted-writes"] = True
-    machine = "q35"
-    zpci = []
-    if args.arch == "s390":
-        # On s390x the function sits behind a zPCI device (uid/fid); its
-        # DMA goes through the zPCI IOMMU.
-        machine = "s390-ccw-virtio"
-        device["id"] = "mlx"
-        zpci = ["-device", "zpci,uid=1,fid=1,target=mlx"]
+    (and a second one, on `sock2`)."""
+    socks = [sock] + ([sock2] if sock2 else [])
+    devices = []
+    for n, path in enumerate(socks, 1):
+        device = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": path}}
+        if args.no_posted_writes:
+            # Every write waits for the model: it sees guest memory as it
+            # was at the moment of the MMIO write (ordering tests).
+            device["x-no-posted-writes"] = True
+        if args.arch == "s390":
+            # On s390x each function sits behind a zPCI device (uid/fid,
+            # its PCI domain in the guest: 0001:00:00.0, 0002:00:00.0);
+            # its DMA goes through that function's zPCI IOMMU.
+            device["id"] = "mlx" if n == 1 else f"mlx{n}"
+            devices += ["-device", f"zpci,uid={n},fid={n},target={device['id']}"]
+        devices += ["-device", json.dumps(device)]
+    machine = "s390-ccw-virtio" if args.arch == "s390" else "q35"
     return [
         "-object", f"memory-backend-memfd,id=guestmem,size={args.memory},share=on",
         "-machine", f"{machine},memory-backend=guestmem",
-    ] + zpci + [
-        "-device", json.dumps(device),
-    ] + ([
-        "-device", json.dumps(dict(device, socket={"type": "unix", "path": sock2})),
-    ] if sock2 else [])
+    ] + devices
 
 
 def qemu_command(args, sock, sock2=None):
@@ -272,7 +271,7 @@ def main():
     p.add_argument("--model-arg", action="append", default=[],
                    help="an argument for the model (repeatable)")
     p.add_argument("--second-adapter", action="store_true",
-                   help="a second adapter, its own model instance (x86 only)")
+                   help="a second adapter, its own model instance")
     p.add_argument("--model2-arg", action="append", default=[],
                    help="an argument for the second adapter's model (repeatable)")
     p.add_argument("--trace", help="the model's analyzer trace (default: temporary); "
@@ -299,8 +298,6 @@ def main():
     if args.plugin and args.accel != "tcg":
         p.error("--plugin needs --accel tcg")
 
-    if args.second_adapter and args.arch != "x86_64":
-        p.error("--second-adapter is for x86_64")
     models = [Model(args)]
     if args.second_adapter:
         models.append(Model(args, second=True))

@@ -19,15 +19,16 @@ rdma_setup() {
 	ip link set lo up
 }
 
-# Server in the background, then the client; both must succeed within
-# SERVER_CLIENT_TIMEOUT seconds (120 unless the caller sets it).
+# Server in the background, then the client SERVER_WAIT seconds later (1
+# unless the caller sets it: the client does not retry its connection);
+# both must succeed within SERVER_CLIENT_TIMEOUT seconds (120 unless set).
 # Their output is kept in /tmp/NAME.out (client) and /tmp/NAME.server.
 server_client() { # name server-cmd client-cmd
 	t=${SERVER_CLIENT_TIMEOUT:-120}
 	# shellcheck disable=SC2086
 	timeout "$t" $2 >/tmp/"$1".server 2>&1 &
 	spid=$!
-	sleep 1
+	sleep "${SERVER_WAIT:-1}"
 	# shellcheck disable=SC2086
 	timeout "$t" $3 >/tmp/"$1".out 2>&1
 	crc=$?
