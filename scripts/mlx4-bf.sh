@@ -271,17 +271,20 @@ upstream() {
 
 # Issue 36: our driver's RDMA device, mlx4_bf0, under unmodified rdma-core
 # and perftest (tools/vm/provider/provider.sh), one boot, KTAP, with the
-# analyzer's counters around each run; then its refusals, processes that
-# leave without cleaning up, an unbind under a running application and a
-# reload. Needs the selftests (mlx4_bf_invariants) and the helper built.
+# analyzer's counters around each run; its refusals; the QP_POST method
+# (issue 38) by ibv_qp_post and by perftest over the patched libmlx4; then
+# processes that leave without cleaning up, an unbind under a running
+# application and a reload. Needs the selftests (mlx4_bf_invariants) and
+# the helper built.
 provider() {
 	local pdir=$OUT/provider rdma prog cmd
 	rm -rf "$pdir"
 	mkdir -p "$pdir/rdma" "$RESULTS"
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$pdir/rdma/"
+	cp -a "$rdma/qp-post/bin" "$pdir/qp-post"
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
-	for prog in ibv_refusals ibv_hold; do
+	for prog in ibv_refusals ibv_hold ibv_qp_post; do
 		build_ibv_program "$TOP/tools/vm/provider/$prog.c" "$pdir/$prog"
 	done
 	cp "$OUT/guest/mlx4-bf" "$OUT/guest/selftests/mlx4_bf_invariants" "$pdir/"

@@ -4,7 +4,8 @@
 # The provider boot (issue 36): our driver's RDMA device, mlx4_bf0, under
 # unmodified rdma-core (libibverbs, libmlx4) and perftest, reported as KTAP,
 # with the model's analyzer counters around each run (tools/vm/upstream/
-# upstream.sh does the same for mainline mlx4_ib). The model's identity
+# upstream.sh does the same for mainline mlx4_ib); then the QP_POST method
+# (issue 38, qp_post.sh) and perftest posting through it. The model's identity
 # comes from tools/mlx4-model/src/firmware (caps.rs: the GUIDs, 2.42.5000;
 # mad.rs: LID 1). mlx4_bf is loaded by /init and has bound the adapter.
 #
@@ -96,7 +97,7 @@ rdma_setup
 mkdir -p /tmp/results
 
 echo "KTAP version 1"
-echo "1..38"
+echo "1..44"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -151,6 +152,20 @@ bad=$(log_problems $from)
 [ -z "$bad" ]
 result $? refusals_leave_no_warn_in_the_log "$bad"
 
+. ./qp_post.sh
+qp_post_method
+result $? ibv_qp_post_method "see the subtests above"
+from=$(($(dmesg | wc -l) + 1))
+qp_post_fuzz
+result $? ibv_qp_post_fuzz_then_posts "see the lines above"
+bad=$(log_problems $from)
+[ -z "$bad" ]
+result $? qp_post_fuzz_leaves_no_warn_in_the_log "$bad"
+qp_post_perftest ib_send_lat 64
+result $? ib_send_lat_size_64_through_qp_post "see the lines above"
+qp_post_perftest ib_write_lat $INLINE_MAX
+result $? ib_write_lat_size_${INLINE_MAX}_through_qp_post "see the lines above"
+
 . ./lifecycle.sh
 out=$(./ibv_hold -d $DEV -x 2>&1)
 result $? ibv_hold_exits_without_cleaning_up "$out"
@@ -161,6 +176,7 @@ nothing_left sigkill_mid_run_leaves_nothing
 unbind_while_running
 result $UNBOUND unbind_while_ibv_rc_pingpong_runs "the unbind failed or took over 60 s, or $I is still there"
 result $ENDED applications_see_the_device_go "see the lines above"
+result $QP_POST_EIO qp_post_after_unbind_is_eio "see the lines above"
 # The device is torn down: the model holds nothing of the host's.
 ./mlx4-bf counters --bdf "$BDF" >/tmp/counters.unbound
 now="pinned $(pinned) hw_mpts $(value /tmp/counters.unbound hw_mpts) live_eqs_cqs $(value /tmp/counters.unbound live_eqs_cqs) live_qps $(value /tmp/counters.unbound live_qps) fw_phase $(value /tmp/counters.unbound fw_phase)"

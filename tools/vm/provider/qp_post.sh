@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The QP_POST uverbs method (issue 38), sourced by provider.sh: its good
+# path and refusals (ibv_qp_post), a fuzz of its attributes, and perftest
+# linked against the patched libmlx4 (tools/rdma-core/, MLX4_KERNEL_BF=1),
+# whose BlueFlame posts all go through the method. Each function prints
+# what it saw as "#" lines and returns 0 if it went as it must.
+
+# The fuzz's seed: fixed, so that a failure replays (ibv_qp_post -s).
+FUZZ_SEED=${FUZZ_SEED:-7}
+FUZZ_CALLS=3000
+
+# ibv_qp_post's own KTAP, nested.
+qp_post_method() {
+	./ibv_qp_post -d $DEV >/tmp/qp_post.out 2>&1
+	rc=$?
+	sed 's/^/    /' /tmp/qp_post.out
+	return $rc
+}
+
+# FUZZ_CALLS calls with random attributes; the kernel survives and a new QP
+# still posts (ibv_qp_post checks that last).
+qp_post_fuzz() {
+	./ibv_qp_post -d $DEV -f $FUZZ_CALLS -s "$FUZZ_SEED" >/tmp/qp_post_fuzz.out 2>&1
+	rc=$?
+	sed 's/^/# /' /tmp/qp_post_fuzz.out | tail -n 5
+	return $rc
+}
+
+# perftest's TOOL at SIZE bytes (inline) through the method: every WQE of
+# both ends a BlueFlame post of the kernel's (the device's bf_posts), none
+# by the user's BlueFlame copy or read by DMA (the model's counters).
+qp_post_perftest() { # tool size
+	args="-d $DEV -i 1 -F -s $2 -n $ITERS"
+	posts=$(value $STATS bf_posts)
+	snap before
+	server_client "qp-post-$1-$2" "env MLX4_KERNEL_BF=1 ./qp-post/$1 $args" \
+		"env MLX4_KERNEL_BF=1 ./qp-post/$1 $args 127.0.0.1"
+	rc=$?
+	snap after
+	posts=$(($(value $STATS bf_posts) - posts))
+	echo "# $1 $2 bytes through QP_POST: the kernel's BlueFlame posts $posts, the model's bf $(delta wqes_bf), WQE DMA reads $(delta sq_dma_reads), protocol errors $(delta protocol_errors)"
+	[ $rc = 0 ] || return 1
+	[ "$posts" -ge $((2 * ITERS)) ] && [ "$(delta wqes_bf)" -ge "$posts" ] &&
+		[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta protocol_errors)" = 0 ]
+}
