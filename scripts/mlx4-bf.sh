@@ -248,11 +248,12 @@ mainline_dir() {
 # tools/vm/provider/*.c), static against the libibverbs and libmlx4 the
 # guest's rdma-core programs are built with (scripts/build-rdma-core.sh,
 # which also says why the provider is linked with --undefined).
-build_ibv_program() { # source out
-	local src=$1 out=$2 rdma
+build_ibv_program() { # out source...
+	local out=$1 rdma
+	shift
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
-		"$src" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
+		"$@" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
 # Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
@@ -284,9 +285,10 @@ provider() {
 	cp -a "$rdma/bin" "$pdir/rdma/"
 	cp -a "$rdma/qp-post/bin" "$pdir/qp-post"
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
-	for prog in ibv_refusals ibv_hold ibv_qp_post; do
-		build_ibv_program "$TOP/tools/vm/provider/$prog.c" "$pdir/$prog"
+	for prog in ibv_refusals ibv_hold; do
+		build_ibv_program "$pdir/$prog" "$TOP/tools/vm/provider/$prog.c"
 	done
+	build_ibv_program "$pdir/ibv_qp_post" "$TOP"/tools/vm/provider/{ibv_qp_post,qp_post,qp_post_fuzz}.c
 	cp "$OUT/guest/mlx4-bf" "$OUT/guest/selftests/mlx4_bf_invariants" "$pdir/"
 	cmd="sh /work/provider.sh; rc=\$?; $send_back"
 	if [ "$KCONFIG" = debug ]; then
@@ -382,7 +384,7 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so that
 	   # their posts are measured beside ours in the same boot.
 	   mainline_dir "$OUT/mainline"
-	   build_ibv_program "$TOP/tools/vm/upstream/ibv_post_cost.c" "$OUT/mainline/ibv_post_cost"
+	   build_ibv_program "$OUT/mainline/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
 	   two=(--second-adapter)
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
@@ -474,13 +476,13 @@ lint)      need_kdir
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
 		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP"/tools/vm/upstream/*.c \
-		"$TOP"/tools/vm/provider/*.c
+		"$TOP"/tools/vm/provider/*.[ch]
 	   # The kernel patch series as a patch, as the kernel's maintainers read it.
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet "$TOP"/tools/linux/*.patch
 	   # Files that import each other are one concern in two places; the
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
-	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf.rs \
+	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf_main.rs \
 		"abi eqe ib_device icm kping_rules layout mad qp_context qp_size region ring store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
 		 sys rdma | stats | hw |
 		 adapter | context ib | uverbs kping | node | driver crate"
