@@ -19,6 +19,7 @@
 #   mlx4-bf.sh run                   the demo: boot, load, post, show
 #   mlx4-bf.sh bench                 the benchmark; results land in results/ (s390x: results/s390x/)
 #   mlx4-bf.sh profile               instructions per call by function, in results/
+#   mlx4-bf.sh post-cost             one post over mlx4_bf0: libmlx4, QP_POST, doorbell
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
@@ -35,6 +36,7 @@
 # KCONFIG=base|debug, KERNEL_SRC=tree, KDIR=built tree (skips
 # the kernel build), ACCEL=tcg|kvm, VM_TIMEOUT=seconds, MODPARAMS="...",
 # NO_POSTED_WRITES=1 (QEMU waits for the device model on every write),
+# ICOUNT=1 (QEMU -icount shift=0: the guest clock counts instructions),
 # QEMU_S390X=binary (another s390x QEMU, e.g. the root's unfixed one),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
 # MLX4_BF_FUZZ_CALLS=calls (the fuzzer in make test, per writer),
@@ -136,6 +138,7 @@ build_helper() {
 	CARGO_TARGET_DIR=$CARGO_TARGET RUSTFLAGS="-C target-feature=+crt-static" \
 		cargo build --quiet --release -p mlx4-bf --target "$target" "${build_std[@]}" \
 		--manifest-path "$TOP/Cargo.toml" >&2
+	mkdir -p "$OUT/guest"
 	cp "$CARGO_TARGET/$target/release/mlx4-bf" "$OUT/guest/"
 }
 
@@ -169,6 +172,7 @@ vm_boot() {
 	TRACE=$OUT/traces/$(date +%Y%m%d-%H%M%S)-$$.jsonl
 	vmargs+=(--model "$MODEL_BIN" --trace "$TRACE")
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
+	[ -n "${ICOUNT:-}" ] && vmargs+=(--icount)
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
 	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \
@@ -453,6 +457,21 @@ profile)   need_kdir
 		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
 		--system-map "$KDIR/System.map" --user "$pdir/mlx4_bf_profile" \
 		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
+post-cost) need_kdir; build_helper
+	   # One post over our RDMA device three ways, in guest instructions
+	   # (tools/vm/provider/post_cost.sh): Debian's libmlx4, the patched
+	   # one through QP_POST, and BlueFlame off.
+	   pdir=$OUT/post-cost
+	   rm -rf "$pdir"
+	   mkdir -p "$pdir" "$RESULTS"
+	   rdma=$("$TOP/scripts/build-rdma-core.sh")
+	   build_ibv_program "$pdir/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
+	   build_ibv_program "$pdir/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
+		-L"$rdma/qp-post/lib"
+	   cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/provider/post_cost.sh" \
+		"$OUT/guest/mlx4-bf" "$pdir/"
+	   vm_boot run "sh /work/post_cost.sh; rc=\$?; $send_back; exit \$rc" \
+		--icount --save-files "$RESULTS" -- "$pdir" ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}
 	   # Trapped MMIO: about 250 s per million calls under TCG; twice that, and boot.

@@ -19,11 +19,32 @@ qp_post_method() {
 }
 
 # FUZZ_CALLS calls with random attributes; the kernel survives and a new QP
-# still posts (ibv_qp_post checks that last).
+# still posts (ibv_qp_post checks that last). A fuzzed WQE the kernel
+# passes is still the process's own, on its own QP: a flipped rkey or
+# remote address is the responder's to refuse (a remote access fault), a
+# flipped WQE counter sends the adapter to the send queue for a WQE that
+# is not there (a BlueFlame fallback with nothing to fetch). The adapter's
+# protocol errors meanwhile are expected ones (the model's EXPECT), and
+# its faults are declared for suite_invariants (mlx4_bf_model.h's
+# DECLARED_FAULTS): both are the process wrecking its own QP.
 qp_post_fuzz() {
+	snap before
+	./mlx4-bf counters --expect 1 >/dev/null
 	./ibv_qp_post -d $DEV -f $FUZZ_CALLS -s "$FUZZ_SEED" >/tmp/qp_post_fuzz.out 2>&1
 	rc=$?
+	./mlx4-bf counters --expect 0 >/tmp/counters.after
 	sed 's/^/# /' /tmp/qp_post_fuzz.out | tail -n 5
+	echo "# the adapter meanwhile: protocol errors $(delta protocol_errors), local protection faults $(delta local_prot_faults), remote access faults $(delta remote_access_faults), BlueFlame fallbacks $(delta bf_fallbacks)"
+	i=0
+	while [ $i -lt "$(delta local_prot_faults)" ]; do
+		echo local >>/tmp/mlx4_bf_declared_faults
+		i=$((i + 1))
+	done
+	i=0
+	while [ $i -lt "$(delta remote_access_faults)" ]; do
+		echo remote >>/tmp/mlx4_bf_declared_faults
+		i=$((i + 1))
+	done
 	return $rc
 }
 

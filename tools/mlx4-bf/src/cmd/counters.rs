@@ -10,6 +10,11 @@
 //! With `--qp QPN`: that QP's counters instead, the UAR its context named
 //! and the writes to that UAR's two pages (its UAR page and its BlueFlame
 //! page), so that a script can tell whose pages a run wrote.
+//!
+//! With `--expect N`: N goes to the EXPECT register first. While it is not
+//! 0 the model counts its protocol errors as expected: a run that makes
+//! them on purpose (WQEs that user space built, fuzzed) is found in the
+//! trace but fails no boot.
 
 use anyhow::{bail, Result};
 
@@ -24,6 +29,10 @@ pub struct Args {
     /// A QP number (decimal or 0x-hex): its counters and its UAR's pages.
     #[arg(long, value_parser = parse_number)]
     qp: Option<u32>,
+    /// Write this to the EXPECT register first (not 0: protocol errors
+    /// from now on are expected ones).
+    #[arg(long)]
+    expect: Option<u32>,
 }
 
 /// The global counters, by their diagnostic block offset
@@ -65,6 +74,9 @@ const GAUGES: &[(&str, usize)] = &[
 ];
 /// EQs and CQs in hardware ownership (low half), QPs out of RESET (high).
 const LIVE: usize = 0x5d8;
+
+/// Not 0: the model's protocol errors are expected ones.
+const EXPECT: usize = 0x10;
 
 /// The per-QP registers (QP_SELECT) and per-UAR ones (UAR_SELECT).
 const QP_SELECT: usize = 0x08;
@@ -109,6 +121,9 @@ pub fn run(args: &Args) -> Result<()> {
             "diagnostic block version {} (counters need {MIN_VERSION})",
             a.version
         );
+    }
+    if let Some(v) = args.expect {
+        a.write(EXPECT, v);
     }
     if let Some(qpn) = args.qp {
         return show_qp(&a, qpn);
