@@ -60,7 +60,8 @@ port_active || { echo "# $I: no active port"; exit 1; }
 	echo "# libmlx4 = Debian's libmlx4 (x86: its stores to the BlueFlame page; s390x without MIO:"
 	echo "# one s390_pci_mmio_write() system call per copy); qp_post = the patched libmlx4"
 	echo "# through our QP_POST method; doorbell = ib_blueflame=0 (no BlueFlame register)."
-	echo "# CPU: $(grep -m1 -o 'pcimio' /proc/cpuinfo || echo 'no pcimio')"
+	[ "$(uname -m)" = s390x ] &&
+		echo "# CPU features: $(grep -m1 -o 'pcimio' /proc/cpuinfo || echo 'no pcimio: libmlx4 stores by system call')"
 	printf '%-6s %-9s %8s %8s %8s %8s\n' "#bytes" column insns bar2_wr bar2_B wqe_dma
 } >$out
 column libmlx4 ibv_post_cost >>$out || exit 1
