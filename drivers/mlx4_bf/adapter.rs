@@ -41,9 +41,9 @@ mod provider;
 mod qp_table;
 
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
-pub(crate) use post::{Placement, Posted};
 pub(crate) use events::EventDispatch;
 use events::EventRouter;
+pub(crate) use post::{Placement, Posted};
 use provider::PdPool;
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use qp_table::QpTable;

@@ -6,9 +6,8 @@
 use kernel::{
     debugfs::Scope,
     device::Core,
-    pci,
+    new_mutex, pci,
     prelude::*,
-    new_mutex,
     sync::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,

@@ -177,7 +177,11 @@ impl EventDispatch for ToCore {
                 self.0.qp_event(qpn, kind);
             }
             AsyncEvent::Port { port, active } => {
-                let kind = if active { PortEvent::Active } else { PortEvent::Error };
+                let kind = if active {
+                    PortEvent::Active
+                } else {
+                    PortEvent::Error
+                };
                 self.0.port_event(port.into(), kind);
             }
         }

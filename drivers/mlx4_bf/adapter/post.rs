@@ -35,7 +35,10 @@ impl Placement {
 /// How the adapter learnt of the WQE.
 pub(crate) enum Posted {
     /// The burst of this many bytes, in this many store blocks.
-    BlueFlame { bytes: usize, blocks: u32 },
+    BlueFlame {
+        bytes: usize,
+        blocks: u32,
+    },
     Doorbell,
 }
 

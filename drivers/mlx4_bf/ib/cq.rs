@@ -29,7 +29,8 @@ use crate::{
 /// Bytes of a CQE: 32 (no `MLX4_USER_DEV_CAP_LARGE_CQE`).
 pub(super) const CQE_SIZE: usize = crate::geometry::CQE_SIZE;
 /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`, mlx4_ib's one CQ flag.
-const FLAG_TIMESTAMP: u32 = kernel::bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+const FLAG_TIMESTAMP: u32 =
+    kernel::bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 
 pub(crate) struct CompletionQueue {
     adapter: Arc<Adapter>,
@@ -53,7 +54,11 @@ impl CqData for CompletionQueue {
 }
 
 impl CompletionQueue {
-    pub(super) fn new(ctx: &UContext<Provider>, init: &CqInit, udata: &mut Udata<'_>) -> Result<Self> {
+    pub(super) fn new(
+        ctx: &UContext<Provider>,
+        init: &CqInit,
+        udata: &mut Udata<'_>,
+    ) -> Result<Self> {
         let uctx = ctx.data();
         let adapter = uctx.adapter();
         if init.flags & !FLAG_TIMESTAMP != 0 {
@@ -72,7 +77,12 @@ impl CompletionQueue {
             db: None,
         };
         let bytes = usize::try_from(size.bytes(CQE_SIZE as u32))?;
-        let ring = cq.ring.insert(Umem::get(ctx.device(), req.buf_addr, bytes, ACCESS_LOCAL_WRITE)?);
+        let ring = cq.ring.insert(Umem::get(
+            ctx.device(),
+            req.buf_addr,
+            bytes,
+            ACCESS_LOCAL_WRITE,
+        )?);
         let mtt = cq.mtt.insert(adapter.alloc_mtt(&pages(ring)?, PAGE_SHIFT)?);
         let db = cq
             .db

@@ -34,7 +34,8 @@ pub(super) fn query_device(adapter: &Adapter, udata: Option<&mut Udata<'_>>) -> 
     if let Some(u) = udata {
         if u.has_request() {
             // ib_copy_validate_udata_in_cm(.., reserved, 0): no comp_mask bit.
-            let req: user_abi::QueryDevice = u.read(core::mem::size_of::<user_abi::QueryDevice>())?;
+            let req: user_abi::QueryDevice =
+                u.read(core::mem::size_of::<user_abi::QueryDevice>())?;
             if req.comp_mask != 0 {
                 return Err(crate::sys::errno::eopnotsupp());
             }

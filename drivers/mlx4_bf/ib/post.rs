@@ -44,8 +44,12 @@ fn qp_post(call: &Bundle<'_, Provider>) -> Result {
     let report = call
         .has(result)
         .then_some(|r: &abi::PostResult| call.write(result, r));
-    ctx.poster()
-        .post(qp, flags, |buf| call.read_into(abi::IB_ATTR_QP_POST_WQE, buf), report)
+    ctx.poster().post(
+        qp,
+        flags,
+        |buf| call.read_into(abi::IB_ATTR_QP_POST_WQE, buf),
+        report,
+    )
 }
 
 /// A WQE's copy, 8-byte aligned for the BlueFlame writer, with room for

@@ -38,8 +38,8 @@ impl Context {
         // libmlx4 sends no request with GET_CONTEXT.
         udata.expect_empty()?;
         let uar_index = adapter.open_uar()?;
-        let blueflame = *crate::module_parameters::ib_blueflame.value() != 0
-            && adapter.caps().bf_reg_size != 0;
+        let blueflame =
+            *crate::module_parameters::ib_blueflame.value() != 0 && adapter.caps().bf_reg_size != 0;
         let ctx = Context {
             adapter: adapter.clone(),
             uar_index,
@@ -95,9 +95,7 @@ impl Context {
         let bar2 = self.adapter.bar2_start();
         let (offset, caching) = match vma.pgoff() {
             0 => (caps.uar_offset(self.uar_index), Caching::Uncached),
-            1 if self.blueflame => {
-                (caps.bf_page_offset(self.uar_index), Caching::WriteCombining)
-            }
+            1 if self.blueflame => (caps.bf_page_offset(self.uar_index), Caching::WriteCombining),
             _ => return Err(EINVAL),
         };
         ctx.map_io(vma, (bar2 + offset) / PAGE_SIZE, caching)

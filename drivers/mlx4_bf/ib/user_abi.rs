@@ -6,8 +6,8 @@
 //! (`kernel::uapi`) for size and field offsets.
 
 use core::mem::{offset_of, size_of};
-use kernel::uapi;
 use kernel::prelude::*;
+use kernel::uapi;
 use zerocopy_derive::{Immutable, KnownLayout};
 
 /// `struct mlx4_ib_alloc_ucontext_resp`.
@@ -97,7 +97,10 @@ impl QueryDeviceResp {
                 len = end;
             }
         }
-        for end in [offset_of!(Self, rss_caps) + 16, offset_of!(Self, tso_caps) + 8] {
+        for end in [
+            offset_of!(Self, rss_caps) + 16,
+            offset_of!(Self, tso_caps) + 8,
+        ] {
             if room >= end {
                 len = end;
             }
@@ -118,9 +121,37 @@ macro_rules! same_layout {
     };
 }
 
-same_layout!(AllocUcontextResp, uapi::mlx4_ib_alloc_ucontext_resp, dev_caps, qp_tab_size, bf_reg_size, bf_regs_per_page, cqe_size);
+same_layout!(
+    AllocUcontextResp,
+    uapi::mlx4_ib_alloc_ucontext_resp,
+    dev_caps,
+    qp_tab_size,
+    bf_reg_size,
+    bf_regs_per_page,
+    cqe_size
+);
 same_layout!(AllocPdResp, uapi::mlx4_ib_alloc_pd_resp, pdn, reserved);
 same_layout!(CreateCq, uapi::mlx4_ib_create_cq, buf_addr, db_addr);
 same_layout!(CreateCqResp, uapi::mlx4_ib_create_cq_resp, cqn, reserved);
-same_layout!(CreateQp, uapi::mlx4_ib_create_qp, buf_addr, db_addr, log_sq_bb_count, log_sq_stride, sq_no_prefetch, reserved, inl_recv_sz);
-same_layout!(QueryDeviceResp, uapi::mlx4_uverbs_ex_query_device_resp, comp_mask, response_length, hca_core_clock_offset, max_inl_recv_sz, reserved, rss_caps, tso_caps);
+same_layout!(
+    CreateQp,
+    uapi::mlx4_ib_create_qp,
+    buf_addr,
+    db_addr,
+    log_sq_bb_count,
+    log_sq_stride,
+    sq_no_prefetch,
+    reserved,
+    inl_recv_sz
+);
+same_layout!(
+    QueryDeviceResp,
+    uapi::mlx4_uverbs_ex_query_device_resp,
+    comp_mask,
+    response_length,
+    hca_core_clock_offset,
+    max_inl_recv_sz,
+    reserved,
+    rss_caps,
+    tso_caps
+);

@@ -75,8 +75,13 @@ impl<T: Driver> Entry<T> {
         from_result(|| {
             // SAFETY: The core calls ops on a registered device, with its
             // own attribute buffer and the call's udata (or null).
-            let (dev, raw, mut udata) =
-                unsafe { (Device::<T>::from_raw(ib), &mut *attr, Udata::from_raw(udata)) };
+            let (dev, raw, mut udata) = unsafe {
+                (
+                    Device::<T>::from_raw(ib),
+                    &mut *attr,
+                    Udata::from_raw(udata),
+                )
+            };
             let attr = T::query_device(dev, udata.as_mut())?;
             attr.write_to(raw);
             Ok(0)
@@ -163,7 +168,8 @@ impl<T: Driver> Entry<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: The core's fresh context of our device; the call's udata.
-            let (dev, udata) = unsafe { (Device::<T>::from_raw((*ctx).device), Udata::from_raw(udata)) };
+            let (dev, udata) =
+                unsafe { (Device::<T>::from_raw((*ctx).device), Udata::from_raw(udata)) };
             let mut udata = user(udata)?;
             let init = T::alloc_ucontext(dev, &mut udata);
             // SAFETY: A fresh context of `UContext<T>::SIZE`, not published.
@@ -178,7 +184,10 @@ impl<T: Driver> Entry<T> {
         unsafe { InCore::<_, T::UContext>::drop_data(ctx) };
     }
 
-    unsafe extern "C" fn mmap(ctx: *mut bindings::ib_ucontext, vma: *mut bindings::vm_area_struct) -> c_int {
+    unsafe extern "C" fn mmap(
+        ctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live context of ours; the VMA of this mmap() of its file.
             let (ctx, vma) = unsafe { (UContext::<T>::from_core(ctx), Vma::from_raw(vma)) };
@@ -192,7 +201,10 @@ impl<T: Driver> Entry<T> {
         T::disassociate_ucontext(unsafe { UContext::<T>::from_core(ctx) });
     }
 
-    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: The call's udata.
             let mut udata = user(unsafe { Udata::from_raw(udata) })?;
@@ -204,7 +216,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
-    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: The core destroys a PD `alloc_pd` made, after every
         // object that uses it.
         unsafe { InCore::<_, T::Pd>::drop_data(pd) };
@@ -222,8 +237,14 @@ impl<T: Driver> Entry<T> {
             let (init, udata) = unsafe {
                 let a = &*attr;
                 // One completion vector: `comp_vector` names none other.
-                let init = CqInit { entries: a.cqe, flags: a.flags };
-                (init, Udata::from_raw(&mut (*attrs).__bindgen_anon_1.__bindgen_anon_1.driver_udata))
+                let init = CqInit {
+                    entries: a.cqe,
+                    flags: a.flags,
+                };
+                (
+                    init,
+                    Udata::from_raw(&mut (*attrs).__bindgen_anon_1.__bindgen_anon_1.driver_udata),
+                )
             };
             let mut udata = user(udata)?;
             let ctx = udata.ucontext::<T>()?;
@@ -244,7 +265,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_cq(cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: The core destroys a live CQ `create_user_cq` made, after
         // every QP that uses it.
         unsafe {
@@ -261,18 +285,31 @@ impl<T: Driver> Entry<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: The core's fresh QP, whose PD it set, and its attributes.
-            let (pd, raw, udata) = unsafe { (Pd::<T>::from_core((*qp).pd), &mut *init, Udata::from_raw(udata)) };
+            let (pd, raw, udata) = unsafe {
+                (
+                    Pd::<T>::from_core((*qp).pd),
+                    &mut *init,
+                    Udata::from_raw(udata),
+                )
+            };
             let mut udata = user(udata)?;
             if raw.send_cq.is_null() || raw.recv_cq.is_null() {
                 return Err(EINVAL);
             }
             // SAFETY: CQs the core found by handle for this call: live, ours.
-            let (send_cq, recv_cq) = unsafe { (Cq::<T>::from_core(raw.send_cq), Cq::<T>::from_core(raw.recv_cq)) };
+            let (send_cq, recv_cq) = unsafe {
+                (
+                    Cq::<T>::from_core(raw.send_cq),
+                    Cq::<T>::from_core(raw.recv_cq),
+                )
+            };
             let qp_init = QpInit {
                 qp_type: QpType::from_raw(raw.qp_type),
                 send_cq,
                 recv_cq,
-                has_srq_or_xrc: !raw.srq.is_null() || !raw.xrcd.is_null() || !raw.rwq_ind_tbl.is_null(),
+                has_srq_or_xrc: !raw.srq.is_null()
+                    || !raw.xrcd.is_null()
+                    || !raw.rwq_ind_tbl.is_null(),
                 create_flags: raw.create_flags,
             };
             let mut cap = QpCap::from_raw(&raw.cap);
@@ -302,7 +339,8 @@ impl<T: Driver> Entry<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: A live QP of ours; the core's attributes; the call's udata.
-            let (this, raw, udata) = unsafe { (Qp::<T>::from_core(qp), &*attr, Udata::from_raw(udata)) };
+            let (this, raw, udata) =
+                unsafe { (Qp::<T>::from_core(qp), &*attr, Udata::from_raw(udata)) };
             let mut udata = user(udata)?;
             let attr = QpAttr::from_raw(raw, mask as u32)?;
             T::modify_qp(this, &attr, &mut udata)?;
@@ -310,7 +348,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: The core destroys a live QP `create_qp` made.
         unsafe {
             Device::<T>::from_raw((*qp).device).events().remove_qp(qp);
@@ -344,7 +385,10 @@ impl<T: Driver> Entry<T> {
         }
     }
 
-    unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: A region `reg_user_mr` made (the `ib_mr` is the first
         // field of the boxed `Mr<T>`), deregistered once by the core.
         drop(unsafe { KBox::from_raw(mr.cast::<Mr<T>>()) });

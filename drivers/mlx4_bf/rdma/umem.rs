@@ -30,7 +30,12 @@ unsafe impl Sync for Umem {}
 impl Umem {
     /// Pins `len` bytes of the calling process's memory at `addr` with
     /// `access` (`IB_ACCESS_*`) and maps them for `dev`'s DMA.
-    pub(crate) fn get<T: Driver>(dev: &Device<T>, addr: u64, len: usize, access: u32) -> Result<Self> {
+    pub(crate) fn get<T: Driver>(
+        dev: &Device<T>,
+        addr: u64,
+        len: usize,
+        access: u32,
+    ) -> Result<Self> {
         // SAFETY: `dev` is a registered device; the call pins and maps
         // memory of the current process, checking the range itself.
         let umem = from_err_ptr(unsafe {

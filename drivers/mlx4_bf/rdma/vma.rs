@@ -35,7 +35,9 @@ impl<'a> Vma<'a> {
     /// `'a`.
     pub(super) unsafe fn from_raw(raw: *mut bindings::vm_area_struct) -> Self {
         // SAFETY: By the caller's guarantee.
-        Vma { raw: unsafe { &mut *raw } }
+        Vma {
+            raw: unsafe { &mut *raw },
+        }
     }
 
     /// The mapping's offset in pages (`vm_pgoff`).
@@ -46,7 +48,12 @@ impl<'a> Vma<'a> {
     /// Its length in bytes.
     pub(crate) fn len(&self) -> usize {
         // SAFETY: Reading the VMA's bounds, which the caller set up.
-        let (start, end) = unsafe { (self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_start, self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_end) };
+        let (start, end) = unsafe {
+            (
+                self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_start,
+                self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_end,
+            )
+        };
         (end - start) as usize
     }
 }

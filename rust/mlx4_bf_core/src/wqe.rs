@@ -430,7 +430,10 @@ mod tests {
         );
         assert_eq!(theirs, buf, "a refused WQE is left as it was");
         assert!(validate_queued(&mut buf[..len], 0x41, MAX_WQE_LEN).is_ok());
-        assert_eq!(validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN), Err(Reject::Length));
+        assert_eq!(
+            validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN),
+            Err(Reject::Length)
+        );
     }
 
     #[test]
