@@ -125,7 +125,12 @@ int qp_post(const struct post *p)
 	a++;
 	if (p->with_flags) {
 		a->attr_id = MLX4_BF_IB_ATTR_QP_POST_FLAGS;
-		a->len = sizeof(uint32_t);
+		/*
+		 * 8 bytes, as uverbs_get_flags32() wants from new user space:
+		 * a 4-byte value is read from the first 4 bytes of data, which
+		 * on a big-endian host is not where data = flags puts it.
+		 */
+		a->len = sizeof(uint64_t);
 		a->data = p->flags;
 		a++;
 	}

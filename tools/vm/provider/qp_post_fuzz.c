@@ -84,7 +84,7 @@ static int fuzz_call(void *unmapped)
 			a->data = below(8) ? (uintptr_t)w : random_pointer(w, unmapped);
 			break;
 		case MLX4_BF_IB_ATTR_QP_POST_FLAGS:
-			a->len = below(4) ? 4 : below(16);
+			a->len = below(4) ? 8 : below(16);
 			a->data = below(4) ? below(4) : rnd();
 			break;
 		default:
