@@ -158,9 +158,10 @@ macro_rules! object {
             ///
             /// As [`InCore::from_core`].
             pub(super) unsafe fn from_core<'a>(core: *mut $core) -> &'a Self {
-                // SAFETY: `Self` is `repr(transparent)` over the `InCore`,
-                // and by the caller's guarantee.
-                unsafe { &*(InCore::<$core, T::$data>::from_core(core) as *const _ as *const Self) }
+                // SAFETY: By the caller's guarantee.
+                let inner = unsafe { InCore::<$core, T::$data>::from_core(core) };
+                // SAFETY: `Self` is `repr(transparent)` over the `InCore`.
+                unsafe { &*core::ptr::from_ref(inner).cast::<Self>() }
             }
 
             pub(crate) fn data(&self) -> &T::$data {

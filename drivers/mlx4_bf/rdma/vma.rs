@@ -5,7 +5,7 @@
 //! zaps it when the context is disassociated (the device unbound while the
 //! process still runs).
 
-use kernel::{bindings, error::to_result, prelude::*};
+use kernel::{bindings, error::to_result, ffi::c_ulong, prelude::*};
 
 use super::{object::UContext, Driver};
 
@@ -54,7 +54,7 @@ impl<'a> Vma<'a> {
                 self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_end,
             )
         };
-        (end - start) as usize
+        end - start
     }
 }
 
@@ -79,8 +79,8 @@ impl<T: Driver> UContext<T> {
             bindings::rdma_user_mmap_io(
                 self.as_core(),
                 raw,
-                pfn as _,
-                vma.len() as _,
+                pfn as c_ulong,
+                vma.len() as c_ulong,
                 prot,
                 core::ptr::null_mut(),
             )
