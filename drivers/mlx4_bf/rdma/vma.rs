@@ -34,8 +34,10 @@ impl<'a> Vma<'a> {
     /// `raw` is the VMA an `mmap()` file operation is setting up, valid for
     /// `'a`.
     pub(super) unsafe fn from_raw(raw: *mut bindings::vm_area_struct) -> Self {
-        // SAFETY: By the caller's guarantee.
         Vma {
+            // SAFETY: By the caller's guarantee `raw` is valid for `'a`; the
+            // VMA being set up is this `mmap()` call's alone (`mmap_lock`
+            // held for writing).
             raw: unsafe { &mut *raw },
         }
     }
