@@ -113,7 +113,8 @@ pub(crate) struct Device<T: Driver> {
 impl<T: Driver> Device<T> {
     /// # Safety
     ///
-    /// `ib` is the `ib_device` of a registered `Device<T>`, for `'a`.
+    /// `ib` is the `ib_device` of a `Device<T>` registered or being
+    /// registered, for `'a`.
     pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: `core` is the first field of the `repr(C)` struct; by the
         // caller's guarantee the rest is initialized.
