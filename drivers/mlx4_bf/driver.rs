@@ -168,7 +168,7 @@ impl pci::Driver for Mlx4BfDriver {
             ),
             running: up?,
             node <- DeviceNode::new(adapter.clone(), name),
-            ib <- new_mutex!(register_ib(pdev, &adapter)),
+            ib <- new_mutex!(register_ib(pdev, adapter)),
         })
     }
 

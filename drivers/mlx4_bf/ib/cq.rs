@@ -109,10 +109,12 @@ impl Drop for CompletionQueue {
         if let Some(h) = self.handle.take() {
             if self.adapter.destroy_cq(h).is_err() {
                 // The adapter may still write the ring and the record:
-                // they stay pinned and named until unbind resets it.
+                // they stay pinned and named until unbind resets it. The
+                // pins are forgotten; the MTT entries naming the pages stay
+                // allocated by not being given back (`free_mtt`): a
+                // `MttRange` is only their numbers, with nothing to drop.
                 core::mem::forget(self.ring.take());
                 core::mem::forget(self.db.take());
-                core::mem::forget(self.mtt.take());
                 return;
             }
         }

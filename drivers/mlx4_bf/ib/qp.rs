@@ -243,10 +243,12 @@ impl Drop for QueuePair {
             || self.adapter.reset_qp(&mut handle).is_ok();
         if !reset || self.adapter.release_qp(handle).is_err() {
             // The adapter may still use the queues and the record: they
-            // stay pinned and named until unbind resets it.
+            // stay pinned and named until unbind resets it. The pins are
+            // forgotten; the MTT entries naming the pages stay allocated by
+            // not being given back (`release_memory()`): a `MttRange` is
+            // only their numbers, with nothing to drop.
             core::mem::forget(self.buf.take());
             core::mem::forget(self.db.take());
-            core::mem::forget(self.mtt.take());
             return;
         }
         self.release_memory();

@@ -339,7 +339,7 @@ impl QpAttr {
             .then(|| QpState::from_raw(raw.qp_state))
             .transpose()?;
         let ah = &raw.ah_attr;
-        let grh = (u32::from(ah.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0).then(|| Grh {
+        let grh = (u32::from(ah.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0).then_some(Grh {
             // SAFETY: `ib_gid` is a union of bytes and words: its bytes are
             // always valid.
             dgid: unsafe { ah.grh.dgid.raw },

@@ -10,6 +10,7 @@ use kernel::{
     bindings,
     device::{self, Bound},
     error::to_result,
+    ffi::c_char,
     prelude::*,
     sync::Arc,
 };
@@ -100,7 +101,7 @@ impl<T: Driver> Registration<T> {
             let desc = info.node_desc.to_bytes();
             let n = desc.len().min((*ib).node_desc.len() - 1);
             for (i, b) in desc[..n].iter().enumerate() {
-                (*ib).node_desc[i] = *b as _;
+                (*ib).node_desc[i] = *b as c_char;
             }
             bindings::ib_set_device_ops(ib, &ops::table::<T>());
         }

@@ -53,9 +53,9 @@ macro_rules! uapi_definitions {
         extern "C" {
             static $defs: ::kernel::bindings::uapi_definition;
         }
-        // SAFETY: `$defs` is the array the provider's C file builds with the
-        // core's macros for this provider's handlers.
         $vis static $name: $crate::rdma::method::Definitions =
+            // SAFETY: `$defs` is the array the provider's C file builds with
+            // the core's macros for this provider's handlers.
             unsafe { $crate::rdma::method::Definitions::new(&raw const $defs) };
     };
 }

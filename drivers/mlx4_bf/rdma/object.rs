@@ -113,7 +113,8 @@ pub(crate) struct Device<T: Driver> {
 impl<T: Driver> Device<T> {
     /// # Safety
     ///
-    /// `ib` is the `ib_device` of a registered `Device<T>`, for `'a`.
+    /// `ib` is the `ib_device` of a `Device<T>` registered or being
+    /// registered, for `'a`.
     pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: `core` is the first field of the `repr(C)` struct; by the
         // caller's guarantee the rest is initialized.
@@ -158,9 +159,10 @@ macro_rules! object {
             ///
             /// As [`InCore::from_core`].
             pub(super) unsafe fn from_core<'a>(core: *mut $core) -> &'a Self {
-                // SAFETY: `Self` is `repr(transparent)` over the `InCore`,
-                // and by the caller's guarantee.
-                unsafe { &*(InCore::<$core, T::$data>::from_core(core) as *const _ as *const Self) }
+                // SAFETY: By the caller's guarantee.
+                let inner = unsafe { InCore::<$core, T::$data>::from_core(core) };
+                // SAFETY: `Self` is `repr(transparent)` over the `InCore`.
+                unsafe { &*core::ptr::from_ref(inner).cast::<Self>() }
             }
 
             pub(crate) fn data(&self) -> &T::$data {

@@ -67,14 +67,20 @@ fn user<'a>(udata: Option<Udata<'a>>) -> Result<Udata<'a>> {
 }
 
 impl<T: Driver> Entry<T> {
+    /// # Safety
+    ///
+    /// `ib` is the `ib_device` of a `Device<T>`, registered or being
+    /// registered (`ib_register_device()`); `attr` is the core's attribute
+    /// buffer and `udata` null or the call's udata, both valid for the call.
     unsafe extern "C" fn query_device(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The core calls ops on a registered device, with its
-            // own attribute buffer and the call's udata (or null).
+            // SAFETY: The core calls ops on a device it registers or has
+            // registered, with its own attribute buffer and the call's udata
+            // (or null).
             let (dev, raw, mut udata) = unsafe {
                 (
                     Device::<T>::from_raw(ib),
@@ -88,6 +94,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `attr` is the core's attribute buffer,
+    /// zeroed, valid for the call.
     unsafe extern "C" fn query_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -101,6 +111,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `imm` is the port's immutable data in
+    /// the core's zeroed port data, valid for the call.
     unsafe extern "C" fn get_port_immutable(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -118,6 +132,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `gid` is the core's buffer, valid for
+    /// the call.
     unsafe extern "C" fn query_gid(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -132,6 +150,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `pkey` is the core's buffer, valid for
+    /// the call.
     unsafe extern "C" fn query_pkey(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -146,6 +168,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `out` is the core's buffer of
+    /// `IB_FW_VERSION_NAME_MAX` bytes, writable for the call.
     unsafe extern "C" fn get_dev_fw_str(ib: *mut bindings::ib_device, out: *mut c_char) {
         // SAFETY: As above; `out` has `IB_FW_VERSION_NAME_MAX` bytes.
         let dev = unsafe { Device::<T>::from_raw(ib) };
@@ -162,6 +188,11 @@ impl<T: Driver> Entry<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// `ctx` is the core's fresh, zeroed context of `UContext::<T>::SIZE`
+    /// bytes, its `device` a registered `Device<T>`, published only if this
+    /// returns 0; `udata` is null or the call's udata, valid for the call.
     unsafe extern "C" fn alloc_ucontext(
         ctx: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
@@ -178,12 +209,22 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ctx` is a context `alloc_ucontext` made, which the core destroys
+    /// after every object of it: nobody else uses it, and the core frees it
+    /// afterwards without reading its data.
     unsafe extern "C" fn dealloc_ucontext(ctx: *mut bindings::ib_ucontext) {
         // SAFETY: The core destroys a context `alloc_ucontext` made, after
         // every object of it.
         unsafe { InCore::<_, T::UContext>::drop_data(ctx) };
     }
 
+    /// # Safety
+    ///
+    /// `ctx` is a live context `alloc_ucontext` made; `vma` is the VMA an
+    /// `mmap()` of its file is setting up, with `mmap_lock` held for writing,
+    /// valid for the call.
     unsafe extern "C" fn mmap(
         ctx: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,
@@ -196,11 +237,20 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `ctx` is a live context `alloc_ucontext` made, whose objects the core
+    /// has destroyed (the device is going away).
     unsafe extern "C" fn disassociate_ucontext(ctx: *mut bindings::ib_ucontext) {
         // SAFETY: A live context of ours, whose objects the core destroyed.
         T::disassociate_ucontext(unsafe { UContext::<T>::from_core(ctx) });
     }
 
+    /// # Safety
+    ///
+    /// `pd` is the core's fresh, zeroed PD of `Pd::<T>::SIZE` bytes,
+    /// published only if this returns 0; `udata` is null (the kernel's own PD)
+    /// or the call's udata, valid for the call.
     unsafe extern "C" fn alloc_pd(
         pd: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
@@ -216,6 +266,11 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `pd` is a PD `alloc_pd` made, which the core destroys after every
+    /// object that uses it: nobody else uses it, and the core frees it
+    /// afterwards without reading its data.
     unsafe extern "C" fn dealloc_pd(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
@@ -226,6 +281,11 @@ impl<T: Driver> Entry<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// `cq` is the core's fresh, zeroed CQ of `Cq::<T>::SIZE` bytes, published
+    /// only if this returns 0; `attr` is the core's attributes and `attrs` the
+    /// call's bundle, both valid for the call.
     unsafe extern "C" fn create_user_cq(
         cq: *mut bindings::ib_cq,
         attr: *const bindings::ib_cq_init_attr,
@@ -265,6 +325,11 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `cq` is a live CQ `create_user_cq` made, its `device` ours, which the
+    /// core destroys after every QP that uses it: nobody else uses it, and the
+    /// core frees it afterwards without reading its data.
     unsafe extern "C" fn destroy_cq(
         cq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
@@ -278,6 +343,12 @@ impl<T: Driver> Entry<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// `qp` is the core's fresh, zeroed QP of `Qp::<T>::SIZE` bytes, its `pd`
+    /// a live PD `alloc_pd` made, published only if this returns 0; `init` is
+    /// the core's attributes, whose non-null CQs are live CQs of ours, and
+    /// `udata` null or the call's udata, both valid for the call.
     unsafe extern "C" fn create_qp(
         qp: *mut bindings::ib_qp,
         init: *mut bindings::ib_qp_init_attr,
@@ -331,6 +402,10 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `qp` is a live QP `create_qp` made; `attr` is the core's attributes and
+    /// `udata` null or the call's udata, both valid for the call.
     unsafe extern "C" fn modify_qp(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -348,6 +423,11 @@ impl<T: Driver> Entry<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// `qp` is a live QP `create_qp` made, its `device` ours, which the core
+    /// destroys: nobody else uses it, and the core frees it afterwards without
+    /// reading its data.
     unsafe extern "C" fn destroy_qp(
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
@@ -360,6 +440,11 @@ impl<T: Driver> Entry<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// `pd` is a live PD `alloc_pd` made; `udata` is null or the call's
+    /// udata, valid for the call. The core keeps the returned region until it
+    /// passes it to `dereg_mr`.
     unsafe extern "C" fn reg_user_mr(
         pd: *mut bindings::ib_pd,
         start: u64,
@@ -385,6 +470,10 @@ impl<T: Driver> Entry<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// `mr` is a region `reg_user_mr` returned, which the core passes here
+    /// once and does not use afterwards.
     unsafe extern "C" fn dereg_mr(
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,

@@ -6,7 +6,7 @@
 //! (`rdma_umem_for_each_dma_block()`).
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_err_ptr, prelude::*};
+use kernel::{bindings, error::from_err_ptr, ffi::c_ulong, prelude::*};
 
 use super::{object::Device, Driver};
 
@@ -62,7 +62,7 @@ impl Umem {
     /// cover the memory.
     pub(crate) fn block_count(&self, page_size: usize) -> usize {
         // SAFETY: Live (type invariant).
-        unsafe { bindings::ib_umem_num_dma_blocks(self.raw.as_ptr(), page_size as _) }
+        unsafe { bindings::ib_umem_num_dma_blocks(self.raw.as_ptr(), page_size as c_ulong) }
     }
 
     /// The DMA address of each block of `page_size` covering the memory,
@@ -77,7 +77,7 @@ impl Umem {
                 &mut iter,
                 (*umem).sgt_append.sgt.sgl,
                 (*umem).sgt_append.sgt.nents,
-                page_size as _,
+                page_size as c_ulong,
             );
             iter.__sg_advance = (self.offset() & !(page_size - 1)) as u32;
             iter.__sg_numblocks = self.block_count(page_size);

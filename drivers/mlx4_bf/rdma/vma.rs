@@ -5,7 +5,7 @@
 //! zaps it when the context is disassociated (the device unbound while the
 //! process still runs).
 
-use kernel::{bindings, error::to_result, prelude::*};
+use kernel::{bindings, error::to_result, ffi::c_ulong, prelude::*};
 
 use super::{object::UContext, Driver};
 
@@ -34,8 +34,10 @@ impl<'a> Vma<'a> {
     /// `raw` is the VMA an `mmap()` file operation is setting up, valid for
     /// `'a`.
     pub(super) unsafe fn from_raw(raw: *mut bindings::vm_area_struct) -> Self {
-        // SAFETY: By the caller's guarantee.
         Vma {
+            // SAFETY: By the caller's guarantee `raw` is valid for `'a`; the
+            // VMA being set up is this `mmap()` call's alone (`mmap_lock`
+            // held for writing).
             raw: unsafe { &mut *raw },
         }
     }
@@ -54,7 +56,7 @@ impl<'a> Vma<'a> {
                 self.raw.__bindgen_anon_1.__bindgen_anon_1.vm_end,
             )
         };
-        (end - start) as usize
+        end - start
     }
 }
 
@@ -79,8 +81,8 @@ impl<T: Driver> UContext<T> {
             bindings::rdma_user_mmap_io(
                 self.as_core(),
                 raw,
-                pfn as _,
-                vma.len() as _,
+                pfn as c_ulong,
+                vma.len() as c_ulong,
                 prot,
                 core::ptr::null_mut(),
             )

@@ -213,7 +213,7 @@ uint32_t build_write(uint32_t len, int inline_data, uint32_t lkey)
 }
 
 /* One completion within POLL_TRIES polls: 0, or -1 and a "#" line. */
-int completion(void)
+int await_completion(void)
 {
 	struct ibv_wc wc;
 	long i;
@@ -270,7 +270,7 @@ void good_write(uint32_t len, int inline_data, uint32_t want_path)
 	p.wqe = slot();
 	p.result = &r;
 	err = qp_post(&p);
-	ok = !err && r.path == want_path && !completion() &&
+	ok = !err && r.path == want_path && !await_completion() &&
 	     !memcmp(src, dst, len);
 	if (!err)
 		head++;

@@ -58,7 +58,7 @@ int qp_post(const struct post *p);
 uint8_t *slot(void);
 void put32(uint8_t *at, uint32_t v);
 uint32_t build_write(uint32_t len, int inline_data, uint32_t lkey);
-int completion(void);
+int await_completion(void);
 int nothing_posted(void);
 void fill(uint32_t len, uint8_t seed);
 void good_write(uint32_t len, int inline_data, uint32_t want_path);
