@@ -166,6 +166,54 @@ static void reap(struct ibv_cq *cq)
 	}
 }
 
+struct window_stats {
+	long kept, dropped;
+	double min_ns, kept_ns;
+};
+
+/*
+ * ibv_post_cost -p: the posts of one size as main() times them, each also
+ * counted by the plugin, one window. Apart from main()'s loop, which the
+ * markers would change: without -p the clock's window is as it was.
+ */
+static void profiled_posts(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_cq *cq, int iters, double *samples,
+			   struct window_stats *st)
+{
+	struct ibv_send_wr *bad;
+	int i;
+
+	for (i = 0; i < iters + WARMUP; i++) {
+		double t0 = now_ns(), t;
+		int err;
+
+		if (i >= WARMUP)
+			asm volatile(COUNT_START ::: "memory");
+		err = ibv_post_send(qp, wr, &bad);
+		if (i >= WARMUP)
+			asm volatile(COUNT_PAUSE ::: "memory");
+		t = now_ns() - t0;
+		if (err)
+			die("ibv_post_send", err);
+		reap(cq);
+		if (!st->min_ns || t < st->min_ns)
+			st->min_ns = t;
+		if (i < WARMUP)
+			continue;
+		samples[i - WARMUP] = t;
+		/* slept or took an interrupt: counted apart */
+		if (t > DROP_FACTOR * st->min_ns) {
+			asm volatile(DROP ::: "memory");
+			st->dropped++;
+		} else {
+			asm volatile(KEEP ::: "memory");
+			st->kept++;
+			st->kept_ns += t;
+		}
+	}
+	asm volatile(WINDOW_END ::: "memory");
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "mlx4_0", *prof = NULL;
@@ -266,49 +314,30 @@ int main(int argc, char **argv)
 			.wr.rdma.rkey = mr->rkey,
 		};
 		struct ibv_send_wr *bad;
-		long kept = 0, dropped = 0;
-		double min_ns = 0, kept_ns = 0;
+		struct window_stats st = { 0 };
 
-		for (i = 0; i < iters + WARMUP; i++) {
-			int counted = prof && i >= WARMUP;
-			double t0 = now_ns(), t;
-			int err;
+		if (prof) {
+			profiled_posts(qp, &wr, cq, iters, samples, &st);
+		} else {
+			for (i = 0; i < iters + WARMUP; i++) {
+				double t0 = now_ns(), t;
+				int err = ibv_post_send(qp, &wr, &bad);
 
-			if (counted)
-				asm volatile(COUNT_START ::: "memory");
-			err = ibv_post_send(qp, &wr, &bad);
-			if (counted)
-				asm volatile(COUNT_PAUSE ::: "memory");
-			t = now_ns() - t0;
-			if (err)
-				die("ibv_post_send", err);
-			reap(cq);
-			if (i >= WARMUP)
-				samples[i - WARMUP] = t;
-			if (!min_ns || t < min_ns)
-				min_ns = t;
-			if (!counted)
-				continue;
-			/* slept or took an interrupt: counted apart */
-			if (t > DROP_FACTOR * min_ns) {
-				asm volatile(DROP ::: "memory");
-				dropped++;
-			} else {
-				asm volatile(KEEP ::: "memory");
-				kept++;
-				kept_ns += t;
+				t = now_ns() - t0;
+				if (err)
+					die("ibv_post_send", err);
+				reap(cq);
+				if (i >= WARMUP)
+					samples[i - WARMUP] = t;
 			}
 		}
-		if (prof)
-			asm volatile(WINDOW_END ::: "memory");
 		qsort(samples, iters, sizeof(*samples), cmp_double);
 		printf("%-7d %-4s %.0f\n", size, size <= inl ? "bf" : "db",
 		       samples[iters / 2]);
 		if (prof)
 			printf("profile: window %d config %s:%d calls %d kept %ld dropped %ld retries 0 min_ns %.0f kept_ns %.0f clock_ns %.0f\n",
-			       window++, prof, size, iters, kept, dropped, min_ns,
-			       kept_ns, clock_cost());
-		fflush(stdout);
+			       window++, prof, size, iters, st.kept, st.dropped,
+			       st.min_ns, st.kept_ns, clock_cost());
 	}
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
