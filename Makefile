@@ -25,7 +25,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test upstream provider post-cost bench profile pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
+.PHONY: run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -47,6 +47,9 @@ profile:
 
 post-cost:
 	@$(RUN) post-cost
+
+profile-post:
+	@$(RUN) profile-post
 
 pingpong:
 	@$(RUN) pingpong

@@ -20,6 +20,7 @@
 #   mlx4-bf.sh bench                 the benchmark; results land in results/ (s390x: results/s390x/)
 #   mlx4-bf.sh profile               instructions per call by function, in results/
 #   mlx4-bf.sh post-cost             one post over mlx4_bf0: libmlx4, QP_POST, doorbell
+#   mlx4-bf.sh profile-post          instructions per ibv_post_send() by function, QP_POST and libmlx4
 #   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
@@ -456,6 +457,28 @@ profile)   need_kdir
 	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
 		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
 		--system-map "$KDIR/System.map" --user "$pdir/mlx4_bf_profile" \
+		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
+profile-post) need_kdir
+	   # make profile's counting around libmlx4's ibv_post_send() over
+	   # mlx4_bf0, through QP_POST and by its own stores
+	   # (tools/vm/provider/profile_post.sh): where the uverbs path's
+	   # instructions go. ibv_post_cost's markers are x86's.
+	   [ "$ARCH" = s390 ] && die "profile-post: x86 only (the plugin's markers)"
+	   pdir=$OUT/profile-post
+	   rm -rf "$pdir"
+	   mkdir -p "$pdir/guest" "$pdir/back" "$RESULTS"
+	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
+	   rdma=$("$TOP/scripts/build-rdma-core.sh")
+	   build_ibv_program "$pdir/guest/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
+		-L"$rdma/qp-post/lib"
+	   cp "$TOP/tools/vm/provider/profile_post.sh" "$pdir/guest/"
+	   vm_boot run "${PROFILE_SIZES:+SIZES='$PROFILE_SIZES'} sh /work/profile_post.sh; rc=\$?;
+		$send_back; exit \$rc" \
+		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \
+		--save-files "$pdir/back" -- "$pdir/guest"
+	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
+		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
+		--system-map "$KDIR/System.map" --user "$pdir/guest/ibv_post_cost_qp" \
 		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
 post-cost) need_kdir; build_helper
 	   # One post over our RDMA device three ways, in guest instructions

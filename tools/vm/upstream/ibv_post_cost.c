@@ -10,8 +10,16 @@
  * `-icount shift=0` the clock counts guest instructions.
  *
  * Usage: ibv_post_cost [-d DEV] [-m MIN] [-M MAX] [-s STEP] [-n ITERS]
- *                      [-i INLINE]
+ *                      [-i INLINE] [-p NAME [-W FIRST]]
  * Prints "#bytes path median" lines (path bf: inline, db: gathered).
+ *
+ * -p NAME (x86 only) is for make profile-post: each measured post is
+ * bracketed by tools/profile/insn_profile.so's markers, as
+ * tools/profile/mlx4_bf_profile.c brackets its calls (a post whose clock
+ * exceeds 1.5 times the fastest is dropped), one window per size, and a
+ * "profile: window K config NAME:BYTES ..." line for tools/profile/report.py
+ * follows each size's line. The plugin numbers the windows of the whole
+ * boot: -W is this run's first (default 1).
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -23,6 +31,30 @@
 
 #define BUF_SIZE 4096
 #define WARMUP 20
+#define DROP_FACTOR 1.5
+
+/*
+ * The plugin's markers, nopl 0x4d4c42XX(%rax) (see insn_profile.c), as asm
+ * text; elsewhere none (-p refused).
+ */
+#if defined(__x86_64__)
+#define HAVE_MARKERS	1
+#define COUNT_START	"nopl 0x4d4c4253(%%rax)"
+#define COUNT_PAUSE	"nopl 0x4d4c4250(%%rax)"
+#define KEEP		"nopl 0x4d4c424b(%%rax)"
+#define DROP		"nopl 0x4d4c4244(%%rax)"
+#define WINDOW_END	"nopl 0x4d4c4245(%%rax)"
+/* two NOPs where the markers are, for the clock's own cost */
+#define TWO_NOPS	"nopl 0x0(%%rax); nopl 0x0(%%rax)"
+#else
+#define HAVE_MARKERS	0
+#define COUNT_START	""
+#define COUNT_PAUSE	""
+#define KEEP		""
+#define DROP		""
+#define WINDOW_END	""
+#define TWO_NOPS	""
+#endif
 
 static void die(const char *what, int err)
 {
@@ -43,6 +75,23 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
+}
+
+/* The guest clock between two reads around two markers: the smallest of 50. */
+static double clock_cost(void)
+{
+	double best = 0;
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		double t0 = now_ns(), dt;
+
+		asm volatile(TWO_NOPS ::: "memory");
+		dt = now_ns() - t0;
+		if (!i || dt < best)
+			best = dt;
+	}
+	return best;
 }
 
 static struct ibv_context *open_device(const char *name)
@@ -117,9 +166,58 @@ static void reap(struct ibv_cq *cq)
 	}
 }
 
+struct window_stats {
+	long kept, dropped;
+	double min_ns, kept_ns;
+};
+
+/*
+ * ibv_post_cost -p: the posts of one size as main() times them, each also
+ * counted by the plugin, one window. Apart from main()'s loop, which the
+ * markers would change: without -p the clock's window is as it was.
+ */
+static void profiled_posts(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_cq *cq, int iters, double *samples,
+			   struct window_stats *st)
+{
+	struct ibv_send_wr *bad;
+	int i;
+
+	for (i = 0; i < iters + WARMUP; i++) {
+		double t0 = now_ns(), t;
+		int err;
+
+		if (i >= WARMUP)
+			asm volatile(COUNT_START ::: "memory");
+		err = ibv_post_send(qp, wr, &bad);
+		if (i >= WARMUP)
+			asm volatile(COUNT_PAUSE ::: "memory");
+		t = now_ns() - t0;
+		if (err)
+			die("ibv_post_send", err);
+		reap(cq);
+		if (!st->min_ns || t < st->min_ns)
+			st->min_ns = t;
+		if (i < WARMUP)
+			continue;
+		samples[i - WARMUP] = t;
+		/* slept or took an interrupt: counted apart */
+		if (t > DROP_FACTOR * st->min_ns) {
+			asm volatile(DROP ::: "memory");
+			st->dropped++;
+		} else {
+			asm volatile(KEEP ::: "memory");
+			st->kept++;
+			st->kept_ns += t;
+		}
+	}
+	asm volatile(WINDOW_END ::: "memory");
+}
+
 int main(int argc, char **argv)
 {
-	const char *dev = "mlx4_0";
+	const char *dev = "mlx4_0", *prof = NULL;
+	int window = 1;
 	int min = 4, max = 208, step = 68, iters = 300, inl = 208;
 	struct ibv_qp_init_attr qpa = { 0 };
 	struct ibv_port_attr port;
@@ -132,7 +230,7 @@ int main(int argc, char **argv)
 	char *buf;
 	int opt, size, i;
 
-	while ((opt = getopt(argc, argv, "d:m:M:s:n:i:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:M:s:n:i:p:W:")) != -1) {
 		switch (opt) {
 		case 'd':
 			dev = optarg;
@@ -152,13 +250,20 @@ int main(int argc, char **argv)
 		case 'i':
 			inl = atoi(optarg);
 			break;
+		case 'p':
+			prof = optarg;
+			break;
+		case 'W':
+			window = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-m MIN] [-M MAX] [-s STEP] [-n ITERS] [-i INLINE]\n",
+			fprintf(stderr, "usage: %s [-d DEV] [-m MIN] [-M MAX] [-s STEP] [-n ITERS] [-i INLINE] [-p NAME [-W FIRST]]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (min < 1 || max > BUF_SIZE / 2 || step < 1 || iters < 1 || inl < 0)
+	if (min < 1 || max > BUF_SIZE / 2 || step < 1 || iters < 1 || inl < 0 ||
+	    (prof && !HAVE_MARKERS))
 		die("arguments", EINVAL);
 	samples = calloc(iters, sizeof(*samples));
 	buf = aligned_alloc(BUF_SIZE, BUF_SIZE);
@@ -209,21 +314,30 @@ int main(int argc, char **argv)
 			.wr.rdma.rkey = mr->rkey,
 		};
 		struct ibv_send_wr *bad;
+		struct window_stats st = { 0 };
 
-		for (i = 0; i < iters + WARMUP; i++) {
-			double t0 = now_ns(), t;
-			int err = ibv_post_send(qp, &wr, &bad);
+		if (prof) {
+			profiled_posts(qp, &wr, cq, iters, samples, &st);
+		} else {
+			for (i = 0; i < iters + WARMUP; i++) {
+				double t0 = now_ns(), t;
+				int err = ibv_post_send(qp, &wr, &bad);
 
-			t = now_ns() - t0;
-			if (err)
-				die("ibv_post_send", err);
-			reap(cq);
-			if (i >= WARMUP)
-				samples[i - WARMUP] = t;
+				t = now_ns() - t0;
+				if (err)
+					die("ibv_post_send", err);
+				reap(cq);
+				if (i >= WARMUP)
+					samples[i - WARMUP] = t;
+			}
 		}
 		qsort(samples, iters, sizeof(*samples), cmp_double);
 		printf("%-7d %-4s %.0f\n", size, size <= inl ? "bf" : "db",
 		       samples[iters / 2]);
+		if (prof)
+			printf("profile: window %d config %s:%d calls %d kept %ld dropped %ld retries 0 min_ns %.0f kept_ns %.0f clock_ns %.0f\n",
+			       window++, prof, size, iters, st.kept, st.dropped,
+			       st.min_ns, st.kept_ns, clock_cost());
 	}
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
