@@ -465,11 +465,21 @@ static void mapper(struct race *r, int me)
 }
 
 /*
+ * A fixture only for its timeout: each rebind brings the adapter up, maps
+ * the 32 areas again and registers the RDMA device, and on the debug kernel
+ * (KASAN, DMA_API_DEBUG) 20 cycles under churn take longer than the
+ * harness's default 30 s.
+ */
+FIXTURE(rebinds) {};
+FIXTURE_SETUP(rebinds) {}
+FIXTURE_TEARDOWN(rebinds) {}
+
+/*
  * mmap(), the first access and munmap() of both pages racing unbind, round
  * after round: no page a process mapped before, or while, the adapter was
  * unbound reaches it afterwards.
  */
-TEST(bar_page_mappings_racing_unbind_never_outlive_it)
+TEST_F_TIMEOUT(rebinds, bar_page_mappings_racing_unbind_never_outlive_it, 180)
 {
 	struct race *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
 			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -644,15 +654,6 @@ static void churn(void)
 		close(fd);
 	}
 }
-
-/*
- * A fixture only for its timeout: each rebind maps the 32 areas again, and
- * on the debug kernel (KASAN, DMA_API_DEBUG) 20 cycles under churn can take
- * longer than the harness's default 30 s.
- */
-FIXTURE(rebinds) {};
-FIXTURE_SETUP(rebinds) {}
-FIXTURE_TEARDOWN(rebinds) {}
 
 /* open() and close() racing unbind and bind must not hurt the kernel. */
 TEST_F_TIMEOUT(rebinds, open_and_close_race_unbind_and_bind, 180)
