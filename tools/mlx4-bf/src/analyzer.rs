@@ -50,6 +50,12 @@ mod reg {
     pub const PCIE_CLOCK_NS: usize = 0x578;
 }
 
+/// Write-only registers (4 bytes).
+mod wreg {
+    /// A `mark` record with the value in the model's trace.
+    pub const MARK: usize = 0x0c;
+}
+
 /// The block's size as version 3 defines it.
 const MAP_LEN: usize = 4096;
 
@@ -147,6 +153,39 @@ unsafe fn load8(addr: *const u8) -> [u8; 8] {
     raw
 }
 
+/// One 4-byte MMIO store of `v` at `addr`, little-endian as the block's
+/// registers are.
+///
+/// # Safety
+///
+/// `addr` is 4-byte aligned inside a live, writable mapping of the block.
+#[cfg(not(target_arch = "s390x"))]
+unsafe fn store4(addr: *mut u8, v: u32) {
+    // SAFETY: By the caller's guarantee.
+    unsafe { addr.cast::<u32>().write_volatile(v.to_le()) }
+}
+
+/// One 4-byte MMIO store (s390: through `s390_pci_mmio_write`, as
+/// [`load8`] reads).
+///
+/// # Safety
+///
+/// `addr` is 4-byte aligned inside a live, writable mapping of the block.
+#[cfg(target_arch = "s390x")]
+unsafe fn store4(addr: *mut u8, v: u32) {
+    let raw = v.to_le_bytes();
+    // SAFETY: The kernel checks the address against the caller's mappings
+    // and reads 4 bytes from `raw`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_s390_pci_mmio_write,
+            addr as libc::c_ulong,
+            raw.as_ptr(),
+            raw.len(),
+        )
+    };
+}
+
 impl Analyzer {
     /// Maps the block of the first ConnectX-3; `None` where there is none
     /// or it does not carry the model's magic (real hardware).
@@ -165,7 +204,8 @@ impl Analyzer {
             .write(true)
             .open(function.join("resource0"))
             .ok()?;
-        let map = Mapping::new(file.as_raw_fd(), DIAG_OFFSET, MAP_LEN, false).ok()?;
+        // Writable for the marks (`mark()`); the counters are only read.
+        let map = Mapping::new(file.as_raw_fd(), DIAG_OFFSET, MAP_LEN, true).ok()?;
         let mut a = Analyzer {
             map,
             version: 0,
@@ -188,6 +228,13 @@ impl Analyzer {
         debug_assert!(off.is_multiple_of(8) && off + 8 <= MAP_LEN);
         // SAFETY: an aligned register inside the mapping.
         u64::from_le_bytes(unsafe { load8(self.map.as_ptr().add(off)) })
+    }
+
+    /// Puts a `mark` record with `value` in the model's analyzer trace:
+    /// what a script runs between two marks is found there by them.
+    pub fn mark(&self, value: u32) {
+        // SAFETY: an aligned register inside the writable mapping.
+        unsafe { store4(self.map.as_ptr().add(wreg::MARK), value) }
     }
 
     /// Reads the counters this version has (about 10 reads, 24 from

@@ -3,7 +3,9 @@
 //! `counters`: the device model's analyzer counters, one `name value` line
 //! each, read through sysfs `resource0` whichever driver owns the adapter
 //! (mainline mlx4_core in the upstream boot): a script takes two readings
-//! around what it runs and compares them.
+//! around what it runs and compares them. `--mark` first puts a `mark`
+//! record in the model's trace, so that the same window can be found there
+//! (`tools/vm/side_by_side.py`).
 
 use anyhow::{bail, Result};
 
@@ -15,6 +17,9 @@ pub struct Args {
     /// the first ConnectX-3).
     #[arg(long)]
     bdf: Option<String>,
+    /// Write this value to the diagnostic block's MARK register first.
+    #[arg(long)]
+    mark: Option<u32>,
 }
 
 /// The global counters, by their diagnostic block offset
@@ -62,6 +67,9 @@ pub fn run(args: &Args) -> Result<()> {
             "diagnostic block version {} (counters need {MIN_VERSION})",
             a.version
         );
+    }
+    if let Some(v) = args.mark {
+        a.mark(v);
     }
     for &(name, off) in COUNTERS {
         println!("{name} {}", a.read(off));
