@@ -17,8 +17,10 @@ chunks, send doorbells) and the rest (EQ and CQ doorbells: interrupts of
 the set-up's commands, arming), its totals checked against the counters.
 
 Writes RESULTS_DIR/side-by-side.txt (per post, both drivers, and the
-verdict) and RESULTS_DIR/side-by-side-commands.txt (the commands of one
-run, TOOL at SIZE, aligned, with the mailbox fields that differ). Exits
+verdict), RESULTS_DIR/side-by-side-commands.txt (the commands of one run,
+TOOL at SIZE, paired, with the mailbox fields that differ) and, from the
+guest's devinfo-*.txt, RESULTS_DIR/side-by-side-devinfo.txt (the lines
+of `ibv_devinfo -v` that differ between the two devices). Exits
 1, saying which, if the per-post counts differ or the trace and the
 counters disagree.
 """
@@ -31,6 +33,7 @@ import sys
 from collections import Counter
 from fractions import Fraction
 
+import mlx4_mailbox
 import trace_view
 
 SEND_DOORBELL = 0x14
@@ -52,9 +55,12 @@ PER_POST = (("BAR2_wr", ("bf_writes", "doorbells")),
 
 
 def guest_rows(path):
-    rows = []
+    """The guest table's rows, and its facts lines (the uverbs ABIs)."""
+    rows, facts = [], []
     with open(path) as f:
         for line in f:
+            if line.startswith("# uverbs ABI"):
+                facts.append(line.rstrip())
             if line.startswith("#") or not line.strip():
                 continue
             row = dict(zip(COLUMNS, line.split()))
@@ -62,7 +68,7 @@ def guest_rows(path):
                 if k not in ("tool", "driver", "ibdev", "bdf", "t_typical"):
                     row[k] = int(row[k])
             rows.append(row)
-    return rows
+    return rows, facts
 
 
 def segments(path):
@@ -190,69 +196,188 @@ def run_pair(rows, tool, size):
     return by["mainline"], by["mlx4_bf"]
 
 
-def key(cmd):
-    """What aligns two commands: the command, and a MAD's attribute."""
-    attr = next((v for n, v, _ in cmd["fields"] if n == "attr"), None)
-    return cmd["name"] + (f" {attr}" if attr else "")
+QP_OPS = mlx4_mailbox.QP_MODIFY | {mlx4_mailbox.TO_RST}
+CQ_OPS = (mlx4_mailbox.SW2HW_CQ, mlx4_mailbox.HW2SW_CQ)
+MPT_OPS = (mlx4_mailbox.SW2HW_MPT, mlx4_mailbox.HW2SW_MPT)
 
 
-def label(cmd):
-    return f"{key(cmd)} in_mod {cmd['in_mod']:#x} opmod {cmd['op_mod']}"
+def kind_of(cmd):
+    """The kind of object a command acts on, its number (None for a
+    command on no object), and what names the command in its kind."""
+    op, in_mod = cmd["opcode"], cmd["in_mod"]
+    if op in QP_OPS:
+        return "QP", in_mod & 0xffffff
+    if op in CQ_OPS:
+        return "CQ", in_mod
+    if op in MPT_OPS:
+        return "MPT", in_mod
+    if op == mlx4_mailbox.MAD_IFC:
+        attr = next((v for n, v, _ in cmd["fields"] if n == "attr"), "?")
+        return f"MAD_IFC {attr}", None
+    return cmd["name"], None
+
+
+def field(cmd, name):
+    return next((v for n, v, _ in cmd["fields"] if n == name), None)
+
+
+def object_names(cmds):
+    """{(kind, number): name}: QPs by order of appearance (QP #1 is the
+    run's first QP on that adapter, whatever its number), their CQs by role
+    (QP #1 send CQ, recv CQ, or CQ for both), memory regions by the QP
+    whose PD they share. The two processes' commands interleave as they
+    run, and each creates its objects in its own order: names by role
+    pair the drivers' objects where positions would not."""
+    names = {}
+    for c in cmds:
+        kind, obj = kind_of(c)
+        if kind == "QP" and (kind, obj) not in names:
+            names[(kind, obj)] = f"QP #{sum(1 for k in names if k[0] == 'QP') + 1}"
+    roles = {}
+    for c in cmds:
+        if c["opcode"] == 0x19:  # RST2INIT_QP: its CQs and PD
+            qp = names[("QP", c["in_mod"] & 0xffffff)]
+            send, recv = field(c, "cqn_send"), field(c, "cqn_recv")
+            roles.setdefault(("CQ", send), f"{qp} CQ" if send == recv else f"{qp} send CQ")
+            roles.setdefault(("CQ", recv), f"{qp} recv CQ")
+            roles.setdefault(("PD", field(c, "pd")), qp)
+    per_pd = Counter()
+    for c in cmds:
+        kind, obj = kind_of(c)
+        if (kind, obj) in names or obj is None:
+            continue
+        if kind == "CQ" and ("CQ", obj) in roles:
+            names[(kind, obj)] = roles[("CQ", obj)]
+        elif kind == "MPT" and ("PD", field(c, "pd")) in roles:
+            owner = roles[("PD", field(c, "pd"))]
+            per_pd[owner] += 1
+            names[(kind, obj)] = f"{owner} MR #{per_pd[owner]}"
+        elif c["name"].startswith("SW2HW"):
+            names[(kind, obj)] = f"{kind} #{sum(1 for k in names if k[0] == kind) + 1}"
+    return names
+
+
+def pair_keys(cmds):
+    """Per command, what pairs it with the other driver's: its object's
+    name (object_names()), or the command (a MAD by its attribute), and its
+    occurrence there."""
+    names = object_names(cmds)
+    seen, keys = Counter(), []
+    for c in cmds:
+        kind, obj = kind_of(c)
+        if obj is not None:
+            name = f"{names.get((kind, obj), f'{kind} {obj:#x}')}: {c['name']}"
+        else:
+            name = kind
+        seen[name] += 1
+        keys.append((name, seen[name]))
+    return keys
+
+
+def comparable(cmd):
+    """{field: what two drivers must agree on}: a value field's value, an
+    identity's presence (an address or number given, or left 0)."""
+    return {n: v if k == mlx4_mailbox.VAL else ("set" if v else 0)
+            for n, v, k in cmd["fields"]}
 
 
 def field_diffs(a, b):
-    """The value fields (not the identities) that differ between the
-    mailboxes of two aligned commands."""
-    fa = {n: v for n, v, k in a["fields"] if k == "val"}
-    fb = {n: v for n, v, k in b["fields"] if k == "val"}
+    """The fields that differ between the mailboxes of two paired
+    commands: value fields by value, identities by presence."""
+    fa, fb = comparable(a), comparable(b)
     return [(n, fa.get(n, 0), fb.get(n, 0)) for n in sorted(set(fa) | set(fb))
             if fa.get(n, 0) != fb.get(n, 0)]
 
 
-def aligned(main, ours):
-    """(mainline command or None, ours or None) in sequence order."""
-    sm = difflib.SequenceMatcher(a=[key(c) for c in main], b=[key(c) for c in ours],
-                                 autojunk=False)
-    out = []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op == "equal":
-            out += list(zip(main[i1:i2], ours[j1:j2]))
-        else:
-            out += [(c, None) for c in main[i1:i2]] + [(None, c) for c in ours[j1:j2]]
-    return out
+def paired(main, ours):
+    """(key, mainline index or None, ours index or None) in mainline's
+    order, then ours' unpaired ones."""
+    mk, ok = pair_keys(main), pair_keys(ours)
+    where = {k: i for i, k in enumerate(ok)}
+    out = [(k, i, where.pop(k, None)) for i, k in enumerate(mk)]
+    return out + [(k, None, j) for k, j in sorted(where.items(), key=lambda kv: kv[1])]
+
+
+def compare_commands(main, ours):
+    """What differs between two runs' commands: those of one driver only,
+    and the value fields of paired ones, each counted."""
+    only, diffs = Counter(), Counter()
+    for (name, _), i, j in paired(main, ours):
+        if i is None or j is None:
+            only[("mainline" if j is None else "mlx4_bf", name)] += 1
+            continue
+        for n, va, vb in field_diffs(main[i], ours[j]):
+            diffs[(name, n, mlx4_mailbox.show(n, va), mlx4_mailbox.show(n, vb))] += 1
+    return only, diffs
 
 
 def command_report(tool, size, main, ours):
-    """The two command sequences side by side, then what differs."""
-    show = trace_view.command_with_fields
-    lines = [f"# {tool} {size}: the commands of one perftest run (server and client)",
-             "# left mainline mlx4_ib (mlx4_0), right mlx4_bf's provider (mlx4_bf0);",
-             "# '=' same command and value fields, '~' value fields differ, '<' mainline only,",
-             "# '>' mlx4_bf only; identities (QPN, CQN, MPT, PD, UAR, addresses, PSNs) aside",
+    """The two command sequences side by side, paired by object, then what
+    differs."""
+    lines = [f"# {tool} {size}: the commands of one perftest run (server and client) as each",
+             "# adapter received them: left mainline mlx4_ib (mlx4_0), right mlx4_bf's provider",
+             "# (mlx4_bf0), paired by object (QP #1: the run's first QP on that adapter; its CQs",
+             "# and MRs by role), in mainline's order; #N is the command's place in its own",
+             "# sequence, then its input modifier (the object's number on that adapter).",
+             "# '=' the same value fields, '~' fields differ, '<' / '>' one driver only;",
+             "# identities (QPN, CQN, MPT index and key, PD, UAR, EQN, addresses, PSNs) compared",
+             "# by presence only (given or 0): each driver numbers and places its objects.",
              ""]
-    diffs = Counter()
-    only = Counter()
-    for a, b in aligned(main, ours):
+    for (name, _), i, j in paired(main, ours):
+        a = main[i] if i is not None else None
+        b = ours[j] if j is not None else None
         if a and b:
-            d = field_diffs(a, b)
-            mark = "~" if d else "="
-            for n, va, vb in d:
-                diffs[(key(a), n, trace_view.mailbox.show(n, va),
-                       trace_view.mailbox.show(n, vb))] += 1
+            mark = "~" if field_diffs(a, b) else "="
         else:
             mark = "<" if a else ">"
-            only[(mark, key(a or b))] += 1
-        lines.append(f"{label(a) if a else '':<44} {mark} {label(b) if b else ''}".rstrip())
+        left = f"#{i + 1:<3} {a['in_mod']:#07x}" if a else ""
+        right = f"#{j + 1:<3} {b['in_mod']:#07x}" if b else ""
+        lines.append(f"{name:<34} {left:<13} {mark} {right}".rstrip())
+    only, diffs = compare_commands(main, ours)
     lines += ["", f"# commands: {len(main)} mainline, {len(ours)} mlx4_bf", "",
-              "# in one sequence only (count):"]
-    lines += [f"  {m} {k}  x{n}" for (m, k), n in sorted(only.items())] or ["  none"]
-    lines += ["", "# value fields that differ between aligned commands (count):"]
+              "# sent by one driver only (count):"]
+    lines += [f"  {who}: {name}  x{n}" for (who, name), n in sorted(only.items())] or ["  none"]
+    lines += ["", "# fields that differ between paired commands (count):"]
     lines += [f"  {c}: {n}: mainline {va}, mlx4_bf {vb}  x{k}"
               for (c, n, va, vb), k in sorted(diffs.items())] or ["  none"]
     for title, cmds in (("mainline mlx4_ib", main), ("mlx4_bf's provider", ours)):
-        lines += ["", f"# {title}, every command with its decoded mailbox:"]
-        lines += ["  " + show(c) for c in cmds]
+        lines += ["", f"# {title}, every command with its decoded mailbox (zero fields left out):"]
+        lines += [f"  #{i + 1:<3} " + trace_view.command_with_fields(c) for i, c in enumerate(cmds)]
     return lines
+
+
+def command_summary(rows, windows):
+    """Per run pair, how the two drivers' commands compare."""
+    lines = ["#", "# commands per run pair (paired by object, as side-by-side-commands.txt):"]
+    for tool, size in dict.fromkeys((r["tool"], r["size"]) for r in rows):
+        try:
+            a, b = run_pair(rows, tool, size)
+        except ValueError:
+            continue
+        main, ours = (trace_view.commands(windows[r["run"]]) for r in (a, b))
+        only, diffs = compare_commands(main, ours)
+        lines.append(f"# {tool:<13} {size:<5} {len(main)} mainline, {len(ours)} mlx4_bf; "
+                     f"{sum(only.values())} sent by one driver only, "
+                     f"{sum(diffs.values())} fields differ"
+                     + "".join(f"; {c}: {n} {va} vs {vb}" for c, n, va, vb in diffs))
+    return lines
+
+
+def devinfo_diff(results):
+    """The lines of `ibv_devinfo -v` that differ between the two devices
+    (the guest's devinfo-mlx4_0.txt and devinfo-mlx4_bf0.txt), or None
+    without them."""
+    texts = []
+    for name in ("devinfo-mlx4_0.txt", "devinfo-mlx4_bf0.txt"):
+        try:
+            with open(os.path.join(results, name)) as f:
+                texts.append(f.read().splitlines())
+        except FileNotFoundError:
+            return None
+    diff = difflib.unified_diff(*texts, "mlx4_0 (mainline mlx4_ib)", "mlx4_bf0 (mlx4_bf)",
+                                n=0, lineterm="")
+    return ["# ibv_devinfo -v: what libibverbs is told of each device, the lines that differ"] + [
+        line for line in diff if not line.startswith("@@")]
 
 
 def main():
@@ -262,7 +387,7 @@ def main():
     p.add_argument("trace")
     p.add_argument("--run", nargs=2, metavar=("TOOL", "SIZE"), default=("ib_write_lat", "64"))
     args = p.parse_args()
-    rows = guest_rows(os.path.join(args.results, "perftest-side-by-side.txt"))
+    rows, facts = guest_rows(os.path.join(args.results, "perftest-side-by-side.txt"))
     second = args.trace.removesuffix(".jsonl") + "-2.jsonl"
     segs = [segments(args.trace), segments(second)]
     errors, counts, windows = [], {}, {}
@@ -271,12 +396,13 @@ def main():
         counts[row["run"]] = count(windows[row["run"]])
         errors += cross_check(row, counts[row["run"]])
     lines, differ = table(rows, counts)
+    lines += command_summary(rows, windows)
     head = ["# perftest over mainline mlx4_ib and over mlx4_bf's provider: per post (both",
             "# processes' posts), what reached the adapter, from its analyzer trace between the",
             "# run's marks (totals equal to its counters): BAR2 writes and bytes of the posts",
             "# (BlueFlame chunks and send doorbells), WQE DMA reads, send doorbells, fraction of",
             "# WQEs run from BlueFlame; the run's other BAR2 writes apart. t_typical in usec,",
-            "# wall clock under TCG."]
+            "# wall clock under TCG (inf: perftest's own clock estimate failed)."] + facts
     verdict = (["# equal per post over both drivers at every size"] if not differ and not errors
                else [f"# DIFFER: {d}" for d in differ] + [f"# TRACE/COUNTERS: {e}" for e in errors])
     with open(os.path.join(args.results, "side-by-side.txt"), "w") as f:
@@ -288,7 +414,12 @@ def main():
                             trace_view.commands(windows[b["run"]]))
     with open(os.path.join(args.results, "side-by-side-commands.txt"), "w") as f:
         f.write("\n".join(report) + "\n")
-    print(f"wrote side-by-side.txt and side-by-side-commands.txt ({tool} {size}) to {args.results}")
+    devinfo = devinfo_diff(args.results)
+    if devinfo is not None:
+        with open(os.path.join(args.results, "side-by-side-devinfo.txt"), "w") as f:
+            f.write("\n".join(devinfo) + "\n")
+    print(f"wrote side-by-side.txt and side-by-side-commands.txt ({tool} {size})"
+          + (", side-by-side-devinfo.txt" if devinfo is not None else "") + f" to {args.results}")
     if differ or errors:
         print("side-by-side: FAILED: libmlx4's posts did not reach the adapter alike over both "
               "drivers (or the trace and the counters disagree):", file=sys.stderr)

@@ -104,7 +104,7 @@ class SideBySideTest(unittest.TestCase):
                 f.write("1 ib_send_lat 4 mainline mlx4_0 b 9.0 2 0 17 132 0 0 1 1 0\n")
                 f.write("2 ib_send_lat 4 mlx4_bf mlx4_bf0 a 9.1 "
                         + (ours_counters or "2 0 16 128 0 0 0 1 0") + "\n")
-            rows = side_by_side.guest_rows(os.path.join(d, "perftest-side-by-side.txt"))
+            rows, _ = side_by_side.guest_rows(os.path.join(d, "perftest-side-by-side.txt"))
             segs = [side_by_side.segments(os.path.join(d, n)) for n in ("t.jsonl", "t-2.jsonl")]
         counts, errors = {}, []
         for row in rows:
@@ -133,7 +133,7 @@ class SideBySideTest(unittest.TestCase):
         self.assertEqual(errors, ["run 2 (ib_send_lat 4 over mlx4_bf): the trace has 16 "
                                   "bar2_writes, the counters moved 15"])
 
-    def test_commands_align_and_value_fields_differ(self):
+    def test_commands_pair_by_object_and_fields_differ(self):
         main = trace_view.commands(
             command("SW2HW_MPT", 0x0d, 0x100, "00" * 64)
             + command("INIT2RTR_QP", 0x1a, 0x40, qp_mailbox(0x4080, 0x40, 0x98)))
@@ -141,13 +141,34 @@ class SideBySideTest(unittest.TestCase):
             command("WRITE_MTT", 0x11, 2, "00" * 32)
             + command("SW2HW_MPT", 0x0d, 0x3, "00" * 64)
             + command("INIT2RTR_QP", 0x1a, 0x41, qp_mailbox(0x80, 0x41, 0x98)))
-        report = side_by_side.command_report("ib_write_lat", 64, main, ours)
-        text = "\n".join(report)
-        self.assertIn("> WRITE_MTT in_mod 0x2 opmod 0", text)
-        self.assertIn("  > WRITE_MTT  x1", text)
-        self.assertIn("  INIT2RTR_QP: optpar: mainline 0x4080 (PRIMARY_ADDR_PATH|ACK_TIMEOUT), "
-                      "mlx4_bf 0x80 (PRIMARY_ADDR_PATH)  x1", text)
-        self.assertRegex(text, r"SW2HW_MPT in_mod 0x100 opmod 0 +=")
+        text = "\n".join(side_by_side.command_report("ib_write_lat", 64, main, ours))
+        self.assertRegex(text, r"\nWRITE_MTT +> #1 +0x00002\n")
+        self.assertIn("  mlx4_bf: WRITE_MTT  x1", text)
+        self.assertIn("  QP #1: INIT2RTR_QP: optpar: mainline 0x4080 (PRIMARY_ADDR_PATH|"
+                      "ACK_TIMEOUT), mlx4_bf 0x80 (PRIMARY_ADDR_PATH)  x1", text)
+        self.assertRegex(text, r"MPT #1: SW2HW_MPT +#1 +0x00100 += #2 +0x00003")
+
+    def test_cqs_pair_by_role_and_identities_by_presence(self):
+        def run(first_cq, second_cq, db_rec):
+            """A QP whose send CQ is 0x81 and receive CQ 0x82, the CQs made
+            in the order given."""
+            cq = bytearray(0x40)
+            cq[0x0c] = 6  # log_size
+            mb = bytearray.fromhex(qp_mailbox(0, 0x40, 0))
+            mb[8 + 0x7c:8 + 0x80] = (0x81).to_bytes(4, "big")
+            mb[8 + 0x9c:8 + 0xa0] = (0x82).to_bytes(4, "big")
+            mb[8 + 0xa0:8 + 0xa8] = db_rec.to_bytes(8, "big")
+            cq_a, cq_b = bytearray(cq), bytearray(cq)
+            cq_a[0x0c] = 4 if first_cq == 0x81 else 6
+            cq_b[0x0c] = 4 if second_cq == 0x81 else 6
+            return trace_view.commands(command("SW2HW_CQ", 0x16, first_cq, cq_a.hex())
+                                       + command("SW2HW_CQ", 0x16, second_cq, cq_b.hex())
+                                       + command("RST2INIT_QP", 0x19, 0x40, mb.hex()))
+        main, ours = run(0x81, 0x82, 0x1000), run(0x82, 0x81, 0x2000)
+        only, diffs = side_by_side.compare_commands(main, ours)
+        self.assertEqual((only, diffs), ({}, {}))
+        only, diffs = side_by_side.compare_commands(main, run(0x82, 0x81, 0))
+        self.assertEqual(list(diffs), [("QP #1: RST2INIT_QP", "db_rec_addr", "set", "0")])
 
 
 if __name__ == "__main__":

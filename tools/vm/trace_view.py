@@ -262,7 +262,7 @@ def command_line(rec):
 
 def commands(records):
     """The trace's commands as dicts (name, opcode, in_mod, op_mod, status,
-    fields), each with its input mailbox decoded: the model reads it
+    event, fields), each with its input mailbox decoded: the model reads it
     (a `mailbox` DMA read) before it records the command."""
     out, pending = [], None
     for rec in records:
@@ -272,6 +272,7 @@ def commands(records):
         elif kind == "command":
             out.append({"name": rec["name"], "opcode": rec["opcode"], "in_mod": rec["in_mod"],
                         "op_mod": rec["op_mod"], "status": rec.get("status", 0),
+                        "event": bool(rec.get("event")),
                         "fields": mailbox.decode(rec["opcode"], rec["in_mod"], pending or b"")})
             pending = None
     return out
@@ -280,6 +281,8 @@ def commands(records):
 def command_with_fields(cmd):
     """One command and its decoded mailbox, as one line."""
     line = f"{cmd['name']} opmod {cmd['op_mod']} in_mod {cmd['in_mod']:#x}"
+    if cmd.get("event"):
+        line += " E"
     if cmd["status"]:
         line += f" -> status {cmd['status']:#04x}"
     fields = " ".join(f"{n}={mailbox.show(n, v)}" for n, v, _ in cmd["fields"] if v)

@@ -15,7 +15,8 @@
 #                                (mlx4_0) and our provider (mlx4_bf0), each
 #                                adapter's counters around each run and a
 #                                mark in its trace at both ends:
-#                                /tmp/results/perftest-side-by-side.txt
+#                                /tmp/results/perftest-side-by-side.txt;
+#                                ibv_devinfo -v of both: devinfo-*.txt
 #   versus.sh post-cost ARGS...  ibv_post_cost (libmlx4's post, timed as
 #                                mlx4-bf userpost times ours):
 #                                /tmp/results/ibv-post-cost.txt
@@ -98,6 +99,14 @@ ib_bdf() { # ibdev
 	echo "${link##*/}"
 }
 
+# The uverbs ABI version RDMA device $1 registered (libibverbs reads it).
+uverbs_abi() { # ibdev
+	for u in /sys/class/infiniband_verbs/uverbs*; do
+		[ "$(cat "$u/ibdev" 2>/dev/null)" = "$1" ] && { cat "$u/abi_version"; return 0; }
+	done
+	echo -
+}
+
 # One perftest run of TOOL at SIZE over IBDEV on BDF, between the marks
 # 2 * ROW and 2 * ROW + 1 in that adapter's trace, as a row of the table.
 side_run() { # row tool size driver ibdev bdf
@@ -136,8 +145,12 @@ side_by_side() {
 		echo "# $ITERS iterations per run; t_typical[usec] from the client's table (wall clock under TCG);"
 		echo "# the adapter's analyzer counters moved by the run (both processes, set-up included);"
 		echo "# run N lies between marks 2N and 2N+1 in its adapter's trace"
+		echo "# uverbs ABI: mlx4_0 $(uverbs_abi mlx4_0), mlx4_bf0 $(uverbs_abi mlx4_bf0)"
 		echo "#run tool size driver ibdev bdf t_typical wqes_bf wqes_dma BAR2_wr BAR2_bytes WQE_DMA_rd doorbells IRQs commands protocol_errors"
 	} >"$out"
+	# What each device tells libibverbs, for the host to set side by side.
+	ibv_devinfo -v -d mlx4_0 >/tmp/results/devinfo-mlx4_0.txt 2>&1
+	ibv_devinfo -v -d mlx4_bf0 >/tmp/results/devinfo-mlx4_bf0.txt 2>&1
 	row=1
 	for tool in ib_send_lat ib_write_lat; do
 		for size in "$@"; do
