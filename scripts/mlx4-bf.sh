@@ -415,13 +415,19 @@ bench)     need_kdir; build_selftests "$KDIR"
 			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
 		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
-		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208}; rc=\$?;
+		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208} &&
+		  sh /work/versus.sh side-by-side ${SIDE_BY_SIDE_SIZES:-4 64 208 1024}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		"${two[@]}" --save-files "$RESULTS" -- "$OUT/guest" "$OUT/mainline"
 	   # rdma-core's post and latency beside ours, one table and its plot.
 	   s390=()
 	   [ "$ARCH" = s390 ] && s390=(--s390)
-	   python3 "$TOP/tools/vm/versus.py" "${s390[@]}" "$RESULTS" ;;
+	   python3 "$TOP/tools/vm/versus.py" "${s390[@]}" "$RESULTS"
+	   # The same perftest runs over mainline mlx4_ib and over our
+	   # provider: equal per post, or this fails; the commands of one run
+	   # side by side, from each adapter's analyzer trace.
+	   python3 "$TOP/tools/vm/side_by_side.py" "$RESULTS" "$TRACE" \
+		--run ${SIDE_BY_SIDE_RUN:-ib_write_lat 64} ;;
 pingpong)  need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$RESULTS"

@@ -21,7 +21,14 @@ doorbell comes (already_executed); a line after the table counts those.
 mlx4_core's QUERY_FW, MAP_FA, RUN_FW ... UNMAP_FA), one line per command
 with its modifiers and status, identical consecutive commands folded into one
 line with a count; device resets, the strict firmware's refusals and
-INIT_HCA's profile, and protocol errors in between.
+INIT_HCA's profile, and protocol errors in between. --fields adds each
+command's decoded input mailbox (mlx4_mailbox.py: CQ, MPT and QP contexts,
+WRITE_MTT, MAD_IFC's attribute), one command a line, none folded.
+
+--window BEGIN END keeps only the records between the trace's mark records
+of values BEGIN and END (`mlx4-bf counters --mark`, the guest's way of
+bracketing a run), for every view. Each adapter has its own trace (vm.py
+--second-adapter writes the second one's to TRACE-2.jsonl).
 """
 
 import argparse
@@ -29,6 +36,8 @@ import json
 import os
 import statistics
 import sys
+
+import mlx4_mailbox as mailbox
 
 DOORBELL = 0x14
 
@@ -251,6 +260,59 @@ def command_line(rec):
     return None
 
 
+def commands(records):
+    """The trace's commands as dicts (name, opcode, in_mod, op_mod, status,
+    event, fields), each with its input mailbox decoded: the model reads it
+    (a `mailbox` DMA read) before it records the command."""
+    out, pending = [], None
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "dma_read" and rec.get("what") == "mailbox" and pending is None:
+            pending = bytes.fromhex(rec.get("data", ""))
+        elif kind == "command":
+            out.append({"name": rec["name"], "opcode": rec["opcode"], "in_mod": rec["in_mod"],
+                        "op_mod": rec["op_mod"], "status": rec.get("status", 0),
+                        "event": bool(rec.get("event")),
+                        "fields": mailbox.decode(rec["opcode"], rec["in_mod"], pending or b"")})
+            pending = None
+    return out
+
+
+def command_with_fields(cmd):
+    """One command and its decoded mailbox, as one line."""
+    line = f"{cmd['name']} opmod {cmd['op_mod']} in_mod {cmd['in_mod']:#x}"
+    if cmd.get("event"):
+        line += " E"
+    if cmd["status"]:
+        line += f" -> status {cmd['status']:#04x}"
+    fields = " ".join(f"{n}={mailbox.show(n, v)}" for n, v, _ in cmd["fields"] if v)
+    return line + (f": {fields}" if fields else "")
+
+
+def read_trace(path, window=None):
+    """The trace's records; with `window` (BEGIN, END), only those between
+    the mark records of those values (only they are parsed: a bench trace
+    has millions of lines)."""
+    if window is None:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    begin, end = window
+    out, inside = [], False
+    with open(path) as f:
+        for line in f:
+            if '"mark"' in line:
+                rec = json.loads(line)
+                if rec.get("kind") == "mark":
+                    if rec.get("value") == begin:
+                        inside, out = True, []
+                        continue
+                    if inside and rec.get("value") == end:
+                        return out
+            if inside and line.strip():
+                out.append(json.loads(line))
+    raise ValueError(f"{path}: no window between marks {begin} and {end}")
+
+
 def command_sequence(records):
     """The command sequence as lines, runs of identical lines folded."""
     out = []
@@ -281,11 +343,18 @@ def main():
                    help="per payload size and path, what the adapter saw per post")
     p.add_argument("--wall", metavar="DIR",
                    help="with --paths: mlx4-bf lat's data files (lat-bf.dat, lat-db.dat) in DIR")
+    p.add_argument("--fields", action="store_true",
+                   help="with --commands: each command's decoded input mailbox")
+    p.add_argument("--window", nargs=2, type=int, metavar=("BEGIN", "END"),
+                   help="only the records between the marks of these values")
     args = p.parse_args()
-    with open(args.trace) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = read_trace(args.trace, args.window)
     if args.paths:
         print("\n".join(path_table(records, read_wall(args.wall) if args.wall else None)))
+        return
+    if args.commands and args.fields:
+        lines = [command_with_fields(c) for c in commands(records)]
+        print("\n".join(lines) if lines else "no command in the trace")
         return
     if args.commands:
         lines = command_sequence(records)

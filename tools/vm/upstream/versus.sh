@@ -10,6 +10,13 @@
 #   versus.sh perftest SIZE...   ib_send_lat and ib_write_lat per size, with
 #                                that adapter's analyzer counters around each
 #                                run: /tmp/results/perftest-versus.txt
+#   versus.sh side-by-side SIZE...
+#                                the same runs over both drivers: mainline
+#                                (mlx4_0) and our provider (mlx4_bf0), each
+#                                adapter's counters around each run and a
+#                                mark in its trace at both ends:
+#                                /tmp/results/perftest-side-by-side.txt;
+#                                ibv_devinfo -v of both: devinfo-*.txt
 #   versus.sh post-cost ARGS...  ibv_post_cost (libmlx4's post, timed as
 #                                mlx4-bf userpost times ours):
 #                                /tmp/results/ibv-post-cost.txt
@@ -86,6 +93,75 @@ perftest() {
 	cat "$out"
 }
 
+# The PCI function of RDMA device $1.
+ib_bdf() { # ibdev
+	link=$(readlink /sys/class/infiniband/"$1"/device) || return 1
+	echo "${link##*/}"
+}
+
+# The uverbs ABI version RDMA device $1 registered (libibverbs reads it).
+uverbs_abi() { # ibdev
+	for u in /sys/class/infiniband_verbs/uverbs*; do
+		[ "$(cat "$u/ibdev" 2>/dev/null)" = "$1" ] && { cat "$u/abi_version"; return 0; }
+	done
+	echo -
+}
+
+# One perftest run of TOOL at SIZE over IBDEV on BDF, between the marks
+# 2 * ROW and 2 * ROW + 1 in that adapter's trace, as a row of the table.
+side_run() { # row tool size driver ibdev bdf
+	args="-d $5 -i 1 -F -s $3 -n $ITERS"
+	./mlx4-bf counters --bdf "$6" --mark $((2 * $1)) >/tmp/counters.before || return 1
+	# Its diagnostics on failure to the console, not into the table.
+	server_client "$2-$3-$4" "$2 $args" "$2 $args 127.0.0.1" >&2
+	rc=$?
+	./mlx4-bf counters --bdf "$6" --mark $((2 * $1 + 1)) >/tmp/counters.after || return 1
+	[ $rc = 0 ] || return 1
+	{
+		echo "==== $2 $3 over $4 ($5): client"
+		cat /tmp/"$2-$3-$4".out
+		echo "==== $2 $3 over $4 ($5): server"
+		cat /tmp/"$2-$3-$4".server
+	} >>/tmp/results/perftest-side-by-side-raw.txt
+	typical=$(awk -v s="$3" '$1 == s && NF >= 5 { print $5 }' /tmp/"$2-$3-$4".out)
+	echo "$1 $2 $3 $4 $5 $6 ${typical:--} $(delta wqes_bf) $(delta wqes_dma)" \
+		"$(delta bar2_writes) $(delta bar2_bytes) $(delta sq_dma_reads)" \
+		"$(delta send_doorbells) $(delta irqs) $(delta commands) $(delta protocol_errors)"
+}
+
+# The same perftest runs over mainline mlx4_ib (the second adapter) and our
+# provider (the first, still mlx4_bf's), one after the other. The table has
+# each run's counter deltas, not per post: tools/vm/side_by_side.py divides,
+# splits the BAR2 writes into the posts' and the rest by the trace between
+# the run's marks, and compares the two drivers.
+side_by_side() {
+	main_bdf=$(ib_bdf mlx4_0) || { echo "side-by-side: no mlx4_0 (versus.sh up first)" >&2; return 1; }
+	ours_bdf=$(ib_bdf mlx4_bf0) || { echo "side-by-side: no mlx4_bf0, our provider's device" >&2; return 1; }
+	out=/tmp/results/perftest-side-by-side.txt
+	mkdir -p /tmp/results
+	rm -f /tmp/results/perftest-side-by-side-raw.txt
+	{
+		echo "# perftest over mainline mlx4_ib (mlx4_0, $main_bdf) and over mlx4_bf's provider (mlx4_bf0, $ours_bdf)"
+		echo "# $ITERS iterations per run; t_typical[usec] from the client's table (wall clock under TCG);"
+		echo "# the adapter's analyzer counters moved by the run (both processes, set-up included);"
+		echo "# run N lies between marks 2N and 2N+1 in its adapter's trace"
+		echo "# uverbs ABI: mlx4_0 $(uverbs_abi mlx4_0), mlx4_bf0 $(uverbs_abi mlx4_bf0)"
+		echo "#run tool size driver ibdev bdf t_typical wqes_bf wqes_dma BAR2_wr BAR2_bytes WQE_DMA_rd doorbells IRQs commands protocol_errors"
+	} >"$out"
+	# What each device tells libibverbs, for the host to set side by side.
+	ibv_devinfo -v -d mlx4_0 >/tmp/results/devinfo-mlx4_0.txt 2>&1
+	ibv_devinfo -v -d mlx4_bf0 >/tmp/results/devinfo-mlx4_bf0.txt 2>&1
+	row=1
+	for tool in ib_send_lat ib_write_lat; do
+		for size in "$@"; do
+			side_run $row "$tool" "$size" mainline mlx4_0 "$main_bdf" >>"$out" || return 1
+			side_run $((row + 1)) "$tool" "$size" mlx4_bf mlx4_bf0 "$ours_bdf" >>"$out" || return 1
+			row=$((row + 2))
+		done
+	done
+	cat "$out"
+}
+
 post_cost() {
 	mkdir -p /tmp/results
 	./ibv_post_cost "$@" >/tmp/results/ibv-post-cost.txt || return 1
@@ -97,6 +173,7 @@ shift
 case $cmd in
 up)        up ;;
 perftest)  perftest "$@" ;;
+side-by-side) side_by_side "$@" ;;
 post-cost) post_cost "$@" ;;
-*)         echo "usage: versus.sh up | perftest SIZE... | post-cost ARGS..." >&2; exit 2 ;;
+*)         echo "usage: versus.sh up | perftest SIZE... | side-by-side SIZE... | post-cost ARGS..." >&2; exit 2 ;;
 esac

@@ -15,6 +15,10 @@
 //! 0 the model counts its protocol errors as expected: a run that makes
 //! them on purpose (WQEs that user space built, fuzzed) is found in the
 //! trace but fails no boot.
+//!
+//! With `--mark V`: V goes to the MARK register first, a `mark` record in
+//! the model's trace, so that the same window can be found there
+//! (`tools/vm/side_by_side.py`).
 
 use anyhow::{bail, Result};
 
@@ -33,6 +37,9 @@ pub struct Args {
     /// from now on are expected ones).
     #[arg(long)]
     expect: Option<u32>,
+    /// Write this value to the diagnostic block's MARK register first.
+    #[arg(long)]
+    mark: Option<u32>,
 }
 
 /// The global counters, by their diagnostic block offset
@@ -75,6 +82,8 @@ const GAUGES: &[(&str, usize)] = &[
 /// EQs and CQs in hardware ownership (low half), QPs out of RESET (high).
 const LIVE: usize = 0x5d8;
 
+/// A `mark` record in the model's trace, with the value written.
+const MARK: usize = 0x0c;
 /// Not 0: the model's protocol errors are expected ones.
 const EXPECT: usize = 0x10;
 
@@ -121,6 +130,9 @@ pub fn run(args: &Args) -> Result<()> {
             "diagnostic block version {} (counters need {MIN_VERSION})",
             a.version
         );
+    }
+    if let Some(v) = args.mark {
+        a.write(MARK, v);
     }
     if let Some(v) = args.expect {
         a.write(EXPECT, v);
