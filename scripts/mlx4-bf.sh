@@ -261,6 +261,17 @@ build_ibv_program() { # out source...
 		"$@" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
+# ibv_post_cost against Debian's libmlx4 and against the patched one
+# (the QP_POST method), and tools/vm/provider/post_cost.sh, into DIR.
+post_cost_dir() { # dir
+	local rdma
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
+	build_ibv_program "$1/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
+	build_ibv_program "$1/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
+		-L"$rdma/qp-post/lib"
+	cp "$TOP/tools/vm/provider/post_cost.sh" "$1/"
+}
+
 # Issue 23: unmodified mainline mlx4_core and mlx4_ib bind the model in
 # strict firmware mode (tools/vm/upstream/upstream.sh), one boot, KTAP;
 # rdma-core's tools and perftest run on them, with the analyzer's counters
@@ -389,7 +400,7 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # mainline mlx4_core + mlx4_ib and rdma-core (versus.sh), so that
 	   # their posts are measured beside ours in the same boot.
 	   mainline_dir "$OUT/mainline"
-	   build_ibv_program "$OUT/mainline/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
+	   post_cost_dir "$OUT/mainline"
 	   two=(--second-adapter)
 	   # The cost table under -icount (BENCH_CLOCK=icount, the default):
 	   # instructions, deterministic; or in wall-clock time (wall).
@@ -402,7 +413,8 @@ bench)     need_kdir; build_selftests "$KDIR"
 		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
 		/work/mlx4-bf userpost ${icount[*]} --out-dir /tmp/results \
 		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
-		sh /work/versus.sh post-cost ${POST_COST_ARGS:--m 4 -M 208 -s 68 -n 300} && $send_back" \
+		sh /work/versus.sh post-cost ${POST_COST_ARGS:--m 4 -M 208 -s 68 -n 300} &&
+		POST_COST_CLOCK=${BENCH_CLOCK:-icount} sh /work/post_cost.sh && $send_back" \
 		"${icount[@]}" "${two[@]}" --save-files "$RESULTS" -- "$OUT/guest" "$OUT/mainline"
 	   # Scaling needs vCPUs running side by side, and the ping-pong the
 	   # model's asynchronous answers: never under -icount. The stress
@@ -416,7 +428,8 @@ bench)     need_kdir; build_selftests "$KDIR"
 		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
 		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208} &&
-		  sh /work/versus.sh side-by-side ${SIDE_BY_SIDE_SIZES:-4 64 208 1024}; rc=\$?;
+		  sh /work/versus.sh side-by-side ${SIDE_BY_SIDE_SIZES:-4 64 208 1024} &&
+		  POST_COST_CLOCK=wall sh /work/post_cost.sh; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		"${two[@]}" --save-files "$RESULTS" -- "$OUT/guest" "$OUT/mainline"
 	   # rdma-core's post and latency beside ours, one table and its plot.
@@ -427,7 +440,10 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # provider: equal per post, or this fails; the commands of one run
 	   # side by side, from each adapter's analyzer trace.
 	   python3 "$TOP/tools/vm/side_by_side.py" "$RESULTS" "$TRACE" \
-		--run ${SIDE_BY_SIDE_RUN:-ib_write_lat 64} ;;
+		--run ${SIDE_BY_SIDE_RUN:-ib_write_lat 64}
+	   # One post four ways (mainline, libmlx4, QP_POST, doorbell), the
+	   # two boots' post_cost.sh tables joined.
+	   python3 "$TOP/tools/vm/post_cost_table.py" "$RESULTS" ;;
 pingpong)  need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   mkdir -p "$RESULTS"
@@ -493,12 +509,8 @@ post-cost) need_kdir; build_helper
 	   pdir=$OUT/post-cost
 	   rm -rf "$pdir"
 	   mkdir -p "$pdir" "$RESULTS"
-	   rdma=$("$TOP/scripts/build-rdma-core.sh")
-	   build_ibv_program "$pdir/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
-	   build_ibv_program "$pdir/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
-		-L"$rdma/qp-post/lib"
-	   cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/provider/post_cost.sh" \
-		"$OUT/guest/mlx4-bf" "$pdir/"
+	   post_cost_dir "$pdir"
+	   cp "$TOP/tools/vm/upstream/lib.sh" "$OUT/guest/mlx4-bf" "$pdir/"
 	   vm_boot run "sh /work/post_cost.sh; rc=\$?; $send_back; exit \$rc" \
 		--icount --save-files "$RESULTS" -- "$pdir" ;;
 fuzz)      need_kdir; build_selftests "$KDIR"

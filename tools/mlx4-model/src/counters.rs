@@ -56,6 +56,10 @@ pub struct Global {
     /// (0x570), ns.
     pub last_one_way_ns: u64,
     pub sum_one_way_ns: u64,
+    /// Modelled one-way latency of RDMA writes whose data landed (their
+    /// post's first MMIO write to the last byte written, or to the
+    /// responder's CQE of an _IMM): sum (0x658), ns.
+    pub sum_rdma_write_one_way_ns: u64,
     /// RDMA writes whose data landed, zero-length ones and _IMM included
     /// (0x5b0), and the bytes they wrote (0x5b8).
     pub rdma_writes: u64,
@@ -221,9 +225,15 @@ impl Counters {
         self.global.sum_one_way_ns = self.global.sum_one_way_ns.saturating_add(ns);
     }
 
+    /// The one-way latency of one RDMA write whose data landed.
+    pub fn rdma_write_one_way(&mut self, ns: u64) {
+        self.global.sum_rdma_write_one_way_ns =
+            self.global.sum_rdma_write_one_way_ns.saturating_add(ns);
+    }
+
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
     /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
-    /// 0x638..0x657), `qp_select` and `uar_select` for the per-QP and
+    /// 0x638..0x65f), `qp_select` and `uar_select` for the per-QP and
     /// per-UAR ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
@@ -287,6 +297,7 @@ impl Counters {
             0x648 => u.bf_bytes,
             // The UAR in the low half, 1 in the high half once it is known.
             0x650 => q.uar.map_or(0, |uar| u64::from(uar) | (1 << 32)),
+            0x658 => g.sum_rdma_write_one_way_ns,
             _ => return None,
         })
     }

@@ -8,7 +8,8 @@
 //! refused without bus mastering, (version 6) the firmware's counters,
 //! (version 7) what the firmware holds of the host: its phase, firmware
 //! area and aux pages, ICM pages, (version 8) the RDMA read counters,
-//! (version 9) data fault injection.
+//! (version 9) data fault injection, (version 10) the UAR page counters,
+//! (version 11) the RDMA writes' modelled one-way latency.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -28,7 +29,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 9: data faults (0x628..0x62f).
 /// 10: UAR_SELECT and the writes to its pages, the UAR of a QP
 /// (0x630..0x657).
-pub const VERSION: u32 = 10;
+/// 11: the sum of the RDMA writes' modelled one-way latencies (0x658).
+pub const VERSION: u32 = 11;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;

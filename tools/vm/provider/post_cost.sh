@@ -1,72 +1,102 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# make post-cost (issue 38): what one ibv_post_send() of an RDMA write to
-# itself costs over our RDMA device, mlx4_bf0, in three ways, under QEMU's
-# -icount shift=0 (the guest clock counts instructions): libmlx4 as Debian
-# builds it (its own BlueFlame copy: on x86 stores to the mapped page, on
-# s390x without MIO one s390_pci_mmio_write() system call per copy), the
-# patched libmlx4 posting through our QP_POST method (MLX4_KERNEL_BF=1),
-# and BlueFlame off (the module reloaded with ib_blueflame=0: libmlx4 rings
-# the doorbell). Per size: the median of ibv_post_cost (the call alone),
-# and the analyzer's writes to BAR2, their bytes and the WQE's DMA reads
-# per post. Inline up to 208 bytes; 1024 is gathered (the doorbell in
-# every column). The table goes to /tmp/results/post-cost.txt.
+# What one ibv_post_send() of an RDMA write to itself costs, in up to four
+# columns side by side in one boot (issue 38):
+#   mainline  Debian's libmlx4 over mainline mlx4_ib (mlx4_0), when make
+#             bench's second adapter holds it (versus.sh up);
+#   libmlx4   Debian's libmlx4 over our RDMA device, mlx4_bf0: its own
+#             BlueFlame copy (x86: stores to the mapped page; s390x without
+#             MIO: one s390_pci_mmio_write() system call per copy);
+#   qp_post   the patched libmlx4 posting through our QP_POST method
+#             (MLX4_KERNEL_BF=1);
+#   doorbell  BlueFlame off: mlx4_bf reloaded with ib_blueflame=0, libmlx4
+#             rings the doorbell (the module is reloaded as it was after).
+# Per size: the median of ibv_post_cost (the call alone, on the guest clock:
+# instructions under -icount shift=0, else TCG's wall time), and per post
+# the analyzer's writes to BAR2, their bytes, the WQE's DMA reads, and the
+# model's PCIe-clock latencies: post-to-wire (per WQE) and one-way (per RDMA
+# write landed). Inline up to 208 bytes; 1024 is gathered (the doorbell in
+# every column). The table goes to /tmp/results/post-cost-CLOCK.txt
+# (POST_COST_CLOCK: icount or wall, what the boot's guest clock is).
 
 cd "$(dirname "$0")" || exit 1
 . ./lib.sh
 . /etc/mlx4-bf/env
 DEV=mlx4_bf0
-I=/sys/class/infiniband/$DEV
 KO=/lib/modules/mlx4_bf.ko
 SIZES=${SIZES:-4 64 128 208 1024}
+CLOCK=${POST_COST_CLOCK:-icount}
 N=300
 # ibv_post_cost's warm-up posts come on top of N.
 POSTS=$((N + 20))
 
-port_active() {
+port_active() { # device
 	i=0
 	while [ $i -lt 300 ]; do
-		[ "$(cat $I/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] && return 0
+		[ "$(cat /sys/class/infiniband/"$1"/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] &&
+			return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
 	return 1
 }
-per_post() { # counter
-	awk -v d="$(delta "$1")" -v n=$POSTS 'BEGIN { printf "%.1f", d / n }'
+# NAME's delta per post, or SUM's delta per COUNT's delta (awk's %.1f).
+per() { # name [count-names...]
+	n=$1
+	shift
+	if [ $# = 0 ]; then
+		d=$POSTS
+	else
+		d=0
+		for c in "$@"; do d=$((d + $(delta "$c"))); done
+	fi
+	awk -v s="$(delta "$n")" -v d="$d" 'BEGIN { if (d) printf "%.1f", s / d; else print "-" }'
 }
 
-# One column: NAME, the program, its environment.
-column() { # name program [env]
+# One column: NAME, the device, the program, its environment.
+column() { # name device program [env]
+	bdf=$(basename "$(readlink /sys/class/infiniband/"$2"/device)")
 	for s in $SIZES; do
-		snap before
-		env $3 ./"$2" -d $DEV -m "$s" -M "$s" -s 1 -n $N -i 208 >/tmp/cost.out 2>&1 ||
+		snap before "$bdf"
+		env $4 ./"$3" -d "$2" -m "$s" -M "$s" -s 1 -n $N -i 208 >/tmp/cost.out 2>&1 ||
 			{ sed 's/^/# /' /tmp/cost.out; return 1; }
-		snap after
-		printf '%-6s %-9s %8s %8s %8s %8s\n' "$s" "$1" \
+		snap after "$bdf"
+		printf '%-6s %-9s %8s %8s %8s %8s %8s %8s\n' "$s" "$1" \
 			"$(awk '/^[0-9]/ { m = $3 } END { print m }' /tmp/cost.out)" \
-			"$(per_post bar2_writes)" "$(per_post bar2_bytes)" "$(per_post sq_dma_reads)"
+			"$(per bar2_writes)" "$(per bar2_bytes)" "$(per sq_dma_reads)" \
+			"$(per post_to_wire_sum_ns wqes_bf wqes_dma)" \
+			"$(per rdma_write_one_way_sum_ns rdma_writes)"
 	done
 }
 
 rdma_setup
 mkdir -p /tmp/results
-out=/tmp/results/post-cost.txt
-port_active || { echo "# $I: no active port"; exit 1; }
+out=/tmp/results/post-cost-$CLOCK.txt
+port_active $DEV || { echo "# $DEV: no active port"; exit 1; }
 {
-	echo "# post-cost: ibv_post_send() of an RDMA write over $DEV, $(uname -m), median guest"
-	echo "# instructions of $N posts (QEMU -icount shift=0) and the analyzer's counts per post."
-	echo "# libmlx4 = Debian's libmlx4 (x86: its stores to the BlueFlame page; s390x without MIO:"
-	echo "# one s390_pci_mmio_write() system call per copy); qp_post = the patched libmlx4"
-	echo "# through our QP_POST method; doorbell = ib_blueflame=0 (no BlueFlame register)."
+	echo "# post-cost: ibv_post_send() of an RDMA write, $(uname -m), guest clock: $CLOCK"
+	echo "# (icount: instructions, QEMU -icount shift=0; wall: TCG's wall time in ns, the"
+	echo "# emulator's, not an adapter's). Median of $N posts; the analyzer's counts per post."
+	echo "# mainline = Debian's libmlx4 over mainline mlx4_ib; libmlx4 = the same over mlx4_bf0"
+	echo "# (x86: its stores to the BlueFlame page; s390x without MIO: one s390_pci_mmio_write()"
+	echo "# system call per copy); qp_post = the patched libmlx4 through our QP_POST method;"
+	echo "# doorbell = mlx4_bf0 with ib_blueflame=0. p2w_ns, 1way_ns: the model's PCIe-clock"
+	echo "# post-to-wire (per WQE) and one-way latency (per RDMA write landed)."
 	[ "$(uname -m)" = s390x ] &&
 		echo "# CPU features: $(grep -m1 -o 'pcimio' /proc/cpuinfo || echo 'no pcimio: libmlx4 stores by system call')"
-	printf '%-6s %-9s %8s %8s %8s %8s\n' "#bytes" column insns bar2_wr bar2_B wqe_dma
+	printf '%-6s %-9s %8s %8s %8s %8s %8s %8s\n' "#bytes" column "$CLOCK" bar2_wr bar2_B wqe_dma \
+		p2w_ns 1way_ns
 } >$out
-column libmlx4 ibv_post_cost >>$out || exit 1
-column qp_post ibv_post_cost_qp MLX4_KERNEL_BF=1 >>$out || exit 1
-rmmod mlx4_bf && insmod $KO $MODPARAMS ib_blueflame=0 && port_active ||
+if [ -e /sys/class/infiniband/mlx4_0 ]; then
+	port_active mlx4_0 || { echo "# mlx4_0: no active port"; exit 1; }
+	column mainline mlx4_0 ibv_post_cost >>$out || exit 1
+fi
+column libmlx4 $DEV ibv_post_cost >>$out || exit 1
+column qp_post $DEV ibv_post_cost_qp MLX4_KERNEL_BF=1 >>$out || exit 1
+rmmod mlx4_bf && insmod $KO $MODPARAMS ib_blueflame=0 && port_active $DEV ||
 	{ echo "# reload with ib_blueflame=0 failed"; exit 1; }
-column doorbell ibv_post_cost >>$out || exit 1
+column doorbell $DEV ibv_post_cost >>$out || exit 1
+rmmod mlx4_bf && insmod $KO $MODPARAMS && port_active $DEV ||
+	{ echo "# reload without ib_blueflame=0 failed"; exit 1; }
 cat $out

@@ -67,6 +67,12 @@ const COUNTERS: &[(&str, usize)] = &[
     ("local_prot_faults", 0x5a0),
     ("remote_access_faults", 0x5a8),
     ("rdma_writes", 0x5b0),
+    // The modelled latencies, summed: post-to-wire of every WQE executed
+    // (divide by wqes_bf + wqes_dma), one-way of every SEND delivered
+    // (by deliveries) and of every RDMA write landed (by rdma_writes).
+    ("post_to_wire_sum_ns", 0x560),
+    ("one_way_sum_ns", 0x570),
+    ("rdma_write_one_way_sum_ns", 0x658),
     ("fw_refused", 0x5e8),
     ("icm_errors", 0x5f0),
     ("rdma_reads", 0x618),
@@ -106,8 +112,8 @@ const UAR_COUNTERS: &[(&str, usize)] = &[
     ("bf_page_bytes", 0x648),
 ];
 
-/// Version 10 has every register above.
-const MIN_VERSION: u32 = 10;
+/// Version 11 has every register above.
+const MIN_VERSION: u32 = 11;
 
 fn parse_number(s: &str) -> Result<u32, String> {
     match s.strip_prefix("0x") {

@@ -443,6 +443,8 @@ fn an_rdma_write_lands_byte_exact_across_a_page_boundary() {
         (Some(40), true)
     );
     assert!(r["one_way_ns"].as_u64().unwrap() > 0);
+    // The diag block sums what the trace says (0x658).
+    assert_eq!(Some(h.diag_read(0x658)), r["one_way_ns"].as_u64());
     assert!(h.error_codes().is_empty());
     h.check_invariants(false);
 }
