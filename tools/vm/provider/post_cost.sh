@@ -31,16 +31,6 @@ N=300
 # ibv_post_cost's warm-up posts come on top of N.
 POSTS=$((N + 20))
 
-port_active() { # device
-	i=0
-	while [ $i -lt 300 ]; do
-		[ "$(cat /sys/class/infiniband/"$1"/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] &&
-			return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 # NAME's delta per post, or SUM's delta per COUNT's delta (awk's %.1f).
 per() { # name [count-names...]
 	n=$1
@@ -73,7 +63,7 @@ column() { # name device program [env]
 rdma_setup
 mkdir -p /tmp/results
 out=/tmp/results/post-cost-$CLOCK.txt
-port_active $DEV || { echo "# $DEV: no active port"; exit 1; }
+port_active $DEV 300 || { echo "# $DEV: no active port"; exit 1; }
 {
 	echo "# post-cost: ibv_post_send() of an RDMA write, $(uname -m), guest clock: $CLOCK"
 	echo "# (icount: instructions, QEMU -icount shift=0; wall: TCG's wall time in ns, the"
@@ -89,14 +79,14 @@ port_active $DEV || { echo "# $DEV: no active port"; exit 1; }
 		p2w_ns 1way_ns
 } >$out
 if [ -e /sys/class/infiniband/mlx4_0 ]; then
-	port_active mlx4_0 || { echo "# mlx4_0: no active port"; exit 1; }
+	port_active mlx4_0 300 || { echo "# mlx4_0: no active port"; exit 1; }
 	column mainline mlx4_0 ibv_post_cost >>$out || exit 1
 fi
 column libmlx4 $DEV ibv_post_cost >>$out || exit 1
 column qp_post $DEV ibv_post_cost_qp MLX4_KERNEL_BF=1 >>$out || exit 1
-rmmod mlx4_bf && insmod $KO $MODPARAMS ib_blueflame=0 && port_active $DEV ||
+rmmod mlx4_bf && insmod $KO $MODPARAMS ib_blueflame=0 && port_active $DEV 300 ||
 	{ echo "# reload with ib_blueflame=0 failed"; exit 1; }
 column doorbell $DEV ibv_post_cost >>$out || exit 1
-rmmod mlx4_bf && insmod $KO $MODPARAMS && port_active $DEV ||
+rmmod mlx4_bf && insmod $KO $MODPARAMS && port_active $DEV 300 ||
 	{ echo "# reload without ib_blueflame=0 failed"; exit 1; }
 cat $out

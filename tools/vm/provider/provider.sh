@@ -28,37 +28,6 @@ STATS=/sys/kernel/debug/$DEV/device/stats
 DRV=/sys/bus/pci/drivers/mlx4_bf
 KO=/lib/modules/mlx4_bf.ko
 
-BDF=
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
-done
-
-n=0
-failed=0
-result() { # condition-status name [diagnostic]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "# $3"
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
-wait_for() { # path [tenths of a second, 100]
-	i=0
-	while [ $i -lt "${2:-100}" ]; do
-		[ -e "$1" ] && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-port_active() {
-	wait_for $I/ports/1/state &&
-	[ "$(cat $I/ports/1/state)" = "4: ACTIVE" ] &&
-	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
-}
 value() { # file name: the value of "name value" in file
 	awk -v n="$2" '$1 == n { print $2 }' "$1"
 }
@@ -102,7 +71,7 @@ echo "1..44"
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
 result $? mlx4_bf0_registered_by_mlx4_bf "$I: device $(readlink $I/device), driver $(readlink $I/device/driver)"
-port_active
+port_active $DEV
 result $? port1_active_linkup "state '$(cat $I/ports/1/state 2>&1)', phys_state '$(cat $I/ports/1/phys_state 2>&1)'"
 [ "$(cat $I/node_guid 2>&1)" = $NODE_GUID ] && [ "$(cat $I/ports/1/lid 2>&1)" = $LID ]
 result $? guid_and_lid_as_the_model_reports "node_guid $(cat $I/node_guid 2>&1), lid $(cat $I/ports/1/lid 2>&1)"
@@ -185,7 +154,7 @@ result $? nothing_held_after_unbind "now: $now; pinned at idle: $(echo "$IDLE" |
 timeout 60 rmmod mlx4_bf && [ ! -e /sys/module/mlx4_bf ]
 result $? rmmod_mlx4_bf "rmmod failed, took over 60 s, or the module is still there"
 # shellcheck disable=SC2086
-insmod $KO $MODPARAMS && port_active
+insmod $KO $MODPARAMS && port_active $DEV
 result $? insmod_brings_mlx4_bf0_back "no ACTIVE $I after insmod"
 pingpong 64
 result $? ibv_rc_pingpong_after_reload "see the lines above"

@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# What the guest scripts of mainline's side share (upstream.sh, versus.sh):
-# mlx4_core's parameters, rdma-core's files, a server and client pair, and
-# the analyzer's counters before and after a run. Sourced, from this
-# directory.
+# What the guest scripts of the RDMA boots share (upstream.sh, versus.sh,
+# and tools/vm/provider's): mlx4_core's parameters, rdma-core's files, the
+# adapter's PCI function, KTAP results, waiting for a device's port, a
+# server and client pair, and the analyzer's counters before and after a
+# run. Sourced, from this directory.
 
 # msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
 # internal_err_reset=0: a command timeout fails the probe, no reset loop.
@@ -12,6 +13,48 @@ CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0
 
 # rdma-core's tools and perftest, static (scripts/build-rdma-core.sh).
 PATH=$PWD/rdma/bin:$PATH
+
+# The ConnectX-3's PCI function (of make bench's two, the second).
+BDF=
+for d in /sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
+done
+
+# KTAP: one result line a test, its diagnostic before a failure's.
+n=0
+failed=0
+result() { # condition-status name [diagnostic]
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "# $3"
+		echo "not ok $n $2"
+		failed=1
+	fi
+}
+wait_for() { # path [tenths of a second, 100]
+	i=0
+	while [ $i -lt "${2:-100}" ]; do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# The device's port 1 ACTIVE and LinkUp within the time (the port comes
+# up after the device registers).
+port_active() { # device [tenths of a second, 100]
+	i=0
+	p=/sys/class/infiniband/$1/ports/1
+	while [ $i -lt "${2:-100}" ]; do
+		[ "$(cat $p/state 2>/dev/null)" = "4: ACTIVE" ] &&
+			[ "$(cat $p/phys_state 2>/dev/null)" = "5: LinkUp" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 
 # The loopback interface their out-of-band exchange uses (TCP on
 # 127.0.0.1: a numeric address, as static glibc resolves no names).

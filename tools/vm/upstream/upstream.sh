@@ -14,35 +14,6 @@ NODE_GUID=0002:c903:00b1:0000
 LID=0x1
 I=/sys/class/infiniband/mlx4_0
 
-BDF=
-for d in /sys/bus/pci/devices/*; do
-	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
-done
-
-n=0
-failed=0
-result() { # condition-status name [diagnostic]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "# $3"
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
-wait_for() { # path
-	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-		[ -e "$1" ] && return 0
-		sleep 0.5
-	done
-	return 1
-}
-port_active() {
-	wait_for $I/ports/1/state &&
-	[ "$(cat $I/ports/1/state)" = "4: ACTIVE" ] &&
-	[ "$(cat $I/ports/1/phys_state)" = "5: LinkUp" ]
-}
 
 rdma_setup
 mkdir -p /tmp/results
@@ -127,7 +98,7 @@ result $? mlx4_ib_registers_mlx4_0 "no $I"
 # s390x through zPCI's adapter interrupts).
 dmesg | grep -e 'mlx4_core' -e 'mlx4_ib' | head -n 40 | sed 's/^/# /'
 grep -e mlx4 -e 'PCI-MSI' /proc/interrupts | sed 's/^/# /'
-port_active
+port_active mlx4_0
 result $? port1_active_linkup "state '$(cat $I/ports/1/state 2>&1)', phys_state '$(cat $I/ports/1/phys_state 2>&1)'"
 [ "$(cat $I/node_guid 2>&1)" = $NODE_GUID ] && [ "$(cat $I/ports/1/lid 2>&1)" = $LID ]
 result $? guid_and_lid_as_the_model_reports "node_guid $(cat $I/node_guid 2>&1), lid $(cat $I/ports/1/lid 2>&1)"
@@ -137,10 +108,10 @@ echo "$BDF" >/sys/bus/pci/drivers/mlx4_core/unbind
 gone=1
 [ -e $I ] || gone=0
 echo "$BDF" >/sys/bus/pci/drivers/mlx4_core/bind
-[ $gone = 0 ] && port_active
+[ $gone = 0 ] && port_active mlx4_0
 result $? unbind_and_bind_again "mlx4_0 still there after unbind, or not ACTIVE after bind"
 rmmod mlx4_ib && rmmod mlx4_core && [ ! -e $I ] &&
-	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko && port_active
+	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko && port_active mlx4_0
 result $? unload_and_reload "rmmod/insmod of mlx4_ib and mlx4_core"
 out=$(ibv_devinfo -d mlx4_0 -i 1 2>&1)
 echo "$out" | grep -q 'hca_id:[[:space:]]*mlx4_0' &&

@@ -29,13 +29,9 @@ SERVER_CLIENT_TIMEOUT=300
 
 # The second ConnectX-3, taken from mlx4_bf if it holds it.
 mainline_bdf() {
-	bdf=
-	for d in /sys/bus/pci/devices/*; do
-		[ "$(cat "$d/vendor")" = 0x15b3 ] && bdf=${d##*/}
-	done
-	[ -n "$bdf" ] || return 1
-	[ -e /sys/bus/pci/drivers/mlx4_bf/"$bdf" ] && echo "$bdf" >/sys/bus/pci/drivers/mlx4_bf/unbind
-	echo "$bdf"
+	[ -n "$BDF" ] || return 1
+	[ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
+	echo "$BDF"
 }
 
 up() {
@@ -44,15 +40,8 @@ up() {
 	echo mlx4_core >/sys/bus/pci/devices/"$bdf"/driver_override
 	# shellcheck disable=SC2086
 	insmod ./mlx4_core.ko $CORE_PARAMS && insmod ./mlx4_ib.ko || return 1
-	for _ in $(seq 40); do
-		[ "$(cat /sys/class/infiniband/mlx4_0/ports/1/state 2>/dev/null)" = "4: ACTIVE" ] && {
-			echo "versus: mainline mlx4_core + mlx4_ib on $bdf (mlx4_0), mlx4_bf on the other adapter"
-			return 0
-		}
-		sleep 0.5
-	done
-	echo "versus: mlx4_0 port 1 not ACTIVE" >&2
-	return 1
+	port_active mlx4_0 200 || { echo "versus: mlx4_0 port 1 not ACTIVE" >&2; return 1; }
+	echo "versus: mainline mlx4_core + mlx4_ib on $bdf (mlx4_0), mlx4_bf on the other adapter"
 }
 
 # Per post: the analyzer's deltas divided by POSTS, and the protocol errors.
