@@ -269,6 +269,7 @@ post_cost_dir() { # dir
 	build_ibv_program "$1/ibv_post_cost" "$TOP/tools/vm/upstream/ibv_post_cost.c"
 	build_ibv_program "$1/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
 		-L"$rdma/qp-post/lib"
+	cp -a "$rdma/qp-post/bin" "$1/qp-post"
 	cp "$TOP/tools/vm/provider/post_cost.sh" "$1/"
 }
 

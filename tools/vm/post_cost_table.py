@@ -94,6 +94,51 @@ def table(icount, wall):
     return out, verdict
 
 
+def read_perftest(path):
+    """{(tool, size, column): {field: value}} of post-cost-perftest.txt."""
+    rows, head = {}, None
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "#tool":
+                head = w
+            elif w and not w[0].startswith("#") and head:
+                rows[(w[0], int(w[1]), w[2])] = dict(zip(head[3:], w[3:]))
+    return rows
+
+
+def perftest_table(rows):
+    """perftest per tool, size and column, and whether BlueFlame beats the
+    doorbell in the model's one-way latency at every inline size."""
+    if not rows:
+        return []
+    out = ["", "# perftest (wall-clock boot): t_typical is TCG's wall time; 1way_ns the model's",
+           "%-12s %-6s %-9s %8s %8s %8s %8s" % ("#tool", "bytes", "column", "t_typ_us", "1way_ns",
+                                               "bar2_wr", "wqe_dma")]
+    tools = sorted({t for t, _, _ in rows})
+    sizes = sorted({s for _, s, _ in rows})
+    for t in tools:
+        for s in sizes:
+            for c in COLUMNS:
+                r = rows.get((t, s, c))
+                if r:
+                    out.append("%-12s %-6s %-9s %8s %8s %8s %8s" % (
+                        t, s, c, r.get("t_typ_us", "-"), r.get("1way_ns", "-"),
+                        r.get("bar2_wr", "-"), r.get("wqe_dma", "-")))
+    inline = [s for s in sizes if s <= INLINE_MAX]
+    for t in tools:
+        for c in ("libmlx4", "qp_post"):
+            pairs = [(number(rows.get((t, s, c), {}).get("1way_ns")),
+                      number(rows.get((t, s, "doorbell"), {}).get("1way_ns"))) for s in inline]
+            if pairs and all(bf is not None and db is not None for bf, db in pairs):
+                wins = all(bf < db for bf, db in pairs)
+                out.append(f"# {t}: modelled one-way, {c} (BlueFlame) below doorbell at every "
+                           f"inline size: {'yes' if wins else 'no'}")
+    return out
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: post_cost_table.py RESULTS_DIR")
@@ -107,7 +152,8 @@ def main(argv):
     text = "\n".join(
         ["# One post four ways: insns from make bench's -icount boot, wall_ns (TCG's wall time:",
          "# the emulator's, not an adapter's) from its wall-clock boot; the rest per post."]
-        + head + lines + verdict) + "\n"
+        + head + lines + verdict
+        + perftest_table(read_perftest(os.path.join(d, "post-cost-perftest.txt")))) + "\n"
     with open(os.path.join(d, "post-cost-table.txt"), "w") as f:
         f.write(text)
     sys.stdout.write(text)

@@ -59,6 +59,19 @@ class Join(unittest.TestCase):
         self.assertTrue(any("qp_post (BlueFlame) below doorbell" in v and ": no" in v
                             for v in verdict))
 
+    def test_perftest_rows_follow_with_their_verdict(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "icount", ICOUNT)
+            with open(os.path.join(d, "post-cost-perftest.txt"), "w") as f:
+                f.write("# caption\n#tool bytes column t_typ_us 1way_ns bar2_wr wqe_dma\n"
+                        "ib_send_lat 4 libmlx4 40.1 2100.0 8.0 0.0\n"
+                        "ib_send_lat 4 doorbell 38.2 2700.0 1.0 1.0\n")
+            post_cost_table.main(["post_cost_table.py", d])
+            text = open(os.path.join(d, "post-cost-table.txt")).read()
+        self.assertIn("ib_send_lat  4      libmlx4       40.1   2100.0", text)
+        self.assertIn("# ib_send_lat: modelled one-way, libmlx4 (BlueFlame) below doorbell at every "
+                      "inline size: yes", text)
+
     def test_no_files_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaises(SystemExit):

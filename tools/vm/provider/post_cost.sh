@@ -18,7 +18,9 @@
 # model's PCIe-clock latencies: post-to-wire (per WQE) and one-way (per RDMA
 # write landed). Inline up to 208 bytes; 1024 is gathered (the doorbell in
 # every column). The table goes to /tmp/results/post-cost-CLOCK.txt
-# (POST_COST_CLOCK: icount or wall, what the boot's guest clock is).
+# (POST_COST_CLOCK: icount or wall, what the boot's guest clock is); in the
+# wall-clock boot also perftest's ib_send_lat and ib_write_lat in each
+# column (post-cost-perftest.txt).
 
 cd "$(dirname "$0")" || exit 1
 . ./lib.sh
@@ -60,6 +62,30 @@ column() { # name device program [env]
 	done
 }
 
+# perftest in one column (the wall-clock boot only: the model answers a
+# ping-pong asynchronously): ib_send_lat and ib_write_lat, t_typical (TCG's
+# wall time) and the model's one-way latency per SEND delivered or RDMA
+# write landed; BAR2 writes and WQE DMA reads per WQE executed.
+perftest_column() { # name device program-prefix [env]
+	bdf=$(basename "$(readlink /sys/class/infiniband/"$2"/device)")
+	for tool in ib_send_lat ib_write_lat; do
+		for s in $SIZES; do
+			args="-d $2 -i 1 -F -s $s -n $N"
+			snap before "$bdf"
+			server_client "$1-$tool-$s" "env $4 $3$tool $args" "env $4 $3$tool $args 127.0.0.1" >&2 ||
+				return 1
+			snap after "$bdf"
+			case $tool in
+			ib_send_lat) oneway=$(per one_way_sum_ns deliveries) ;;
+			*) oneway=$(per rdma_write_one_way_sum_ns rdma_writes) ;;
+			esac
+			printf '%-12s %-6s %-9s %8s %8s %8s %8s\n' "$tool" "$s" "$1" \
+				"$(awk -v s="$s" '$1 == s && NF >= 5 { print $5 }' /tmp/"$1-$tool-$s".out)" \
+				"$oneway" "$(per bar2_writes wqes_bf wqes_dma)" "$(per sq_dma_reads wqes_bf wqes_dma)"
+		done
+	done
+}
+
 rdma_setup
 mkdir -p /tmp/results
 out=/tmp/results/post-cost-$CLOCK.txt
@@ -78,15 +104,33 @@ port_active $DEV 300 || { echo "# $DEV: no active port"; exit 1; }
 	printf '%-6s %-9s %8s %8s %8s %8s %8s %8s\n' "#bytes" column "$CLOCK" bar2_wr bar2_B wqe_dma \
 		p2w_ns 1way_ns
 } >$out
+pt=/tmp/results/post-cost-perftest.txt
+if [ "$CLOCK" = wall ]; then
+	{
+		echo "# perftest, $N iterations, $(uname -m): t_typical (TCG's wall time, usec), the model's"
+		echo "# one-way latency per SEND delivered (ib_send_lat) or RDMA write landed (ib_write_lat),"
+		echo "# BAR2 writes and WQE DMA reads per WQE executed; columns as in post-cost-wall.txt"
+		printf '%-12s %-6s %-9s %8s %8s %8s %8s\n' "#tool" bytes column t_typ_us 1way_ns bar2_wr wqe_dma
+	} >$pt
+fi
+# Both tables, column by column: NAME, device, ibv_post_cost, perftest's
+# directory prefix, the environment.
+columns() { # name device program prefix [env]
+	column "$1" "$2" "$3" "$5" >>$out || return 1
+	[ "$CLOCK" = wall ] || return 0
+	perftest_column "$1" "$2" "$4" "$5" >>$pt
+}
 if [ -e /sys/class/infiniband/mlx4_0 ]; then
 	port_active mlx4_0 300 || { echo "# mlx4_0: no active port"; exit 1; }
-	column mainline mlx4_0 ibv_post_cost >>$out || exit 1
+	columns mainline mlx4_0 ibv_post_cost "" || exit 1
 fi
-column libmlx4 $DEV ibv_post_cost >>$out || exit 1
-column qp_post $DEV ibv_post_cost_qp MLX4_KERNEL_BF=1 >>$out || exit 1
+columns libmlx4 $DEV ibv_post_cost "" || exit 1
+columns qp_post $DEV ibv_post_cost_qp ./qp-post/ MLX4_KERNEL_BF=1 || exit 1
 rmmod mlx4_bf && insmod $KO $MODPARAMS ib_blueflame=0 && port_active $DEV 300 ||
 	{ echo "# reload with ib_blueflame=0 failed"; exit 1; }
-column doorbell $DEV ibv_post_cost >>$out || exit 1
+columns doorbell $DEV ibv_post_cost "" || exit 1
 rmmod mlx4_bf && insmod $KO $MODPARAMS && port_active $DEV 300 ||
 	{ echo "# reload without ib_blueflame=0 failed"; exit 1; }
 cat $out
+[ "$CLOCK" = wall ] && cat $pt
+exit 0
