@@ -88,9 +88,9 @@ def table(icount, wall):
                   number(rows.get((s, "doorbell"), {}).get("1way_ns"))) for s in inline]
         if pairs and all(bf is not None and db is not None for bf, db in pairs):
             wins = all(bf < db for bf, db in pairs)
+            each = " ".join(f"{s}:{bf:.0f}/{db:.0f}" for s, (bf, db) in zip(inline, pairs))
             verdict.append(f"# modelled one-way, {c} (BlueFlame) below doorbell at every inline "
-                           f"size: {'yes' if wins else 'no'} (" + " ".join(
-                               f"{s}:{bf:.0f}/{db:.0f}" for s, (bf, db) in zip(inline, pairs)) + ")")
+                           f"size: {'yes' if wins else 'no'} ({each})")
     return out, verdict
 
 

@@ -35,7 +35,8 @@ class Join(unittest.TestCase):
             write(d, "wall", [(s, c, 10 * i, *rest) for s, c, i, *rest in ICOUNT])
             post_cost_table.main(["post_cost_table.py", d])
             text = open(os.path.join(d, "post-cost-table.txt")).read()
-        row = next(ln.split() for ln in text.splitlines() if ln.startswith("4 ") and "qp_post" in ln)
+        row = next(ln.split() for ln in text.splitlines()
+                   if ln.startswith("4 ") and "qp_post" in ln)
         self.assertEqual(row[:5], ["4", "qp_post", "2614", "26140", "8.0"])
         self.assertIn("qp_post / libmlx4 instructions: 4:2.20 1024:1.01", text)
         self.assertIn("qp_post / libmlx4 TCG wall time: 4:2.20", text)
@@ -69,8 +70,8 @@ class Join(unittest.TestCase):
             post_cost_table.main(["post_cost_table.py", d])
             text = open(os.path.join(d, "post-cost-table.txt")).read()
         self.assertIn("ib_send_lat  4      libmlx4       40.1   2100.0", text)
-        self.assertIn("# ib_send_lat: modelled one-way, libmlx4 (BlueFlame) below doorbell at every "
-                      "inline size: yes", text)
+        self.assertIn("# ib_send_lat: modelled one-way, libmlx4 (BlueFlame) below doorbell at "
+                      "every inline size: yes", text)
 
     def test_no_files_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
