@@ -250,15 +250,17 @@ mainline_dir() {
 }
 
 # A C program of ours (tools/vm/upstream/ibv_post_cost.c,
-# tools/vm/provider/*.c), static against the libibverbs and libmlx4 the
-# guest's rdma-core programs are built with (scripts/build-rdma-core.sh,
-# which also says why the provider is linked with --undefined).
+# tools/vm/provider/*.c) with what they share (tools/vm/upstream/verbs_util.c),
+# static against the libibverbs and libmlx4 the guest's rdma-core programs
+# are built with (scripts/build-rdma-core.sh, which also says why the
+# provider is linked with --undefined).
 build_ibv_program() { # out source...
 	local out=$1 rdma
 	shift
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -I"$rdma/include" -o "$out" \
-		"$@" -L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
+		"$TOP/tools/vm/upstream/verbs_util.c" "$@" \
+		-L"$rdma/lib" -Wl,--undefined=verbs_provider_mlx4 -lmlx4 -libverbs -lpthread
 }
 
 # ibv_post_cost against Debian's libmlx4 and against the patched one
@@ -536,8 +538,8 @@ lint)      need_kdir
 	   fi
 	   [ -z "$out" ] || { echo "$out"; die "the module build warned"; }
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f "$TOP/uapi/mlx4_bf.h" \
-		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP"/tools/vm/upstream/*.c \
-		"$TOP"/tools/vm/provider/*.[ch]
+		"$SELFTESTS"/*.c "$SELFTESTS"/*.h "$TOP"/tools/vm/upstream/*.[ch] \
+		"$TOP"/tools/vm/provider/*.[ch] "$TOP/tools/profile/markers.h"
 	   # The kernel patch series as a patch, as the kernel's maintainers read it.
 	   perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet "$TOP"/tools/linux/*.patch
 	   # Files that import each other are one concern in two places; the

@@ -46,15 +46,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "markers.h"
 #include "mlx4_bf_lib.h"
-
-/* The plugin's markers: nopl 0x4d4c42XX(%rax), see insn_profile.c. */
-#define MARK(c)		do { asm volatile("nopl 0x4d4c42" c "(%%rax)" ::: "memory"); } while (0)
-#define COUNT_START()	MARK("53")
-#define COUNT_PAUSE()	MARK("50")
-#define KEEP()		MARK("4b")
-#define DROP()		MARK("44")
-#define WINDOW_END()	MARK("45")
 
 static uint64_t now_ns(void)
 {
@@ -135,8 +128,7 @@ static uint64_t clock_cost(void)
 	for (int i = 0; i < 50; i++) {
 		uint64_t t0 = now_ns(), dt;
 
-		asm volatile("nopl 0x0(%%rax)" ::: "memory");	/* where the markers are */
-		asm volatile("nopl 0x0(%%rax)" ::: "memory");
+		asm volatile(TWO_NOPS ::: "memory");	/* where the markers are */
 		dt = now_ns() - t0;
 		if (dt < best)
 			best = dt;
@@ -172,10 +164,10 @@ static int run(int fd, const struct call *tmpl, long n, long spins, double facto
 		spin(spins);
 		t0 = now_ns();
 		if (counted)
-			COUNT_START();
+			asm volatile(COUNT_START ::: "memory");
 		ret = one_call(fd, tmpl, &st->retries);
 		if (counted)
-			COUNT_PAUSE();
+			asm volatile(COUNT_PAUSE ::: "memory");
 		dt = now_ns() - t0;
 		if (ret)
 			return ret;
@@ -184,10 +176,10 @@ static int run(int fd, const struct call *tmpl, long n, long spins, double facto
 		if (!counted)
 			continue;
 		if (factor > 0 && dt > factor * st->min_ns) {
-			DROP();
+			asm volatile(DROP ::: "memory");
 			st->dropped++;
 		} else {
-			KEEP();
+			asm volatile(KEEP ::: "memory");
 			st->kept++;
 			st->kept_ns += dt;
 		}
@@ -266,7 +258,7 @@ int main(int argc, char **argv)
 			st.retries = 0;
 			ret = run(fd, &tmpl, calls, spins, factor, 1, &st);
 		}
-		WINDOW_END();
+		asm volatile(WINDOW_END ::: "memory");
 		if (ret) {
 			fprintf(stderr, "%s: call failed: %s\n", conf, strerror(-ret));
 			return 1;

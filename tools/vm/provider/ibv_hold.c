@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../upstream/verbs_util.h"
+
 #define BUF_SIZE 4096
 
 struct objects {
@@ -35,78 +37,23 @@ struct objects {
 	char *buf;
 };
 
-static void die(const char *what, int err)
+void die(const char *what, int err)
 {
 	printf("ibv_hold: %s: %s\n", what, strerror(err));
 	exit(1);
 }
 
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list", errno);
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die(name, ENODEV);
-	return ctx;
-}
-
-/* RESET -> INIT -> RTR -> RTS, the destination being the QP itself. */
-static void connect_to_self(struct ibv_qp *qp, uint16_t lid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("INIT", errno);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR", errno);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS", errno);
-}
-
 static void make(struct objects *o, const char *dev)
 {
 	struct ibv_qp_init_attr qpa = { 0 };
-	struct ibv_port_attr port;
+	uint16_t lid;
 
 	o->buf = aligned_alloc(BUF_SIZE, BUF_SIZE);
 	if (!o->buf)
 		die("memory", ENOMEM);
 	memset(o->buf, 0x5a, BUF_SIZE);
 	o->ctx = open_device(dev);
-	errno = ibv_query_port(o->ctx, 1, &port);
-	if (errno)
-		die("ibv_query_port", errno);
+	lid = port_lid(o->ctx);
 	o->channel = ibv_create_comp_channel(o->ctx);
 	o->pd = ibv_alloc_pd(o->ctx);
 	o->cq = ibv_create_cq(o->ctx, 16, NULL, o->channel, 0);
@@ -125,7 +72,7 @@ static void make(struct objects *o, const char *dev)
 	o->qp = ibv_create_qp(o->pd, &qpa);
 	if (!o->qp)
 		die("ibv_create_qp", errno);
-	connect_to_self(o->qp, port.lid);
+	connect_to_self(o->qp, lid);
 	if (ibv_req_notify_cq(o->cq, 0))
 		die("ibv_req_notify_cq", errno);
 }

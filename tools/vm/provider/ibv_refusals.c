@@ -24,6 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../upstream/verbs_util.h"
+
 #define MAX_OBJECTS 512
 
 static struct ibv_context *ctx;
@@ -32,7 +34,7 @@ static struct ibv_pd *pd;
 static struct ibv_cq *cq;
 static int results, failures;
 
-static void die(const char *what, int err)
+void die(const char *what, int err)
 {
 	printf("# ibv_refusals: %s: %s\n", what, strerror(err));
 	printf("not ok %d setup\n", ++results);
@@ -49,23 +51,6 @@ static void expect(const char *name, int failed, int err, int want)
 	       failed ? strerror(err) : "-", want, strerror(want));
 	printf("%s %d %s\n", ok ? "ok" : "not ok", ++results, name);
 	failures += !ok;
-}
-
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list", errno);
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!c)
-		die(name, ENODEV);
-	return c;
 }
 
 static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type type)
@@ -184,21 +169,11 @@ static void transitions(void)
 			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (err)
 		die("INIT", err);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = port.lid;
-	a.ah_attr.port_num = 1;
+	self_rtr_attr(qp, port.lid, &a);
 	a.alt_ah_attr = a.ah_attr;
 	a.alt_port_num = 1;
 	a.alt_timeout = 14;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
-			    IBV_QP_ALT_PATH);
+	err = ibv_modify_qp(qp, &a, SELF_RTR_MASK | IBV_QP_ALT_PATH);
 	expect("alternate_path_eopnotsupp", err != 0, err, EOPNOTSUPP);
 	ibv_destroy_qp(qp);
 }

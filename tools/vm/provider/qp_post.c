@@ -28,23 +28,6 @@ void result(int ok, const char *name)
 	failures += !ok;
 }
 
-struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list", errno);
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			c = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!c)
-		die(name, ENODEV);
-	return c;
-}
-
 struct ibv_qp *create_qp(void)
 {
 	struct ibv_qp_init_attr a = {
@@ -65,46 +48,6 @@ struct ibv_qp *create_qp(void)
 		die("ibv_create_qp", errno);
 	return q;
 }
-
-/* RESET -> INIT -> RTR -> RTS, the destination being the QP itself. */
-void connect_to_self(struct ibv_qp *q)
-{
-	struct ibv_port_attr port;
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-
-	if (ibv_query_port(ctx, 1, &port))
-		die("ibv_query_port", errno);
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("INIT", errno);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = q->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = port.lid;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR", errno);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS", errno);
-}
-
 
 int qp_post(const struct post *p)
 {
@@ -305,7 +248,7 @@ void new_qp(void)
 	if (qp)
 		ibv_destroy_qp(qp);
 	qp = create_qp();
-	connect_to_self(qp);
+	connect_to_self(qp, port_lid(ctx));
 	obj.qp.in = qp;
 	if (mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP))
 		die("mlx4dv_init_obj", errno);

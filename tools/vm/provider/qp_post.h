@@ -3,7 +3,8 @@
  * ibv_qp_post's common part (qp_post.c): a verbs context on our RDMA
  * device, a QP connected to itself, WQEs built in its send queue as
  * libmlx4 builds them, and the QP_POST method called on them; ibv_qp_post.c
- * checks the method's paths and refusals, qp_post_fuzz.c fuzzes it.
+ * checks the method's paths and refusals, qp_post_fuzz.c fuzzes it. The
+ * device and the connection are tools/vm/upstream/verbs_util.c's.
  */
 #ifndef QP_POST_H
 #define QP_POST_H
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "../../../uapi/mlx4_bf.h"
+#include "../upstream/verbs_util.h"
 
 #define BUF_SIZE 4096
 #define MAX_INLINE 208
@@ -49,11 +51,8 @@ struct post {
 	struct mlx4_bf_post_result *result;
 };
 
-void die(const char *what, int err);
 void result(int ok, const char *name);
-struct ibv_context *open_device(const char *name);
 struct ibv_qp *create_qp(void);
-void connect_to_self(struct ibv_qp *q);
 int qp_post(const struct post *p);
 uint8_t *slot(void);
 void put32(uint8_t *at, uint32_t v);

@@ -5,42 +5,8 @@
  * unmapped, odd), random handles, the QP destroyed and made again now and
  * then; the seed replays the calls.
  */
+#include "../../testing/selftests/mlx4_bf/fuzz_rand.h"
 #include "qp_post.h"
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	/* xorshift64* */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static uint32_t below(uint32_t n)
-{
-	return n ? rnd() % n : 0;
-}
-
-/* A pointer user space may hand in: valid, NULL, kernel, unmapped, odd. */
-static uint64_t random_pointer(void *valid, void *unmapped)
-{
-	switch (below(6)) {
-	case 0:
-		return 0;
-	case 1:
-		return 0xffff888000000000ULL + (rnd() & 0xffffff);
-	case 2:
-		return (uintptr_t)unmapped + below(4096);
-	case 3:
-		return rnd();
-	case 4:
-		return (uintptr_t)valid + below(64);
-	default:
-		return (uintptr_t)valid;
-	}
-}
 
 static uint16_t random_attr_id(void)
 {

@@ -14,7 +14,7 @@
  * Prints "#bytes path median" lines (path bf: inline, db: gathered).
  *
  * -p NAME (x86 only) is for make profile-post: each measured post is
- * bracketed by tools/profile/insn_profile.so's markers, as
+ * bracketed by tools/profile/insn_profile.so's markers (markers.h), as
  * tools/profile/mlx4_bf_profile.c brackets its calls (a post whose clock
  * exceeds 1.5 times the fastest is dropped), one window per size, and a
  * "profile: window K config NAME:BYTES ..." line for tools/profile/report.py
@@ -29,34 +29,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../profile/markers.h"
+#include "verbs_util.h"
+
 #define BUF_SIZE 4096
 #define WARMUP 20
 #define DROP_FACTOR 1.5
 
-/*
- * The plugin's markers, nopl 0x4d4c42XX(%rax) (see insn_profile.c), as asm
- * text; elsewhere none (-p refused).
- */
-#if defined(__x86_64__)
-#define HAVE_MARKERS	1
-#define COUNT_START	"nopl 0x4d4c4253(%%rax)"
-#define COUNT_PAUSE	"nopl 0x4d4c4250(%%rax)"
-#define KEEP		"nopl 0x4d4c424b(%%rax)"
-#define DROP		"nopl 0x4d4c4244(%%rax)"
-#define WINDOW_END	"nopl 0x4d4c4245(%%rax)"
-/* two NOPs where the markers are, for the clock's own cost */
-#define TWO_NOPS	"nopl 0x0(%%rax); nopl 0x0(%%rax)"
-#else
-#define HAVE_MARKERS	0
-#define COUNT_START	""
-#define COUNT_PAUSE	""
-#define KEEP		""
-#define DROP		""
-#define WINDOW_END	""
-#define TWO_NOPS	""
-#endif
-
-static void die(const char *what, int err)
+void die(const char *what, int err)
 {
 	fprintf(stderr, "ibv_post_cost: %s: %s\n", what, strerror(err));
 	exit(1);
@@ -92,63 +72,6 @@ static double clock_cost(void)
 			best = dt;
 	}
 	return best;
-}
-
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	if (!list)
-		die("ibv_get_device_list", errno);
-	for (i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die(name, ENODEV);
-	return ctx;
-}
-
-/* RESET -> INIT -> RTR -> RTS, the destination being the QP itself. */
-static void connect_to_self(struct ibv_qp *qp, uint16_t lid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-	int err;
-
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (err)
-		die("INIT", err);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		die("RTR", err);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (err)
-		die("RTS", err);
 }
 
 static void reap(struct ibv_cq *cq)
@@ -220,7 +143,6 @@ int main(int argc, char **argv)
 	int window = 1;
 	int min = 4, max = 208, step = 68, iters = 300, inl = 208;
 	struct ibv_qp_init_attr qpa = { 0 };
-	struct ibv_port_attr port;
 	struct ibv_context *ctx;
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
@@ -229,6 +151,7 @@ int main(int argc, char **argv)
 	double *samples;
 	char *buf;
 	int opt, size, i;
+	uint16_t lid;
 
 	while ((opt = getopt(argc, argv, "d:m:M:s:n:i:p:W:")) != -1) {
 		switch (opt) {
@@ -272,9 +195,7 @@ int main(int argc, char **argv)
 	memset(buf, 0x5a, BUF_SIZE);
 
 	ctx = open_device(dev);
-	errno = ibv_query_port(ctx, 1, &port);
-	if (errno)
-		die("ibv_query_port", errno);
+	lid = port_lid(ctx);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	mr = pd ? ibv_reg_mr(pd, buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
@@ -292,7 +213,7 @@ int main(int argc, char **argv)
 	qp = ibv_create_qp(pd, &qpa);
 	if (!qp)
 		die("ibv_create_qp", errno);
-	connect_to_self(qp, port.lid);
+	connect_to_self(qp, lid);
 
 	printf("# ibv_post_cost: %s, libmlx4's ibv_post_send of an RDMA write to itself, %d posts per size\n",
 	       dev, iters);
