@@ -48,6 +48,8 @@ mod reg {
     pub const POST_TO_WIRE_SUM_NS: usize = 0x560;
     pub const ONE_WAY_SUM_NS: usize = 0x570;
     pub const PCIE_CLOCK_NS: usize = 0x578;
+    // Version 11: the WQEs the post-to-wire sum holds.
+    pub const POST_TO_WIRE_SAMPLES: usize = 0x660;
 }
 
 /// The block's size as version 3 defines it.
@@ -90,6 +92,9 @@ pub struct V3 {
     pub post_to_wire_sum_ns: u64,
     pub one_way_sum_ns: u64,
     pub pcie_clock_ns: u64,
+    /// The WQEs in `post_to_wire_sum_ns` (version 11: not one a doorbell's
+    /// scan ran ahead to); before it, every WQE executed.
+    pub post_to_wire_samples: Option<u64>,
 }
 
 /// The PCI function of the ConnectX-3 (vendor 0x15b3, device 0x1003): of
@@ -260,6 +265,7 @@ impl Analyzer {
                 post_to_wire_sum_ns: r(reg::POST_TO_WIRE_SUM_NS),
                 one_way_sum_ns: r(reg::ONE_WAY_SUM_NS),
                 pcie_clock_ns: r(reg::PCIE_CLOCK_NS),
+                post_to_wire_samples: (self.version >= 11).then(|| r(reg::POST_TO_WIRE_SAMPLES)),
             }),
         }
     }
@@ -321,7 +327,11 @@ impl PerPost {
         if let (Some(a), Some(b)) = (a.v3, b.v3) {
             p.bar2_bytes = per(a.bar2_bytes, b.bar2_bytes);
             p.dma_writes = per(a.dma_writes, b.dma_writes);
-            p.post_to_wire_ns = ratio(d(a.post_to_wire_sum_ns, b.post_to_wire_sum_ns), wqes);
+            let timed = match (a.post_to_wire_samples, b.post_to_wire_samples) {
+                (Some(x), Some(y)) => d(x, y),
+                _ => wqes,
+            };
+            p.post_to_wire_ns = ratio(d(a.post_to_wire_sum_ns, b.post_to_wire_sum_ns), timed);
             p.one_way_ns = ratio(
                 d(a.one_way_sum_ns, b.one_way_sum_ns),
                 d(a.recv_wqes, b.recv_wqes),
@@ -425,6 +435,19 @@ mod tests {
         assert_eq!(p.one_way_ns, Some(3000.0));
         assert_eq!(p.pcie_clock_ns, Some(5000.0));
         assert_eq!(p.errors, Some(0));
+        // Version 11: divided by the WQEs the sum holds, not all executed.
+        let mut a11 = a;
+        a11.v3 = Some(V3 {
+            post_to_wire_samples: Some(7),
+            ..a.v3.unwrap()
+        });
+        let mut b11 = b;
+        b11.v3 = Some(V3 {
+            post_to_wire_samples: Some(9),
+            ..b.v3.unwrap()
+        });
+        let p = PerPost::between(&a11, &b11, 4);
+        assert_eq!(p.post_to_wire_ns, Some(5200.0));
     }
 
     #[test]

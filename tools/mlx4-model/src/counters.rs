@@ -49,17 +49,22 @@ pub struct Global {
     pub refused_segments: u64,
     /// CQs that overran and went to the error state (0x550).
     pub cq_overruns: u64,
-    /// Modelled post-to-wire latency: last WQE (0x558), sum (0x560), ns.
+    /// Modelled post-to-wire latency: last WQE (0x558), sum (0x560), ns,
+    /// of the timed WQEs (0x660; not those a doorbell's scan ran ahead to,
+    /// `Env::post_timed`).
     pub last_post_to_wire_ns: u64,
     pub sum_post_to_wire_ns: u64,
+    pub post_to_wire_samples: u64,
     /// Modelled one-way latency of delivered SENDs: last (0x568), sum
     /// (0x570), ns.
     pub last_one_way_ns: u64,
     pub sum_one_way_ns: u64,
     /// Modelled one-way latency of RDMA writes whose data landed (their
     /// post's first MMIO write to the last byte written, or to the
-    /// responder's CQE of an _IMM): sum (0x658), ns.
+    /// responder's CQE of an _IMM): sum (0x658), ns, of the timed ones
+    /// (0x668).
     pub sum_rdma_write_one_way_ns: u64,
+    pub rdma_write_one_way_samples: u64,
     /// RDMA writes whose data landed, zero-length ones and _IMM included
     /// (0x5b0), and the bytes they wrote (0x5b8).
     pub rdma_writes: u64,
@@ -217,6 +222,7 @@ impl Counters {
     pub fn post_to_wire(&mut self, ns: u64) {
         self.global.last_post_to_wire_ns = ns;
         self.global.sum_post_to_wire_ns = self.global.sum_post_to_wire_ns.saturating_add(ns);
+        self.global.post_to_wire_samples += 1;
     }
 
     /// The one-way latency of one delivered SEND.
@@ -229,11 +235,12 @@ impl Counters {
     pub fn rdma_write_one_way(&mut self, ns: u64) {
         self.global.sum_rdma_write_one_way_ns =
             self.global.sum_rdma_write_one_way_ns.saturating_add(ns);
+        self.global.rdma_write_one_way_samples += 1;
     }
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
     /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
-    /// 0x638..0x65f), `qp_select` and `uar_select` for the per-QP and
+    /// 0x638..0x66f), `qp_select` and `uar_select` for the per-QP and
     /// per-UAR ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
@@ -298,6 +305,8 @@ impl Counters {
             // The UAR in the low half, 1 in the high half once it is known.
             0x650 => q.uar.map_or(0, |uar| u64::from(uar) | (1 << 32)),
             0x658 => g.sum_rdma_write_one_way_ns,
+            0x660 => g.post_to_wire_samples,
+            0x668 => g.rdma_write_one_way_samples,
             _ => return None,
         })
     }

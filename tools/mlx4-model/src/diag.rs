@@ -9,7 +9,8 @@
 //! (version 7) what the firmware holds of the host: its phase, firmware
 //! area and aux pages, ICM pages, (version 8) the RDMA read counters,
 //! (version 9) data fault injection, (version 10) the UAR page counters,
-//! (version 11) the RDMA writes' modelled one-way latency.
+//! (version 11) the RDMA writes' modelled one-way latency and the latency
+//! sums' sample counts.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -29,7 +30,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 9: data faults (0x628..0x62f).
 /// 10: UAR_SELECT and the writes to its pages, the UAR of a QP
 /// (0x630..0x657).
-/// 11: the sum of the RDMA writes' modelled one-way latencies (0x658).
+/// 11: the RDMA writes' modelled one-way latencies (0x658), and how many
+/// WQEs and RDMA writes the latency sums hold (0x660, 0x668).
 pub const VERSION: u32 = 11;
 
 pub const QP_SELECT: u64 = 0x08;

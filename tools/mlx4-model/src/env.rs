@@ -41,6 +41,10 @@ pub struct Env<M, I> {
     /// When the post whose WQEs run now started: its doorbell or the first
     /// write of its BlueFlame burst.
     pub(crate) post_start_ns: u64,
+    /// Whether the WQE running now is timed from `post_start_ns`: false
+    /// for one a doorbell's scan ran ahead to (the guest wrote it, its own
+    /// doorbell is still on its way), whose post has not reached the bus.
+    pub(crate) post_timed: bool,
 }
 
 impl<M, I> Env<M, I> {
@@ -55,6 +59,7 @@ impl<M, I> Env<M, I> {
             expect: 0,
             mmio_start_ns: 0,
             post_start_ns: 0,
+            post_timed: true,
         }
     }
 

@@ -15,8 +15,9 @@
 # Per size: the median of ibv_post_cost (the call alone, on the guest clock:
 # instructions under -icount shift=0, else TCG's wall time), and per post
 # the analyzer's writes to BAR2, their bytes, the WQE's DMA reads, and the
-# model's PCIe-clock latencies: post-to-wire (per WQE) and one-way (per RDMA
-# write landed). Inline up to 208 bytes; 1024 is gathered (the doorbell in
+# model's PCIe-clock latencies: post-to-wire and one-way (per RDMA write
+# landed), of the posts the model timed (not a WQE a doorbell's scan ran
+# ahead to: its post had not reached the bus). Inline up to 208 bytes; 1024 is gathered (the doorbell in
 # every column). The table goes to /tmp/results/post-cost-CLOCK.txt
 # (POST_COST_CLOCK: icount or wall, what the boot's guest clock is); in the
 # wall-clock boot also perftest's ib_send_lat and ib_write_lat in each
@@ -57,8 +58,8 @@ column() { # name device program [env]
 		printf '%-6s %-9s %8s %8s %8s %8s %8s %8s\n' "$s" "$1" \
 			"$(awk '/^[0-9]/ { m = $3 } END { print m }' /tmp/cost.out)" \
 			"$(per bar2_writes)" "$(per bar2_bytes)" "$(per sq_dma_reads)" \
-			"$(per post_to_wire_sum_ns wqes_bf wqes_dma)" \
-			"$(per rdma_write_one_way_sum_ns rdma_writes)"
+			"$(per post_to_wire_sum_ns post_to_wire_samples)" \
+			"$(per rdma_write_one_way_sum_ns rdma_write_one_way_samples)"
 	done
 }
 
@@ -77,7 +78,7 @@ perftest_column() { # name device program-prefix [env]
 			snap after "$bdf"
 			case $tool in
 			ib_send_lat) oneway=$(per one_way_sum_ns deliveries) ;;
-			*) oneway=$(per rdma_write_one_way_sum_ns rdma_writes) ;;
+			*) oneway=$(per rdma_write_one_way_sum_ns rdma_write_one_way_samples) ;;
 			esac
 			printf '%-12s %-6s %-9s %8s %8s %8s %8s\n' "$tool" "$s" "$1" \
 				"$(awk -v s="$s" '$1 == s && NF >= 5 { print $5 }' /tmp/"$1-$tool-$s".out)" \

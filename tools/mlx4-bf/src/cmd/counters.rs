@@ -67,12 +67,15 @@ const COUNTERS: &[(&str, usize)] = &[
     ("local_prot_faults", 0x5a0),
     ("remote_access_faults", 0x5a8),
     ("rdma_writes", 0x5b0),
-    // The modelled latencies, summed: post-to-wire of every WQE executed
-    // (divide by wqes_bf + wqes_dma), one-way of every SEND delivered
-    // (by deliveries) and of every RDMA write landed (by rdma_writes).
+    // The modelled latencies, summed, and how many each sum holds:
+    // post-to-wire of the WQEs executed, one-way of the SENDs delivered
+    // (by deliveries) and of the RDMA writes landed; not of a WQE a
+    // doorbell's scan ran ahead to (its post had not reached the bus).
     ("post_to_wire_sum_ns", 0x560),
+    ("post_to_wire_samples", 0x660),
     ("one_way_sum_ns", 0x570),
     ("rdma_write_one_way_sum_ns", 0x658),
+    ("rdma_write_one_way_samples", 0x668),
     ("fw_refused", 0x5e8),
     ("icm_errors", 0x5f0),
     ("rdma_reads", 0x618),

@@ -124,7 +124,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             rq_index = Some(ci);
         }
         let one_way = done.saturating_sub(start);
-        self.env.counters.rdma_write_one_way(one_way);
+        if self.env.post_timed {
+            self.env.counters.rdma_write_one_way(one_way);
+        }
         self.env.trace.record("rdma_write", || {
             json!({"from": s, "to": d, "len": len, "raddr": raddr, "rkey": rkey,
                    "rq_index": rq_index, "post_t_ns": start, "one_way_ns": one_way})

@@ -168,12 +168,16 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// were taken.
     pub(crate) fn run_sq(&mut self, qpn: u32, page: u32) -> u32 {
         let mut taken = 0;
+        // A WQE an earlier scan ran ahead to was this announcement's.
+        let ahead = self.qps.get(qpn).map_or(0, |qp| qp.sq_ahead);
         while let Some((idx, mut bytes, c)) = self.next_wqe(qpn, QpState::Rts, taken) {
             let (ring, first) = (
                 self.qps.get(qpn).expect("next_wqe found it").sq_bytes(),
                 bytes.len(),
             );
             taken += 1;
+            // Only the announced WQE is timed from the announcement.
+            self.env.post_timed = taken == 1 && ahead == 0;
             if c.wqe_bytes() as u64 > ring {
                 self.env.counters.global.wqes_dma += 1;
                 self.env.counters.qp(qpn).wqes_dma += 1;
@@ -192,6 +196,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             bytes.truncate(c.wqe_bytes());
             self.execute_wqe(qpn, idx, &bytes, Origin::Dma { page });
         }
+        self.env.post_timed = true;
         taken
     }
 
@@ -317,11 +322,14 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
 
     /// The WQE's message is ready to transmit (or, for one that transmits
     /// nothing, the WQE is in the adapter): its post-to-wire latency is
-    /// now - the post's start. Returns the post's start.
+    /// now - the post's start, counted if the WQE is timed
+    /// (`Env::post_timed`). Returns the post's start.
     pub(crate) fn wqe_ready(&mut self) -> u64 {
         let start = self.env.post_start_ns;
         let ns = self.env.clock.now().saturating_sub(start);
-        self.env.counters.post_to_wire(ns);
+        if self.env.post_timed {
+            self.env.counters.post_to_wire(ns);
+        }
         start
     }
 
