@@ -148,7 +148,9 @@ def main(argv):
     if not icount and not wall:
         sys.exit(f"post_cost_table: no post-cost-icount.txt or post-cost-wall.txt in {d}")
     lines, verdict = table(icount, wall)
-    head = [c for c in captions or wall_captions if "guest clock" not in c and "(icount:" not in c]
+    # Its own caption instead of the boots' lines on their clocks.
+    head = [c for c in captions or wall_captions
+            if not any(k in c for k in ("guest clock", "(icount:", "emulator's"))]
     text = "\n".join(
         ["# One post four ways: insns from make bench's -icount boot, wall_ns (TCG's wall time:",
          "# the emulator's, not an adapter's) from its wall-clock boot; the rest per post."]

@@ -99,7 +99,7 @@ port_active $DEV 300 || { echo "# $DEV: no active port"; exit 1; }
 	echo "# (x86: its stores to the BlueFlame page; s390x without MIO: one s390_pci_mmio_write()"
 	echo "# system call per copy); qp_post = the patched libmlx4 through our QP_POST method;"
 	echo "# doorbell = mlx4_bf0 with ib_blueflame=0. p2w_ns, 1way_ns: the model's PCIe-clock"
-	echo "# post-to-wire (per WQE) and one-way latency (per RDMA write landed)."
+	echo "# post-to-wire and one-way latency (RDMA write landed) per post it timed."
 	[ "$(uname -m)" = s390x ] &&
 		echo "# CPU features: $(grep -m1 -o 'pcimio' /proc/cpuinfo || echo 'no pcimio: libmlx4 stores by system call')"
 	printf '%-6s %-9s %8s %8s %8s %8s %8s %8s\n' "#bytes" column "$CLOCK" bar2_wr bar2_B wqe_dma \
