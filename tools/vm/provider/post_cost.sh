@@ -17,8 +17,8 @@
 # the analyzer's writes to BAR2, their bytes, the WQE's DMA reads, and the
 # model's PCIe-clock latencies: post-to-wire and one-way (per RDMA write
 # landed), of the posts the model timed (not a WQE a doorbell's scan ran
-# ahead to: its post had not reached the bus). Inline up to 208 bytes; 1024 is gathered (the doorbell in
-# every column). The table goes to /tmp/results/post-cost-CLOCK.txt
+# ahead to: its post had not reached the bus). Inline up to 208 bytes; 1024
+# is gathered (the doorbell in every column). The table goes to /tmp/results/post-cost-CLOCK.txt
 # (POST_COST_CLOCK: icount or wall, what the boot's guest clock is); in the
 # wall-clock boot also perftest's ib_send_lat and ib_write_lat in each
 # column (post-cost-perftest.txt).
@@ -49,7 +49,7 @@ per() { # name [count-names...]
 
 # One column: NAME, the device, the program, its environment.
 column() { # name device program [env]
-	bdf=$(basename "$(readlink /sys/class/infiniband/"$2"/device)")
+	bdf=$(ib_bdf "$2")
 	for s in $SIZES; do
 		snap before "$bdf"
 		env $4 ./"$3" -d "$2" -m "$s" -M "$s" -s 1 -n $N -i 208 >/tmp/cost.out 2>&1 ||
@@ -68,7 +68,7 @@ column() { # name device program [env]
 # wall time) and the model's one-way latency per SEND delivered or RDMA
 # write landed; BAR2 writes and WQE DMA reads per WQE executed.
 perftest_column() { # name device program-prefix [env]
-	bdf=$(basename "$(readlink /sys/class/infiniband/"$2"/device)")
+	bdf=$(ib_bdf "$2")
 	for tool in ib_send_lat ib_write_lat; do
 		for s in $SIZES; do
 			args="-d $2 -i 1 -F -s $s -n $N"
@@ -81,7 +81,7 @@ perftest_column() { # name device program-prefix [env]
 			*) oneway=$(per rdma_write_one_way_sum_ns rdma_write_one_way_samples) ;;
 			esac
 			printf '%-12s %-6s %-9s %8s %8s %8s %8s\n' "$tool" "$s" "$1" \
-				"$(awk -v s="$s" '$1 == s && NF >= 5 { print $5 }' /tmp/"$1-$tool-$s".out)" \
+				"$(t_typical "$s" /tmp/"$1-$tool-$s".out)" \
 				"$oneway" "$(per bar2_writes wqes_bf wqes_dma)" "$(per sq_dma_reads wqes_bf wqes_dma)"
 		done
 	done

@@ -56,6 +56,17 @@ port_active() { # device [tenths of a second, 100]
 	return 1
 }
 
+# The PCI function of RDMA device $1.
+ib_bdf() { # ibdev
+	link=$(readlink /sys/class/infiniband/"$1"/device) || return 1
+	echo "${link##*/}"
+}
+
+# perftest's t_typical for SIZE from a latency test's table in FILE.
+t_typical() { # size file
+	awk -v s="$1" '$1 == s && NF >= 5 { print $5 }' "$2"
+}
+
 # The loopback interface their out-of-band exchange uses (TCP on
 # 127.0.0.1: a numeric address, as static glibc resolves no names).
 rdma_setup() {

@@ -75,17 +75,11 @@ perftest() {
 				echo "==== $tool $size: server"
 				cat /tmp/"$tool-$size".server
 			} >>/tmp/results/perftest-versus-raw.txt
-			typical=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5 }' /tmp/"$tool-$size".out)
+			typical=$(t_typical "$size" /tmp/"$tool-$size".out)
 			echo "$tool $size ${typical:--} $(per_post $((2 * ITERS)))" >>"$out"
 		done
 	done
 	cat "$out"
-}
-
-# The PCI function of RDMA device $1.
-ib_bdf() { # ibdev
-	link=$(readlink /sys/class/infiniband/"$1"/device) || return 1
-	echo "${link##*/}"
 }
 
 # The uverbs ABI version RDMA device $1 registered (libibverbs reads it).
@@ -112,7 +106,7 @@ side_run() { # row tool size driver ibdev bdf
 		echo "==== $2 $3 over $4 ($5): server"
 		cat /tmp/"$2-$3-$4".server
 	} >>/tmp/results/perftest-side-by-side-raw.txt
-	typical=$(awk -v s="$3" '$1 == s && NF >= 5 { print $5 }' /tmp/"$2-$3-$4".out)
+	typical=$(t_typical "$3" /tmp/"$2-$3-$4".out)
 	echo "$1 $2 $3 $4 $5 $6 ${typical:--} $(delta wqes_bf) $(delta wqes_dma)" \
 		"$(delta bar2_writes) $(delta bar2_bytes) $(delta sq_dma_reads)" \
 		"$(delta send_doorbells) $(delta irqs) $(delta commands) $(delta protocol_errors)"
