@@ -4,11 +4,13 @@
  * instruction address, inside windows the guest program opens and closes.
  *
  *   qemu-system-x86_64 ... -plugin insn_profile.so,out=FILE
+ *   qemu-system-s390x ... -plugin insn_profile.so,out=FILE
  *
- * The guest marks its windows with x86 multi-byte NOPs whose displacement no
- * compiler emits, "nopl 0x4d4c42XX(%rax)" (0f 1f 80 XX 42 4c 4d): they are
- * architecturally no-ops, so the program runs the same without the plugin.
- * XX is one of:
+ * The guest marks its windows with no-ops whose operand no compiler emits:
+ * on x86 "nopl 0x4d4c42XX(%rax)" (0f 1f 80 XX 42 4c 4d), on s390x a branch
+ * on no condition with 0x4d4c42XX as its offset, "brcl 0" (c0 04 4d 4c 42
+ * XX); the program runs the same without the plugin (markers.h). XX is one
+ * of:
  *
  *   'S' 0x53  start (or resume) counting
  *   'P' 0x50  pause counting; what was counted since the last K/D is pending
@@ -52,7 +54,9 @@
  * charges the guest clock (checked: system calls, rep movsb, the posts).
  *
  * Built with gcc -shared -fPIC against our own declarations of the plugin ABI
- * (qemu_plugin_api.h): Debian's QEMU ships no plugin header.
+ * (qemu_plugin_api.h): Debian's QEMU ships no plugin header. The x86 QEMU
+ * (11.1) and the s390x one (10.2) take different API versions:
+ * -DQEMU_PLUGIN_API=7 or 5 builds it for one of them.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -62,11 +66,25 @@
 
 #include "qemu_plugin_api.h"
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = MLX4_BF_QEMU_PLUGIN_API_VERSION;
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_API;
 
-#define MARKER_LEN	7
-/* nopl 0x4d4c42XX(%rax), XX at [3] */
-static const uint8_t marker[MARKER_LEN] = { 0x0f, 0x1f, 0x80, 0x00, 0x42, 0x4c, 0x4d };
+/* A marker of the guest's architecture: its bytes, with XX at [letter]. */
+struct marker {
+	const char *target;
+	size_t len;
+	size_t letter;
+	uint8_t bytes[8];
+};
+
+static const struct marker markers[] = {
+	/* nopl 0x4d4c42XX(%rax) */
+	{ "x86_64", 7, 3, { 0x0f, 0x1f, 0x80, 0x00, 0x42, 0x4c, 0x4d } },
+	/* brcl 0,.+2*0x4d4c42XX */
+	{ "s390x", 6, 5, { 0xc0, 0x04, 0x4d, 0x4c, 0x42, 0x00 } },
+};
+
+/* The guest's, chosen at install. */
+static const struct marker *marker;
 
 enum { KEPT, DROPPED };
 
@@ -257,21 +275,30 @@ static void on_marker(unsigned int vcpu_index, void *userdata)
 /* 'S', 'P', 'K', 'D' or 'E' if @insn is a marker, else 0. */
 static int marker_of(struct qemu_plugin_insn *insn)
 {
-	uint8_t b[MARKER_LEN];
+	const size_t len = marker->len, at = marker->letter;
+	uint8_t b[sizeof(marker->bytes)];
 
-	if (qemu_plugin_insn_size(insn) != MARKER_LEN ||
-	    qemu_plugin_insn_data(insn, b, MARKER_LEN) != MARKER_LEN ||
-	    memcmp(b, marker, 3) || memcmp(b + 4, marker + 4, 3) || !strchr("SPKDE", b[3]) ||
-	    !b[3])
+	if (qemu_plugin_insn_size(insn) != len || qemu_plugin_insn_data(insn, b, len) != len ||
+	    memcmp(b, marker->bytes, at) ||
+	    memcmp(b + at + 1, marker->bytes + at + 1, len - at - 1) || !b[at] ||
+	    !strchr("SPKDE", b[at]))
 		return 0;
-	return b[3];
+	return b[at];
 }
 
+#if QEMU_PLUGIN_API >= 7
 static void tb_trans(struct qemu_plugin_tb *tb, void *userdata)
+#else
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+#endif
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
 
+#if QEMU_PLUGIN_API >= 7
 	(void)userdata;
+#else
+	(void)id;
+#endif
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -287,8 +314,15 @@ static void tb_trans(struct qemu_plugin_tb *tb, void *userdata)
 	pthread_mutex_unlock(&lock);
 }
 
+#if QEMU_PLUGIN_API >= 7
 static void at_exit(void *userdata)
+#else
+static void at_exit(qemu_plugin_id_t id, void *userdata)
+#endif
 {
+#if QEMU_PLUGIN_API < 7
+	(void)id;
+#endif
 	(void)userdata;
 	if (counting || touched.n || window.n)
 		fprintf(stderr, "insn_profile: a window was never ended ('E'): not written\n");
@@ -316,6 +350,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "insn_profile: system emulation only\n");
 		return -1;
 	}
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+		if (!strcmp(info->target_name, markers[i].target))
+			marker = &markers[i];
+	if (!marker) {
+		fprintf(stderr, "insn_profile: no markers for %s (x86_64, s390x)\n",
+			info->target_name);
+		return -1;
+	}
 	out = fopen(out_path, "w");
 	if (!out) {
 		perror(out_path);
@@ -324,7 +366,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	pthread_mutex_lock(&lock);
 	table_grow();
 	pthread_mutex_unlock(&lock);
+#if QEMU_PLUGIN_API >= 7
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans, NULL);
+#else
+	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+#endif
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
 }

@@ -64,10 +64,19 @@ static void usage(void)
 	exit(2);
 }
 
+/* n iterations of a one- or two-instruction loop the compiler cannot fold. */
 static void spin(long n)
 {
-	if (n > 0)
-		asm volatile("1: dec %0; jnz 1b" : "+r"(n));
+	if (n <= 0)
+		return;
+#if defined(__x86_64__)
+	asm volatile("1: dec %0; jnz 1b" : "+r"(n));
+#elif defined(__s390x__)
+	asm volatile("1: brctg %0,1b" : "+d"(n));
+#else
+	while (n--)
+		asm volatile("" : "+r"(n));
+#endif
 }
 
 /* The QP's WQE page, for the staged configurations. */

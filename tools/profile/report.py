@@ -26,7 +26,15 @@ import subprocess
 import sys
 from collections import defaultdict
 
+# x86's kernel half. s390x's kernel has an address space of its own and
+# runs at addresses a process may use too (0x3ffe0000000 with nokaslr, the
+# modules below it): there the span of the kernel's and the modules'
+# symbols tells (Symbols.in_kernel).
 KERNEL_SPACE = 0xFFFF800000000000
+# s390x's lowcore, the CPU's prefix area: the return to user space runs its
+# lpswe there (lowcore.h, return_lpswe at 0x400). No process maps code so
+# low (mmap_min_addr).
+LOWCORE_END = 0x2000
 TEXT_TYPES = set("tTwW")
 WINDOW_RE = re.compile(r"profile: window (\d+) config (\S+)((?: \w+ \d+)+)")
 
@@ -87,8 +95,8 @@ def kallsyms(path):
     return mods, kern
 
 
-def nm_symbols(binary):
-    out = subprocess.run(["nm", "-n", binary], check=True, capture_output=True, text=True).stdout
+def nm_symbols(binary, nm="nm"):
+    out = subprocess.run([nm, "-n", binary], check=True, capture_output=True, text=True).stdout
     syms = []
     for line in out.splitlines():
         p = line.split()
@@ -153,16 +161,24 @@ class Symbols:
         entries.sort()
         self.kaddrs = [e[0] for e in entries]
         self.kent = entries
+        # The kernel's and the modules' text, with a symbol's 1 MiB of slack.
+        self.kspan = (entries[0][0], entries[-1][0] + (1 << 20)) if entries else (0, 0)
         user = sorted(user)
         self.uaddrs = [u[0] for u in user]
         self.uent = [(a, n, "user") for a, n in user]
 
+    def in_kernel(self, addr):
+        return addr >= KERNEL_SPACE or self.kspan[0] <= addr < self.kspan[1]
+
     def lookup(self, addr):
-        addrs, ents = (self.kaddrs, self.kent) if addr >= KERNEL_SPACE else (self.uaddrs, self.uent)
+        if addr < LOWCORE_END:
+            return "kernel", "lowcore", addr
+        kernel = self.in_kernel(addr)
+        addrs, ents = (self.kaddrs, self.kent) if kernel else (self.uaddrs, self.uent)
         i = bisect.bisect_right(addrs, addr) - 1
         # Farther than 1 MiB from the nearest symbol below: not ours to name.
         if i < 0 or addr - ents[i][0] > 1 << 20:
-            where = "kernel?" if addr >= KERNEL_SPACE else "user?"
+            where = "kernel?" if kernel else "user?"
             return where, f"0x{addr:x}", 0
         return ents[i][2], ents[i][1], addr - ents[i][0]
 
@@ -236,7 +252,7 @@ def report(n, win, meta, syms, args):
         f"module's instructions of the dropped ones spread over every call)",
         f"# by place: {places}",
         f"# symbols: {os.path.normpath(args.system_map)}, the guest's /proc/kallsyms "
-        f"(modules), nm {os.path.normpath(args.user)}",
+        f"(modules), {args.nm} {os.path.normpath(args.user)}",
         "#",
     ]
     body = head + rows + [footer]
@@ -260,6 +276,7 @@ def main():
     p.add_argument("--kallsyms", required=True, help="the guest's module and _text kallsyms")
     p.add_argument("--system-map", required=True)
     p.add_argument("--user", required=True, help="the guest program (nm)")
+    p.add_argument("--nm", default="nm", help="the nm that reads the guest program")
     p.add_argument("--out-dir", default="results")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--addrs", metavar="FUNC",
@@ -273,9 +290,9 @@ def main():
     if stext is not None and "_text" in kern_guest:
         offset = kern_guest["_text"] - stext
         if offset:
-            print(f"profile: the kernel runs {offset:+#x} from System.map (KASLR?): "
-                  "symbols shifted", file=sys.stderr)
-    syms = Symbols(kernel, offset, modules, nm_symbols(args.user))
+            print(f"profile: the kernel runs {offset:+#x} from System.map (KASLR, or "
+                  "s390x's image base): symbols shifted", file=sys.stderr)
+    syms = Symbols(kernel, offset, modules, nm_symbols(args.user, args.nm))
     windows = read_counts(args.counts)
     meta = read_windows(args.windows) if args.windows else {}
     if not windows:

@@ -13,7 +13,7 @@
  *                      [-i INLINE] [-p NAME [-W FIRST]]
  * Prints "#bytes path median" lines (path bf: inline, db: gathered).
  *
- * -p NAME (x86 only) is for make profile-post: each measured post is
+ * -p NAME (x86 and s390x) is for make profile-post: each measured post is
  * bracketed by tools/profile/insn_profile.so's markers (markers.h), as
  * tools/profile/mlx4_bf_profile.c brackets its calls (a post whose clock
  * exceeds 1.5 times the fastest is dropped), one window per size, and a
