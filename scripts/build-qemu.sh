@@ -5,7 +5,8 @@
 # package (QEMU_SRC_VERSION, fetched with the root's apt: deb-src), Debian's
 # own patches, then the project's (tools/qemu/*.patch: PCISTB delivers every
 # doubleword byte-reversed on a little-endian host without them), configured
-# for the s390x system target only. The binary is cached under a directory
+# for the s390x system target only, with TCG plugins (make profile's
+# tools/profile/insn_profile.so). The binary is cached under a directory
 # keyed by the source version, the patches, the configure flags, this script
 # and the toolchain root's versions; source and build tree are removed
 # afterwards. Runs inside the root.
@@ -18,8 +19,8 @@
 source "$(dirname "$0")/lib.sh"
 
 FLAGS=(--target-list=s390x-softmmu --without-default-features --enable-tcg
-       --disable-docs --disable-tools --disable-install-blobs --disable-werror
-       --disable-fdt)
+       --enable-plugins --disable-docs --disable-tools --disable-install-blobs
+       --disable-werror --disable-fdt)
 PATCHES=("$TOP"/tools/qemu/*.patch)
 [ -f "${PATCHES[0]}" ] || die "no patches in $TOP/tools/qemu"
 
