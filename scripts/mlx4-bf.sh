@@ -197,6 +197,8 @@ host_test() {
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
 	log "host: the QEMU runner's console parsing"
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
+	log "host: the profile report's address attribution"
+	python3 -m unittest discover -s "$TOP/tools/profile" -p 'test_*.py'
 	log "host: the lint scripts' own tests"
 	python3 -m unittest discover -s "$TOP/scripts" -p 'test_*.py'
 }
@@ -247,6 +249,27 @@ mainline_dir() {
 	cp -a "$rdma/bin" "$dir/rdma/"
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -o "$dir/syscount" \
 		"$TOP/tools/vm/upstream/syscount.c"
+}
+
+# make profile's TCG plugin in DIR, for this architecture's QEMU (its plugin
+# API: Debian's QEMU 11.1 for x86, our 10.2 for s390x), and TARGETs of
+# tools/profile for the guest.
+build_profile() { # dir target...
+	local dir=$1 api=7
+	shift
+	[ "$ARCH" = s390 ] && api=5
+	make -s -C "$TOP/tools/profile" OUTPUT="$dir" HOSTCC=gcc CC="$(guest_cc)" \
+		QEMU_PLUGIN_API=$api "$dir/insn_profile.so" "$@" >&2
+}
+
+# tools/profile/report.py over what a profile boot left in DIR.
+profile_report() { # dir guest-program
+	local nm=nm
+	[ "$ARCH" = s390 ] && nm=s390x-linux-gnu-nm
+	python3 "$TOP/tools/profile/report.py" --counts "$1/counts.txt" \
+		--windows "$1/back/windows.txt" --kallsyms "$1/back/kallsyms.txt" \
+		--system-map "$KDIR/System.map" --user "$2" --nm "$nm" \
+		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"}
 }
 
 # A C program of ours (tools/vm/upstream/ibv_post_cost.c,
@@ -468,7 +491,7 @@ profile)   need_kdir
 	   rm -rf "$pdir"
 	   mkdir -p "$pdir/guest" "$pdir/back" "$RESULTS"
 	   log "profile: building tools/profile (the TCG plugin, the guest program)"
-	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
+	   build_profile "$pdir" "$pdir/mlx4_bf_profile"
 	   cp "$pdir/mlx4_bf_profile" "$pdir/guest/"
 	   # The module's symbols and _text (the kernel's load address) from
 	   # kallsyms; the kernel's others from System.map.
@@ -479,20 +502,17 @@ profile)   need_kdir
 		$send_back; exit \$rc" \
 		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \
 		--save-files "$pdir/back" -- "$pdir/guest"
-	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
-		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
-		--system-map "$KDIR/System.map" --user "$pdir/mlx4_bf_profile" \
-		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
+	   profile_report "$pdir" "$pdir/mlx4_bf_profile" ;;
 profile-post) need_kdir
 	   # make profile's counting around libmlx4's ibv_post_send() over
 	   # mlx4_bf0, through QP_POST and by its own stores
 	   # (tools/vm/provider/profile_post.sh): where the uverbs path's
-	   # instructions go. ibv_post_cost's markers are x86's.
-	   [ "$ARCH" = s390 ] && die "profile-post: x86 only (the plugin's markers)"
+	   # instructions go. On s390x libmlx4's own post is the
+	   # s390_pci_mmio_write system call (no MIO in the guest).
 	   pdir=$OUT/profile-post
 	   rm -rf "$pdir"
 	   mkdir -p "$pdir/guest" "$pdir/back" "$RESULTS"
-	   make -s -C "$TOP/tools/profile" OUTPUT="$pdir" CC=gcc >&2
+	   build_profile "$pdir"
 	   rdma=$("$TOP/scripts/build-rdma-core.sh")
 	   build_ibv_program "$pdir/guest/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
 		-L"$rdma/qp-post/lib"
@@ -501,10 +521,7 @@ profile-post) need_kdir
 		$send_back; exit \$rc" \
 		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \
 		--save-files "$pdir/back" -- "$pdir/guest"
-	   python3 "$TOP/tools/profile/report.py" --counts "$pdir/counts.txt" \
-		--windows "$pdir/back/windows.txt" --kallsyms "$pdir/back/kallsyms.txt" \
-		--system-map "$KDIR/System.map" --user "$pdir/guest/ibv_post_cost_qp" \
-		--out-dir "$RESULTS" ${PROFILE_ADDRS:+--addrs "$PROFILE_ADDRS"} ;;
+	   profile_report "$pdir" "$pdir/guest/ibv_post_cost_qp" ;;
 post-cost) need_kdir; build_helper
 	   # One post over our RDMA device three ways, in guest instructions
 	   # (tools/vm/provider/post_cost.sh): Debian's libmlx4, the patched
