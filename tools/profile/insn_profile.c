@@ -83,6 +83,8 @@ static const struct marker markers[] = {
 	{ "s390x", 6, 5, { 0xc0, 0x04, 0x4d, 0x4c, 0x42, 0x00 } },
 };
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 /* The guest's, chosen at install. */
 static const struct marker *marker;
 
@@ -350,7 +352,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "insn_profile: system emulation only\n");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(markers); i++)
 		if (!strcmp(info->target_name, markers[i].target))
 			marker = &markers[i];
 	if (!marker) {
