@@ -516,7 +516,7 @@ profile-post) need_kdir
 	   rdma=$("$TOP/scripts/build-rdma-core.sh")
 	   build_ibv_program "$pdir/guest/ibv_post_cost_qp" "$TOP/tools/vm/upstream/ibv_post_cost.c" \
 		-L"$rdma/qp-post/lib"
-	   cp "$TOP/tools/vm/provider/profile_post.sh" "$pdir/guest/"
+	   cp "$TOP/tools/vm/upstream/lib.sh" "$TOP/tools/vm/provider/profile_post.sh" "$pdir/guest/"
 	   vm_boot run "${PROFILE_SIZES:+SIZES='$PROFILE_SIZES'} sh /work/profile_post.sh; rc=\$?;
 		$send_back; exit \$rc" \
 		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \

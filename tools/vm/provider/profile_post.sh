@@ -10,16 +10,11 @@
 # /tmp/results for tools/profile/report.py.
 
 cd "$(dirname "$0")" || exit 1
-I=/sys/class/infiniband/mlx4_bf0
+. ./lib.sh
 SIZES=${SIZES:-4 208}
 N=${N:-300}
 
-i=0
-until [ "$(cat $I/ports/1/state 2>/dev/null)" = "4: ACTIVE" ]; do
-	[ $i -ge 300 ] && { echo "# $I: no active port"; exit 1; }
-	sleep 0.1
-	i=$((i + 1))
-done
+port_active mlx4_bf0 300 || { echo "# mlx4_bf0: no active port"; exit 1; }
 mkdir -p /tmp/results
 out=/tmp/results/windows.txt
 : >$out
