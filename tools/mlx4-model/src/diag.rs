@@ -10,7 +10,8 @@
 //! area and aux pages, ICM pages, (version 8) the RDMA read counters,
 //! (version 9) data fault injection, (version 10) the UAR page counters,
 //! (version 11) the RDMA writes' modelled one-way latency and the latency
-//! sums' sample counts.
+//! sums' sample counts, and (version 12) command faults that fire on the
+//! Nth command with their opcode.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -32,7 +33,9 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// (0x630..0x657).
 /// 11: the RDMA writes' modelled one-way latencies (0x658), and how many
 /// WQEs and RDMA writes the latency sums hold (0x660, 0x668).
-pub const VERSION: u32 = 11;
+/// 12: CMD_FAULT's skip (bits 20..31): the fault fires on the command with
+/// its opcode after that many more (no new register).
+pub const VERSION: u32 = 12;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -58,8 +61,10 @@ pub const HW_MPT_PAGES: u64 = 0x598;
 /// and remote (rkeys).
 pub const LOCAL_PROT_FAULTS: u64 = 0x5a0;
 pub const REMOTE_ACCESS_FAULTS: u64 = 0x5a8;
-/// Write: arm (`opcode | mode << 16`) or disarm (mode 0) a command fault.
-/// Read: the armed value, then the faults fired since the model started.
+/// Write: arm (`opcode | mode << 16 | skip << 20`) or disarm (mode 0) a
+/// command fault, for the command with the opcode after `skip` more (skip
+/// version 12). Read: the armed value, its skip counting down, then the
+/// faults fired since the model started.
 pub const CMD_FAULT: u64 = 0x5c8;
 /// Device resets since the model started, whatever their source.
 pub const RESETS: u64 = 0x5d0;

@@ -4,8 +4,8 @@
 //! protocol error when it fires.
 //!
 //! - Command faults (diag CMD_FAULT, +0x5c8): the next command with a
-//!   given opcode fails or hangs, for the driver's paths for firmware that
-//!   does. The HCR (`hcr`) fires it.
+//!   given opcode, or (version 12) the Nth, fails or hangs, for the
+//!   driver's paths for firmware that does. The HCR (`hcr`) fires it.
 //! - Data faults (diag DATA_FAULT, +0x628, version 9): the next RDMA
 //!   payload long enough lands with one byte inverted, for a test's own
 //!   check of the data it moved (a ping's validate step) to catch. The
@@ -33,23 +33,30 @@ impl Mode {
     }
 }
 
-/// The armed fault, as CMD_FAULT reads back: `opcode | mode << 16`, 0 when
-/// none is armed.
+/// The armed fault, as CMD_FAULT reads back: `opcode | mode << 16 | skip
+/// << 20`, 0 when none is armed. `skip` (version 12) is how many more
+/// commands with the opcode run before the one it fires on; 0 fires on the
+/// next.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CmdFault {
     armed: u32,
+    /// Commands with the opcode let through since it was armed.
+    skipped: u32,
 }
+
+/// One command of `skip` in the armed value.
+const SKIP_ONE: u32 = 1 << 20;
 
 impl CmdFault {
     pub fn armed(&self) -> u32 {
         self.armed
     }
 
-    /// A write of CMD_FAULT: mode 0 disarms, 1 and 2 arm (replacing what
-    /// was armed). Anything else is refused with the reason, nothing
-    /// changed.
+    /// A write of CMD_FAULT: mode 0 disarms (whatever the skip), 1 and 2
+    /// arm (replacing what was armed). Anything else is refused with the
+    /// reason, nothing changed.
     pub fn write(&mut self, v: u32) -> Result<(), String> {
-        let (opcode, mode) = (v & 0xffff, v >> 16);
+        let (opcode, mode) = (v & 0xffff, (v >> 16) & 0xf);
         match mode {
             0 => self.armed = 0,
             _ if mode > Mode::Stall as u32 => {
@@ -63,21 +70,29 @@ impl CmdFault {
             }
             _ => self.armed = v,
         }
+        self.skipped = 0;
         Ok(())
     }
 
-    /// The fault armed for `opcode`, disarmed as it fires.
-    pub fn take(&mut self, opcode: u16) -> Option<Mode> {
+    /// The fault armed for `opcode` if this command is the one it fires on,
+    /// with the commands with the opcode let through before it; disarmed as
+    /// it fires. One it lets through counts the skip down.
+    pub fn take(&mut self, opcode: u16) -> Option<(Mode, u32)> {
         if self.armed == 0 || self.armed & 0xffff != u32::from(opcode) {
             return None;
         }
-        let mode = if self.armed >> 16 == Mode::Fail as u32 {
+        if self.armed >= SKIP_ONE {
+            self.armed -= SKIP_ONE;
+            self.skipped += 1;
+            return None;
+        }
+        let mode = if (self.armed >> 16) & 0xf == Mode::Fail as u32 {
             Mode::Fail
         } else {
             Mode::Stall
         };
         self.armed = 0;
-        Some(mode)
+        Some((mode, self.skipped))
     }
 }
 
@@ -133,7 +148,7 @@ mod tests {
         f.write(0x17 | 1 << 16).unwrap();
         assert_eq!(f.armed(), 0x1_0017);
         assert_eq!(f.take(0x14), None, "another opcode");
-        assert_eq!(f.take(0x17), Some(Mode::Fail));
+        assert_eq!(f.take(0x17), Some((Mode::Fail, 0)));
         assert_eq!((f.armed(), f.take(0x17)), (0, None), "one-shot");
         f.write(0x21 | 2 << 16).unwrap();
         f.write(0x21).unwrap();
@@ -141,7 +156,42 @@ mod tests {
         f.write(0x21 | 2 << 16).unwrap();
         assert!(f.write(0x21 | 3 << 16).is_err());
         assert!(f.write(0x1000 | 1 << 16).is_err());
-        assert_eq!(f.take(0x21), Some(Mode::Stall), "a refused write keeps it");
+        assert_eq!(
+            f.take(0x21),
+            Some((Mode::Stall, 0)),
+            "a refused write keeps it"
+        );
+    }
+
+    #[test]
+    fn skip_counts_down_to_the_one_it_fires_on() {
+        let mut f = CmdFault::default();
+        f.write(0x17 | 1 << 16 | 2 << 20).unwrap();
+        assert_eq!(f.armed(), 0x21_0017);
+        assert_eq!(f.take(0x14), None, "another opcode");
+        assert_eq!(f.armed(), 0x21_0017, "does not count");
+        assert_eq!(f.take(0x17), None);
+        assert_eq!(f.armed(), 0x11_0017);
+        assert_eq!(f.take(0x17), None);
+        assert_eq!(f.armed(), 0x1_0017);
+        assert_eq!(f.take(0x17), Some((Mode::Fail, 2)));
+        assert_eq!((f.armed(), f.take(0x17)), (0, None), "one-shot");
+        f.write(0x21 | 2 << 16 | 0xfff << 20).unwrap();
+        assert_eq!(f.armed(), 0xfff2_0021, "the largest skip");
+        f.write(0x21 | 0xfff << 20).unwrap();
+        assert_eq!(f.armed(), 0, "mode 0 disarms, whatever the skip");
+        f.write(0x21 | 2 << 16 | 1 << 20).unwrap();
+        assert!(f.write(0x21 | 3 << 16 | 1 << 20).is_err());
+        assert!(f.write(0x21 | 15 << 16).is_err());
+        assert!(f.write(0x1021 | 1 << 16 | 1 << 20).is_err());
+        assert_eq!(f.armed(), 0x12_0021, "a refused write keeps it");
+        assert_eq!(f.take(0x21), None);
+        f.write(0x21 | 2 << 16).unwrap();
+        assert_eq!(
+            f.take(0x21),
+            Some((Mode::Stall, 0)),
+            "a write restarts the count"
+        );
     }
 
     #[test]

@@ -203,12 +203,16 @@ fn command_fault<M: GuestMemory, I: Irq>(
     fault: &mut CmdFault,
     opcode: u16,
 ) -> Option<Mode> {
-    let mode = fault.take(opcode)?;
+    let (mode, skipped) = fault.take(opcode)?;
     env.counters.lifetime.command_faults += 1;
-    env.trace.record(
-        "command_fault",
-        || json!({"opcode": opcode, "name": command::name(opcode), "mode": mode.as_str()}),
-    );
+    env.trace.record("command_fault", || {
+        json!({
+            "opcode": opcode,
+            "name": command::name(opcode),
+            "mode": mode.as_str(),
+            "skipped": skipped,
+        })
+    });
     Some(mode)
 }
 

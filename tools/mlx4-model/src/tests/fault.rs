@@ -1,6 +1,7 @@
 //! Diag version 5: command faults (CMD_FAULT) and what a teardown leaves
 //! behind (RESETS, LIVE), and DMA refused while Bus Master Enable is clear
-//! (NO_MASTER_DMA).
+//! (NO_MASTER_DMA); version 12: a command fault's skip, for the Nth command
+//! with its opcode.
 
 use super::harness::*;
 use crate::command::{op, status};
@@ -11,6 +12,10 @@ use serde_json::Value;
 
 const FAIL: u32 = 1 << 16;
 const STALL: u32 = 2 << 16;
+/// CMD_FAULT's skip: `n` commands with the opcode run before it fires.
+const fn skip(n: u32) -> u32 {
+    n << 20
+}
 /// MAP_EQ's event mask bit of the CMD event.
 const CMD_EVENTS: u64 = 1 << 0x0a;
 /// Diag counters: EQEs written, MSI-X raised, commands executed.
@@ -121,7 +126,7 @@ fn a_stalled_command_holds_go_until_a_reset() {
 #[test]
 fn the_armed_fault_reads_back_and_waits_for_its_opcode() {
     let mut h = Harness::new();
-    assert_eq!(h.diag_read(0) >> 32, 11, "version 11");
+    assert_eq!(h.diag_read(0) >> 32, 12, "version 12");
     assert_eq!(cmd_fault(&mut h), (0, 0));
     h.diag_write(CMD_FAULT, STALL | u32::from(op::HW2SW_MPT));
     assert_eq!(cmd_fault(&mut h), (STALL | 0x0f, 0));
@@ -155,6 +160,115 @@ fn the_armed_fault_reads_back_and_waits_for_its_opcode() {
     h.diag_write(LIVE, 1);
     h.diag_write(NO_MASTER_DMA, 1);
     assert_eq!(h.error_codes().len(), 5);
+}
+
+#[test]
+fn the_third_hw2sw_cq_fails_after_two_let_through() {
+    let mut h = Harness::setup();
+    assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), status::OK);
+    assert_eq!(
+        h.sw2hw_cq(RCQN2, RCQ_LOG, UAR, 1, RCQ2_BUF, RCQ2_DB),
+        status::OK
+    );
+    assert_eq!(live(&mut h), (5, 0), "EQ 0 and 1, CQ 1, 2 and 3");
+    let armed = FAIL | u32::from(op::HW2SW_CQ);
+    h.diag_write(CMD_FAULT, armed | skip(2));
+    assert_eq!(cmd_fault(&mut h), (armed | skip(2), 0));
+    // The first two run, each counting the skip down.
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, CQN), status::OK);
+    assert_eq!(cmd_fault(&mut h), (armed | skip(1), 0));
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, RCQN), status::OK);
+    assert_eq!(cmd_fault(&mut h), (armed, 0));
+    assert_eq!(live(&mut h), (3, 0));
+    // The third fails, not executed.
+    h.poke(OUT_MB, &[0xaa; 0x40]);
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, RCQN2), status::INTERNAL_ERR);
+    assert_eq!(live(&mut h), (3, 0), "CQ 3 is still the device's");
+    assert!(h.dev.cqs().contains(RCQN2));
+    assert_eq!(h.mem(OUT_MB, 0x40), [0xaa; 0x40], "not executed");
+    assert_eq!(cmd_fault(&mut h), (0, 1), "one-shot");
+    let f = h.records_of("command_fault");
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        (&f[0]["name"], &f[0]["mode"], &f[0]["skipped"]),
+        (&"HW2SW_CQ".into(), &"fail".into(), &2.into())
+    );
+    assert!(h.error_codes().is_empty(), "an injected fault is no error");
+    // The fourth runs.
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, RCQN2), status::OK);
+    assert_eq!(live(&mut h), (2, 0));
+    assert_eq!(cmd_fault(&mut h), (0, 1));
+    h.check_invariants(false);
+}
+
+#[test]
+fn a_skip_waits_through_counter_and_device_resets() {
+    let mut h = Harness::new();
+    let armed = FAIL | u32::from(op::NOP);
+    h.diag_write(CMD_FAULT, armed | skip(2));
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK);
+    h.diag_write(RESET_COUNTERS, 1);
+    h.dev.reset("vfio_user");
+    h.reset_adapter();
+    assert_eq!(h.diag_read(RESETS), 2);
+    assert_eq!(cmd_fault(&mut h), (armed | skip(1), 0), "all kept it");
+    // A command refused by the firmware (off after the reset) is a
+    // command with the opcode all the same.
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::BAD_SYS_STATE);
+    assert_eq!(cmd_fault(&mut h), (armed, 0));
+    super::bringup::hca_up(&mut h);
+    assert_eq!(cmd_fault(&mut h), (armed, 0), "the bring-up has no NOP");
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::INTERNAL_ERR);
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK);
+    assert_eq!(cmd_fault(&mut h), (0, 1));
+    assert_eq!(h.records_of("command_fault")[0]["skipped"], 2);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn other_opcodes_do_not_count_down_a_skip() {
+    let mut h = Harness::setup();
+    let armed = FAIL | u32::from(op::HW2SW_CQ);
+    h.diag_write(CMD_FAULT, armed | skip(1));
+    // Its neighbours, commands on the same CQ, failed ones.
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK);
+    assert_eq!(
+        h.sw2hw_cq(RCQN2, RCQ_LOG, UAR, 1, RCQ2_BUF, RCQ2_DB),
+        status::OK
+    );
+    assert_eq!(h.cmd(op::HW2SW_EQ, 0, 1), status::RESOURCE_BUSY);
+    assert_eq!(h.cmd(op::HW2SW_MPT, 1, 1), status::BAD_RES_STATE);
+    assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), status::OK);
+    assert_eq!(cmd_fault(&mut h), (armed | skip(1), 0), "not one counted");
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, CQN), status::OK);
+    assert_eq!(cmd_fault(&mut h), (armed, 0));
+    assert_eq!(h.cmd(op::HW2SW_CQ, 0, RCQN), status::INTERNAL_ERR);
+    assert!(h.error_codes().is_empty());
+}
+
+#[test]
+fn mode_0_disarms_whatever_the_skip_and_mode_3_is_refused() {
+    let mut h = Harness::new();
+    let armed = STALL | u32::from(op::HW2SW_MPT);
+    h.diag_write(CMD_FAULT, armed | skip(0xfff));
+    assert_eq!(cmd_fault(&mut h), (armed | skip(0xfff), 0), "the largest");
+    h.diag_write(CMD_FAULT, u32::from(op::HW2SW_MPT) | skip(3));
+    assert_eq!(cmd_fault(&mut h), (0, 0), "mode 0 disarms");
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK);
+    // Refused with any skip, the armed fault kept: modes 3 and 15 (the
+    // mode's bits are 16..19), an opcode above 0xfff.
+    h.diag_write(CMD_FAULT, FAIL | u32::from(op::NOP) | skip(1));
+    h.diag_write(CMD_FAULT, (3 << 16) | 0x31 | skip(1));
+    h.diag_write(CMD_FAULT, (15 << 16) | 0x31);
+    h.diag_write(CMD_FAULT, FAIL | 0x1031 | skip(1));
+    assert_eq!(
+        h.error_codes(),
+        ["diag_bad_access", "diag_bad_access", "diag_bad_access"]
+    );
+    assert_eq!(cmd_fault(&mut h), (FAIL | 0x31 | skip(1), 0));
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::OK);
+    assert_eq!(h.cmd(op::NOP, 0, 0), status::INTERNAL_ERR);
+    assert_eq!(cmd_fault(&mut h), (0, 1));
 }
 
 #[test]

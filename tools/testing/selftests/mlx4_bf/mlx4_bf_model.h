@@ -63,10 +63,13 @@
  * MODEL_CMD_FAULT arms a fault for the next command with an opcode, once:
  * CMD_FAULT_FAIL completes it unexecuted with status 0x01 (INTERNAL_ERR),
  * CMD_FAULT_STALL never completes it (GO stays set until a device reset);
- * mode 0 disarms. Its read: the armed value (0 once it fired), then the
- * faults fired. Counters since the model started, never reset: device
- * resets, and the DMA and MSI-X the adapter tried while bus mastering was
- * off (refused). Gauge: EQs + CQs in the adapter, then QPs out of RESET.
+ * mode 0 disarms. Version 12: a skip in bits 20..31 lets that many
+ * commands with the opcode run first, counting down in the armed value (the
+ * fault fires on the (skip + 1)th). Its read: the armed value (0 once it
+ * fired), then the faults fired. Counters since the model started, never
+ * reset: device resets, and the DMA and MSI-X the adapter tried while bus
+ * mastering was off (refused). Gauge: EQs + CQs in the adapter, then QPs
+ * out of RESET.
  */
 #define MODEL_CMD_FAULT		0x5c8
 #define MODEL_RESETS		0x5d0
@@ -118,6 +121,8 @@
 
 #define CMD_FAULT_FAIL		1	/* completes with status 0x01, not executed */
 #define CMD_FAULT_STALL		2	/* never completes */
+#define CMD_FAULT_SKIP_SHIFT	20	/* version 12 */
+#define CMD_FAULT_SKIP_MAX	0xfff
 
 /*
  * One MMIO load or store of the diagnostic block, as the bus bytes in
@@ -291,6 +296,32 @@ static inline void model_write(struct model *m, unsigned int reg, uint32_t value
 static inline void model_cmd_fault(struct model *m, uint16_t opcode, int mode)
 {
 	model_write(m, MODEL_CMD_FAULT, (uint32_t)opcode | (uint32_t)mode << 16);
+}
+
+/*
+ * As model_cmd_fault(), for the command with @opcode after @skip more (at
+ * most CMD_FAULT_SKIP_MAX): 0 the next, 2 the third. Version 12; an older
+ * model refuses a skip (a protocol error, nothing changed).
+ */
+static inline void model_cmd_fault_nth(struct model *m, uint16_t opcode,
+				       int mode, unsigned int skip)
+{
+	model_write(m, MODEL_CMD_FAULT, (uint32_t)opcode | (uint32_t)mode << 16 |
+		    (uint32_t)skip << CMD_FAULT_SKIP_SHIFT);
+}
+
+/*
+ * CMD_FAULT's read, one 8-byte load: the armed value in @armed (0 when none is
+ * armed or it fired; its skip left in bits 20..31), the faults fired since the
+ * model started in @fired. Version 5.
+ */
+static inline void model_cmd_fault_read(struct model *m, uint32_t *armed,
+					uint32_t *fired)
+{
+	uint64_t v = model_read(m, MODEL_CMD_FAULT);
+
+	*armed = (uint32_t)v;
+	*fired = v >> 32;
 }
 
 /*
