@@ -31,6 +31,7 @@
 #   mlx4-bf.sh provider              one boot: our RDMA device, mlx4_bf0, under
 #                                    rdma-core and perftest (KTAP)
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
+#   mlx4-bf.sh compile-fail          what must not build (scripts/compile-fail.sh), KTAP
 #
 # Environment: ARCH=x86_64|s390 (s390: the cross-built s390x kernel and
 # module, the s390x QEMU of scripts/build-qemu.sh, the adapter behind zPCI),
@@ -342,6 +343,7 @@ provider() {
 }
 
 # Every suite of make test, one boot each, and their total as the last line:
+# on x86 first what must not build (scripts/compile-fail.sh, no boot); then
 # every program with posted writes (QEMU's default); NONPOSTED_TESTS with
 # non-posted writes (the model then sees the send queue as it was at each
 # MMIO write); on x86 every program again with `nopat`, where the memory
@@ -350,11 +352,14 @@ provider() {
 suites() {
 	local out passed=0 failed=0 skipped=0 rc=0 line p f k
 	out=$(mktemp)
-	for suite in posted nonposted nopat upstream provider; do
+	for suite in build posted nonposted nopat upstream provider; do
 		[ "$suite" = nopat ] && [ "$ARCH" = s390 ] && continue
+		# What must not build is the same Rust on both architectures.
+		[ "$suite" = build ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
 		(
 			case $suite in
+			build)     exec "$TOP/scripts/compile-fail.sh" "$KDIR" ;;
 			nonposted) NO_POSTED_WRITES=1
 				   MLX4_BF_TESTS=$NONPOSTED_TESTS ;;
 			nopat)     KERNEL_APPEND=nopat ;;
@@ -405,6 +410,7 @@ pcistb-test) # s390x: BlueFlame posts of one, two and two store blocks
 	   vm_boot run "for n in 32 100 160; do /work/mlx4-bf post --size \$n || exit 1; done &&
 		/work/mlx4-bf info | grep 'device counters'" -- "$OUT/guest" ;;
 module)    need_kdir; build_module "$KDIR" ;;
+compile-fail) need_kdir; "$TOP/scripts/compile-fail.sh" "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"
 	   c=$1; shift; vm_boot run "$c" -- "$@" ;;
 vm-shell)  vm_boot shell "" --shell -- "$@" ;;

@@ -178,10 +178,12 @@ impl pci::Driver for Mlx4BfDriver {
         // The ib_device goes while the adapter is up: unregistering it
         // destroys what user space still has and disassociates its verbs
         // contexts (their mappings zapped).
-        let ib = this.ib.lock().take();
-        drop(ib);
+        let retired = this.ib.lock().take().and_then(IbRegistration::unregister);
         // No process writes to the BAR from here on.
         this.running.adapter.user_maps().revoke();
         this.running.shutdown(pdev.as_ref());
+        // The adapter is reset: the memory of objects whose destroy command
+        // failed is released, and the device let go.
+        drop(retired);
     }
 }

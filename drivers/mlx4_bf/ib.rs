@@ -40,14 +40,15 @@ use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 use crate::{
     adapter::{Adapter, EventDispatch},
     eqe::{self, AsyncEvent},
+    hw::bf::bar2::Bar2,
     rdma::{
         self,
         attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
-        device::DeviceInfo,
+        device::{DeviceInfo, NodeType, Retired, UnregisteredDevice},
         event::{Events, PortEvent, QpEvent},
+        mmap::{IoRegion, MmapTable},
         object::{Device, Pd, Qp, UContext},
         udata::Udata,
-        vma::Vma,
     },
 };
 
@@ -62,9 +63,11 @@ fn errno(e: crate::verbs::VerbsError) -> Error {
     }
 }
 
-/// The device's data: the adapter it drives.
+/// The device's data: the adapter it drives, and its BAR2, whose UAR and
+/// BlueFlame pages contexts map.
 pub(crate) struct IbDevice {
     adapter: Arc<Adapter>,
+    bar2: IoRegion,
 }
 
 #[vtable]
@@ -79,7 +82,10 @@ impl rdma::Driver for Provider {
     const DRIVER_ID: u32 = kernel::bindings::rdma_driver_id_RDMA_DRIVER_MLX4;
     const ABI_VERSION: u32 = kernel::uapi::MLX4_IB_UVERBS_ABI_VERSION;
 
-    fn query_device(dev: &Device<Self>, udata: Option<&mut Udata<'_>>) -> Result<DeviceAttr> {
+    fn query_device(
+        dev: &Device<Self>,
+        udata: Option<&mut Udata<'_, Provider>>,
+    ) -> Result<DeviceAttr> {
         device::query_device(&dev.data().adapter, udata)
     }
 
@@ -106,23 +112,29 @@ impl rdma::Driver for Provider {
 
     fn alloc_ucontext(
         dev: &Device<Self>,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
+        mmaps: &mut MmapTable,
     ) -> impl PinInit<Self::UContext, Error> {
-        ucontext::Context::new(&dev.data().adapter, udata)
+        let d = dev.data();
+        ucontext::Context::new(&d.adapter, &d.bar2, udata, mmaps)
     }
 
-    fn mmap(ctx: &UContext<Self>, vma: &Vma<'_>) -> Result {
-        ctx.data().mmap(ctx, vma)
-    }
+    /// Nothing of a context outlives its objects and mappings, which the
+    /// core destroys and zaps: the device may go while processes hold it
+    /// open (they get `IB_EVENT_DEVICE_FATAL`, then `EIO`).
+    fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
-    fn alloc_pd(ctx: &UContext<Self>, udata: &mut Udata<'_>) -> impl PinInit<Self::Pd, Error> {
+    fn alloc_pd(
+        ctx: &UContext<Self>,
+        udata: &mut Udata<'_, Provider>,
+    ) -> impl PinInit<Self::Pd, Error> {
         ucontext::ProtectionDomain::new(ctx.data(), udata)
     }
 
     fn create_cq(
         ctx: &UContext<Self>,
         init: &CqInit,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> impl PinInit<Self::Cq, Error> {
         cq::CompletionQueue::new(ctx, init, udata)
     }
@@ -131,12 +143,12 @@ impl rdma::Driver for Provider {
         pd: &Pd<Self>,
         init: &QpInit<'_, Self>,
         cap: &mut QpCap,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> impl PinInit<Self::Qp, Error> {
         qp::QueuePair::new(pd, init, cap, udata)
     }
 
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, udata: &mut Udata<'_>) -> Result {
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, udata: &mut Udata<'_, Provider>) -> Result {
         qp.data().modify(attr, udata)
     }
 
@@ -144,7 +156,7 @@ impl rdma::Driver for Provider {
         pd: &Pd<Self>,
         range: (u64, u64, u64),
         access: u32,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> impl PinInit<Self::Mr, Error> {
         mr::MemoryRegion::new(pd, range, access, udata)
     }
@@ -189,11 +201,12 @@ impl EventDispatch for ToCore {
 }
 
 /// The ib_device of a bound adapter, registered after the adapter is up
-/// and unregistered, by dropping it, before the adapter is taken down
-/// (which disassociates every verbs context first).
+/// and unregistered before the adapter is taken down (which disassociates
+/// every verbs context first); what failed destroys kept goes after the
+/// adapter's reset ([`IbRegistration::unregister`]).
 pub(crate) struct IbRegistration {
     adapter: Arc<Adapter>,
-    reg: rdma::Registration<Provider>,
+    reg: Option<rdma::Registration<Provider>>,
 }
 
 impl IbRegistration {
@@ -201,6 +214,7 @@ impl IbRegistration {
         let node = adapter.node_info()?;
         let info = DeviceInfo {
             name: c"mlx4_bf%d",
+            node_type: NodeType::IbCa,
             node_guid: u64::from_be_bytes(node.node_guid),
             node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",
             ports: 1,
@@ -209,22 +223,39 @@ impl IbRegistration {
         };
         let data = IbDevice {
             adapter: adapter.clone(),
+            bar2: IoRegion::pci_bar(pdev, Bar2::BAR)?,
         };
-        let reg = rdma::Registration::<Provider>::new(pdev.as_ref(), &info, Ok::<_, Error>(data))?;
-        let to_core = Arc::new(ToCore(reg.events()), GFP_KERNEL)?;
-        adapter.set_event_dispatch(Some(to_core));
+        let dev = UnregisteredDevice::<Provider>::new(
+            &crate::THIS_MODULE,
+            pdev.as_ref(),
+            &info,
+            Ok::<_, Error>(data),
+        )?;
+        // Events reach the device's objects from the moment user space can
+        // make one; port events are held until the registration is done.
+        adapter.set_event_dispatch(Some(Arc::new(ToCore(dev.events()), GFP_KERNEL)?));
+        let reg = dev
+            .register(pdev.as_ref())
+            .inspect_err(|_| adapter.set_event_dispatch(None))?;
         Ok(IbRegistration {
             adapter: adapter.clone(),
-            reg,
+            reg: Some(reg),
         })
+    }
+
+    /// Unregisters the device. The returned [`Retired`] holds the memory
+    /// of objects whose destroy command failed: drop it once the adapter
+    /// is reset.
+    pub(crate) fn unregister(mut self) -> Option<Retired<Provider>> {
+        // No event reaches the device once this returns (a running
+        // dispatch finishes first); then the device goes.
+        self.adapter.set_event_dispatch(None);
+        self.reg.take().map(rdma::Registration::unregister)
     }
 }
 
 impl Drop for IbRegistration {
     fn drop(&mut self) {
-        // No event reaches the device once this returns (a running
-        // dispatch finishes first); then the device goes.
         self.adapter.set_event_dispatch(None);
-        let _ = &self.reg;
     }
 }

@@ -4,17 +4,38 @@
 //! `drivers/infiniband/core/`), written as `rust/kernel/rdma` would be.
 //!
 //! A provider implements [`Driver`], a `#[vtable]` trait of the verbs it
-//! offers (as [`kernel::miscdevice::MiscDevice`] is of the file operations),
-//! and registers an ib_device with [`Registration`]. The core allocates the
-//! objects user space creates (ucontexts, PDs, CQs, QPs) with room for the
-//! provider's data behind the core's struct; this layer constructs that data
-//! in place from the provider's initializer and drops it in place when the
-//! core destroys the object ([`object`]: the safety argument, once). What
-//! user space passes in and gets back (`udata`) is read and written as typed
-//! values ([`udata::Udata`]), user memory is pinned and mapped by the core
-//! ([`umem::Umem`], its DMA blocks an iterator), and the rest of the verbs'
-//! structures are plain Rust values ([`attr`]). Every `unsafe` of the
-//! provider is here; the provider's code has none.
+//! offers (as [`kernel::miscdevice::MiscDevice`] is of the file operations;
+//! the ops table is a constant with only the ops the provider has), makes
+//! its device as DRM does ([`device`]: allocated and initialized unregistered,
+//! then registered; unregistered and its data dropped in the core's
+//! `dealloc_driver`; the rest released when the provider says its hardware
+//! is quiet), and may add uverbs methods of its own ([`method`]).
+//!
+//! # Safety model
+//!
+//! Every `unsafe` of a provider is in this layer; the provider's code has
+//! none, and no safe function here can cause undefined behaviour whatever
+//! its caller passes. The arguments, once:
+//! - Objects the core allocates for user space (contexts, PDs, CQs, QPs)
+//!   are the core's struct followed by the provider's data, constructed in
+//!   place by the create op before the core publishes the object and
+//!   dropped in place by the destroy op ([`object::InCore`]). A reference to
+//!   one is handed to the provider only for the duration of an op on it (or
+//!   on an object that keeps it alive), never past its destroy op.
+//! - The device's data lives from its initialization until `dealloc_driver`;
+//!   references to the device are handed out only within that span (ops
+//!   run only while the device is registered).
+//! - What the core passes as untyped memory is read as typed values:
+//!   udata through the core's copy functions ([`udata`]), a method's
+//!   attributes through tokens whose kinds were checked against the
+//!   method's C description before the device was registered ([`method`]).
+//! - User memory is pinned through [`umem::Umem`], which the device's
+//!   teardown releases if its handle is still held: none outlives the
+//!   device, none is lost.
+//! - `mmap()` maps only pages of the provider's memory BARs, at offsets
+//!   checked against the BAR ([`mmap`]).
+//! - Events reach a CQ or QP by number, holding a reference the destroy op
+//!   waits for ([`event`]).
 //!
 //! What this layer leaves out, because the provider needs none of it: kernel
 //! verbs (post, poll, MADs: the ib_device serves user space only), SRQs,
@@ -24,23 +45,23 @@ pub(crate) mod attr;
 pub(crate) mod device;
 pub(crate) mod event;
 pub(crate) mod method;
+pub(crate) mod mmap;
 pub(crate) mod object;
 mod ops;
 pub(crate) mod udata;
 pub(crate) mod umem;
-pub(crate) mod vma;
 
 use kernel::prelude::*;
 
 use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit};
+use mmap::MmapTable;
 use object::Device;
 use object::{Pd, Qp, UContext};
 use udata::Udata;
-use vma::Vma;
 
 pub(crate) use device::Registration;
 
-/// What the core reads back from a CQ once the provider made it: its size.
+/// What the core reads back from a CQ once the provider made it.
 pub(crate) trait CqData {
     /// The CQ's capacity as verbs report it (`ib_cq.cqe`).
     fn cqe(&self) -> u32;
@@ -48,7 +69,7 @@ pub(crate) trait CqData {
     fn number(&self) -> u32;
 }
 
-/// What the core reads back from a QP: its number.
+/// What the core reads back from a QP: its number, which events name it by.
 pub(crate) trait QpData {
     /// `ib_qp.qp_num`.
     fn qp_num(&self) -> u32;
@@ -60,7 +81,15 @@ pub(crate) trait MrData {
     fn rkey(&self) -> u32;
 }
 
-/// An RDMA provider: the verbs of its ib_device.
+/// `-EOPNOTSUPP`, the answer of a verb the provider does not offer.
+fn not_supported() -> Error {
+    Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
+}
+
+/// An RDMA provider: the verbs of its ib_device. The ops a provider does
+/// not implement are not in its ops table: the core refuses them (or, for
+/// `disassociate_ucontext`, keeps the device until every verbs context is
+/// closed).
 ///
 /// Objects are dropped when the core destroys them (and, at unregistration
 /// or disassociation, for every object user space still holds): their
@@ -83,7 +112,7 @@ pub(crate) trait Driver: Sized + 'static {
     const ABI_VERSION: u32;
 
     /// `query_device`; `udata` is the extended query's, if user space asked.
-    fn query_device(dev: &Device<Self>, udata: Option<&mut Udata<'_>>) -> Result<DeviceAttr>;
+    fn query_device(dev: &Device<Self>, udata: Option<&mut Udata<'_, Self>>) -> Result<DeviceAttr>;
 
     /// `query_port` of port `port` (from 1).
     fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
@@ -98,49 +127,66 @@ pub(crate) trait Driver: Sized + 'static {
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
     /// The firmware version as `(major, minor, subminor)`.
-    fn fw_version(dev: &Device<Self>) -> (u32, u32, u32);
+    fn fw_version(_dev: &Device<Self>) -> (u32, u32, u32) {
+        (0, 0, 0)
+    }
 
-    /// A new verbs context for a process.
+    /// A new verbs context for a process; the device pages its process
+    /// may map go into `mmaps`.
     fn alloc_ucontext(
         dev: &Device<Self>,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Self>,
+        mmaps: &mut MmapTable,
     ) -> impl PinInit<Self::UContext, Error>;
-
-    /// `mmap()` on the verbs context's file.
-    fn mmap(ctx: &UContext<Self>, vma: &Vma<'_>) -> Result;
 
     /// The device is going away while the context is still open: the core
     /// has destroyed its objects and zaps its mappings; anything else the
-    /// context reaches goes here.
+    /// context reaches goes here. A provider that implements it lets the
+    /// device be unregistered while processes hold it open (they get
+    /// `IB_EVENT_DEVICE_FATAL`); one that does not, keeps unregistration
+    /// waiting until they close it.
     fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
-    fn alloc_pd(ctx: &UContext<Self>, udata: &mut Udata<'_>) -> impl PinInit<Self::Pd, Error>;
+    fn alloc_pd(
+        _ctx: &UContext<Self>,
+        _udata: &mut Udata<'_, Self>,
+    ) -> impl PinInit<Self::Pd, Error> {
+        Err::<Self::Pd, _>(not_supported())
+    }
 
     /// A CQ of a user context (`create_user_cq`).
     fn create_cq(
-        ctx: &UContext<Self>,
-        init: &CqInit,
-        udata: &mut Udata<'_>,
-    ) -> impl PinInit<Self::Cq, Error>;
+        _ctx: &UContext<Self>,
+        _init: &CqInit,
+        _udata: &mut Udata<'_, Self>,
+    ) -> impl PinInit<Self::Cq, Error> {
+        Err::<Self::Cq, _>(not_supported())
+    }
 
     /// A QP of a user context; `cap` comes in as asked and goes back as
     /// made.
     fn create_qp(
-        pd: &Pd<Self>,
-        init: &QpInit<'_, Self>,
-        cap: &mut QpCap,
-        udata: &mut Udata<'_>,
-    ) -> impl PinInit<Self::Qp, Error>;
+        _pd: &Pd<Self>,
+        _init: &QpInit<'_, Self>,
+        _cap: &mut QpCap,
+        _udata: &mut Udata<'_, Self>,
+    ) -> impl PinInit<Self::Qp, Error> {
+        Err::<Self::Qp, _>(not_supported())
+    }
 
     /// `modify_qp`: a state transition with its attributes.
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, udata: &mut Udata<'_>) -> Result;
+    fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr, _udata: &mut Udata<'_, Self>) -> Result {
+        Err(not_supported())
+    }
 
     /// A region of user memory `[start, start + len)`, addressed by the
     /// adapter as `iova`.
     fn reg_user_mr(
-        pd: &Pd<Self>,
-        range: (u64, u64, u64),
-        access: u32,
-        udata: &mut Udata<'_>,
-    ) -> impl PinInit<Self::Mr, Error>;
+        _pd: &Pd<Self>,
+        _range: (u64, u64, u64),
+        _access: u32,
+        _udata: &mut Udata<'_, Self>,
+    ) -> impl PinInit<Self::Mr, Error> {
+        Err::<Self::Mr, _>(not_supported())
+    }
 }

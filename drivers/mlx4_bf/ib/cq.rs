@@ -57,7 +57,7 @@ impl CompletionQueue {
     pub(super) fn new(
         ctx: &UContext<Provider>,
         init: &CqInit,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> Result<Self> {
         let uctx = ctx.data();
         let adapter = uctx.adapter();
@@ -77,8 +77,7 @@ impl CompletionQueue {
             db: None,
         };
         let bytes = usize::try_from(size.bytes(CQE_SIZE as u32))?;
-        let ring = cq.ring.insert(Umem::get(
-            ctx.device(),
+        let ring = cq.ring.insert(ctx.device().pin_user(
             req.buf_addr,
             bytes,
             ACCESS_LOCAL_WRITE,
@@ -109,12 +108,16 @@ impl Drop for CompletionQueue {
         if let Some(h) = self.handle.take() {
             if self.adapter.destroy_cq(h).is_err() {
                 // The adapter may still write the ring and the record:
-                // they stay pinned and named until unbind resets it. The
-                // pins are forgotten; the MTT entries naming the pages stay
-                // allocated by not being given back (`free_mtt`): a
-                // `MttRange` is only their numbers, with nothing to drop.
-                core::mem::forget(self.ring.take());
-                core::mem::forget(self.db.take());
+                // they stay pinned and named until unbind has reset it and
+                // the device's teardown releases them. The MTT entries
+                // naming the pages stay allocated by not being given back
+                // (`free_mtt`): a `MttRange` is only their numbers.
+                if let Some(kept) = self.ring.take() {
+                    kept.keep_until_teardown();
+                }
+                if let Some(kept) = self.db.take() {
+                    kept.keep_until_teardown();
+                }
                 return;
             }
         }

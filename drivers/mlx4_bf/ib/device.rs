@@ -7,7 +7,7 @@
 
 use kernel::prelude::*;
 
-use super::user_abi;
+use super::{user_abi, Provider};
 use crate::{
     adapter::Adapter,
     hw::firmware::port::PORT,
@@ -30,7 +30,10 @@ fn check_port(port: u32) -> Result {
 
 /// `query_device`, with mlx4_ib's extended response when user space asks
 /// for it.
-pub(super) fn query_device(adapter: &Adapter, udata: Option<&mut Udata<'_>>) -> Result<DeviceAttr> {
+pub(super) fn query_device(
+    adapter: &Adapter,
+    udata: Option<&mut Udata<'_, Provider>>,
+) -> Result<DeviceAttr> {
     if let Some(u) = udata {
         if u.has_request() {
             // ib_copy_validate_udata_in_cm(.., reserved, 0): no comp_mask bit.

@@ -39,8 +39,8 @@ impl UserDoorbell {
         if virt % record as u64 != 0 {
             return Err(EINVAL);
         }
-        let page = Umem::get(dev, virt & !(PAGE_SIZE - 1), PAGE_SIZE as usize, 0)?;
-        let base = page.dma_blocks(PAGE_SIZE as usize).next().ok_or(EFAULT)?;
+        let page = dev.pin_user(virt & !(PAGE_SIZE - 1), PAGE_SIZE as usize, 0)?;
+        let base = *page.dma_blocks(PAGE_SIZE as usize)?.first().ok_or(EFAULT)?;
         Ok(UserDoorbell {
             dma: base + (virt & (PAGE_SIZE - 1)),
             _page: page,
@@ -51,12 +51,18 @@ impl UserDoorbell {
     pub(super) fn dma(&self) -> u64 {
         self.dma
     }
+
+    /// Keeps the page pinned until the device's teardown: the adapter may
+    /// still write the record (its destroy command failed).
+    pub(super) fn keep_until_teardown(self) {
+        self._page.keep_until_teardown();
+    }
 }
 
 /// The DMA addresses of the 4 KiB pages of `umem`, which must start on a
 /// page: the MTT entries of a CQ's or QP's buffer.
 pub(super) fn pages(umem: &Umem) -> Result<KVec<u64>> {
-    if umem.offset() != 0 {
+    if umem.offset()? != 0 {
         return Err(EINVAL);
     }
     pages_of(umem)
@@ -65,9 +71,5 @@ pub(super) fn pages(umem: &Umem) -> Result<KVec<u64>> {
 /// The DMA addresses of the 4 KiB pages covering `umem`: a region's MTT
 /// entries (its MPT's start gives the offset in the first).
 pub(super) fn pages_of(umem: &Umem) -> Result<KVec<u64>> {
-    let mut pages = KVec::with_capacity(umem.block_count(PAGE_SIZE as usize), GFP_KERNEL)?;
-    for dma in umem.dma_blocks(PAGE_SIZE as usize) {
-        pages.push(dma, GFP_KERNEL)?;
-    }
-    Ok(pages)
+    umem.dma_blocks(PAGE_SIZE as usize)
 }

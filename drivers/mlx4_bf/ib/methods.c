@@ -19,13 +19,14 @@
 #define UVERBS_MODULE_NAME mlx4_bf_ib
 #include <rdma/uverbs_named_ioctl.h>
 
-/* In Rust (ib/post.rs): the call, its attributes checked by the core. */
-int mlx4_bf_qp_post_handler(struct uverbs_attr_bundle *attrs);
-
-static int UVERBS_HANDLER(MLX4_BF_IB_METHOD_QP_POST)(struct uverbs_attr_bundle *attrs)
-{
-	return mlx4_bf_qp_post_handler(attrs);
-}
+/*
+ * In Rust (ib/post.rs, uverbs_method!): the handler, which reads the call
+ * through attribute tokens declared there. Before the device is
+ * registered, the Rust layer checks that the description below declares
+ * each of them with the kind, sizes and presence the tokens have
+ * (drivers/mlx4_bf/rdma/method/check.rs), and refuses the device if not.
+ */
+int UVERBS_HANDLER(MLX4_BF_IB_METHOD_QP_POST)(struct uverbs_attr_bundle *attrs);
 
 DECLARE_UVERBS_NAMED_METHOD(MLX4_BF_IB_METHOD_QP_POST,
 			    UVERBS_ATTR_IDR(MLX4_BF_IB_ATTR_QP_POST_HANDLE,

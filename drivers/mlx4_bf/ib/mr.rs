@@ -39,7 +39,7 @@ impl MemoryRegion {
         pd: &Pd<Provider>,
         (start, len, iova): (u64, u64, u64),
         access: u32,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> Result<Self> {
         udata.expect_empty()?;
         let page = (1u64 << PAGE_SHIFT) - 1;
@@ -48,8 +48,8 @@ impl MemoryRegion {
         if (start ^ iova) & page != 0 || len == 0 {
             return Err(EINVAL);
         }
-        let adapter = udata.ucontext::<Provider>()?.data().adapter().clone();
-        let umem = Umem::get(pd.device(), start, usize::try_from(len)?, access)?;
+        let adapter = udata.ucontext()?.data().adapter().clone();
+        let umem = pd.device().pin_user(start, usize::try_from(len)?, access)?;
         let pdn = pd.data().pdn();
         let mpt = adapter.register_mapped_mr(
             pdn,
@@ -74,8 +74,11 @@ impl Drop for MemoryRegion {
     fn drop(&mut self) {
         if self.adapter.deregister_mr(self.pdn, self.key).is_err() {
             // The adapter may still reach the pages: they stay pinned
-            // until unbind resets it.
-            core::mem::forget(self.umem.take());
+            // until unbind has reset it and the device's teardown releases
+            // them.
+            if let Some(kept) = self.umem.take() {
+                kept.keep_until_teardown();
+            }
         }
     }
 }

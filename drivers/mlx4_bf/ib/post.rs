@@ -25,31 +25,54 @@ use crate::{
     adapter::{Adapter, Posted},
     geometry::SQ_STRIDE,
     layout,
-    rdma::method::{uapi_definitions, uverbs_handler, Bundle},
+    rdma::method::{
+        uapi_definitions, uverbs_method, Bundle, Flags, Idr, IdrObject, PtrIn, PtrOut, QpObject,
+    },
     region,
     stats::Stats,
     wqe::{self, Path},
 };
 
-uapi_definitions!(pub(super) METHODS, mlx4_bf_uapi_defs);
-uverbs_handler!(mlx4_bf_qp_post_handler, Provider, qp_post);
+/// The largest WQE the method takes, as its description's `u16`.
+const MAX_WQE: u16 = abi::QP_POST_MAX_WQE as u16;
+
+uverbs_method! {
+    pub(super) QpPost for Provider, on QpObject::TYPE, id abi::IB_METHOD_QP_POST,
+    handler mlx4_bf_ib_handler_MLX4_BF_IB_METHOD_QP_POST => qp_post {
+        HANDLE: Idr<QpObject> = abi::IB_ATTR_QP_POST_HANDLE, Mandatory;
+        WQE: PtrIn<16, MAX_WQE> = abi::IB_ATTR_QP_POST_WQE, Mandatory;
+        FLAGS: Flags = abi::IB_ATTR_QP_POST_FLAGS, Optional;
+        RESULT: PtrOut<abi::PostResult> = abi::IB_ATTR_QP_POST_RESULT, Optional;
+    }
+}
+
+uapi_definitions!(pub(super) METHODS: Provider = mlx4_bf_uapi_defs [QpPost]);
 
 /// `MLX4_BF_IB_METHOD_QP_POST`: its attributes, checked by the core
-/// against `ib/methods.c`.
-fn qp_post(call: &Bundle<'_, Provider>) -> Result {
+/// against `ib/methods.c`, which `QpPost` declares.
+fn qp_post(call: &Bundle<'_, QpPost>) -> Result {
     let ctx = call.ucontext()?.data();
-    let qp = call.qp(abi::IB_ATTR_QP_POST_HANDLE)?.data();
-    let flags = call.flags32(abi::IB_ATTR_QP_POST_FLAGS, abi::POST_F_ALL)?;
-    let result = abi::IB_ATTR_QP_POST_RESULT;
+    let qp = call.obj(QpPost::HANDLE)?.data();
+    let flags = call.flags32(QpPost::FLAGS, abi::POST_F_ALL)?;
     let report = call
-        .has(result)
-        .then_some(|r: &abi::PostResult| call.write(result, r));
-    ctx.poster().post(
-        qp,
-        flags,
-        |buf| call.read_into(abi::IB_ATTR_QP_POST_WQE, buf),
-        report,
-    )
+        .has(QpPost::RESULT)
+        .then_some(|r: &abi::PostResult| call.write(QpPost::RESULT, r));
+    ctx.poster()
+        .post(qp, flags, |buf| call.read_into(QpPost::WQE, buf), report)
+}
+
+/// What `scripts/compile-fail.sh` builds to show that the tokens refuse a
+/// handler that reads an attribute as what it is not: a PTR_IN asked for a
+/// QP, a QP handle read as bytes. Neither compiles (E0308).
+#[cfg(mlx4_bf_compile_fail_ptr_in_as_qp)]
+#[allow(dead_code)]
+fn ptr_in_as_qp(call: &Bundle<'_, QpPost>) -> Result {
+    call.obj(QpPost::WQE).map(drop)
+}
+#[cfg(mlx4_bf_compile_fail_idr_as_bytes)]
+#[allow(dead_code)]
+fn idr_as_bytes(call: &Bundle<'_, QpPost>) -> Result {
+    call.read_into(QpPost::HANDLE, &mut [0; 8]).map(drop)
 }
 
 /// A WQE's copy, 8-byte aligned for the BlueFlame writer, with room for

@@ -75,13 +75,13 @@ impl QueuePair {
         pd: &Pd<Provider>,
         init: &QpInit<'_, Provider>,
         cap: &mut QpCap,
-        udata: &mut Udata<'_>,
+        udata: &mut Udata<'_, Provider>,
     ) -> Result<Self> {
         let service = service(init.qp_type)?;
         if init.has_srq_or_xrc || init.create_flags != 0 {
             return Err(eopnotsupp());
         }
-        let ctx = udata.ucontext::<Provider>()?.data();
+        let ctx = udata.ucontext()?.data();
         let adapter = ctx.adapter();
         let req: user_abi::CreateQp = udata.read(core::mem::size_of::<user_abi::CreateQp>())?;
         let (geometry, recv) = qp_size::user_qp(
@@ -96,7 +96,7 @@ impl QueuePair {
         )
         .map_err(super::errno)?;
         let dev = pd.device();
-        let buf = Umem::get(dev, req.buf_addr, usize::try_from(geometry.buf_size())?, 0)?;
+        let buf = dev.pin_user(req.buf_addr, usize::try_from(geometry.buf_size())?, 0)?;
         let mtt = adapter.alloc_mtt(&pages(&buf)?, PAGE_SHIFT)?;
         let mut qp = QueuePair {
             adapter: adapter.clone(),
@@ -162,7 +162,7 @@ impl QueuePair {
 
     /// `modify_qp`: verbs' state machine first (`ib_modify_qp_is_ok()`),
     /// then the transition as mainline posts it.
-    pub(super) fn modify(&self, attr: &QpAttr, udata: &mut Udata<'_>) -> Result {
+    pub(super) fn modify(&self, attr: &QpAttr, udata: &mut Udata<'_, Provider>) -> Result {
         udata.expect_empty()?;
         let mtt = self.mtt.as_ref().ok_or(EINVAL)?;
         let mut guard = self.handle.lock();
@@ -243,12 +243,16 @@ impl Drop for QueuePair {
             || self.adapter.reset_qp(&mut handle).is_ok();
         if !reset || self.adapter.release_qp(handle).is_err() {
             // The adapter may still use the queues and the record: they
-            // stay pinned and named until unbind resets it. The pins are
-            // forgotten; the MTT entries naming the pages stay allocated by
-            // not being given back (`release_memory()`): a `MttRange` is
-            // only their numbers, with nothing to drop.
-            core::mem::forget(self.buf.take());
-            core::mem::forget(self.db.take());
+            // stay pinned and named until unbind has reset it and the
+            // device's teardown releases them. The MTT entries naming the
+            // pages stay allocated by not being given back
+            // (`release_memory()`): a `MttRange` is only their numbers.
+            if let Some(kept) = self.buf.take() {
+                kept.keep_until_teardown();
+            }
+            if let Some(kept) = self.db.take() {
+                kept.keep_until_teardown();
+            }
             return;
         }
         self.release_memory();

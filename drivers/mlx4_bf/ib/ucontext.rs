@@ -4,10 +4,11 @@
 //! `mlx4_ib_mmap`, `mlx4_ib_alloc_pd` in `drivers/infiniband/hw/mlx4/main.c`).
 //!
 //! A context owns one UAR, taken from the same allocator as the misc
-//! device's contexts, and maps it (pgoff 0, uncached: the doorbells) and the
-//! BlueFlame page of the same index (pgoff 1, write-combining) into its
-//! process, where libmlx4 posts by itself. There is no clock page (pgoff 3):
-//! the device reports no core clock.
+//! device's contexts, and offers its process the UAR page (pgoff 0,
+//! uncached: the doorbells) and the BlueFlame page of the same index
+//! (pgoff 1, write-combining), as `mlx4_ib_mmap()` does, where libmlx4 posts
+//! by itself. There is no clock page (pgoff 3): the device reports no core
+//! clock.
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -15,26 +16,33 @@ use super::{post::Poster, user_abi, Provider};
 use crate::{
     abi,
     adapter::Adapter,
-    layout::PAGE_SIZE,
     rdma::{
-        object::UContext,
+        mmap::{Caching, IoRegion, MmapTable},
         udata::Udata,
-        vma::{Caching, Vma},
     },
 };
+
+/// The page offsets of the context's file libmlx4 maps (`mlx4_ib_mmap()`).
+const UAR_PGOFF: u32 = 0;
+const BF_PGOFF: u32 = 1;
 
 /// A verbs context: its UAR, given back when it is dropped, and what the
 /// QP_POST method keeps for it.
 pub(crate) struct Context {
     adapter: Arc<Adapter>,
     uar_index: u32,
-    /// Whether user space gets the BlueFlame register (`ib_blueflame`).
-    blueflame: bool,
     poster: Poster,
 }
 
 impl Context {
-    pub(super) fn new(adapter: &Arc<Adapter>, udata: &mut Udata<'_>) -> Result<Self> {
+    /// A context of `adapter`, whose BAR2 is `bar2`; its pages go into
+    /// `mmaps`.
+    pub(super) fn new(
+        adapter: &Arc<Adapter>,
+        bar2: &IoRegion,
+        udata: &mut Udata<'_, Provider>,
+        mmaps: &mut MmapTable,
+    ) -> Result<Self> {
         // libmlx4 sends no request with GET_CONTEXT.
         udata.expect_empty()?;
         let uar_index = adapter.open_uar()?;
@@ -43,11 +51,21 @@ impl Context {
         let ctx = Context {
             adapter: adapter.clone(),
             uar_index,
-            blueflame,
             poster: Poster::new(adapter, uar_index, blueflame).inspect_err(|_| {
                 adapter.close_uar(uar_index);
             })?,
         };
+        let caps = adapter.caps();
+        mmaps.offer(
+            UAR_PGOFF,
+            bar2.page(caps.uar_offset(uar_index), Caching::Uncached)?,
+        )?;
+        if blueflame {
+            mmaps.offer(
+                BF_PGOFF,
+                bar2.page(caps.bf_page_offset(uar_index), Caching::WriteCombining)?,
+            )?;
+        }
         let fw = adapter.firmware();
         let resp = user_abi::AllocUcontextResp {
             // 32-byte CQEs: no MLX4_USER_DEV_CAP_LARGE_CQE. The QP_POST
@@ -84,22 +102,6 @@ impl Context {
     pub(super) fn poster(&self) -> &Poster {
         &self.poster
     }
-
-    /// `mlx4_ib_mmap()`: pgoff 0 the context's UAR page, pgoff 1 its
-    /// BlueFlame page, one page each.
-    pub(super) fn mmap(&self, ctx: &UContext<Provider>, vma: &Vma<'_>) -> Result {
-        if vma.len() != PAGE_SIZE as usize {
-            return Err(EINVAL);
-        }
-        let caps = self.adapter.caps();
-        let bar2 = self.adapter.bar2_start();
-        let (offset, caching) = match vma.pgoff() {
-            0 => (caps.uar_offset(self.uar_index), Caching::Uncached),
-            1 if self.blueflame => (caps.bf_page_offset(self.uar_index), Caching::WriteCombining),
-            _ => return Err(EINVAL),
-        };
-        ctx.map_io(vma, (bar2 + offset) / PAGE_SIZE, caching)
-    }
 }
 
 impl Drop for Context {
@@ -115,7 +117,7 @@ pub(crate) struct ProtectionDomain {
 }
 
 impl ProtectionDomain {
-    pub(super) fn new(ctx: &Context, udata: &mut Udata<'_>) -> Result<Self> {
+    pub(super) fn new(ctx: &Context, udata: &mut Udata<'_, Provider>) -> Result<Self> {
         udata.expect_empty()?;
         let pd = ProtectionDomain {
             adapter: ctx.adapter.clone(),

@@ -348,9 +348,15 @@ impl QpAttr {
             hop_limit: ah.grh.hop_limit,
             traffic_class: ah.grh.traffic_class,
         });
-        // SAFETY: The core fills the IB member of the union for an IB port
-        // (the only kind the provider has); it is plain data.
-        let ib = unsafe { ah.__bindgen_anon_1.ib };
+        // The address vector's IB part, where the core filled it in (an IB
+        // port's); an address of another kind (RoCE, OPA) is the provider's
+        // to refuse, and reads as none here.
+        let ib = if ah.type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
+            // SAFETY: The member the type says is live; plain integers.
+            unsafe { ah.__bindgen_anon_1.ib }
+        } else {
+            bindings::ib_ah_attr::default()
+        };
         Ok(QpAttr {
             mask,
             cur_state,

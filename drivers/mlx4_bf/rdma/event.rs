@@ -6,16 +6,29 @@
 //! tells every verbs context `IB_EVENT_DEVICE_FATAL` when unregistration
 //! disassociates it.)
 //!
-//! The provider learns of them by number (a CQN, a QPN, a port), from its
-//! event queue; [`Events`] finds the object. CQs and QPs are entered when
-//! the core's create op made them and taken out by the destroy op before
-//! they are freed, under the same lock the delivery holds: an event never
-//! reaches an object that is gone. Delivery runs in process context (the
-//! provider's work item, not its interrupt handler): `ib_dispatch_event()`
-//! may sleep.
+//! The provider learns of them by number (a CQN, a QPN, a port) and hands
+//! them to [`Events`], which finds the object as mlx4's `cq.c` and `qp.c`
+//! do: in an xarray, taking a reference on the object for the delivery and
+//! dropping it after. A CQ or QP is entered by its create op once it is
+//! made and taken out by its destroy op, which then waits until no
+//! delivery holds a reference: an event never reaches an object that is
+//! gone, and deliveries of different objects never wait for each other.
+//! Port events before the device is registered are held and delivered
+//! once it is (the core's caches are set up only by `ib_register_device()`);
+//! after unregistration began they are dropped. Every delivery may run in
+//! atomic context: the handlers of user CQs and QPs take spinlocks and
+//! allocate with `GFP_ATOMIC`, and `ib_dispatch_event()` allocates with
+//! `GFP_ATOMIC` and queues work (7.2, `core/cache.c`).
 
 use core::ptr::NonNull;
-use kernel::{bindings, new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    bindings,
+    ffi::c_void,
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, Completion, Refcount, SpinLock},
+    xarray::{AllocKind, XArray},
+};
 
 /// An asynchronous event of a QP (`enum ib_event_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,29 +77,67 @@ impl PortEvent {
     }
 }
 
-/// What events can reach: the device while registered, and its live CQs
-/// and QPs by number.
+/// A CQ or QP as events reach it.
 ///
 /// # Invariants
 ///
-/// `device` is a registered ib_device while it is `Some`; each entry of
-/// `cqs` and `qps` is a live object of it (entered by its create op once it
-/// is made, removed by its destroy op before it is freed).
-struct Targets {
-    device: Option<NonNull<bindings::ib_device>>,
-    cqs: KVec<(u32, NonNull<bindings::ib_cq>)>,
-    qps: KVec<(u32, NonNull<bindings::ib_qp>)>,
+/// `raw` is the core's `ib_cq` or `ib_qp` (as its table says), live while
+/// `users` is above zero: its destroy op takes it out of the table, drops
+/// the table's reference and waits for `idle` before the core frees it.
+#[pin_data]
+struct Hook {
+    raw: NonNull<c_void>,
+    /// 1 while in its table, and 1 for each delivery under way.
+    users: Refcount,
+    #[pin]
+    idle: Completion,
 }
 
-/// The event targets of one ib_device ([`super::Registration::events`]).
+// SAFETY: `raw` is followed only while a reference is held (invariant),
+// from any thread: the core's objects are shared with the core's locking.
+unsafe impl Send for Hook {}
+// SAFETY: As above.
+unsafe impl Sync for Hook {}
+
+impl Hook {
+    /// Drops a reference; the last one wakes the destroy op.
+    fn put(&self) {
+        if self.users.dec_and_test() {
+            self.idle.complete_all();
+        }
+    }
+}
+
+/// A table of CQs or QPs by number.
+type Table = XArray<Arc<Hook>>;
+
+/// Where port events go.
+#[derive(Clone, Copy)]
+enum Ports {
+    /// Not registered yet: the last event of each port (bit `port - 1`),
+    /// delivered at registration.
+    Held {
+        active: u64,
+        error: u64,
+    },
+    Registered(NonNull<bindings::ib_device>),
+    /// Unregistration began.
+    Gone,
+}
+
+/// The event targets of one ib_device ([`super::device::UnregisteredDevice::events`]).
 #[pin_data]
 pub(crate) struct Events {
     #[pin]
-    targets: Mutex<Targets>,
+    cqs: Table,
+    #[pin]
+    qps: Table,
+    #[pin]
+    ports: SpinLock<Ports>,
 }
 
-// SAFETY: The pointers are only followed under the mutex, while the objects
-// are live (`Targets`' invariant).
+// SAFETY: The device pointer is followed only while registered, under the
+// lock; the tables hold `Send + Sync` hooks.
 unsafe impl Send for Events {}
 // SAFETY: As above.
 unsafe impl Sync for Events {}
@@ -94,43 +145,92 @@ unsafe impl Sync for Events {}
 impl Events {
     pub(super) fn new() -> impl PinInit<Self> {
         pin_init!(Events {
-            targets <- new_mutex!(Targets {
-                device: None,
-                cqs: KVec::new(),
-                qps: KVec::new(),
-            }),
+            cqs <- XArray::new(AllocKind::Alloc),
+            qps <- XArray::new(AllocKind::Alloc),
+            ports <- new_spinlock!(Ports::Held { active: 0, error: 0 }),
         })
     }
 
-    /// The device is registered: port events reach it.
-    pub(super) fn attach(&self, ib: *mut bindings::ib_device) {
-        self.targets.lock().device = NonNull::new(ib);
+    /// The device is registered: port events reach it, the held ones first.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is registered until [`Events::detach`] is called.
+    pub(super) unsafe fn registered(&self, ib: NonNull<bindings::ib_device>) {
+        let mut ports = self.ports.lock();
+        if let Ports::Held { active, error } = *ports {
+            for (bits, kind) in [(active, PortEvent::Active), (error, PortEvent::Error)] {
+                for port in (0..64).filter(|p| bits & (1u64 << p) != 0) {
+                    // SAFETY: Registered (the function's contract).
+                    unsafe { dispatch(ib, port + 1, kind) };
+                }
+            }
+            *ports = Ports::Registered(ib);
+        }
     }
 
-    /// The device is being unregistered: no event reaches it any more.
+    /// Unregistration begins: no port event reaches the device any more.
     pub(super) fn detach(&self) {
-        self.targets.lock().device = None;
+        *self.ports.lock() = Ports::Gone;
+    }
+
+    /// Enters `raw` as `n` of `table`.
+    fn add(table: &Table, n: u32, raw: NonNull<c_void>) -> Result {
+        let hook = Arc::pin_init(
+            pin_init!(Hook {
+                raw,
+                users: Refcount::new(1),
+                idle <- Completion::new(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut t = table.lock();
+        if t.get(n as usize).is_some() {
+            return Err(EBUSY);
+        }
+        t.store(n as usize, hook, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Takes `n` out of `table` and waits until no delivery uses it.
+    fn remove(table: &Table, n: u32, raw: NonNull<c_void>) {
+        let hook = {
+            let mut t = table.lock();
+            match t.get(n as usize) {
+                Some(h) if h.raw == raw => t.remove(n as usize),
+                _ => None,
+            }
+        };
+        if let Some(hook) = hook {
+            if !hook.users.dec_and_test() {
+                hook.idle.wait_for_completion();
+            }
+        }
+    }
+
+    /// `n` of `table` with a reference for one delivery, if there.
+    fn get(table: &Table, n: u32) -> Option<Arc<Hook>> {
+        let t = table.lock();
+        let hook = t.get(n as usize)?;
+        // In the table: at least the table's reference is held.
+        hook.users.inc();
+        Some(hook.into())
     }
 
     /// Enters CQ `cqn`, which its create op has made.
     ///
     /// # Safety
     ///
-    /// `cq` is a live CQ of the device, removed with [`Events::remove_cq`]
-    /// before it is freed.
-    pub(super) unsafe fn add_cq(&self, cqn: u32, cq: *mut bindings::ib_cq) -> Result {
-        let cq = NonNull::new(cq).ok_or(EINVAL)?;
+    /// `cq` is a live CQ of the device, taken out with
+    /// [`Events::remove_cq`] before it is freed.
+    pub(super) unsafe fn add_cq(&self, cqn: u32, cq: NonNull<bindings::ib_cq>) -> Result {
         // INVARIANT: By the function's contract.
-        Ok(self.targets.lock().cqs.push((cqn, cq), GFP_KERNEL)?)
+        Self::add(&self.cqs, cqn, cq.cast())
     }
 
-    /// Takes a CQ out before its destroy op frees it.
-    pub(super) fn remove_cq(&self, cq: *mut bindings::ib_cq) {
-        let mut t = self.targets.lock();
-        if let Some(i) = t.cqs.iter().position(|(_, c)| c.as_ptr() == cq) {
-            // Order does not matter; the entry is gone either way.
-            let _ = t.cqs.remove(i);
-        }
+    /// Takes CQ `cqn` out; no event reaches it once this returns.
+    pub(super) fn remove_cq(&self, cqn: u32, cq: NonNull<bindings::ib_cq>) {
+        Self::remove(&self.cqs, cqn, cq.cast());
     }
 
     /// Enters QP `qpn`, which its create op has made.
@@ -138,95 +238,115 @@ impl Events {
     /// # Safety
     ///
     /// As [`Events::add_cq`], for a QP.
-    pub(super) unsafe fn add_qp(&self, qpn: u32, qp: *mut bindings::ib_qp) -> Result {
-        let qp = NonNull::new(qp).ok_or(EINVAL)?;
+    pub(super) unsafe fn add_qp(&self, qpn: u32, qp: NonNull<bindings::ib_qp>) -> Result {
         // INVARIANT: By the function's contract.
-        Ok(self.targets.lock().qps.push((qpn, qp), GFP_KERNEL)?)
+        Self::add(&self.qps, qpn, qp.cast())
     }
 
-    pub(super) fn remove_qp(&self, qp: *mut bindings::ib_qp) {
-        let mut t = self.targets.lock();
-        if let Some(i) = t.qps.iter().position(|(_, q)| q.as_ptr() == qp) {
-            let _ = t.qps.remove(i);
-        }
+    /// Takes QP `qpn` out; no event reaches it once this returns.
+    pub(super) fn remove_qp(&self, qpn: u32, qp: NonNull<bindings::ib_qp>) {
+        Self::remove(&self.qps, qpn, qp.cast());
     }
 
     /// A completion event of CQ `cqn`: its completion handler runs (for a
     /// user CQ `ib_uverbs_comp_handler()`, which queues the event to the
     /// channel user space waits on). Returns whether the CQ exists.
     pub(crate) fn completion(&self, cqn: u32) -> bool {
-        let t = self.targets.lock();
-        let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
+        let Some(hook) = Self::get(&self.cqs, cqn) else {
             return false;
         };
-        let cq = cq.as_ptr();
-        // SAFETY: Live while entered, and the lock is held (invariant); the
-        // core sets the handler and its context when it creates the CQ and
-        // never changes them; the handler may run in process context.
+        let cq = hook.raw.as_ptr().cast::<bindings::ib_cq>();
+        // SAFETY: Live while the reference is held (`Hook`'s invariant); the
+        // core sets the handler and its context before the create op and
+        // never changes them.
         unsafe {
             if let Some(handler) = (*cq).comp_handler {
                 handler(cq, (*cq).cq_context);
             }
         }
+        hook.put();
         true
     }
 
     /// A CQ error (overrun, access error) of CQ `cqn`.
     pub(crate) fn cq_error(&self, cqn: u32) -> bool {
-        let t = self.targets.lock();
-        let Some(&(_, cq)) = t.cqs.iter().find(|(n, _)| *n == cqn) else {
+        let Some(hook) = Self::get(&self.cqs, cqn) else {
             return false;
         };
-        let core = cq.as_ptr();
-        let mut event = bindings::ib_event {
-            device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
-            element: bindings::ib_event__bindgen_ty_1 { cq: core },
-            event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
-        };
+        let cq = hook.raw.as_ptr().cast::<bindings::ib_cq>();
         // SAFETY: As for the completion handler.
         unsafe {
-            if let Some(handler) = (*core).event_handler {
-                handler(&mut event, (*core).cq_context);
+            let mut event = bindings::ib_event {
+                device: (*cq).device,
+                element: bindings::ib_event__bindgen_ty_1 { cq },
+                event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            };
+            if let Some(handler) = (*cq).event_handler {
+                handler(&mut event, (*cq).cq_context);
             }
         }
+        hook.put();
         true
     }
 
     /// An asynchronous event of QP `qpn`.
     pub(crate) fn qp_event(&self, qpn: u32, kind: QpEvent) -> bool {
-        let t = self.targets.lock();
-        let Some(&(_, qp)) = t.qps.iter().find(|(n, _)| *n == qpn) else {
+        let Some(hook) = Self::get(&self.qps, qpn) else {
             return false;
         };
-        let core = qp.as_ptr();
-        let mut event = bindings::ib_event {
-            device: t.device.map_or(core::ptr::null_mut(), NonNull::as_ptr),
-            element: bindings::ib_event__bindgen_ty_1 { qp: core },
-            event: kind.raw(),
-        };
-        // SAFETY: As for a CQ's event handler.
+        let qp = hook.raw.as_ptr().cast::<bindings::ib_qp>();
+        // SAFETY: As for a CQ's event handler; the core sets the QP's handler
+        // (`__ib_qp_event_handler`) and context before the create op.
         unsafe {
-            if let Some(handler) = (*core).event_handler {
-                handler(&mut event, (*core).qp_context);
+            let mut event = bindings::ib_event {
+                device: (*qp).device,
+                element: bindings::ib_event__bindgen_ty_1 { qp },
+                event: kind.raw(),
+            };
+            if let Some(handler) = (*qp).event_handler {
+                handler(&mut event, (*qp).qp_context);
             }
         }
+        hook.put();
         true
     }
 
-    /// An event of port `port` (from 1), to every registered handler.
+    /// An event of port `port` (from 1), to every registered handler; held
+    /// until registration, dropped after unregistration began.
     pub(crate) fn port_event(&self, port: u32, kind: PortEvent) {
-        let t = self.targets.lock();
-        let Some(device) = t.device else {
-            return;
-        };
-        let event = bindings::ib_event {
-            device: device.as_ptr(),
-            element: bindings::ib_event__bindgen_ty_1 { port_num: port },
-            event: kind.raw(),
-        };
-        // SAFETY: The device is registered while attached (invariant), and
-        // this runs in process context, where `ib_dispatch_event()` may
-        // sleep.
-        unsafe { bindings::ib_dispatch_event(&event) };
+        let mut ports = self.ports.lock();
+        match &mut *ports {
+            Ports::Held { active, error } => {
+                let Some(bit) = port.checked_sub(1).filter(|&b| b < 64) else {
+                    return;
+                };
+                let (set, clear) = match kind {
+                    PortEvent::Active => (active, error),
+                    PortEvent::Error => (error, active),
+                };
+                *set |= 1 << bit;
+                *clear &= !(1 << bit);
+            }
+            // SAFETY: Registered until `detach()`, which takes the lock.
+            Ports::Registered(ib) => unsafe { dispatch(*ib, port, kind) },
+            Ports::Gone => {}
+        }
     }
+}
+
+/// `ib_dispatch_event()` of `kind` on `port`.
+///
+/// # Safety
+///
+/// `ib` is registered.
+unsafe fn dispatch(ib: NonNull<bindings::ib_device>, port: u32, kind: PortEvent) {
+    let event = bindings::ib_event {
+        device: ib.as_ptr(),
+        element: bindings::ib_event__bindgen_ty_1 { port_num: port },
+        event: kind.raw(),
+    };
+    // SAFETY: `ib` is registered (the function's contract); the event is
+    // copied. The call may run in atomic context (7.2: it allocates with
+    // `GFP_ATOMIC` and queues the work).
+    unsafe { bindings::ib_dispatch_event(&event) };
 }

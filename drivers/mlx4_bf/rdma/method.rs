@@ -4,104 +4,360 @@
 //! on an object of the verbs context's command file, in the driver's name
 //! space (`1 << UVERBS_ID_NS_SHIFT`), as mlx5's DEVX and EFA's MR query are.
 //!
-//! The method's description (its attributes, their kinds and sizes, the
+//! A method's description (its attributes, their kinds and sizes, the
 //! object it acts on) is a tree of static tables that the core's macros
-//! build in C; the provider keeps them in a small C file, registers the
-//! chain with [`Definitions`], and writes the handler in Rust with
-//! [`uverbs_handler!`]. The core has checked every attribute against the
-//! description before the handler runs, found the objects named by handle
-//! in the caller's file and locked them for the call; the handler reads
-//! and writes the attributes through [`Bundle`].
+//! build in C: a small C file of the provider's. The provider declares the
+//! same method once in Rust with [`uverbs_method!`]: its handler, and a
+//! typed token for each attribute (an IDR attribute of a QP, a PTR_IN of
+//! bytes, a flags attribute, a PTR_OUT of a type), through which alone the
+//! handler reads the call ([`Bundle`]). Before the device is registered,
+//! [`Definitions::check`] walks the C tables and refuses the device unless
+//! every method whose handler is a Rust one is described exactly as
+//! declared: so a token's kind is the attribute's kind in every call, and
+//! asking a PTR_IN attribute for a QP does not build.
+//!
+//! The core has checked every attribute against the description before the
+//! handler runs, found the objects named by handle in the caller's file and
+//! locked them for the call.
 
 use core::marker::PhantomData;
-use kernel::{bindings, error::from_err_ptr, prelude::*, transmute::AsBytes};
+use kernel::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    ffi::c_int,
+    prelude::*,
+    transmute::AsBytes,
+};
 
 use super::{
     object::{Qp, UContext},
     Driver,
 };
 
-/// A provider's chain of uverbs definitions (`ib_device.driver_def`): an
-/// array the `UAPI_DEF_CHAIN_OBJ_TREE()` and related macros build in C,
-/// ended by an empty entry. Made by [`uapi_definitions!`].
-pub(crate) struct Definitions(*const bindings::uapi_definition);
+mod check;
 
-// SAFETY: A pointer to a static, constant array, read only by the core.
-unsafe impl Sync for Definitions {}
-// SAFETY: As above.
-unsafe impl Send for Definitions {}
+/// The kind of an attribute, as the method's C description declares it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Spec {
+    /// `UVERBS_ATTR_IDR()` of object type `object`.
+    Idr { object: u16 },
+    /// `UVERBS_ATTR_PTR_IN()` of `min` to `max` bytes
+    /// (`UVERBS_ATTR_FLAGS_IN()` is one of 4 to 8).
+    PtrIn { min: u16, max: u16 },
+    /// `UVERBS_ATTR_PTR_OUT()` of exactly `len` bytes (`UVERBS_ATTR_TYPE()`).
+    PtrOut { len: u16 },
+}
 
-impl Definitions {
+/// Whether a call must give an attribute (`UA_MANDATORY`, `UA_OPTIONAL`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Presence {
+    Mandatory,
+    Optional,
+}
+
+/// One attribute of a method's Rust declaration.
+pub(crate) struct AttrDecl {
+    pub(crate) id: u16,
+    pub(crate) spec: Spec,
+    pub(crate) presence: Presence,
+}
+
+/// The C entry point the method's description names.
+pub(crate) type Handler = unsafe extern "C" fn(*mut bindings::uverbs_attr_bundle) -> c_int;
+
+/// A method's Rust declaration, which its C description must match.
+pub(crate) struct MethodDesc {
+    /// The object type the method is of (`UVERBS_OBJECT_*`).
+    pub(crate) object: u16,
+    pub(crate) id: u16,
+    pub(crate) handler: Handler,
+    pub(crate) attrs: &'static [AttrDecl],
+}
+
+/// A method of a provider `Driver`, declared with [`uverbs_method!`].
+pub(crate) trait Method: Sized + 'static {
+    type Driver: Driver;
+    const DESC: MethodDesc;
+    /// The method: its call's attributes, checked by the core.
+    fn handle(call: &Bundle<'_, Self>) -> Result;
+}
+
+/// What an IDR attribute may name: an object type the layer can hand to
+/// the provider.
+pub(crate) trait IdrObject {
+    /// `UVERBS_OBJECT_*`.
+    const TYPE: u16;
+    /// The object of a driver `T`.
+    type Object<T: Driver>;
+
+    /// The provider's object of a live uobject of this type.
+    ///
     /// # Safety
     ///
-    /// `defs` is a static array of `struct uapi_definition` built with the
-    /// core's macros and ended by an empty entry; the handlers it names take
-    /// a [`Bundle`] of a device of the provider that registers it.
-    pub(crate) const unsafe fn new(defs: *const bindings::uapi_definition) -> Self {
-        Definitions(defs)
-    }
+    /// `obj` is the object of a live uobject of type [`Self::TYPE`] of a
+    /// device of `T`, locked for `'a`.
+    unsafe fn from_uobject<'a, T: Driver>(
+        obj: *mut core::ffi::c_void,
+    ) -> Result<&'a Self::Object<T>>;
+}
 
-    pub(super) fn as_raw(&self) -> *const bindings::uapi_definition {
-        self.0
+/// A QP handle.
+pub(crate) enum QpObject {}
+
+impl IdrObject for QpObject {
+    const TYPE: u16 = bindings::uverbs_default_objects_UVERBS_OBJECT_QP as u16;
+    type Object<T: Driver> = Qp<T>;
+
+    unsafe fn from_uobject<'a, T: Driver>(obj: *mut core::ffi::c_void) -> Result<&'a Qp<T>> {
+        // SAFETY: A live QP uobject's object of our device (the contract).
+        unsafe { Qp::from_uobject(obj.cast()) }
     }
 }
 
-/// Names the C array `$defs` of uverbs definitions as a [`Definitions`]
-/// static `$name`, for [`super::device::DeviceInfo::driver_def`].
+/// The token of an attribute of method `M`, of kind `K`.
+///
+/// # Invariants
+///
+/// `id` is an attribute of `M` of kind `K` (`K::spec()`), in `M::DESC`:
+/// [`Definitions::check`] refused any device whose description of `M`
+/// says otherwise.
+pub(crate) struct Attr<M, K> {
+    id: u16,
+    _p: PhantomData<fn() -> (M, K)>,
+}
+
+impl<M, K> Clone for Attr<M, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M, K> Copy for Attr<M, K> {}
+
+impl<M, K> Attr<M, K> {
+    /// # Safety
+    ///
+    /// `id` is declared with kind `K` in `M::DESC` (what
+    /// [`uverbs_method!`] generates from one declaration).
+    #[doc(hidden)]
+    pub(crate) const unsafe fn new(id: u16) -> Self {
+        // INVARIANT: By the caller's guarantee.
+        Attr {
+            id,
+            _p: PhantomData,
+        }
+    }
+}
+
+/// Kinds of attribute tokens.
+pub(crate) trait Kind {
+    const SPEC: Spec;
+}
+
+/// An IDR attribute of an `O`.
+pub(crate) struct Idr<O>(PhantomData<O>);
+/// A PTR_IN attribute of `MIN..=MAX` bytes.
+pub(crate) struct PtrIn<const MIN: u16, const MAX: u16>;
+/// A flags attribute (`UVERBS_ATTR_FLAGS_IN()`): a PTR_IN of 4 to 8 bytes.
+pub(crate) struct Flags;
+/// A PTR_OUT attribute of a `V`.
+pub(crate) struct PtrOut<V>(PhantomData<V>);
+
+impl<O: IdrObject> Kind for Idr<O> {
+    const SPEC: Spec = Spec::Idr { object: O::TYPE };
+}
+impl<const MIN: u16, const MAX: u16> Kind for PtrIn<MIN, MAX> {
+    const SPEC: Spec = Spec::PtrIn { min: MIN, max: MAX };
+}
+impl Kind for Flags {
+    const SPEC: Spec = Spec::PtrIn { min: 4, max: 8 };
+}
+impl<V: AsBytes> Kind for PtrOut<V> {
+    const SPEC: Spec = Spec::PtrOut {
+        len: {
+            assert!(core::mem::size_of::<V>() <= u16::MAX as usize);
+            core::mem::size_of::<V>() as u16
+        },
+    };
+}
+
+/// Declares a uverbs method of a provider once: a type `$name` with a
+/// token for each attribute, its [`Method`] implementation (its
+/// [`MethodDesc`], from the same declaration) and the C entry point
+/// `$c_name` its C description names (`UVERBS_HANDLER(method_id)`).
+///
+/// ```ignore
+/// uverbs_method! {
+///     pub(super) QpPost for Provider, on QpObject::TYPE, id abi::IB_METHOD_QP_POST,
+///     handler mlx4_bf_ib_handler_MLX4_BF_IB_METHOD_QP_POST => qp_post {
+///         HANDLE: Idr<QpObject> = abi::IB_ATTR_QP_POST_HANDLE, Mandatory;
+///         WQE: PtrIn<16, 256> = abi::IB_ATTR_QP_POST_WQE, Mandatory;
+///     }
+/// }
+/// ```
+macro_rules! uverbs_method {
+    (
+        $vis:vis $name:ident for $driver:ty, on $object:expr, id $id:expr,
+        handler $c_name:ident => $f:path {
+            $($attr:ident: $kind:ty = $attr_id:expr, $presence:ident;)*
+        }
+    ) => {
+        $vis struct $name;
+
+        #[allow(dead_code)]
+        impl $name {
+            $(
+                $vis const $attr: $crate::rdma::method::Attr<$name, $kind> =
+                    // SAFETY: Declared with this kind in `DESC` below, from
+                    // the same line.
+                    unsafe { $crate::rdma::method::Attr::new($attr_id) };
+            )*
+        }
+
+        impl $crate::rdma::method::Method for $name {
+            type Driver = $driver;
+            const DESC: $crate::rdma::method::MethodDesc = $crate::rdma::method::MethodDesc {
+                object: $object,
+                id: $id,
+                handler: $c_name,
+                attrs: &[$(
+                    $crate::rdma::method::AttrDecl {
+                        id: $attr_id,
+                        spec: <$kind as $crate::rdma::method::Kind>::SPEC,
+                        presence: $crate::rdma::method::Presence::$presence,
+                    },
+                )*],
+            };
+
+            fn handle(call: &$crate::rdma::method::Bundle<'_, Self>) -> Result {
+                $f(call)
+            }
+        }
+
+        /// The method's C entry point, named by its C description.
+        ///
+        /// # Safety
+        ///
+        /// Called by the uverbs core with the bundle of a call of this
+        /// method, on a device whose definitions `Definitions::check`
+        /// accepted.
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        unsafe extern "C" fn $c_name(
+            attrs: *mut ::kernel::bindings::uverbs_attr_bundle,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's contract.
+            unsafe { $crate::rdma::method::call::<$name>(attrs) }
+        }
+    };
+}
+pub(crate) use uverbs_method;
+
+/// Runs `M`'s handler on a call, its errno for the core.
+///
+/// # Safety
+///
+/// `raw` is the bundle of a call of `M`, whose description
+/// [`Definitions::check`] accepted, in progress on a device of `M::Driver`.
+#[doc(hidden)]
+pub(crate) unsafe fn call<M: Method>(raw: *mut bindings::uverbs_attr_bundle) -> c_int {
+    // SAFETY: By the function's contract; the bundle does not outlive the call.
+    let bundle = unsafe { Bundle::<M>::from_raw(raw) };
+    match M::handle(&bundle) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// A provider's chain of uverbs definitions (`ib_device.driver_def`): an
+/// array the `UAPI_DEF_CHAIN_OBJ_TREE()` and related macros build in C,
+/// ended by an empty entry, and the Rust declarations of its methods.
+/// Made by [`uapi_definitions!`].
+pub(crate) struct Definitions<T: Driver> {
+    raw: *const bindings::uapi_definition,
+    methods: &'static [&'static MethodDesc],
+    _t: PhantomData<T>,
+}
+
+// SAFETY: A pointer to a static, constant array, read only.
+unsafe impl<T: Driver> Sync for Definitions<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Send for Definitions<T> {}
+
+impl<T: Driver> Definitions<T> {
+    /// # Safety
+    ///
+    /// `defs` is a static array of `struct uapi_definition` built with the
+    /// core's macros and ended by an empty entry.
+    #[doc(hidden)]
+    pub(crate) const unsafe fn new(
+        defs: *const bindings::uapi_definition,
+        methods: &'static [&'static MethodDesc],
+    ) -> Self {
+        Definitions {
+            raw: defs,
+            methods,
+            _t: PhantomData,
+        }
+    }
+
+    /// The declaration of method `M` of `T`, for [`uapi_definitions!`].
+    #[doc(hidden)]
+    pub(crate) const fn desc<M: Method<Driver = T>>() -> &'static MethodDesc {
+        &M::DESC
+    }
+
+    /// `EINVAL` (with the reason logged) unless every method of the C
+    /// description whose handler is one of the Rust declarations is that
+    /// declaration, and every declaration is described.
+    pub(super) fn check(&self) -> Result {
+        // SAFETY: `raw` is such an array (`new()`'s contract).
+        unsafe { check::check(self.raw, self.methods) }
+    }
+
+    pub(super) fn as_raw(&self) -> *const bindings::uapi_definition {
+        self.raw
+    }
+}
+
+/// Names the C array `$defs` of uverbs definitions, whose methods are
+/// `$method`s, as a [`Definitions`] static `$name` of `$driver`, for
+/// [`super::device::DeviceInfo::driver_def`].
 macro_rules! uapi_definitions {
-    ($vis:vis $name:ident, $defs:ident) => {
+    ($vis:vis $name:ident: $driver:ty = $defs:ident [$($method:ty),* $(,)?]) => {
         extern "C" {
             static $defs: ::kernel::bindings::uapi_definition;
         }
-        $vis static $name: $crate::rdma::method::Definitions =
+        $vis static $name: $crate::rdma::method::Definitions<$driver> =
             // SAFETY: `$defs` is the array the provider's C file builds with
-            // the core's macros for this provider's handlers.
-            unsafe { $crate::rdma::method::Definitions::new(&raw const $defs) };
+            // the core's macros, ended by an empty entry.
+            unsafe {
+                $crate::rdma::method::Definitions::new(
+                    &raw const $defs,
+                    &[$($crate::rdma::method::Definitions::<$driver>::desc::<$method>()),*],
+                )
+            };
     };
 }
 pub(crate) use uapi_definitions;
 
-/// Defines `$name`, the C-callable handler of a method of `$driver`'s
-/// definitions, which runs `$f(&Bundle<'_, $driver>) -> Result` and returns
-/// its errno to the core.
-macro_rules! uverbs_handler {
-    ($name:ident, $driver:ty, $f:path) => {
-        #[no_mangle]
-        extern "C" fn $name(
-            attrs: *mut ::kernel::bindings::uverbs_attr_bundle,
-        ) -> ::kernel::ffi::c_int {
-            // SAFETY: The core calls a method's handler with the call's
-            // bundle, on a file of a device of `$driver`, whose definitions
-            // alone name this handler.
-            let bundle = unsafe { $crate::rdma::method::Bundle::<$driver>::from_raw(attrs) };
-            match $f(&bundle) {
-                Ok(()) => 0,
-                Err(e) => e.to_errno(),
-            }
-        }
-    };
-}
-pub(crate) use uverbs_handler;
-
-/// The attributes of one call of a method, checked by the core against the
-/// method's description.
+/// The attributes of one call of method `M`, checked by the core against
+/// the method's description.
 ///
 /// # Invariants
 ///
-/// `raw` is the bundle of a call in progress of a method of a device of
-/// `T`; the core holds the device's disassociation SRCU and the objects
-/// the call names for `'a`.
-pub(crate) struct Bundle<'a, T: Driver> {
+/// `raw` is the bundle of a call in progress of `M`, whose description
+/// matches `M::DESC`, on a device of `M::Driver`; the core holds the
+/// device's disassociation SRCU and the objects the call names for `'a`.
+pub(crate) struct Bundle<'a, M: Method> {
     raw: *mut bindings::uverbs_attr_bundle,
-    _t: PhantomData<(&'a (), T)>,
+    _t: PhantomData<(&'a (), M)>,
 }
 
-impl<'a, T: Driver> Bundle<'a, T> {
+impl<'a, M: Method> Bundle<'a, M> {
     /// # Safety
     ///
-    /// `raw` is the bundle the core passed to a handler of a method of a
-    /// device of `T`, and the returned value does not outlive the call.
-    pub(crate) unsafe fn from_raw(raw: *mut bindings::uverbs_attr_bundle) -> Self {
+    /// As the type's invariant, for the returned value's life.
+    unsafe fn from_raw(raw: *mut bindings::uverbs_attr_bundle) -> Self {
         // INVARIANT: By the caller's guarantee.
         Bundle {
             raw,
@@ -111,7 +367,7 @@ impl<'a, T: Driver> Bundle<'a, T> {
 
     /// The verbs context of the file the call came on; `EIO` once the
     /// device is gone (disassociated).
-    pub(crate) fn ucontext(&self) -> Result<&'a UContext<T>> {
+    pub(crate) fn ucontext(&self) -> Result<&'a UContext<M::Driver>> {
         // SAFETY: `raw` is live and the SRCU is held (type invariant), as
         // `ib_uverbs_get_ucontext_file()` requires (what the inline
         // `ib_uverbs_get_ucontext()` calls). `hdr` is the `struct_group()`
@@ -119,68 +375,80 @@ impl<'a, T: Driver> Bundle<'a, T> {
         let ctx = from_err_ptr(unsafe {
             bindings::ib_uverbs_get_ucontext_file((*self.raw).__bindgen_anon_1.hdr.ufile)
         })?;
-        // SAFETY: A context of a device of `T`, set up by its create op
-        // before the file could make calls, and not destroyed while the
+        // SAFETY: A context of a device of `M::Driver`, set up by its create
+        // op before the file could make calls, and not destroyed while the
         // SRCU is held.
         Ok(unsafe { UContext::from_core(ctx) })
     }
 
-    /// The QP attribute `id` names: one of the file's, its handle looked up
-    /// and the QP locked for the call by the core.
-    pub(crate) fn qp(&self, id: u16) -> Result<&'a Qp<T>> {
-        // SAFETY: `raw` is live (type invariant).
-        let obj = from_err_ptr(unsafe { bindings::uverbs_attr_get_obj(self.raw, id) })?;
-        // SAFETY: The method's description makes `id` an IDR attribute of
-        // UVERBS_OBJECT_QP: its object is a `struct ib_qp` of this device,
-        // made by `T`'s create op, and locked against destruction for the
-        // call (type invariant).
-        Ok(unsafe { Qp::from_core(obj.cast()) })
+    /// The object the IDR attribute `a` names: one of the file's, its handle
+    /// looked up and the object locked for the call by the core; `ENOENT`
+    /// if an optional one was not given.
+    pub(crate) fn obj<O: IdrObject>(&self, a: Attr<M, Idr<O>>) -> Result<&'a O::Object<M::Driver>> {
+        // SAFETY: `raw` is live (type invariant); `a.id` is an IDR attribute
+        // of this method (`Attr`'s invariant), so the object member of its
+        // union is the live one.
+        let obj = from_err_ptr(unsafe { bindings::uverbs_attr_get_obj(self.raw, a.id) })?;
+        // SAFETY: An IDR attribute of object type `O::TYPE` (`Attr`'s
+        // invariant: the kind's object type was checked), found in the
+        // caller's file of our device and locked for the call.
+        unsafe { O::from_uobject::<M::Driver>(obj) }
     }
 
-    /// Was the optional attribute `id` given?
-    pub(crate) fn has(&self, id: u16) -> bool {
-        // SAFETY: `raw` is live (type invariant).
-        unsafe { bindings::uverbs_attr_is_valid(self.raw, id.into()) }
+    /// Was the attribute `a` given?
+    pub(crate) fn has<K>(&self, a: Attr<M, K>) -> bool {
+        // SAFETY: `raw` is live (type invariant); presence is a bit of the
+        // bundle, whatever the attribute's kind.
+        unsafe { bindings::uverbs_attr_is_valid(self.raw, a.id.into()) }
     }
 
-    /// The flags attribute `id` (`UVERBS_ATTR_FLAGS_IN`), 0 if not given;
-    /// `EINVAL` if it has a bit outside `allowed`.
-    pub(crate) fn flags32(&self, id: u16, allowed: u32) -> Result<u32> {
+    /// The flags attribute `a`, 0 if not given; `EINVAL` if it has a bit
+    /// outside `allowed`.
+    pub(crate) fn flags32(&self, a: Attr<M, Flags>, allowed: u32) -> Result<u32> {
         let mut flags = 0u32;
-        // SAFETY: `raw` is live (type invariant); `flags` is a `u32`.
-        kernel::error::to_result(unsafe {
-            bindings::uverbs_get_flags32(&mut flags, self.raw, id.into(), allowed.into())
+        // SAFETY: `raw` is live (type invariant); `a.id` is a PTR_IN of 4 to
+        // 8 bytes (`Attr`'s invariant), what `uverbs_get_flags32()` reads;
+        // `flags` is a `u32`.
+        to_result(unsafe {
+            bindings::uverbs_get_flags32(&mut flags, self.raw, a.id.into(), allowed.into())
         })?;
         Ok(flags)
     }
 
-    /// Copies the input attribute `id` into the start of `buf`; returns its
+    /// Copies the input attribute `a` into the start of `buf`; returns its
     /// length. `EINVAL` if it is longer than `buf`, `EFAULT` if user memory
     /// could not be read.
-    pub(crate) fn read_into(&self, id: u16, buf: &mut [u8]) -> Result<usize> {
-        // SAFETY: `raw` is live (type invariant).
-        let len = unsafe { bindings::uverbs_attr_get_len(self.raw, id) };
+    pub(crate) fn read_into<const MIN: u16, const MAX: u16>(
+        &self,
+        a: Attr<M, PtrIn<MIN, MAX>>,
+        buf: &mut [u8],
+    ) -> Result<usize> {
+        // SAFETY: `raw` is live (type invariant); `a.id` is a PTR_IN
+        // (`Attr`'s invariant), whose length the core checked.
+        let len = unsafe { bindings::uverbs_attr_get_len(self.raw, a.id) };
         let len = usize::try_from(len).map_err(|_| Error::from_errno(len))?;
         if len > buf.len() {
             return Err(EINVAL);
         }
-        // SAFETY: `buf` is writable for `buf.len()` bytes, at least the
-        // attribute's length, which is what `_uverbs_copy_from()` copies.
-        kernel::error::to_result(unsafe {
-            bindings::_uverbs_copy_from(buf.as_mut_ptr().cast(), self.raw, id.into(), buf.len())
+        // SAFETY: As above; `buf` is writable for `buf.len()` bytes, at least
+        // the attribute's length, which is what `_uverbs_copy_from()` copies
+        // (it refuses a longer one).
+        to_result(unsafe {
+            bindings::_uverbs_copy_from(buf.as_mut_ptr().cast(), self.raw, a.id.into(), buf.len())
         })?;
         Ok(len)
     }
 
-    /// Writes `value` to the output attribute `id` (`uverbs_copy_to()`: at
+    /// Writes `value` to the output attribute `a` (`uverbs_copy_to()`: at
     /// most the length user space gave, which the description bounds).
-    pub(crate) fn write<V: AsBytes>(&self, id: u16, value: &V) -> Result {
-        // SAFETY: `raw` is live (type invariant); `value` is readable for its
-        // size and has no padding (`AsBytes`).
-        kernel::error::to_result(unsafe {
+    pub(crate) fn write<V: AsBytes>(&self, a: Attr<M, PtrOut<V>>, value: &V) -> Result {
+        // SAFETY: `raw` is live (type invariant); `a.id` is a PTR_OUT
+        // (`Attr`'s invariant); `value` is readable for its size and has no
+        // padding (`AsBytes`).
+        to_result(unsafe {
             bindings::uverbs_copy_to(
                 self.raw,
-                id.into(),
+                a.id.into(),
                 core::ptr::from_ref(value).cast(),
                 core::mem::size_of::<V>(),
             )

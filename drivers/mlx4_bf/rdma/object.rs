@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The objects of a provider: the ib_device, and those the core allocates
-//! for user space: a ucontext, a PD, a CQ, a QP. Each is the core's struct followed by the provider's data, in one
-//! zeroed allocation of the size the provider declared (`size_ib_*`,
-//! `INIT_RDMA_OBJ_SIZE()`); the core frees it after the destroy op. A memory
-//! region is the one object the provider allocates itself (`reg_user_mr`
-//! returns it), here in a `KBox` freed at `dereg_mr`.
+//! for user space: a ucontext, a PD, a CQ, a QP. Each is the core's struct
+//! followed by the provider's data, in one zeroed allocation of the size
+//! the provider declared (`size_ib_*`, `INIT_RDMA_OBJ_SIZE()`); the core
+//! frees it after the destroy op. A memory region is the one object the
+//! provider allocates itself (`reg_user_mr` returns it), here in a `KBox`
+//! freed at `dereg_mr`.
 //!
 //! The safety argument, once for all of them ([`InCore`]):
 //! - The core struct is the first field of a `#[repr(C)]` struct, so a
@@ -23,7 +24,12 @@
 use core::{marker::PhantomData, mem::offset_of, ptr::addr_of_mut};
 use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
 
-use super::{event::Events, CqData, Driver, MrData, QpData};
+use super::{
+    event::Events,
+    mmap::MmapTable,
+    umem::{Umem, Umems},
+    CqData, Driver, MrData, QpData,
+};
 
 /// The smallest alignment kmalloc() gives (`ARCH_KMALLOC_MINALIGN` is at
 /// least that of `unsigned long long`).
@@ -56,6 +62,18 @@ impl<C, D> InCore<C, D> {
         // of `SIZE` bytes, aligned for `Self`; the core never moves it, so
         // the data is pinned; it is uninitialized, so nothing is overwritten.
         unsafe { init.__pinned_init(addr_of_mut!((*this).data)) }
+    }
+
+    /// Where the data of the object whose core struct is at `core` goes.
+    ///
+    /// # Safety
+    ///
+    /// `core` is an object of size [`Self::SIZE`] the core allocated for
+    /// this type.
+    pub(super) unsafe fn data_ptr(core: *mut C) -> *mut D {
+        // SAFETY: In the allocation (the function's contract); no reference
+        // is made.
+        unsafe { addr_of_mut!((*core.cast::<Self>()).data) }
     }
 
     /// Drops the data of the object whose core struct is at `core`.
@@ -94,27 +112,38 @@ impl<C, D> InCore<C, D> {
     }
 }
 
-/// An ib_device: `struct ib_device` and the provider's data.
+/// An ib_device: `struct ib_device`, the layer's part and the provider's
+/// data.
 ///
 /// # Invariants
 ///
-/// Allocated by `_ib_alloc_device()` with this type's size, `events` and
-/// `data` initialized before it is registered and dropped only after it is
-/// unregistered.
+/// Allocated by `_ib_alloc_device()` with this type's size; `events` and
+/// `umems` initialized before the data and dropped by the device's
+/// teardown ([`super::device`]); `data` initialized before the device is
+/// registered and dropped by `dealloc_driver`. A `&Device<T>` exists only
+/// while the data is initialized.
 #[repr(C)]
 #[pin_data]
 pub(crate) struct Device<T: Driver> {
     core: Opaque<bindings::ib_device>,
     pub(super) events: Arc<Events>,
+    pub(super) umems: Arc<Umems>,
     #[pin]
     pub(super) data: T::Device,
 }
 
 impl<T: Driver> Device<T> {
+    /// What the provider declares as the device's size.
+    pub(super) const SIZE: usize = {
+        assert!(offset_of!(Device<T>, core) == 0);
+        assert!(core::mem::align_of::<Self>() <= KMALLOC_MIN_ALIGN);
+        core::mem::size_of::<Self>()
+    };
+
     /// # Safety
     ///
-    /// `ib` is the `ib_device` of a `Device<T>` registered or being
-    /// registered, for `'a`.
+    /// `ib` is the `ib_device` of a `Device<T>` whose data is initialized
+    /// and not dropped for `'a`.
     pub(super) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: `core` is the first field of the `repr(C)` struct; by the
         // caller's guarantee the rest is initialized.
@@ -132,11 +161,29 @@ impl<T: Driver> Device<T> {
     pub(super) fn events(&self) -> &Arc<Events> {
         &self.events
     }
+
+    /// Pins `len` bytes of the calling process's memory at `addr` with
+    /// `access` (`IB_ACCESS_*`) and maps them for the device's DMA
+    /// (`ib_umem_get_va()`).
+    pub(crate) fn pin_user(&self, addr: u64, len: usize, access: u32) -> Result<Umem> {
+        // SAFETY: The device is live (a reference to it exists only while its
+        // data is, type invariant), and its memory outlives its umems' table
+        // (the teardown releases them before dropping its reference).
+        unsafe { Umem::get(self.as_raw(), &self.umems, addr, len, access) }
+    }
+}
+
+/// A context's data: the device pages it offers to `mmap()`, and the
+/// provider's. The create op constructs the provider's first (it fills
+/// the table), then moves the table in.
+pub(super) struct CtxData<D> {
+    pub(super) mmaps: MmapTable,
+    pub(super) data: D,
 }
 
 /// A verbs context (`struct ib_ucontext` and the provider's).
 #[repr(transparent)]
-pub(crate) struct UContext<T: Driver>(InCore<bindings::ib_ucontext, T::UContext>);
+pub(crate) struct UContext<T: Driver>(InCore<bindings::ib_ucontext, CtxData<T::UContext>>);
 
 /// A protection domain.
 #[repr(transparent)]
@@ -151,26 +198,29 @@ pub(crate) struct Cq<T: Driver>(InCore<bindings::ib_cq, T::Cq>);
 pub(crate) struct Qp<T: Driver>(InCore<bindings::ib_qp, T::Qp>);
 
 macro_rules! object {
-    ($ty:ident, $core:ty, $data:ident) => {
+    ($ty:ident, $core:ty, $data:ty) => {
         impl<T: Driver> $ty<T> {
-            pub(super) const SIZE: usize = InCore::<$core, T::$data>::SIZE;
+            pub(super) const SIZE: usize = InCore::<$core, $data>::SIZE;
 
             /// # Safety
             ///
             /// As [`InCore::from_core`].
             pub(super) unsafe fn from_core<'a>(core: *mut $core) -> &'a Self {
                 // SAFETY: By the caller's guarantee.
-                let inner = unsafe { InCore::<$core, T::$data>::from_core(core) };
+                let inner = unsafe { InCore::<$core, $data>::from_core(core) };
                 // SAFETY: `Self` is `repr(transparent)` over the `InCore`.
                 unsafe { &*core::ptr::from_ref(inner).cast::<Self>() }
             }
 
-            pub(crate) fn data(&self) -> &T::$data {
-                self.0.data()
-            }
-
             pub(super) fn as_core(&self) -> *mut $core {
                 self.0.as_core()
+            }
+
+            /// The device it belongs to.
+            pub(crate) fn device(&self) -> &Device<T> {
+                // SAFETY: The core sets `device` before any op sees the
+                // object, and the device's data outlives its objects.
+                unsafe { Device::from_raw((*self.as_core()).device) }
             }
         }
 
@@ -182,28 +232,28 @@ macro_rules! object {
     };
 }
 
-object!(UContext, bindings::ib_ucontext, UContext);
-object!(Pd, bindings::ib_pd, Pd);
-object!(Cq, bindings::ib_cq, Cq);
-object!(Qp, bindings::ib_qp, Qp);
+object!(UContext, bindings::ib_ucontext, CtxData<T::UContext>);
+object!(Pd, bindings::ib_pd, T::Pd);
+object!(Cq, bindings::ib_cq, T::Cq);
+object!(Qp, bindings::ib_qp, T::Qp);
 
 impl<T: Driver> UContext<T> {
-    /// The device this context is open on.
-    pub(crate) fn device(&self) -> &Device<T> {
-        // SAFETY: The core sets `device` before any op sees the context, and
-        // the device outlives its contexts.
-        unsafe { Device::from_raw((*self.as_core()).device) }
+    pub(crate) fn data(&self) -> &T::UContext {
+        &self.0.data().data
     }
 }
 
 impl<T: Driver> Pd<T> {
-    pub(crate) fn device(&self) -> &Device<T> {
-        // SAFETY: As for the context.
-        unsafe { Device::from_raw((*self.as_core()).device) }
+    pub(crate) fn data(&self) -> &T::Pd {
+        self.0.data()
     }
 }
 
 impl<T: Driver> Cq<T> {
+    pub(crate) fn data(&self) -> &T::Cq {
+        self.0.data()
+    }
+
     /// Sets what the core reports as the CQ's size, from its data.
     pub(super) fn publish(&self) {
         let cqe = self.data().cqe();
@@ -214,12 +264,34 @@ impl<T: Driver> Cq<T> {
 }
 
 impl<T: Driver> Qp<T> {
+    pub(crate) fn data(&self) -> &T::Qp {
+        self.0.data()
+    }
+
     /// Sets the QP's number, from its data.
     pub(super) fn publish(&self) {
         let qpn = self.data().qp_num();
         // SAFETY: The QP is being created: the core reads `qp_num` only once
         // the create op returned.
         unsafe { (*self.as_core()).qp_num = qpn };
+    }
+
+    /// The QP a uverbs handle's object is, if it is one the provider made.
+    ///
+    /// # Safety
+    ///
+    /// `obj` is the object of a live QP uobject of a device of `T`, not
+    /// destroyed for `'a`.
+    pub(super) unsafe fn from_uobject<'a>(obj: *mut bindings::ib_qp) -> Result<&'a Self> {
+        // SAFETY: A live `struct ib_qp` (the contract). An XRC target QP
+        // opened by `ib_open_qp()` is the core's own small struct pointing
+        // at the real one: only a QP that is its own `real_qp` was made by
+        // the create op, with room for the provider's data.
+        if unsafe { (*obj).real_qp } != obj {
+            return Err(EINVAL);
+        }
+        // SAFETY: Made by `T`'s create op (above), live for `'a`.
+        Ok(unsafe { Self::from_core(obj) })
     }
 }
 

@@ -7,28 +7,34 @@
 //! first version and zero past what the kernel knows; a response cut to
 //! what user space has room for and zero-filled beyond.
 
+use core::marker::PhantomData;
 use kernel::{bindings, error::to_result, prelude::*};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{object::UContext, Driver};
 
-/// The udata of one verbs call.
+/// The udata of one verbs call on a device of `T`.
 ///
 /// # Invariants
 ///
-/// `raw` is the call's `struct ib_udata`, valid for the call.
-pub(crate) struct Udata<'a> {
+/// `raw` is the call's `struct ib_udata`, valid for the call, which is a
+/// call on a device of `T`.
+pub(crate) struct Udata<'a, T: Driver> {
     raw: &'a mut bindings::ib_udata,
+    _t: PhantomData<T>,
 }
 
-impl<'a> Udata<'a> {
+impl<'a, T: Driver> Udata<'a, T> {
     /// # Safety
     ///
-    /// `raw` is null or the udata of the verbs call being served, valid for
-    /// `'a`.
+    /// `raw` is null or the udata of the verbs call being served on a
+    /// device of `T`, valid for `'a`.
     pub(super) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
         // SAFETY: By the caller's guarantee.
-        unsafe { raw.as_mut() }.map(|raw| Udata { raw })
+        unsafe { raw.as_mut() }.map(|raw| Udata {
+            raw,
+            _t: PhantomData,
+        })
     }
 
     /// The request, at least `min_len` bytes of it (the size of its first
@@ -86,7 +92,7 @@ impl<'a> Udata<'a> {
     }
 
     /// The verbs context of the call, live for the call.
-    pub(crate) fn ucontext<T: Driver>(&self) -> Result<&'a UContext<T>> {
+    pub(crate) fn ucontext(&self) -> Result<&'a UContext<T>> {
         let raw = core::ptr::from_ref::<bindings::ib_udata>(self.raw).cast_mut();
         // SAFETY: `raw` is the udata of a uverbs call, which is embedded in
         // its attribute bundle, as the helper expects.
@@ -94,9 +100,9 @@ impl<'a> Udata<'a> {
         if ctx.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: A non-null context of a call on our device is one of our
-        // contexts, constructed (calls come only once `alloc_ucontext`
-        // returned) and live for the call.
+        // SAFETY: A non-null context of a call on a device of `T` (type
+        // invariant) is one `T`'s `alloc_ucontext` constructed (calls come
+        // only once it returned), live for the call.
         Ok(unsafe { UContext::from_core(ctx) })
     }
 }

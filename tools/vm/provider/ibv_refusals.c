@@ -207,6 +207,26 @@ static void mr_and_mmap_refusals(void)
 	expect("mmap_two_pages_einval", p == MAP_FAILED, errno, EINVAL);
 	if (p != MAP_FAILED)
 		munmap(p, 2 * page);
+	/*
+	 * Past the pages the context offers: the next one, and one as far into
+	 * the file as the BAR's would be from its first UAR and beyond. Only
+	 * pages the provider offered, of its own BAR, are ever mapped.
+	 */
+	p = mmap(NULL, page, PROT_WRITE, MAP_SHARED, ctx->cmd_fd, 2 * page);
+	expect("mmap_past_the_offered_pages_einval", p == MAP_FAILED, errno,
+	       EINVAL);
+	if (p != MAP_FAILED)
+		munmap(p, page);
+	p = mmap(NULL, page, PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		 (off_t)0x40000 * page);
+	expect("mmap_far_past_the_bar_einval", p == MAP_FAILED, errno, EINVAL);
+	if (p != MAP_FAILED)
+		munmap(p, page);
+	/* A private mapping of a device page is no mapping of it. */
+	p = mmap(NULL, page, PROT_READ, MAP_PRIVATE, ctx->cmd_fd, 0);
+	expect("mmap_private_uar_einval", p == MAP_FAILED, errno, EINVAL);
+	if (p != MAP_FAILED)
+		munmap(p, page);
 }
 
 /*

@@ -66,7 +66,7 @@ rdma_setup
 mkdir -p /tmp/results
 
 echo "KTAP version 1"
-echo "1..44"
+echo "1..46"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -142,6 +142,23 @@ nothing_left exit_without_cleanup_leaves_nothing
 kill_mid_run
 nothing_left sigkill_mid_run_leaves_nothing
 
+# A CQ whose HW2SW_CQ fails is still the adapter's: its ring and doorbell
+# record stay pinned (the adapter may write them) until unbind has reset the
+# adapter, and are released then, not before and not never (issue 43). The
+# model fails the command once (CMD_FAULT); ibv_hold -x leaves its objects
+# for the core to destroy at exit.
+./mlx4-bf counters --bdf "$BDF" --fail-command 0x17 >/dev/null
+from=$(($(dmesg | wc -l) + 1))
+out=$(./ibv_hold -d $DEV -x 2>&1)
+./mlx4-bf counters --bdf "$BDF" >/tmp/counters.kept
+KEPT_PINNED=$(pinned)
+idle_pinned=$(echo "$IDLE" | awk '{ print $6 }')
+fired=$(value /tmp/counters.kept cmd_faults_fired)
+bad=$(log_problems $from)
+[ "$fired" = 1 ] && [ "$KEPT_PINNED" -gt "$idle_pinned" ] && [ -z "$bad" ]
+result $? failed_hw2sw_cq_keeps_the_cq_pinned "ibv_hold -x: $out; faults fired $fired, pinned $KEPT_PINNED (at idle $idle_pinned), live_eqs_cqs $(value /tmp/counters.kept live_eqs_cqs); log: $bad"
+unbind_from=$(($(dmesg | wc -l) + 1))
+
 unbind_while_running
 result $UNBOUND unbind_while_ibv_rc_pingpong_runs "the unbind failed or took over 60 s, or $I is still there"
 result $ENDED applications_see_the_device_go "see the lines above"
@@ -151,6 +168,9 @@ result $QP_POST_EIO qp_post_after_unbind_is_eio "see the lines above"
 now="pinned $(pinned) hw_mpts $(value /tmp/counters.unbound hw_mpts) live_eqs_cqs $(value /tmp/counters.unbound live_eqs_cqs) live_qps $(value /tmp/counters.unbound live_qps) fw_phase $(value /tmp/counters.unbound fw_phase)"
 [ "$now" = "pinned $(echo "$IDLE" | awk '{ print $6 }') hw_mpts 0 live_eqs_cqs 0 live_qps 0 fw_phase 0" ]
 result $? nothing_held_after_unbind "now: $now; pinned at idle: $(echo "$IDLE" | awk '{ print $6 }')"
+released=$(dmesg | tail -n +"$unbind_from" | grep -c 'released [0-9]* umems kept by failed destroys')
+[ "$(pinned)" = "$idle_pinned" ] && [ "$released" = 1 ]
+result $? failed_hw2sw_cq_leaves_no_pinned_page_after_unbind "pinned $(pinned) (at idle $idle_pinned, $KEPT_PINNED before the unbind); release messages at unbind: $released"
 timeout 60 rmmod mlx4_bf && [ ! -e /sys/module/mlx4_bf ]
 result $? rmmod_mlx4_bf "rmmod failed, took over 60 s, or the module is still there"
 # shellcheck disable=SC2086

@@ -19,6 +19,12 @@
 //! With `--mark V`: V goes to the MARK register first, a `mark` record in
 //! the model's trace, so that the same window can be found there
 //! (`tools/vm/side_by_side.py`).
+//!
+//! With `--fail-command OPCODE`: the model's firmware fails the next
+//! command with that opcode (CMD_FAULT, mode fail; `--skip N` lets N such
+//! commands through first), for a test of what the driver does when a
+//! command it cannot take back fails. The lines `cmd_fault_armed` and
+//! `cmd_faults_fired` tell whether it has fired.
 
 use anyhow::{bail, Result};
 
@@ -40,6 +46,14 @@ pub struct Args {
     /// Write this value to the diagnostic block's MARK register first.
     #[arg(long)]
     mark: Option<u32>,
+    /// Arm the model to fail the next firmware command with this opcode
+    /// (decimal or 0x-hex; 0 disarms).
+    #[arg(long, value_parser = parse_number)]
+    fail_command: Option<u32>,
+    /// With --fail-command: let this many commands of the opcode through
+    /// first.
+    #[arg(long, default_value_t = 0, requires = "fail_command")]
+    skip: u32,
 }
 
 /// The global counters, by their diagnostic block offset
@@ -95,6 +109,10 @@ const LIVE: usize = 0x5d8;
 const MARK: usize = 0x0c;
 /// Not 0: the model's protocol errors are expected ones.
 const EXPECT: usize = 0x10;
+/// `opcode | mode << 16 | skip << 20`; reads back the armed value and, in
+/// the high half, the faults fired (version 12).
+const CMD_FAULT: usize = 0x5c8;
+const CMD_FAULT_FAIL: u32 = 1 << 16;
 
 /// The per-QP registers (QP_SELECT) and per-UAR ones (UAR_SELECT).
 const QP_SELECT: usize = 0x08;
@@ -146,6 +164,19 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(v) = args.expect {
         a.write(EXPECT, v);
     }
+    if let Some(opcode) = args.fail_command {
+        if opcode > 0xfff || args.skip > 0xfff {
+            bail!(
+                "--fail-command {opcode:#x} --skip {}: opcode and skip are 12 bits",
+                args.skip
+            );
+        }
+        if a.version < 12 && args.skip != 0 {
+            bail!("diagnostic block version {}: --skip needs 12", a.version);
+        }
+        let mode = if opcode == 0 { 0 } else { CMD_FAULT_FAIL };
+        a.write(CMD_FAULT, opcode | mode | args.skip << 20);
+    }
     if let Some(qpn) = args.qp {
         return show_qp(&a, qpn);
     }
@@ -155,6 +186,9 @@ pub fn run(args: &Args) -> Result<()> {
     let live = a.read(LIVE);
     println!("live_eqs_cqs {}", live & 0xffff_ffff);
     println!("live_qps {}", live >> 32);
+    let fault = a.read(CMD_FAULT);
+    println!("cmd_fault_armed {:#x}", fault & 0xffff_ffff);
+    println!("cmd_faults_fired {}", fault >> 32);
     Ok(())
 }
 
