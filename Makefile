@@ -13,7 +13,7 @@
 #
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
-# Also: make module | kernel | setup | setup-check | versions | vm-run CMD='...' [EXTRA=dir] |
+# Also: make module | compile-fail | kernel | setup | setup-check | versions | vm-run CMD='...' [EXTRA=dir] |
 # vm-shell | qemu | rdma | clean. ARCH=s390 selects the s390x test bed (cross-built
 # kernel and module, the s390x QEMU, the adapter behind zPCI); KCONFIG=debug
 # selects the debug kernel; KDIR=<built tree>
@@ -25,7 +25,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
+.PHONY: compile-fail run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -59,6 +59,9 @@ fuzz:
 
 lint:
 	@$(RUN) lint
+
+compile-fail:
+	@$(RUN) compile-fail
 
 host-test:
 	@$(RUN) host-test

@@ -15,8 +15,7 @@ kdir=${1:?usage: compile-fail.sh KDIR}
 cases=(ptr_in_as_qp idr_as_bytes)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp -a "$TOP/Kbuild" "$TOP/drivers" "$TOP/rust" "$TOP/uapi" "$work/"
-find "$work/drivers" -name '*.o' -o -name '*.ko' -o -name '.*.cmd' | xargs rm -f
+module_sources_copy "$work"
 
 echo "KTAP version 1"
 echo "1..${#cases[@]}"

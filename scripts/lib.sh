@@ -79,3 +79,10 @@ toolchain_id() { cat /etc/mlx4-bf-toolchain; }
 
 # Keyed stamp: a file whose name is a hash of everything the step depends on.
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+
+# A copy of the module's sources in DIR, without build outputs: a variant of
+# the module (KRUSTFLAGS) is built there, beside the checkout's own build.
+module_sources_copy() { # dir
+	cp -a "$TOP/Kbuild" "$TOP/drivers" "$TOP/rust" "$TOP/uapi" "$1/"
+	find "$1/drivers" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \) -delete
+}

@@ -33,8 +33,15 @@ use crate::{
     wqe::{self, Path},
 };
 
-/// The largest WQE the method takes, as its description's `u16`.
-const MAX_WQE: u16 = abi::QP_POST_MAX_WQE as u16;
+/// The largest WQE the method takes, as its description's `u16`. Built with
+/// `--cfg mlx4_bf_method_mismatch` (the provider suite's second module),
+/// the declaration says less than `ib/methods.c` does, and the device must
+/// be refused at registration.
+const MAX_WQE: u16 = if cfg!(mlx4_bf_method_mismatch) {
+    abi::QP_POST_MAX_WQE as u16 - 16
+} else {
+    abi::QP_POST_MAX_WQE as u16
+};
 
 uverbs_method! {
     pub(super) QpPost for Provider, on QpObject::TYPE, id abi::IB_METHOD_QP_POST,
