@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The C descriptions of a provider's methods against their Rust
-//! declarations: every method the chain describes whose handler is a Rust
-//! one must be of the declared object type and id, and describe each
-//! declared attribute with the declared kind, sizes and presence; every
-//! declaration must be described. The core parses a call by the C
-//! description, a handler reads it by the declaration: where they agree, a
-//! token's kind is the kind of the attribute the core parsed.
+//! declarations: every method the chain describes must be one of the
+//! declarations (its handler the declaration's), of the declared object type
+//! and id, and describe each declared attribute with the declared kind,
+//! sizes and presence; every declaration must be described. The core parses
+//! a call by the C description, a handler reads it by the declaration: where
+//! they agree, a token's kind is the kind of the attribute the core parsed.
+//! And a handler is reached only through the chain of the driver it was
+//! declared for: another driver's chain naming it is refused, as the method
+//! is not among that driver's declarations.
 
 use kernel::{bindings, prelude::*};
 
@@ -71,12 +74,15 @@ unsafe fn walk_chain(
                 // array.
                 unsafe { walk_chain(def.__bindgen_anon_2.chain, methods, described, depth + 1)? };
             }
-            // Write commands are the core's kind of handler, not ours;
-            // object starts and support tests name no handler.
+            // Object starts and support tests name no handler.
             bindings::uapi_definition_kind_UAPI_DEF_OBJECT_START
-            | bindings::uapi_definition_kind_UAPI_DEF_WRITE
             | bindings::uapi_definition_kind_UAPI_DEF_IS_SUPPORTED_FUNC
             | bindings::uapi_definition_kind_UAPI_DEF_IS_SUPPORTED_DEV_FN => {}
+            // A write command's handler is C's, declared nowhere here.
+            bindings::uapi_definition_kind_UAPI_DEF_WRITE => {
+                pr_err!("uverbs definitions: a write command, which no declaration covers\n");
+                return Err(EINVAL);
+            }
             kind => {
                 pr_err!("uverbs definitions: unknown entry kind {}\n", kind);
                 return Err(EINVAL);
@@ -111,15 +117,17 @@ unsafe fn walk_object(
         }
         // SAFETY: A static method description.
         let method = unsafe { &*method };
-        let Some(handler) = method.handler else {
-            continue;
-        };
-        let Some(d) = methods
-            .iter()
-            .position(|m| m.handler as usize == handler as usize)
-        else {
-            // A method of C's own: its handler reads no token of ours.
-            continue;
+        let Some(d) = method.handler.and_then(|handler| {
+            methods
+                .iter()
+                .position(|m| m.handler as usize == handler as usize)
+        }) else {
+            pr_err!(
+                "uverbs method {:#x} of object {:#x}: described, not declared\n",
+                method.id,
+                obj.id
+            );
+            return Err(EINVAL);
         };
         let decl = methods[d];
         if decl.object != obj.id || decl.id != method.id {
