@@ -21,6 +21,18 @@ use super::{
     Driver,
 };
 
+/// `Some(f)` where the provider implements the op, `None` (the core's "not
+/// supported") where it does not.
+macro_rules! gated {
+    ($has:expr, $f:expr) => {
+        if $has {
+            Some($f)
+        } else {
+            None
+        }
+    };
+}
+
 /// The ops table of a [`Driver`].
 pub(super) struct Ops<T>(PhantomData<T>);
 
@@ -40,65 +52,24 @@ impl<T: Driver> Ops<T> {
             get_port_immutable: Some(E::<T>::get_port_immutable),
             query_gid: Some(E::<T>::query_gid),
             query_pkey: Some(E::<T>::query_pkey),
-            get_dev_fw_str: if T::HAS_FW_VERSION {
-                Some(E::<T>::get_dev_fw_str)
-            } else {
-                None
-            },
+            get_dev_fw_str: gated!(T::HAS_FW_VERSION, E::<T>::get_dev_fw_str),
             alloc_ucontext: Some(E::<T>::alloc_ucontext),
             dealloc_ucontext: Some(E::<T>::dealloc_ucontext),
             mmap: Some(E::<T>::mmap),
             mmap_free: Some(E::<T>::mmap_free),
-            disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
-                Some(E::<T>::disassociate_ucontext)
-            } else {
-                None
-            },
-            alloc_pd: if T::HAS_ALLOC_PD {
-                Some(E::<T>::alloc_pd)
-            } else {
-                None
-            },
-            dealloc_pd: if T::HAS_ALLOC_PD {
-                Some(E::<T>::dealloc_pd)
-            } else {
-                None
-            },
-            create_user_cq: if T::HAS_CREATE_CQ {
-                Some(E::<T>::create_user_cq)
-            } else {
-                None
-            },
-            destroy_cq: if T::HAS_CREATE_CQ {
-                Some(E::<T>::destroy_cq)
-            } else {
-                None
-            },
-            create_qp: if T::HAS_CREATE_QP {
-                Some(E::<T>::create_qp)
-            } else {
-                None
-            },
-            modify_qp: if T::HAS_MODIFY_QP {
-                Some(E::<T>::modify_qp)
-            } else {
-                None
-            },
-            destroy_qp: if T::HAS_CREATE_QP {
-                Some(E::<T>::destroy_qp)
-            } else {
-                None
-            },
-            reg_user_mr: if T::HAS_REG_USER_MR {
-                Some(E::<T>::reg_user_mr)
-            } else {
-                None
-            },
-            dereg_mr: if T::HAS_REG_USER_MR {
-                Some(E::<T>::dereg_mr)
-            } else {
-                None
-            },
+            disassociate_ucontext: gated!(
+                T::HAS_DISASSOCIATE_UCONTEXT,
+                E::<T>::disassociate_ucontext
+            ),
+            alloc_pd: gated!(T::HAS_ALLOC_PD, E::<T>::alloc_pd),
+            dealloc_pd: gated!(T::HAS_ALLOC_PD, E::<T>::dealloc_pd),
+            create_user_cq: gated!(T::HAS_CREATE_CQ, E::<T>::create_user_cq),
+            destroy_cq: gated!(T::HAS_CREATE_CQ, E::<T>::destroy_cq),
+            create_qp: gated!(T::HAS_CREATE_QP, E::<T>::create_qp),
+            modify_qp: gated!(T::HAS_MODIFY_QP, E::<T>::modify_qp),
+            destroy_qp: gated!(T::HAS_CREATE_QP, E::<T>::destroy_qp),
+            reg_user_mr: gated!(T::HAS_REG_USER_MR, E::<T>::reg_user_mr),
+            dereg_mr: gated!(T::HAS_REG_USER_MR, E::<T>::dereg_mr),
             size_ib_ucontext: UContext::<T>::SIZE,
             size_ib_pd: Pd::<T>::SIZE,
             size_ib_cq: Cq::<T>::SIZE,
