@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 
 kdir=${1:?usage: compile-fail.sh KDIR}
-cases=(ptr_in_as_qp idr_as_bytes)
+cases=(ptr_in_as_qp flags_as_bytes)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 module_sources_copy "$work"

@@ -534,29 +534,29 @@ struct mlx4_bf_stats {
  * The RDMA provider's uverbs method (the ib_device mlx4_bf<N>, mainline
  * mlx4_ib's user ABI, include/uapi/rdma/mlx4-abi.h): a BlueFlame post of a
  * WQE that libmlx4 built in its send queue, called on the verbs context's
- * command file (RDMA_VERBS_IOCTL) on a QP object, in the driver's name
- * space. The kernel checks the WQE, stamps the QP's number into it and
- * writes it to the context's BlueFlame page (store blocks on s390), or
- * rings the send doorbell when it does not fit.
+ * command file (RDMA_VERBS_IOCTL) on the device object (UVERBS_OBJECT_DEVICE),
+ * in the driver's name space, as mlx5's QUERY_PORT is. The QP is the one
+ * whose number the WQE's control segment carries (bf_qpn, as libmlx4
+ * stamps it for BlueFlame), looked up among the calling context's own QPs
+ * (-ENOENT for any other number); the kernel checks the WQE and writes it
+ * to the context's BlueFlame page (store blocks on s390), or rings the
+ * send doorbell when it does not fit. A device without the method answers
+ * a call of it with -EPROTONOSUPPORT (the uverbs core's answer for an
+ * unknown method): that is how user space learns whether it is there.
  */
 
-/* dev_caps of struct mlx4_ib_alloc_ucontext_resp: the method is offered. */
-#define MLX4_BF_USER_DEV_CAP_QP_POST	(1U << 31)
-
-enum mlx4_bf_ib_qp_methods {
+enum mlx4_bf_ib_device_methods {
 	MLX4_BF_IB_METHOD_QP_POST = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 enum mlx4_bf_ib_qp_post_attrs {
-	/* The QP (UVERBS_OBJECT_QP), one of the calling context's. */
-	MLX4_BF_IB_ATTR_QP_POST_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 	/*
 	 * The WQE as libmlx4 built it: owner bit and WQE counter in the first
-	 * dword are user space's (its send queue), the QPN in the second is
-	 * the kernel's (zero, or the QP's own as libmlx4 stamps it); 16 bytes
-	 * at least, at most MLX4_BF_QP_POST_MAX_WQE.
+	 * dword are user space's (its send queue), the QPN in the second names
+	 * the QP (one of the calling context's); 16 bytes at least, at most
+	 * MLX4_BF_QP_POST_MAX_WQE.
 	 */
-	MLX4_BF_IB_ATTR_QP_POST_WQE,
+	MLX4_BF_IB_ATTR_QP_POST_WQE = (1U << UVERBS_ID_NS_SHIFT),
 	/* Flags, optional: enum mlx4_bf_post_flags. */
 	MLX4_BF_IB_ATTR_QP_POST_FLAGS,
 	/*

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The RDMA provider's driver-specific uverbs method: its description for
- * the uverbs ioctl core, which parses and checks the call's attributes, finds
- * the QP by its handle and calls the handler.
+ * the uverbs ioctl core, which parses and checks the call's attributes and
+ * calls the handler.
  *
  * This is C because the description is a tree of static const tables
  * built by the DECLARE_UVERBS_NAMED_METHOD() / ADD_UVERBS_METHODS() /
@@ -29,10 +29,6 @@
 int UVERBS_HANDLER(MLX4_BF_IB_METHOD_QP_POST)(struct uverbs_attr_bundle *attrs);
 
 DECLARE_UVERBS_NAMED_METHOD(MLX4_BF_IB_METHOD_QP_POST,
-			    UVERBS_ATTR_IDR(MLX4_BF_IB_ATTR_QP_POST_HANDLE,
-					    UVERBS_OBJECT_QP,
-					    UVERBS_ACCESS_READ,
-					    UA_MANDATORY),
 			    UVERBS_ATTR_PTR_IN(MLX4_BF_IB_ATTR_QP_POST_WQE,
 					       UVERBS_ATTR_SIZE(16, MLX4_BF_QP_POST_MAX_WQE),
 					       UA_MANDATORY),
@@ -43,12 +39,17 @@ DECLARE_UVERBS_NAMED_METHOD(MLX4_BF_IB_METHOD_QP_POST,
 						UVERBS_ATTR_TYPE(struct mlx4_bf_post_result),
 						UA_OPTIONAL));
 
-ADD_UVERBS_METHODS(mlx4_bf_qp,
-		   UVERBS_OBJECT_QP,
+/*
+ * On the device object, as mlx5's QUERY_PORT: no object handle to look up
+ * and lock in the core; the QP is the context's own, by the number the
+ * WQE carries, in the context's table (ib/post.rs).
+ */
+ADD_UVERBS_METHODS(mlx4_bf_device,
+		   UVERBS_OBJECT_DEVICE,
 		   &UVERBS_METHOD(MLX4_BF_IB_METHOD_QP_POST));
 
 /* The provider's chain of definitions (struct ib_device's driver_def). */
 const struct uapi_definition mlx4_bf_uapi_defs[] = {
-	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &mlx4_bf_qp),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &mlx4_bf_device),
 	{},
 };

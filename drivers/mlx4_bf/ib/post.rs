@@ -5,31 +5,43 @@
 //! that cannot store to its BlueFlame page (s390 without MIO) or chooses
 //! not to. Its description is C (`ib/methods.c`); this is its handler.
 //!
-//! The phases are the misc device's POST_SEND's: copy in, check (the
-//! queue's rules, [`wqe::validate_queued`]: the owner bit and WQE counter
-//! are user space's, the QPN the kernel's), check regions (a data segment's
-//! lkey names a region of the QP's PD), place and write (the adapter's,
-//! shared with POST_SEND). The kernel does not write the send queue:
-//! libmlx4 did, and a WQE that does not fit the BlueFlame buffer, or a QP
-//! whose number cannot be stamped, gets the send doorbell, after which the
-//! adapter reads the queue. What an RDMA names remotely is the responder's
-//! to check, as for every RC QP of this provider. A process reaches only
-//! its own QPs (the core looks the handle up in its file) through its own
-//! context's UAR.
+//! The method is on the device object: it names no object the core would
+//! look up, lock and put on every call. The QP is the one whose number the
+//! WQE's control segment carries (libmlx4 stamps it for BlueFlame), found
+//! in the context's own table of its QPs ([`PostQps`]), which create,
+//! modify and destroy keep under the lock every post holds from lookup to
+//! write: a process reaches only its own context's QPs (another number is
+//! `-ENOENT`), a destroy waits for a post under way, and the state rule
+//! (RTS, SQD, SQE or ERR) is the table's.
+//!
+//! The phases are the misc device's POST_SEND's: copy in, look up, check
+//! (the queue's rules, [`wqe::validate_queued`]: the owner bit and WQE
+//! counter are user space's), check regions (a data segment's lkey names a
+//! region of the QP's PD), place and write (the adapter's, shared with
+//! POST_SEND). The kernel does not write the send queue: libmlx4 did, and
+//! a WQE that does not fit the BlueFlame buffer, or a QP whose number
+//! cannot be stamped, gets the send doorbell, after which the adapter reads
+//! the queue. What an RDMA names remotely is the responder's to check, as
+//! for every RC QP of this provider; a post goes through the context's own
+//! UAR.
 
-use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::{RBTree, RBTreeNode},
+    sync::{Arc, Mutex},
+};
 
-use super::{qp::QueuePair, Provider};
+use super::Provider;
 use crate::{
     abi::{self, Reject},
     adapter::{Adapter, Posted},
     geometry::SQ_STRIDE,
     layout,
-    rdma::method::{
-        uapi_definitions, uverbs_method, Bundle, Flags, Idr, IdrObject, PtrIn, PtrOut, QpObject,
-    },
+    rdma::method::{uapi_definitions, uverbs_method, Bundle, Flags, PtrIn, PtrOut, OBJECT_DEVICE},
     region,
     stats::Stats,
+    verbs::QpState,
     wqe::{self, Path},
 };
 
@@ -44,9 +56,8 @@ const MAX_WQE: u16 = if cfg!(mlx4_bf_method_mismatch) {
 };
 
 uverbs_method! {
-    pub(super) QpPost for Provider, on QpObject::TYPE, id abi::IB_METHOD_QP_POST,
+    pub(super) QpPost for Provider, on OBJECT_DEVICE, id abi::IB_METHOD_QP_POST,
     handler mlx4_bf_ib_handler_MLX4_BF_IB_METHOD_QP_POST => qp_post {
-        HANDLE: Idr<QpObject> = abi::IB_ATTR_QP_POST_HANDLE, Mandatory;
         WQE: PtrIn<16, MAX_WQE> = abi::IB_ATTR_QP_POST_WQE, Mandatory;
         FLAGS: Flags = abi::IB_ATTR_QP_POST_FLAGS, Optional;
         RESULT: PtrOut<abi::PostResult> = abi::IB_ATTR_QP_POST_RESULT, Optional;
@@ -59,27 +70,26 @@ uapi_definitions!(pub(super) METHODS: Provider = mlx4_bf_uapi_defs [QpPost]);
 /// against `ib/methods.c`, which `QpPost` declares.
 fn qp_post(call: &Bundle<'_, QpPost>) -> Result {
     let ctx = call.ucontext()?.data();
-    let qp = call.obj(QpPost::HANDLE)?.data();
     let flags = call.flags32(QpPost::FLAGS, abi::POST_F_ALL)?;
     let report = call
         .has(QpPost::RESULT)
         .then_some(|r: &abi::PostResult| call.write(QpPost::RESULT, r));
     ctx.poster()
-        .post(qp, flags, |buf| call.read_into(QpPost::WQE, buf), report)
+        .post(flags, |buf| call.read_into(QpPost::WQE, buf), report)
 }
 
 /// What `scripts/compile-fail.sh` builds to show that the tokens refuse a
 /// handler that reads an attribute as what it is not: a PTR_IN asked for a
-/// QP, a QP handle read as bytes. Neither compiles (E0308).
+/// QP, the flags read as bytes. Neither compiles (E0308).
 #[cfg(mlx4_bf_compile_fail_ptr_in_as_qp)]
 #[allow(dead_code)]
 fn ptr_in_as_qp(call: &Bundle<'_, QpPost>) -> Result {
-    call.obj(QpPost::WQE).map(drop)
+    call.obj::<crate::rdma::method::QpObject>(QpPost::WQE).map(drop)
 }
-#[cfg(mlx4_bf_compile_fail_idr_as_bytes)]
+#[cfg(mlx4_bf_compile_fail_flags_as_bytes)]
 #[allow(dead_code)]
-fn idr_as_bytes(call: &Bundle<'_, QpPost>) -> Result {
-    call.read_into(QpPost::HANDLE, &mut [0; 8]).map(drop)
+fn flags_as_bytes(call: &Bundle<'_, QpPost>) -> Result {
+    call.read_into(QpPost::FLAGS, &mut [0; 8]).map(drop)
 }
 
 /// A WQE's copy, 8-byte aligned for the BlueFlame writer, with room for
@@ -87,34 +97,86 @@ fn idr_as_bytes(call: &Bundle<'_, QpPost>) -> Result {
 #[repr(C, align(8))]
 struct WqeBuf([u8; SQ_STRIDE]);
 
+/// What a post needs of one of the context's QPs.
+#[derive(Clone, Copy)]
+struct PostQp {
+    pdn: u32,
+    /// The state its last transition left it in.
+    state: QpState,
+}
+
 struct PostState {
     /// The BlueFlame buffer the context's next burst takes.
     bf_half: u32,
+    /// The context's QPs by number.
+    qps: RBTree<u32, PostQp>,
     wqe: WqeBuf,
 }
 
-/// What the method's posts on one verbs context share: its UAR, the
-/// alternation between the two buffers of its BlueFlame register, and its
-/// counters, which the device's include.
+/// The context's QPs as its posts see them, shared by the context and its
+/// QPs: a QP enters at create, its state follows each transition, it
+/// leaves at destroy, all under the lock a post holds from lookup to
+/// write.
+#[derive(Clone)]
+pub(crate) struct PostQps(Arc<Mutex<PostState>>);
+
+impl PostQps {
+    /// Enters QP `qpn` of PD `pdn`, in RESET.
+    pub(super) fn add(&self, qpn: u32, pdn: u32) -> Result {
+        let node = RBTreeNode::new(
+            qpn,
+            PostQp {
+                pdn,
+                state: QpState::Reset,
+            },
+            GFP_KERNEL,
+        )?;
+        let mut st = self.0.lock();
+        if st.qps.get(&qpn).is_some() {
+            return Err(EBUSY);
+        }
+        st.qps.insert(node);
+        Ok(())
+    }
+
+    /// QP `qpn`'s transition to `state` is done.
+    pub(super) fn set_state(&self, qpn: u32, state: QpState) {
+        if let Some(qp) = self.0.lock().qps.get_mut(&qpn) {
+            qp.state = state;
+        }
+    }
+
+    /// QP `qpn` goes: no post finds it from here on, and one under way has
+    /// finished.
+    pub(super) fn remove(&self, qpn: u32) {
+        let node = self.0.lock().qps.remove_node(&qpn);
+        drop(node);
+    }
+}
+
+/// What the method's posts on one verbs context share: its UAR, its QPs,
+/// the alternation between the two buffers of its BlueFlame register, and
+/// its counters, which the device's include.
 pub(crate) struct Poster {
     adapter: Arc<Adapter>,
     uar_index: u32,
     /// Whether the context offers BlueFlame at all (`ib_blueflame`).
     blueflame: bool,
-    state: Pin<KBox<Mutex<PostState>>>,
+    state: PostQps,
     stats: Arc<Stats>,
 }
 
 impl Poster {
     pub(super) fn new(adapter: &Arc<Adapter>, uar_index: u32, blueflame: bool) -> Result<Self> {
         let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
-        let state = KBox::pin_init(
+        let state = PostQps(Arc::pin_init(
             new_mutex!(PostState {
                 bf_half: 0,
+                qps: RBTree::new(),
                 wqe: WqeBuf([0; SQ_STRIDE]),
             }),
             GFP_KERNEL,
-        )?;
+        )?);
         adapter.stats().attach(&stats)?;
         Ok(Poster {
             adapter: adapter.clone(),
@@ -125,17 +187,21 @@ impl Poster {
         })
     }
 
+    /// The context's QPs, for its QPs to enter and leave.
+    pub(super) fn qps(&self) -> &PostQps {
+        &self.state
+    }
+
     fn reject(&self, why: Reject, e: Error) -> Error {
         self.stats.reject(why);
         e
     }
 
-    /// Posts the WQE `read` copies in to `qp`. `report`, if given, tells the
-    /// process what was done; it runs before the device sees the WQE, so a
-    /// failed report posted nothing.
+    /// Posts the WQE `read` copies in to the context's QP it names.
+    /// `report`, if given, tells the process what was done; it runs before
+    /// the device sees the WQE, so a failed report posted nothing.
     fn post(
         &self,
-        qp: &QueuePair,
         flags: u32,
         read: impl FnOnce(&mut [u8]) -> Result<usize>,
         report: Option<impl FnOnce(&abi::PostResult) -> Result>,
@@ -143,8 +209,7 @@ impl Poster {
         if flags == abi::POST_F_ALL {
             return Err(EINVAL);
         }
-        let qpn = qp.postable()?;
-        let mut guard = self.state.lock();
+        let mut guard = self.state.0.lock();
         let state = &mut *guard;
         // Copy in.
         let len = read(&mut state.wqe.0[..abi::QP_POST_MAX_WQE]).map_err(|e| {
@@ -155,14 +220,26 @@ impl Poster {
             };
             self.reject(why, e)
         })?;
-        // Check, and stamp the QPN.
-        let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
+        // Look up: the QP the WQE names, one of the context's, in a state
+        // that sends.
         let buf = &mut state.wqe.0[..len];
+        let qpn = wqe::named_qpn(buf).map_err(|r| self.reject(r, EINVAL))?;
+        let qp = *state
+            .qps
+            .get(&qpn)
+            .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
+        if !matches!(
+            qp.state,
+            QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
+        ) {
+            return Err(self.reject(Reject::Qp, EINVAL));
+        }
+        // Check.
+        let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
         let info = wqe::validate_queued(buf, qpn, max_len).map_err(|r| self.reject(r, EINVAL))?;
         // Check regions.
         if info.gather_segs != 0 {
-            let pd = qp.pdn();
-            region::check_gathers(buf, &info, |key| self.adapter.region(key, pd))
+            region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn))
                 .map_err(|r| self.reject(r, EACCES))?;
         }
         let bf_buf_size = self.adapter.caps().bf_buf_size();

@@ -12,6 +12,7 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::{
     doorbell::{pages, Record, UserDoorbell},
+    post::PostQps,
     user_abi, Provider,
 };
 use crate::{
@@ -53,6 +54,8 @@ pub(crate) struct QueuePair {
     mtt: Option<MttRange>,
     buf: Option<Umem>,
     db: Option<UserDoorbell>,
+    /// The context's table its posts find it in (`ib/post.rs`).
+    posts: PostQps,
 }
 
 impl QpData for QueuePair {
@@ -116,6 +119,7 @@ impl QueuePair {
             mtt: Some(mtt),
             buf: Some(buf),
             db: None,
+            posts: ctx.poster().qps().clone(),
         };
         let db = qp
             .db
@@ -124,26 +128,11 @@ impl QueuePair {
         let handle = adapter.reserve_qp(qp.fixed.pdn)?;
         qp.qpn = handle.qpn();
         *qp.handle.lock() = Some(handle);
+        qp.posts.add(qp.qpn, qp.fixed.pdn)?;
         // The receive queue as made; the send queue is user space's own.
         cap.max_recv_wr = recv.max_recv_wr;
         cap.max_recv_sge = recv.max_recv_sge;
         Ok(qp)
-    }
-
-    /// The QP's number, if it may be posted to: in the device and ready to
-    /// send (RTS, or past it: SQD, SQE and ERR, where the adapter drains or
-    /// flushes), as the QP_POST method requires.
-    pub(super) fn postable(&self) -> Result<u32> {
-        use crate::verbs::QpState as S;
-        match self.handle.lock().as_ref().map(|h| h.state()) {
-            Some(S::Rts | S::Sqd | S::Sqe | S::Err) => Ok(self.qpn),
-            _ => Err(EINVAL),
-        }
-    }
-
-    /// Its protection domain's number.
-    pub(super) fn pdn(&self) -> u32 {
-        self.fixed.pdn
     }
 
     fn spec<'a>(&self, mtt: &'a MttRange) -> QpSpec<'a> {
@@ -176,7 +165,10 @@ impl QueuePair {
             return Err(EINVAL);
         }
         self.adapter
-            .modify_qp(handle, &self.spec(mtt), &core_attr(attr, cur, new))
+            .modify_qp(handle, &self.spec(mtt), &core_attr(attr, cur, new))?;
+        // Posts see the state the device has it in now.
+        self.posts.set_state(self.qpn, handle.state());
+        Ok(())
     }
 }
 
@@ -234,6 +226,8 @@ fn core_attr(a: &QpAttr, cur: QpState, new: QpState) -> qp_context::QpAttr {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
+        // No post finds it from here on (one under way has finished).
+        self.posts.remove(self.qpn);
         let handle = self.handle.lock().take();
         let Some(mut handle) = handle else {
             return self.release_memory();

@@ -14,7 +14,6 @@ use kernel::{prelude::*, sync::Arc};
 
 use super::{post::Poster, user_abi, Provider};
 use crate::{
-    abi,
     adapter::Adapter,
     rdma::{
         mmap::{Caching, IoRegion, MmapTable},
@@ -69,12 +68,8 @@ impl Context {
         let fw = adapter.firmware();
         let resp = user_abi::AllocUcontextResp {
             // 32-byte CQEs: no MLX4_USER_DEV_CAP_LARGE_CQE. The QP_POST
-            // method where there is BlueFlame to post through.
-            dev_caps: if blueflame {
-                abi::USER_DEV_CAP_QP_POST
-            } else {
-                0
-            },
+            // method is found by calling it, not by a bit of mainline's.
+            dev_caps: 0,
             qp_tab_size: fw.profile.num_qps,
             // No BlueFlame register: libmlx4 rings the doorbell only.
             bf_reg_size: if blueflame {

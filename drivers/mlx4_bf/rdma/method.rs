@@ -27,6 +27,7 @@ use kernel::{
     ffi::c_int,
     prelude::*,
     transmute::AsBytes,
+    uaccess::{UserPtr, UserSlice},
 };
 
 use super::{
@@ -40,6 +41,7 @@ mod check;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Spec {
     /// `UVERBS_ATTR_IDR()` of object type `object`.
+    #[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
     Idr { object: u16 },
     /// `UVERBS_ATTR_PTR_IN()` of `min` to `max` bytes
     /// (`UVERBS_ATTR_FLAGS_IN()` is one of 4 to 8).
@@ -84,6 +86,7 @@ pub(crate) trait Method: Sized + 'static {
 
 /// What an IDR attribute may name: an object type the layer can hand to
 /// the provider.
+#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
 pub(crate) trait IdrObject {
     /// `UVERBS_OBJECT_*`.
     const TYPE: u16;
@@ -102,6 +105,7 @@ pub(crate) trait IdrObject {
 }
 
 /// A QP handle.
+#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
 pub(crate) enum QpObject {}
 
 impl IdrObject for QpObject {
@@ -118,11 +122,13 @@ impl IdrObject for QpObject {
 ///
 /// # Invariants
 ///
-/// `id` is an attribute of `M` of kind `K` (`K::spec()`), in `M::DESC`:
+/// `id` is an attribute of `M` of kind `K` (`K::SPEC`), in `M::DESC`:
 /// [`Definitions::check`] refused any device whose description of `M`
-/// says otherwise.
+/// says otherwise. `bkey` is its index in a call's bundle
+/// (`uapi_bkey_attr(uapi_key_attr(id))`), below `UVERBS_API_ATTR_BKEY_LEN`.
 pub(crate) struct Attr<M, K> {
     id: u16,
+    bkey: u16,
     _p: PhantomData<fn() -> (M, K)>,
 }
 
@@ -140,13 +146,37 @@ impl<M, K> Attr<M, K> {
     /// [`uverbs_method!`] generates from one declaration).
     #[doc(hidden)]
     pub(crate) const unsafe fn new(id: u16) -> Self {
-        // INVARIANT: By the caller's guarantee.
+        // INVARIANT: By the caller's guarantee; `bkey()` refuses to build
+        // an index outside the bundle.
         Attr {
             id,
+            bkey: bkey(id),
             _p: PhantomData,
         }
     }
 }
+
+/// The index of attribute `id` in a call's bundle, as the core computes it
+/// (`uapi_bkey_attr(uapi_key_attr(id))`, `include/rdma/uverbs_ioctl.h`):
+/// driver and core attributes interleave. An ID the core would refuse
+/// (`UVERBS_API_KEY_ERR`) does not build.
+const fn bkey(id: u16) -> u16 {
+    const NS: u16 = bindings::uapi_radix_data_UVERBS_API_NS_FLAG as u16;
+    const HALF: u16 = 1 << (bindings::uapi_radix_data_UVERBS_API_ATTR_KEY_BITS - 1);
+    let key = if id & NS != 0 {
+        let n = (id & !NS) + 1;
+        assert!(n < HALF, "driver attribute ID out of the core's range");
+        n << 1
+    } else {
+        assert!(id < HALF, "core attribute ID out of the core's range");
+        (id << 1) | 1
+    };
+    key - 1
+}
+
+/// `UVERBS_OBJECT_DEVICE`: the object of methods that name no object (the
+/// verbs context's device), as mlx5's `QUERY_PORT`.
+pub(crate) const OBJECT_DEVICE: u16 = bindings::uverbs_default_objects_UVERBS_OBJECT_DEVICE as u16;
 
 /// Kinds of attribute tokens.
 pub(crate) trait Kind {
@@ -154,6 +184,7 @@ pub(crate) trait Kind {
 }
 
 /// An IDR attribute of an `O`.
+#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
 pub(crate) struct Idr<O>(PhantomData<O>);
 /// A PTR_IN attribute of `MIN..=MAX` bytes.
 pub(crate) struct PtrIn<const MIN: u16, const MAX: u16>;
@@ -381,14 +412,36 @@ impl<'a, M: Method> Bundle<'a, M> {
         Ok(unsafe { UContext::from_core(ctx) })
     }
 
+    /// The attribute at bundle index `bkey`, if the call gave it.
+    #[inline(always)]
+    fn attr(&self, bkey: u16) -> Option<&bindings::uverbs_attr> {
+        let bit = usize::from(bkey);
+        let word_bits = 8 * core::mem::size_of::<kernel::ffi::c_ulong>();
+        // SAFETY: `raw` is live (type invariant); the core set the bitmap of
+        // the attributes present before calling the handler; `bkey` is below
+        // `UVERBS_API_ATTR_BKEY_LEN`, the bitmap's length (`Attr`'s
+        // invariant).
+        let present = unsafe {
+            (*self.raw).__bindgen_anon_1.hdr.attr_present[bit / word_bits] >> (bit % word_bits) & 1
+        };
+        if present == 0 {
+            return None;
+        }
+        // SAFETY: A present attribute's slot, which the core filled (its
+        // array has a slot for each key of the method, `key_bitmap_len`).
+        Some(unsafe { &*(*self.raw).attrs.as_ptr().add(bit) })
+    }
+
+    #[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
     /// The object the IDR attribute `a` names: one of the file's, its handle
     /// looked up and the object locked for the call by the core; `ENOENT`
     /// if an optional one was not given.
     pub(crate) fn obj<O: IdrObject>(&self, a: Attr<M, Idr<O>>) -> Result<&'a O::Object<M::Driver>> {
-        // SAFETY: `raw` is live (type invariant); `a.id` is an IDR attribute
-        // of this method (`Attr`'s invariant), so the object member of its
-        // union is the live one.
-        let obj = from_err_ptr(unsafe { bindings::uverbs_attr_get_obj(self.raw, a.id) })?;
+        let attr = self.attr(a.bkey).ok_or(ENOENT)?;
+        // SAFETY: An IDR attribute of this method (`Attr`'s invariant): the
+        // object member of its union is the live one, its uobject found by
+        // the core and locked for the call.
+        let obj = unsafe { (*attr.__bindgen_anon_1.obj_attr.uobject).object };
         // SAFETY: An IDR attribute of object type `O::TYPE` (`Attr`'s
         // invariant: the kind's object type was checked), found in the
         // caller's file of our device and locked for the call.
@@ -396,46 +449,62 @@ impl<'a, M: Method> Bundle<'a, M> {
     }
 
     /// Was the attribute `a` given?
+    #[inline(always)]
     pub(crate) fn has<K>(&self, a: Attr<M, K>) -> bool {
-        // SAFETY: `raw` is live (type invariant); presence is a bit of the
-        // bundle, whatever the attribute's kind.
-        unsafe { bindings::uverbs_attr_is_valid(self.raw, a.id.into()) }
+        self.attr(a.bkey).is_some()
     }
 
     /// The flags attribute `a`, 0 if not given; `EINVAL` if it has a bit
-    /// outside `allowed`.
+    /// outside `allowed` (`uverbs_get_flags32()`).
+    #[inline(always)]
     pub(crate) fn flags32(&self, a: Attr<M, Flags>, allowed: u32) -> Result<u32> {
-        let mut flags = 0u32;
-        // SAFETY: `raw` is live (type invariant); `a.id` is a PTR_IN of 4 to
-        // 8 bytes (`Attr`'s invariant), what `uverbs_get_flags32()` reads;
-        // `flags` is a `u32`.
-        to_result(unsafe {
-            bindings::uverbs_get_flags32(&mut flags, self.raw, a.id.into(), allowed.into())
-        })?;
+        let Some(attr) = self.attr(a.bkey) else {
+            return Ok(0);
+        };
+        // SAFETY: A PTR_IN of 4 to 8 bytes (`Attr`'s invariant), kept inline
+        // in `data` by the core.
+        let (len, data) = unsafe {
+            let p = attr.__bindgen_anon_1.ptr_attr;
+            (p.len, p.__bindgen_anon_1.data)
+        };
+        let flags = match len {
+            8 => u32::try_from(data).map_err(|_| EINVAL)?,
+            4 => {
+                let bytes = data.to_ne_bytes();
+                u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+            }
+            _ => return Err(EINVAL),
+        };
+        if flags & !allowed != 0 {
+            return Err(EINVAL);
+        }
         Ok(flags)
     }
 
     /// Copies the input attribute `a` into the start of `buf`; returns its
     /// length. `EINVAL` if it is longer than `buf`, `EFAULT` if user memory
-    /// could not be read.
+    /// could not be read (`uverbs_copy_from()`).
+    #[inline(always)]
     pub(crate) fn read_into<const MIN: u16, const MAX: u16>(
         &self,
         a: Attr<M, PtrIn<MIN, MAX>>,
         buf: &mut [u8],
     ) -> Result<usize> {
-        // SAFETY: `raw` is live (type invariant); `a.id` is a PTR_IN
-        // (`Attr`'s invariant), whose length the core checked.
-        let len = unsafe { bindings::uverbs_attr_get_len(self.raw, a.id) };
-        let len = usize::try_from(len).map_err(|_| Error::from_errno(len))?;
-        if len > buf.len() {
-            return Err(EINVAL);
+        let attr = self.attr(a.bkey).ok_or(ENOENT)?;
+        // SAFETY: A PTR_IN (`Attr`'s invariant) without `alloc_and_copy`
+        // (checked): `data` holds the bytes if they fit, else their user
+        // address; the core checked the length against the description.
+        let (len, data) = unsafe {
+            let p = attr.__bindgen_anon_1.ptr_attr;
+            (usize::from(p.len), p.__bindgen_anon_1.data)
+        };
+        let to = buf.get_mut(..len).ok_or(EINVAL)?;
+        if len <= core::mem::size_of::<u64>() {
+            to.copy_from_slice(&data.to_ne_bytes()[..len]);
+        } else {
+            let from = UserPtr::from_addr(usize::try_from(data).map_err(|_| EFAULT)?);
+            UserSlice::new(from, len).reader().read_slice(to)?;
         }
-        // SAFETY: As above; `buf` is writable for `buf.len()` bytes, at least
-        // the attribute's length, which is what `_uverbs_copy_from()` copies
-        // (it refuses a longer one).
-        to_result(unsafe {
-            bindings::_uverbs_copy_from(buf.as_mut_ptr().cast(), self.raw, a.id.into(), buf.len())
-        })?;
         Ok(len)
     }
 

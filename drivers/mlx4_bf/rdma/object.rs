@@ -276,6 +276,7 @@ impl<T: Driver> Qp<T> {
         unsafe { (*self.as_core()).qp_num = qpn };
     }
 
+    #[allow(dead_code, reason = "for methods on a QP (`method::QpObject`)")]
     /// The QP a uverbs handle's object is, if it is one the provider made.
     ///
     /// # Safety

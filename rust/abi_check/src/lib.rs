@@ -243,19 +243,11 @@ mod tests {
         assert_eq!(c::MLX4_BF_MMAP_UAR_PAGE as u64, abi::MMAP_UAR_PAGE);
         assert_eq!(c::MLX4_BF_MMAP_BF_PAGE as u64, abi::MMAP_BF_PAGE);
         assert_eq!(
-            c::MLX4_BF_USER_DEV_CAP_QP_POST as u32,
-            abi::USER_DEV_CAP_QP_POST
-        );
-        assert_eq!(
             c::UVERBS_ID_NS_SHIFT as u16,
             abi::UVERBS_ID_NS.trailing_zeros() as u16
         );
         for (cv, rv) in [
             (c::MLX4_BF_IB_METHOD_QP_POST as u32, abi::IB_METHOD_QP_POST),
-            (
-                c::MLX4_BF_IB_ATTR_QP_POST_HANDLE as u32,
-                abi::IB_ATTR_QP_POST_HANDLE,
-            ),
             (
                 c::MLX4_BF_IB_ATTR_QP_POST_WQE as u32,
                 abi::IB_ATTR_QP_POST_WQE,

@@ -78,17 +78,14 @@ pub const POST_F_ALL: u32 = POST_F_FORCE_DOORBELL | POST_F_REQUIRE_BF;
 pub const PATH_BLUEFLAME: u32 = 1;
 pub const PATH_DOORBELL: u32 = 2;
 
-/// The RDMA provider's uverbs method (`MLX4_BF_IB_METHOD_QP_POST`): its
-/// capability bit in mlx4_ib's ucontext response, its IDs in the driver
-/// name space (`1 << UVERBS_ID_NS_SHIFT`), the longest WQE it takes.
-pub const USER_DEV_CAP_QP_POST: u32 = 1 << 31;
+/// The RDMA provider's uverbs method (`MLX4_BF_IB_METHOD_QP_POST`, on the
+/// device object): its IDs in the driver name space
+/// (`1 << UVERBS_ID_NS_SHIFT`), the longest WQE it takes.
 pub const UVERBS_ID_NS: u16 = 1 << 12;
-#[allow(dead_code, reason = "the kernel's is in the C tables (ib/methods.c)")]
 pub const IB_METHOD_QP_POST: u16 = UVERBS_ID_NS;
-pub const IB_ATTR_QP_POST_HANDLE: u16 = UVERBS_ID_NS;
-pub const IB_ATTR_QP_POST_WQE: u16 = UVERBS_ID_NS + 1;
-pub const IB_ATTR_QP_POST_FLAGS: u16 = UVERBS_ID_NS + 2;
-pub const IB_ATTR_QP_POST_RESULT: u16 = UVERBS_ID_NS + 3;
+pub const IB_ATTR_QP_POST_WQE: u16 = UVERBS_ID_NS;
+pub const IB_ATTR_QP_POST_FLAGS: u16 = UVERBS_ID_NS + 1;
+pub const IB_ATTR_QP_POST_RESULT: u16 = UVERBS_ID_NS + 2;
 pub const QP_POST_MAX_WQE: usize = 1008;
 
 /// Why a POST_SEND was refused; the index into [`Stats::rejects`].

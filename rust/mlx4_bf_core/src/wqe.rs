@@ -110,6 +110,20 @@ pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
 /// owner stamps them.
 const CTRL_QUEUE_BITS: u32 = CTRL_OWNER | 0xffff << 8;
 
+/// The QP a queued WQE names: the number in bits 31..8 of its control
+/// segment's second dword, where libmlx4 stamps it for BlueFlame
+/// (`bf_qpn`). `Reject::Length` if there is no control segment,
+/// `Reject::Ctrl` if it names none.
+pub fn named_qpn(wqe: &[u8]) -> Result<u32, Reject> {
+    if wqe.len() < CTRL_LEN {
+        return Err(Reject::Length);
+    }
+    match be32(wqe, 4) >> 8 {
+        0 => Err(Reject::Ctrl),
+        qpn => Ok(qpn),
+    }
+}
+
 /// Checks a WQE that user space built in a send queue of its own (a QP of
 /// the RDMA provider, as libmlx4's BlueFlame branch hands it to the QP_POST
 /// method) and makes it the one to write to QP `qpn`'s BlueFlame register:
@@ -434,6 +448,17 @@ mod tests {
             validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN),
             Err(Reject::Length)
         );
+    }
+
+    #[test]
+    fn a_queued_wqe_names_its_qp_by_bf_qpn() {
+        let mut buf = [0u8; MAX_WQE_LEN];
+        let len = build_inline(&mut buf, OPCODE_SEND, None, &[7u8; 12]).unwrap();
+        assert_eq!(named_qpn(&buf[..len]), Err(Reject::Ctrl), "none named");
+        let fence_size = be32(&buf, 4);
+        put_be32(&mut buf, 4, fence_size | 0x0a_bcde << 8);
+        assert_eq!(named_qpn(&buf[..len]), Ok(0x0a_bcde));
+        assert_eq!(named_qpn(&buf[..7]), Err(Reject::Length));
     }
 
     #[test]

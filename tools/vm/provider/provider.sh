@@ -188,7 +188,7 @@ echo 'mlx4_bf .*: no RDMA device: Error(22)' >>$EXPECTED_LOG
 # shellcheck disable=SC2086
 insmod ./mlx4_bf_mismatch.ko $MODPARAMS && wait_for /dev/mlx4_bf0
 log=$(dmesg | tail -n +"$from")
-echo "$log" | grep -q 'uverbs method 0x1000: attribute 0x1001 is declared PtrIn' &&
+echo "$log" | grep -q 'uverbs method 0x1000: attribute 0x1000 is declared PtrIn' &&
 	echo "$log" | grep -q 'no RDMA device' && [ ! -e $I ] && [ -e /dev/mlx4_bf0 ]
 result $? method_declaration_mismatch_refused_at_registration "$I $([ -e $I ] || echo not) there; log: $(echo "$log" | grep -e uverbs -e 'RDMA device' | tr '\n' '|')"
 timeout 60 rmmod mlx4_bf

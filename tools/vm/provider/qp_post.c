@@ -12,6 +12,9 @@ struct ibv_mr *mr, *src_mr, *other_mr;
 struct ibv_qp *qp;
 struct mlx4dv_qp dv;
 uint32_t head;
+/* The BAR2 offsets of the good path's BlueFlame posts, in order. */
+uint64_t bf_log[16];
+unsigned int bf_posts;
 uint8_t *src, *dst;
 int results, failures;
 
@@ -53,15 +56,12 @@ int qp_post(const struct post *p)
 {
 	struct {
 		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attrs[4];
+		struct ib_uverbs_attr attrs[3];
 	} cmd;
 	struct ib_uverbs_attr *a = cmd.attrs;
 
 	memset(&cmd, 0, sizeof(cmd));
-	/* An object's handle: in data, len 0. */
-	a->attr_id = MLX4_BF_IB_ATTR_QP_POST_HANDLE;
-	a->data = p->handle;
-	a++;
+	/* No handle: the WQE names its QP (bf_qpn). */
 	a->attr_id = MLX4_BF_IB_ATTR_QP_POST_WQE;
 	a->len = p->len;
 	a->data = (uintptr_t)p->wqe;
@@ -85,7 +85,7 @@ int qp_post(const struct post *p)
 	}
 	cmd.hdr.num_attrs = a - cmd.attrs;
 	cmd.hdr.length = sizeof(cmd.hdr) + cmd.hdr.num_attrs * sizeof(*a);
-	cmd.hdr.object_id = UVERBS_OBJECT_QP;
+	cmd.hdr.object_id = UVERBS_OBJECT_DEVICE;
 	cmd.hdr.method_id = MLX4_BF_IB_METHOD_QP_POST;
 	cmd.hdr.driver_id = RDMA_DRIVER_MLX4;
 	return ioctl(p->fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
@@ -155,6 +155,35 @@ uint32_t build_write(uint32_t len, int inline_data, uint32_t lkey)
 	return size * 16;
 }
 
+/*
+ * An inline RDMA write of LEN bytes (at most 28: one segment within 64
+ * bytes of the queue) built in the first slot of the send queue of ON,
+ * another QP (its queue from mlx4dv): its number stamped, counter 0; its
+ * WQE in *WQE; returns its length.
+ */
+uint32_t build_write_on(struct ibv_qp *on, uint32_t len, void **wqe)
+{
+	struct mlx4dv_qp odv;
+	struct mlx4dv_obj obj = { .qp = { .in = on, .out = &odv } };
+	uint8_t *w;
+	uint32_t size;
+
+	if (mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP))
+		die("mlx4dv_init_obj", errno);
+	w = (uint8_t *)odv.buf.buf + odv.sq.offset;
+	memset(w, 0, 1 << odv.sq.wqe_shift);
+	*(uint64_t *)(w + 16) = htobe64((uintptr_t)dst);
+	put32(w + 24, mr->rkey);
+	put32(w + 32, 1u << 31 | len);
+	memcpy(w + 36, src, len);
+	size = 2 + (len + 4 + 15) / 16;
+	put32(w + 8, 3 << 2); /* srcrb_flags: CQ_UPDATE */
+	put32(w + 4, be32toh(odv.doorbell_qpn) | size);
+	put32(w, 0x08);
+	*wqe = w;
+	return size * 16;
+}
+
 /* One completion within POLL_TRIES polls: 0, or -1 and a "#" line. */
 int await_completion(void)
 {
@@ -204,7 +233,7 @@ void fill(uint32_t len, uint8_t seed)
 void good_write(uint32_t len, int inline_data, uint32_t want_path)
 {
 	struct mlx4_bf_post_result r = { 0 };
-	struct post p = { .fd = ctx->cmd_fd, .handle = qp->handle };
+	struct post p = { .fd = ctx->cmd_fd };
 	char name[64];
 	int err, ok;
 
@@ -222,8 +251,11 @@ void good_write(uint32_t len, int inline_data, uint32_t want_path)
 	       r.wqe_index, (unsigned long long)r.bf_offset,
 	       r.bytes_written, r.store_blocks);
 	ok = ok && r.wqe_index == ((head - 1) & 0xffff);
-	if (want_path == MLX4_BF_PATH_BLUEFLAME)
+	if (want_path == MLX4_BF_PATH_BLUEFLAME) {
 		ok = ok && r.bytes_written == (p.len + 63) / 64 * 64;
+		if (!err && bf_posts < sizeof(bf_log) / sizeof(bf_log[0]))
+			bf_log[bf_posts++] = r.bf_offset;
+	}
 	snprintf(name, sizeof(name), "%s_%u_%s",
 		 want_path == MLX4_BF_PATH_BLUEFLAME ? "blueflame" : "doorbell",
 		 len, inline_data ? "inline" : "gathered");

@@ -37,13 +37,14 @@ extern struct ibv_mr *mr, *src_mr, *other_mr;
 extern struct ibv_qp *qp;
 extern struct mlx4dv_qp dv;
 extern uint32_t head;
+extern uint64_t bf_log[16];
+extern unsigned int bf_posts;
 extern uint8_t *src, *dst;
 extern int results, failures;
 
 /* The method's call; returns 0 or the errno. */
 struct post {
 	int fd;
-	uint32_t handle;
 	const void *wqe;
 	uint32_t len;
 	int with_flags;
@@ -57,6 +58,7 @@ int qp_post(const struct post *p);
 uint8_t *slot(void);
 void put32(uint8_t *at, uint32_t v);
 uint32_t build_write(uint32_t len, int inline_data, uint32_t lkey);
+uint32_t build_write_on(struct ibv_qp *on, uint32_t len, void **wqe);
 int await_completion(void);
 int nothing_posted(void);
 void fill(uint32_t len, uint8_t seed);

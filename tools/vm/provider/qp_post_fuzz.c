@@ -2,8 +2,8 @@
 /*
  * ibv_qp_post -f: the QP_POST method fuzzed. Valid WQEs with flipped bits,
  * random attribute IDs, lengths, flags and pointers (NULL, kernel,
- * unmapped, odd), random handles, the QP destroyed and made again now and
- * then; the seed replays the calls.
+ * unmapped, odd), random QP numbers, the QP destroyed and made again now
+ * and then; the seed replays the calls.
  */
 #include "../../testing/selftests/mlx4_bf/fuzz_rand.h"
 #include "qp_post.h"
@@ -11,11 +11,11 @@
 static uint16_t random_attr_id(void)
 {
 	static const uint16_t ids[] = {
-		MLX4_BF_IB_ATTR_QP_POST_HANDLE, MLX4_BF_IB_ATTR_QP_POST_WQE,
-		MLX4_BF_IB_ATTR_QP_POST_FLAGS, MLX4_BF_IB_ATTR_QP_POST_RESULT,
+		MLX4_BF_IB_ATTR_QP_POST_WQE, MLX4_BF_IB_ATTR_QP_POST_FLAGS,
+		MLX4_BF_IB_ATTR_QP_POST_RESULT,
 	};
 
-	return below(8) ? ids[below(4)] : (uint16_t)rnd();
+	return below(8) ? ids[below(3)] : (uint16_t)rnd();
 }
 
 /* One random call; returns the errno. */
@@ -32,19 +32,17 @@ static int fuzz_call(void *unmapped)
 
 	for (i = below(4); i; i--)
 		w[below(len)] ^= 1 << below(8);
+	/* Now and then another QP number: none of the context's, mostly. */
+	if (!below(8))
+		put32(w + 4, (rnd() & 0xffffff) << 8 | len / 16);
 	memset(&cmd, 0, sizeof(cmd));
-	n = below(4) ? 2 + below(3) : below(7);
+	n = below(4) ? 1 + below(3) : below(7);
 	for (i = 0; i < n; i++) {
 		struct ib_uverbs_attr *a = &cmd.attrs[i];
 
-		a->attr_id = i < 2 && below(8) ? (i ? MLX4_BF_IB_ATTR_QP_POST_WQE :
-					      MLX4_BF_IB_ATTR_QP_POST_HANDLE) :
-						 random_attr_id();
+		a->attr_id = i == 0 && below(8) ? MLX4_BF_IB_ATTR_QP_POST_WQE :
+						  random_attr_id();
 		switch (a->attr_id) {
-		case MLX4_BF_IB_ATTR_QP_POST_HANDLE:
-			a->len = below(8) ? 0 : below(16);
-			a->data = below(8) ? qp->handle : rnd() & 0xff;
-			break;
 		case MLX4_BF_IB_ATTR_QP_POST_WQE:
 			a->len = below(8) ? len : below(1100);
 			a->data = below(8) ? (uintptr_t)w : random_pointer(w, unmapped);
@@ -65,7 +63,7 @@ static int fuzz_call(void *unmapped)
 	cmd.hdr.length = sizeof(cmd.hdr) + n * sizeof(cmd.attrs[0]);
 	if (!below(32))
 		cmd.hdr.length = below(sizeof(cmd));
-	cmd.hdr.object_id = below(16) ? UVERBS_OBJECT_QP : below(32);
+	cmd.hdr.object_id = below(16) ? UVERBS_OBJECT_DEVICE : below(32);
 	cmd.hdr.method_id = below(16) ? MLX4_BF_IB_METHOD_QP_POST : (uint16_t)rnd();
 	cmd.hdr.driver_id = below(16) ? RDMA_DRIVER_MLX4 : below(32);
 	return ioctl(ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
