@@ -55,6 +55,18 @@ int sysfs_bdf(const char *file);
 int unbind_now(void);
 int bind_now(void);
 
+/* What is held bound and idle, and unbound; both measured again. */
+extern struct held idle, unbound;
+void rebaseline(void);
+struct tally;
+/*
+ * The adapter bound, everything as idle; what a destroy kept (KEEPS) gone
+ * after unbind and rebind: 1, or 0 and what was left in LEFT.
+ */
+int back_to_idle(int keeps, struct tally *t, char *left, size_t len);
+/* Unbound, everything as unbound: 1, or 0 and what was left in LEFT. */
+int unbound_again(struct tally *t, char *left, size_t len);
+
 /* Allocation faults: the Nth failable allocation of this task. */
 void fail_nth_arm(unsigned int n);
 /* Disarms; returns what was left of N (0: it fired). */
@@ -114,6 +126,9 @@ int make_qps(struct world *w, enum ibv_qp_state state);
 /* errno after a call that failed, or ERR_NO_ERRNO if it set none. */
 int failed(void);
 
+#define DEV_BIND	1
+#define DEV_UNBIND	2
+
 /* One operation: what it needs made first, it, and its undoing. */
 struct op {
 	const char *name;
@@ -131,7 +146,7 @@ struct op {
 	 * driver keeps the memory until unbind resets the adapter.
 	 */
 	int keeps;
-	/* Bind or unbind: the adapter is bound again after each step. */
+	/* Bind or unbind (DEV_*): of the adapter, not of a context. */
 	int device;
 };
 

@@ -319,7 +319,8 @@ static void undo_unbind(struct world *w)
 #define WRITE_ERRNO	"write() -1, errno set"
 
 const struct op ops[] = {
-	{ "bind", setup_bind, run_write_bdf, settle_bind, NULL, WRITE_ERRNO, 0, 1 },
+	{ "bind", setup_bind, run_write_bdf, settle_bind, NULL, WRITE_ERRNO, 0,
+	  DEV_BIND },
 	{ "alloc_ucontext", find_device, run_open, NULL, undo_ctx,
 	  NULL_ERRNO, 0, 0 },
 	{ "alloc_pd", make_ctx, run_alloc_pd, NULL, undo_pd, NULL_ERRNO, 0, 0 },
@@ -343,7 +344,7 @@ const struct op ops[] = {
 	{ "close_context_with_objects", setup_rts, run_close, NULL, NULL,
 	  RET_ERRNO, 1, 0 },
 	{ "unbind", setup_unbind, run_write_bdf, NULL, undo_unbind,
-	  WRITE_ERRNO, 0, 1 },
+	  WRITE_ERRNO, 0, DEV_UNBIND },
 };
 
 const int nr_ops = ARRAY_SIZE(ops);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ibv_fault_walk's view of the machine (see fault_walk.h): what this
- * process, the kernel, the driver and the device model hold; the adapter
- * bound and unbound through sysfs; the two kinds of fault armed and
- * disarmed; the kernel log's problem reports. The model's diagnostic block
+ * process, the kernel, the driver and the device model hold, and whether
+ * it is back at idle; the adapter bound and unbound through sysfs; the two
+ * kinds of fault armed and disarmed; the kernel log's problem reports. The model's diagnostic block
  * is read through the PCI function's resource0, whoever has it bound
  * (tools/testing/selftests/mlx4_bf/mlx4_bf_model.h).
  */
@@ -27,6 +27,7 @@
 #define REPORT_RECORDS	60
 
 char bdf[32];
+struct held idle, unbound;
 static struct model model;
 static int fail_fd = -1, kmsg_fd = -1;
 
@@ -237,6 +238,95 @@ int bind_now(void)
 	if (!ibdev_present())
 		return ERR_NO_IBDEV;
 	return port_active(100) ? 0 : ETIMEDOUT;
+}
+
+/* Unbound and bound again, both measured: after a leak, the new idle. */
+void rebaseline(void)
+{
+	if (unbind_now())
+		die("unbind", EIO);
+	held_now(&unbound);
+	if (bind_now())
+		die("bind", EIO);
+	held_now(&idle);
+}
+
+/*
+ * Everything given back: the adapter bound, everything at idle. What a
+ * destroy kept (KEEPS) must be gone after unbind and rebind. Returns 1 if
+ * so; else says what was left in LEFT.
+ */
+int back_to_idle(int keeps, struct tally *t, char *left, size_t len)
+{
+	struct held h;
+	char d[384];
+	int err = bind_now();
+
+	held_now(&h);
+	if (!err && !held_diff(&idle, &h, d, sizeof(d)))
+		return 1;
+	if (!err && h.contexts < 0) {
+		/* Its debugfs directory failed, which the kernel tolerates. */
+		if (unbind_now())
+			die("unbind", EIO);
+		err = bind_now();
+		held_now(&h);
+		if (!err && !held_diff(&idle, &h, d, sizeof(d))) {
+			snprintf(left, len, "no debugfs (tolerated) until a rebind");
+			return 1;
+		}
+	}
+	if (err) {
+		snprintf(left, len, "the adapter is not back: %s", err_name(err));
+		t->leaks++;
+		rebaseline();
+		return 0;
+	}
+	if (keeps && h.pins > idle.pins) {
+		int at = snprintf(left, len, "kept until unbind: %s", d);
+
+		t->kept++;
+		if (unbind_now())
+			die("unbind", EIO);
+		held_now(&h);
+		if (held_diff(&unbound, &h, d, sizeof(d))) {
+			snprintf(left + at, len - at, "; after unbind: %s", d);
+			t->leaks++;
+			rebaseline();
+			return 0;
+		}
+		if (bind_now())
+			die("bind", EIO);
+		held_now(&h);
+		if (!held_diff(&idle, &h, d, sizeof(d))) {
+			snprintf(left + at, len - at, "; released by unbind");
+			return 1;
+		}
+	}
+	snprintf(left, len, "left: %s", d);
+	t->leaks++;
+	rebaseline();
+	return 0;
+}
+
+/*
+ * Bind's steps end unbound, as the next one starts: what the unbind of the
+ * adapter a bind made reports belongs to that bind.
+ */
+int unbound_again(struct tally *t, char *left, size_t len)
+{
+	struct held h;
+	char d[384];
+
+	if (unbind_now())
+		die("unbind", EIO);
+	held_now(&h);
+	if (!held_diff(&unbound, &h, d, sizeof(d)))
+		return 1;
+	snprintf(left, len, "after its unbind: %s", d);
+	t->leaks++;
+	rebaseline();
+	return 0;
 }
 
 void fail_nth_arm(unsigned int n)

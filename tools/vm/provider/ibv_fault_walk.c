@@ -56,7 +56,6 @@
 #define CENSUS_N	1000000000u
 
 static struct tally tallies[32][2];
-static struct held idle, unbound;
 static unsigned int dense = 100, cmd_dense = 16;
 static double budget = 900, cmd_budget = 300;
 
@@ -88,64 +87,6 @@ static void note_err(struct tally *t, int err)
 	if (!strstr(t->errs, name) && at + strlen(name) + 3 < sizeof(t->errs))
 		snprintf(t->errs + at, sizeof(t->errs) - at, "%s%s",
 			 at ? ", " : "", name);
-}
-
-/* Unbound and bound again, both measured: after a leak, the new idle. */
-static void rebaseline(void)
-{
-	if (unbind_now())
-		die("unbind", EIO);
-	held_now(&unbound);
-	if (bind_now())
-		die("bind", EIO);
-	held_now(&idle);
-}
-
-/*
- * Everything given back: the adapter bound, everything at idle. What a
- * destroy kept (KEEPS) must be gone after unbind and rebind. Returns 1 if
- * so; else says what was left in LEFT.
- */
-static int back_to_idle(int keeps, struct tally *t, char *left, size_t len)
-{
-	struct held h;
-	char d[384];
-	int err = bind_now();
-
-	held_now(&h);
-	if (!err && !held_diff(&idle, &h, d, sizeof(d)))
-		return 1;
-	if (err) {
-		snprintf(left, len, "the adapter is not back: %s", err_name(err));
-		t->leaks++;
-		rebaseline();
-		return 0;
-	}
-	if (keeps && h.pins > idle.pins) {
-		int at = snprintf(left, len, "kept until unbind: %s", d);
-
-		t->kept++;
-		if (unbind_now())
-			die("unbind", EIO);
-		held_now(&h);
-		if (held_diff(&unbound, &h, d, sizeof(d))) {
-			snprintf(left + at, len - at, "; after unbind: %s", d);
-			t->leaks++;
-			rebaseline();
-			return 0;
-		}
-		if (bind_now())
-			die("bind", EIO);
-		held_now(&h);
-		if (!held_diff(&idle, &h, d, sizeof(d))) {
-			snprintf(left + at, len - at, "; released by unbind");
-			return 1;
-		}
-	}
-	snprintf(left, len, "left: %s", d);
-	t->leaks++;
-	rebaseline();
-	return 0;
 }
 
 /* The operation and what comes after it (QP_POST's completion). */
@@ -189,6 +130,8 @@ static int step(const struct op *op, const struct fault *f, struct tally *t)
 			op->undo(&w);
 		ok = !err && !world_free(&w) &&
 		     back_to_idle(0, t, left, sizeof(left)) &&
+		     (op->device != DEV_BIND ||
+		      unbound_again(t, left, sizeof(left))) &&
 		     model_protocol_errors() == protocol;
 		if (!ok) {
 			printf("# %s %s did not fire, yet %s; %s\n", op->name, at,
@@ -234,6 +177,9 @@ static int step(const struct op *op, const struct fault *f, struct tally *t)
 	n = strlen(left);
 	if (!back_to_idle(f->kind == CMD && op->keeps, t, left + n,
 			  sizeof(left) - n))
+		ok = 0;
+	n = strlen(left);
+	if (op->device == DEV_BIND && !unbound_again(t, left + n, sizeof(left) - n))
 		ok = 0;
 	reports = kmsg_reports();
 	t->reports += reports;
@@ -480,6 +426,8 @@ int main(int argc, char **argv)
 		report(&ops[i], &tallies[i][ALLOC], ALLOC);
 		walk_cmd(&ops[i], &tallies[i][CMD], tallies[i][ALLOC].step_s);
 		report(&ops[i], &tallies[i][CMD], CMD);
+		if (bind_now())
+			die("bind", EIO);
 		printf("# %s: %.0f s\n", ops[i].name, now() - t);
 	}
 	for (i = 0; i < nr_ops && strcmp(ops[i].name, "destroy_cq"); i++)
