@@ -344,6 +344,16 @@ provider() {
 	cp "$variant/drivers/mlx4_bf/mlx4_bf.ko" "$pdir/mlx4_bf_mismatch.ko"
 	rm -rf "$variant"
 	cmd="sh /work/provider.sh; rc=\$?; $send_back"
+	if [ "$KCONFIG" = debug ] && [ "$ARCH" = x86_64 ]; then
+		# Issue 43: the fault walk (tools/vm/provider/fault_walk.sh) at
+		# the end of the boot, with the model's diagnostic block
+		# (mlx4_bf_model.h); some 30 minutes more.
+		build_ibv_program "$pdir/ibv_fault_walk" \
+			"$TOP"/tools/vm/provider/{ibv_fault_walk,fault_walk_ops,fault_walk_world,fault_walk_state,fault_walk_report}.c \
+			-I"$SELFTESTS" -I"$TOP/uapi"
+		cmd="FAULT_WALK=1 FAULT_WALK_ARGS='${FAULT_WALK_ARGS:-}' $cmd"
+		VM_TIMEOUT=${VM_TIMEOUT:-4800}
+	fi
 	if [ "$KCONFIG" = debug ]; then
 		# As selftests(): what kmemleak finds once the module is gone.
 		cmd="$cmd; rmmod mlx4_bf; sleep 6; echo scan >/sys/kernel/debug/kmemleak;

@@ -70,8 +70,11 @@ log_problems() { # from-line
 rdma_setup
 mkdir -p /tmp/results
 
+# The fault walk (fault_walk.sh, last): on the debug kernel only.
+WALK=0
+[ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..47"
+echo "1..$((47 + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -205,4 +208,10 @@ sed 's/^/# /' /tmp/invariants.out
 bad=$(log_problems 1)
 [ -z "$bad" ]
 result $? no_error_or_warn_in_the_log "$bad"
+
+# After the log's check: the walk makes the driver log its failures.
+if [ $WALK = 1 ]; then
+	FAULT_WALK_INDENT="    " sh ./fault_walk.sh
+	result $? fault_walk "see the subtests above"
+fi
 exit $failed

@@ -1,0 +1,99 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The fault walk (issue 43, "every failure walked"), on the debug kernel
+# (configs/debug.config: FAULT_INJECTION, FAILSLAB, FAIL_PAGE_ALLOC,
+# FAULT_INJECTION_DEBUG_FS): ibv_fault_walk fails every allocation and every
+# firmware command of each operation of the RDMA provider in turn
+# (tools/vm/provider/ibv_fault_walk.c). This sets the fault-injection knobs
+# fail-nth needs, runs it, and reads the kernel log of the whole walk for
+# the reports of the kernel's checkers. KTAP, three results, every line
+# after $FAULT_WALK_INDENT (provider.sh nests it); exit status 0 if all
+# passed. FAULT_WALK_ARGS: ibv_fault_walk's options (-o OPS, -D, -T).
+#
+# Both failslab and fail_page_alloc skip sleeping allocations (GFP_KERNEL)
+# unless ignore-gfp-wait is 0, and fail_page_alloc skips order 0 unless
+# min-order is 0; verbose 0: no line nor stack dump per injected failure
+# on the serial console. probability stays 0: fail-nth alone decides.
+# reject-start and reject-end (FAULT_INJECTION_STACKTRACE_FILTER) spare
+# register_irq_proc() (below).
+
+cd "$(dirname "$0")" || exit 1
+. ./lib.sh
+
+IN=${FAULT_WALK_INDENT:-}
+FI=/sys/kernel/debug
+LOG=/tmp/fault_walk.kmsg
+
+say() {
+	echo "$IN$1"
+}
+# lib.sh's result(), indented.
+walk_result() { # status name diagnostic
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		say "ok $n $2"
+	else
+		say "# $3"
+		say "not ok $n $2"
+		failed=1
+	fi
+}
+
+# The text of kernel function $1: its address and the next symbol's.
+text_range() {
+	grep -i '^[0-9a-f]* t ' /proc/kallsyms | sort |
+		awk -v f="$1" 'at { print at, $1; exit } $3 == f { at = $1 }'
+}
+
+knobs() {
+	# shellcheck disable=SC2046
+	set -- $(text_range register_irq_proc)
+	[ $# = 2 ] || return 1
+	for f in failslab fail_page_alloc; do
+		echo 0 >$FI/$f/ignore-gfp-wait && echo 0 >$FI/$f/verbose || return 1
+		[ "$(cat $FI/$f/probability)" = 0 ] || return 1
+		# Mainline's register_irq_proc() ignores a /proc/irq/N file it
+		# could not make, unregister_irq_proc() WARNs removing it: no
+		# failure with it on the stack (not counted either).
+		echo "0x$1" >$FI/$f/reject-start && echo "0x$2" >$FI/$f/reject-end ||
+			return 1
+	done
+	echo 0 >$FI/fail_page_alloc/min-order && [ -w /proc/thread-self/fail-nth ]
+}
+
+# The reports in the kernel log after the walk's marker: the kernel's
+# checkers, and stack dumps that are not an allocator's report of a failure
+# the walk injected (a vmalloc() without __GFP_NOWARN dumps its stack).
+problems() {
+	awk '/fault_walk: start/ { on = 1; next } !on { next }
+		/page allocation failure|vmalloc error|FAULT_INJECTION/ { dump = NR; next }
+		/WARNING:|BUG:|KASAN:|KFENCE:|UBSAN:|Oops|general protection|circular locking|recursive locking|lock state|suspicious RCU|new suspected memory leak|unreferenced object|leak detector disabled|kmemleak_object|panicked at/ { print; dump = NR; next }
+		/Call Trace/ && (!dump || NR - dump > 60) { print }' $LOG |
+		sed 's/^[^;]*;//' | head -n 5 | tr '\n' '|'
+}
+
+say "KTAP version 1"
+say "1..3"
+knobs
+walk_result $? fault_injection_knobs_for_fail_nth \
+	"$(grep . $FI/failslab/ignore-gfp-wait $FI/fail_page_alloc/ignore-gfp-wait \
+		$FI/fail_page_alloc/min-order $FI/failslab/reject-* 2>&1 | tr '\n' ' ')"
+
+# Every record from here on, whatever the log buffer keeps.
+cat /dev/kmsg >$LOG &
+cat_pid=$!
+echo "fault_walk: start" >/dev/kmsg
+start=$(date +%s)
+# shellcheck disable=SC2086
+./ibv_fault_walk -p "$IN    " ${FAULT_WALK_ARGS:-}
+rc=$?
+say "# the walk took $(($(date +%s) - start)) s"
+walk_result $rc ibv_fault_walk "see the subtests above"
+sleep 1
+kill $cat_pid
+wait $cat_pid 2>/dev/null
+bad=$(problems)
+[ -z "$bad" ]
+walk_result $? fault_walk_leaves_no_report_in_the_log "$bad"
+exit $failed
