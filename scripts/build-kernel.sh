@@ -28,6 +28,16 @@ KSRC=${KERNEL_SRC:-$TOOLS/linux}
 PATCHES=("$TOP"/tools/linux/*.patch)
 [ -f "${PATCHES[0]}" ] || die "no patches in $TOP/tools/linux"
 
+# What the series changes, for the keys: each patch from its first diff on,
+# so that a commit message's words (a patch's measured numbers, filled in
+# after the build they were measured on) do not rebuild every kernel.
+patch_diffs() {
+	local p
+	for p in "${PATCHES[@]}"; do
+		sed -n '/^diff --git /,$p' "$p"
+	done
+}
+
 # make_patched SRC DIR: DIR as SRC with the series applied.
 make_patched() {
 	local src=$1 dir=$2 f p
@@ -61,7 +71,7 @@ patched_source() {
 		echo "src=$src"
 		cat "$src/.debian-package" 2>/dev/null || true
 		make -s -C "$src" kernelversion
-		cat "${PATCHES[@]}"
+		patch_diffs
 	} | sha256sum | cut -c1-16)
 	PSRC=$TOOLS/linux-patched-$key
 	mkdir -p "$TOOLS"
@@ -104,7 +114,7 @@ key=$( {
 	cat "$KSRC/.debian-package" 2>/dev/null || true
 	make -s -C "$KSRC" kernelversion
 	git -C "$KSRC" rev-parse HEAD 2>/dev/null || true
-	cat "${PATCHES[@]}"
+	patch_diffs
 	cat "${fragments[@]}"
 	toolchain_id
 	cat "$0"

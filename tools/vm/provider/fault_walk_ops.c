@@ -164,18 +164,17 @@ static int run_qp_post(struct world *w)
 		       ((head & (dv.sq.wqe_cnt - 1)) << dv.sq.wqe_shift);
 	struct {
 		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attrs[2];
+		struct ib_uverbs_attr attrs[1];
 	} cmd = {
 		.hdr = {
 			.length = sizeof(cmd),
-			.object_id = UVERBS_OBJECT_QP,
+			.object_id = UVERBS_OBJECT_DEVICE,
 			.method_id = MLX4_BF_IB_METHOD_QP_POST,
-			.num_attrs = 2,
+			.num_attrs = 1,
 			.driver_id = RDMA_DRIVER_MLX4,
 		},
 		.attrs = {
-			{ .attr_id = MLX4_BF_IB_ATTR_QP_POST_HANDLE,
-			  .data = w->qp[0]->handle },
+			/* The QP is the one the control segment names. */
 			{ .attr_id = MLX4_BF_IB_ATTR_QP_POST_WQE, .len = 64,
 			  .data = (uintptr_t)wqe },
 		},
