@@ -39,7 +39,7 @@ use crate::{
     hw::firmware::Firmware,
     hw::memory::mr::CtxMrs,
     hw::queues::cq::Cq,
-    stats::Stats,
+    stats::{Counted, Stats},
 };
 use kernel::{
     debugfs::Scope,
@@ -184,7 +184,7 @@ impl Context {
         });
         let ctx = KBox::try_pin_init(init, GFP_KERNEL).map_err(free_uar)?;
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
-        adapter.stats().attach(&ctx.stats)?;
+        adapter.stats().attach(ctx.stats.clone())?;
         Ok(ctx)
     }
 
@@ -235,7 +235,9 @@ impl PinnedDrop for Context {
         }
         drop(state);
         self.adapter.user_maps().forget(self.uar_index);
-        self.adapter.stats().detach(&self.stats);
+        self.adapter
+            .stats()
+            .detach(&(self.stats.clone() as Arc<dyn Counted>));
         self.adapter.close_uar(self.uar_index);
     }
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The counters: posts, kept per context without a lock (the device's are
-//! the sum of its contexts', so no post writes a line that other CPUs'
-//! posts write too), and the queues' events and completions ([`QueueStats`]).
+//! The counters: posts, kept per context (the device's are the sum of its
+//! contexts', so no post writes a line that other CPUs' posts write too),
+//! and the queues' events and completions ([`QueueStats`]). A context whose
+//! posts are serialized by a lock of its own counts under it ([`Counts`]);
+//! others count without one ([`Stats`]).
 
 use kernel::{
     fmt, new_mutex,
@@ -71,6 +73,44 @@ impl Stats {
     }
 }
 
+impl Counted for Stats {
+    fn counts(&self) -> abi::Stats {
+        self.snapshot()
+    }
+}
+
+/// Post counters of a context whose posts hold one lock from start to end:
+/// plain integers, written under that lock (no atomic read-modify-write on
+/// the post's path).
+#[derive(Default)]
+pub(crate) struct Counts(abi::Stats);
+
+impl Counts {
+    pub(crate) fn blueflame(&mut self, bytes: usize, store_blocks: u32) {
+        self.0.bf_posts += 1;
+        self.0.bytes += bytes as u64;
+        self.0.store_blocks += u64::from(store_blocks);
+    }
+
+    pub(crate) fn doorbell(&mut self, bytes: usize) {
+        self.0.db_posts += 1;
+        self.0.bytes += bytes as u64;
+    }
+
+    pub(crate) fn reject(&mut self, why: Reject) {
+        self.0.rejects[why as usize] += 1;
+    }
+
+    pub(crate) fn snapshot(&self) -> abi::Stats {
+        self.0
+    }
+}
+
+/// A context's post counters as the device's sum reads them.
+pub(crate) trait Counted: Send + Sync {
+    fn counts(&self) -> abi::Stats;
+}
+
 fn add(total: &mut abi::Stats, s: &abi::Stats) {
     total.bf_posts += s.bf_posts;
     total.db_posts += s.db_posts;
@@ -94,7 +134,7 @@ pub(crate) enum EqeKind {
 pub(crate) struct DeviceStats {
     closed: Stats,
     #[pin]
-    open: Mutex<KVec<Arc<Stats>>>,
+    open: Mutex<KVec<Arc<dyn Counted>>>,
 }
 
 impl DeviceStats {
@@ -106,18 +146,21 @@ impl DeviceStats {
     }
 
     /// Counts a new context's counters in.
-    pub(crate) fn attach(&self, s: &Arc<Stats>) -> Result {
-        self.open.lock().push(s.clone(), GFP_KERNEL)?;
+    pub(crate) fn attach(&self, s: Arc<dyn Counted>) -> Result {
+        self.open.lock().push(s, GFP_KERNEL)?;
         Ok(())
     }
 
     /// A context closes: its counts stay in the device's.
-    pub(crate) fn detach(&self, s: &Arc<Stats>) {
+    pub(crate) fn detach(&self, s: &Arc<dyn Counted>) {
         let mut open = self.open.lock();
-        if let Some(i) = open.iter().position(|o| Arc::ptr_eq(o, s)) {
+        if let Some(i) = open
+            .iter()
+            .position(|o| core::ptr::addr_eq(Arc::as_ptr(o), Arc::as_ptr(s)))
+        {
             let gone = open.remove(i);
             if let Ok(gone) = gone {
-                self.closed.absorb(&gone.snapshot());
+                self.closed.absorb(&gone.counts());
             }
         }
     }
@@ -125,7 +168,7 @@ impl DeviceStats {
     pub(crate) fn snapshot(&self) -> abi::Stats {
         let mut total = self.closed.snapshot();
         for s in self.open.lock().iter() {
-            add(&mut total, &s.snapshot());
+            add(&mut total, &s.counts());
         }
         total
     }

@@ -40,7 +40,7 @@ use crate::{
     layout,
     rdma::method::{uapi_definitions, uverbs_method, Bundle, Flags, PtrIn, PtrOut, OBJECT_DEVICE},
     region,
-    stats::Stats,
+    stats::{Counted, Counts},
     verbs::QpState,
     wqe::{self, Path},
 };
@@ -84,7 +84,8 @@ fn qp_post(call: &Bundle<'_, QpPost>) -> Result {
 #[cfg(mlx4_bf_compile_fail_ptr_in_as_qp)]
 #[allow(dead_code)]
 fn ptr_in_as_qp(call: &Bundle<'_, QpPost>) -> Result {
-    call.obj::<crate::rdma::method::QpObject>(QpPost::WQE).map(drop)
+    call.obj::<crate::rdma::method::QpObject>(QpPost::WQE)
+        .map(drop)
 }
 #[cfg(mlx4_bf_compile_fail_flags_as_bytes)]
 #[allow(dead_code)]
@@ -111,6 +112,14 @@ struct PostState {
     /// The context's QPs by number.
     qps: RBTree<u32, PostQp>,
     wqe: WqeBuf,
+    /// The context's post counters, which the device's include.
+    counts: Counts,
+}
+
+impl Counted for Mutex<PostState> {
+    fn counts(&self) -> abi::Stats {
+        self.lock().counts.snapshot()
+    }
 }
 
 /// The context's QPs as its posts see them, shared by the context and its
@@ -163,38 +172,31 @@ pub(crate) struct Poster {
     /// Whether the context offers BlueFlame at all (`ib_blueflame`).
     blueflame: bool,
     state: PostQps,
-    stats: Arc<Stats>,
 }
 
 impl Poster {
     pub(super) fn new(adapter: &Arc<Adapter>, uar_index: u32, blueflame: bool) -> Result<Self> {
-        let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
         let state = PostQps(Arc::pin_init(
             new_mutex!(PostState {
                 bf_half: 0,
                 qps: RBTree::new(),
                 wqe: WqeBuf([0; SQ_STRIDE]),
+                counts: Counts::default(),
             }),
             GFP_KERNEL,
         )?);
-        adapter.stats().attach(&stats)?;
+        adapter.stats().attach(state.0.clone())?;
         Ok(Poster {
             adapter: adapter.clone(),
             uar_index,
             blueflame,
             state,
-            stats,
         })
     }
 
     /// The context's QPs, for its QPs to enter and leave.
     pub(super) fn qps(&self) -> &PostQps {
         &self.state
-    }
-
-    fn reject(&self, why: Reject, e: Error) -> Error {
-        self.stats.reject(why);
-        e
     }
 
     /// Posts the WQE `read` copies in to the context's QP it names.
@@ -210,62 +212,68 @@ impl Poster {
             return Err(EINVAL);
         }
         let mut guard = self.state.0.lock();
-        let state = &mut *guard;
+        let PostState {
+            bf_half,
+            qps,
+            wqe: WqeBuf(copy),
+            counts,
+        } = &mut *guard;
+        let mut reject = |why, e| {
+            counts.reject(why);
+            e
+        };
         // Copy in.
-        let len = read(&mut state.wqe.0[..abi::QP_POST_MAX_WQE]).map_err(|e| {
+        let len = read(&mut copy[..abi::QP_POST_MAX_WQE]).map_err(|e| {
             let why = if e == EFAULT {
                 Reject::Fault
             } else {
                 Reject::Length
             };
-            self.reject(why, e)
+            reject(why, e)
         })?;
         // Look up: the QP the WQE names, one of the context's, in a state
         // that sends.
-        let buf = &mut state.wqe.0[..len];
-        let qpn = wqe::named_qpn(buf).map_err(|r| self.reject(r, EINVAL))?;
-        let qp = *state
-            .qps
-            .get(&qpn)
-            .ok_or_else(|| self.reject(Reject::Qp, ENOENT))?;
+        let buf = &mut copy[..len];
+        let qpn = wqe::named_qpn(buf).map_err(|r| reject(r, EINVAL))?;
+        let qp = *qps.get(&qpn).ok_or_else(|| reject(Reject::Qp, ENOENT))?;
         if !matches!(
             qp.state,
             QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
         ) {
-            return Err(self.reject(Reject::Qp, EINVAL));
+            return Err(reject(Reject::Qp, EINVAL));
         }
         // Check.
         let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
-        let info = wqe::validate_queued(buf, qpn, max_len).map_err(|r| self.reject(r, EINVAL))?;
+        let info = wqe::validate_queued(buf, qpn, max_len).map_err(|r| reject(r, EINVAL))?;
         // Check regions.
         if info.gather_segs != 0 {
             region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn))
-                .map_err(|r| self.reject(r, EACCES))?;
+                .map_err(|r| reject(r, EACCES))?;
         }
         let bf_buf_size = self.adapter.caps().bf_buf_size();
         let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
-            wqe::choose_path(&info, flags, bf_buf_size).map_err(|r| self.reject(r, EINVAL))?
+            wqe::choose_path(&info, flags, bf_buf_size).map_err(|r| reject(r, EINVAL))?
         } else if flags & abi::POST_F_REQUIRE_BF != 0 {
-            return Err(self.reject(Reject::Length, EINVAL));
+            return Err(reject(Reject::Length, EINVAL));
         } else {
             Path::Doorbell
         };
         // Place.
         let (place, mut result) =
             self.adapter
-                .place((self.uar_index, state.bf_half), path, &mut state.wqe.0, len)?;
-        result.wqe_index = wqe::counter(&state.wqe.0);
+                .place((self.uar_index, *bf_half), path, copy, len)?;
+        result.wqe_index = wqe::counter(copy);
         if let Some(report) = report {
-            result.store_blocks = self.adapter.store_blocks(&state.wqe.0, &place);
+            result.store_blocks = self.adapter.store_blocks(copy, &place);
             report(&result)?;
         }
         // Write: the queue is user space's, already written.
         if place.blueflame().is_some() {
-            state.bf_half = layout::next_bf_half(state.bf_half, bf_buf_size);
+            *bf_half = layout::next_bf_half(*bf_half, bf_buf_size);
         }
-        match self.adapter.write_wqe(&place, qpn, &state.wqe.0, |_| {})? {
-            Posted::BlueFlame { bytes, blocks } => self.stats.blueflame(bytes, blocks),
-            Posted::Doorbell => self.stats.doorbell(len),
+        match self.adapter.write_wqe(&place, qpn, copy, |_| {})? {
+            Posted::BlueFlame { bytes, blocks } => counts.blueflame(bytes, blocks),
+            Posted::Doorbell => counts.doorbell(len),
         }
         Ok(())
     }
@@ -273,6 +281,7 @@ impl Poster {
 
 impl Drop for Poster {
     fn drop(&mut self) {
-        self.adapter.stats().detach(&self.stats);
+        let counted: Arc<dyn Counted> = self.state.0.clone();
+        self.adapter.stats().detach(&counted);
     }
 }

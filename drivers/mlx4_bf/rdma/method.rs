@@ -23,7 +23,7 @@
 use core::marker::PhantomData;
 use kernel::{
     bindings,
-    error::{from_err_ptr, to_result},
+    error::to_result,
     ffi::c_int,
     prelude::*,
     transmute::AsBytes,
@@ -41,7 +41,10 @@ mod check;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Spec {
     /// `UVERBS_ATTR_IDR()` of object type `object`.
-    #[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
+    #[allow(
+        dead_code,
+        reason = "for methods on an object; the provider's one method names none"
+    )]
     Idr { object: u16 },
     /// `UVERBS_ATTR_PTR_IN()` of `min` to `max` bytes
     /// (`UVERBS_ATTR_FLAGS_IN()` is one of 4 to 8).
@@ -86,7 +89,10 @@ pub(crate) trait Method: Sized + 'static {
 
 /// What an IDR attribute may name: an object type the layer can hand to
 /// the provider.
-#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
+#[allow(
+    dead_code,
+    reason = "for methods on an object; the provider's one method names none"
+)]
 pub(crate) trait IdrObject {
     /// `UVERBS_OBJECT_*`.
     const TYPE: u16;
@@ -105,7 +111,10 @@ pub(crate) trait IdrObject {
 }
 
 /// A QP handle.
-#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
+#[allow(
+    dead_code,
+    reason = "for methods on an object; the provider's one method names none"
+)]
 pub(crate) enum QpObject {}
 
 impl IdrObject for QpObject {
@@ -184,7 +193,10 @@ pub(crate) trait Kind {
 }
 
 /// An IDR attribute of an `O`.
-#[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
+#[allow(
+    dead_code,
+    reason = "for methods on an object; the provider's one method names none"
+)]
 pub(crate) struct Idr<O>(PhantomData<O>);
 /// A PTR_IN attribute of `MIN..=MAX` bytes.
 pub(crate) struct PtrIn<const MIN: u16, const MAX: u16>;
@@ -259,6 +271,8 @@ macro_rules! uverbs_method {
                 )*],
             };
 
+            // Inlined into the C entry point: one call per method call.
+            #[inline(always)]
             fn handle(call: &$crate::rdma::method::Bundle<'_, Self>) -> Result {
                 $f(call)
             }
@@ -290,6 +304,7 @@ pub(crate) use uverbs_method;
 /// `raw` is the bundle of a call of `M`, whose description
 /// [`Definitions::check`] accepted, in progress on a device of `M::Driver`.
 #[doc(hidden)]
+#[inline(always)]
 pub(crate) unsafe fn call<M: Method>(raw: *mut bindings::uverbs_attr_bundle) -> c_int {
     // SAFETY: By the function's contract; the bundle does not outlive the call.
     let bundle = unsafe { Bundle::<M>::from_raw(raw) };
@@ -403,9 +418,14 @@ impl<'a, M: Method> Bundle<'a, M> {
         // `ib_uverbs_get_ucontext_file()` requires (what the inline
         // `ib_uverbs_get_ucontext()` calls). `hdr` is the `struct_group()`
         // of the bundle's fixed fields, which the core initialized.
-        let ctx = from_err_ptr(unsafe {
+        let ctx = unsafe {
             bindings::ib_uverbs_get_ucontext_file((*self.raw).__bindgen_anon_1.hdr.ufile)
-        })?;
+        };
+        // `IS_ERR()` inline, as C inlines it on every call: the last
+        // `MAX_ERRNO` addresses are errors.
+        if ctx as usize >= (bindings::MAX_ERRNO as usize).wrapping_neg() {
+            return Err(Error::from_errno(ctx as isize as i32));
+        }
         // SAFETY: A context of a device of `M::Driver`, set up by its create
         // op before the file could make calls, and not destroyed while the
         // SRCU is held.
@@ -432,7 +452,10 @@ impl<'a, M: Method> Bundle<'a, M> {
         Some(unsafe { &*(*self.raw).attrs.as_ptr().add(bit) })
     }
 
-    #[allow(dead_code, reason = "for methods on an object; the provider's one method names none")]
+    #[allow(
+        dead_code,
+        reason = "for methods on an object; the provider's one method names none"
+    )]
     /// The object the IDR attribute `a` names: one of the file's, its handle
     /// looked up and the object locked for the call by the core; `ENOENT`
     /// if an optional one was not given.

@@ -137,7 +137,7 @@ void state_open(void)
 			continue;
 		if (fgets(vendor, sizeof(vendor), f) &&
 		    !strcmp(vendor, "0x15b3\n") && strlen(de->d_name) < sizeof(bdf))
-			strcpy(bdf, de->d_name);
+			snprintf(bdf, sizeof(bdf), "%s", de->d_name);
 		fclose(f);
 	}
 	closedir(dir);

@@ -253,7 +253,7 @@ void good_write(uint32_t len, int inline_data, uint32_t want_path)
 	ok = ok && r.wqe_index == ((head - 1) & 0xffff);
 	if (want_path == MLX4_BF_PATH_BLUEFLAME) {
 		ok = ok && r.bytes_written == (p.len + 63) / 64 * 64;
-		if (!err && bf_posts < sizeof(bf_log) / sizeof(bf_log[0]))
+		if (!err && bf_posts < ARRAY_SIZE(bf_log))
 			bf_log[bf_posts++] = r.bf_offset;
 	}
 	snprintf(name, sizeof(name), "%s_%u_%s",

@@ -29,6 +29,7 @@
 #define BUF_SIZE 4096
 #define MAX_INLINE 208
 #define POLL_TRIES 2000000
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 extern struct ibv_context *ctx;
 extern struct ibv_pd *pd, *other_pd;
