@@ -86,17 +86,20 @@ impl Counted for Stats {
 pub(crate) struct Counts(abi::Stats);
 
 impl Counts {
+    #[inline(always)]
     pub(crate) fn blueflame(&mut self, bytes: usize, store_blocks: u32) {
         self.0.bf_posts += 1;
         self.0.bytes += bytes as u64;
         self.0.store_blocks += u64::from(store_blocks);
     }
 
+    #[inline(always)]
     pub(crate) fn doorbell(&mut self, bytes: usize) {
         self.0.db_posts += 1;
         self.0.bytes += bytes as u64;
     }
 
+    #[inline]
     pub(crate) fn reject(&mut self, why: Reject) {
         self.0.rejects[why as usize] += 1;
     }

@@ -218,43 +218,57 @@ impl Poster {
             wqe: WqeBuf(copy),
             counts,
         } = &mut *guard;
-        let mut reject = |why, e| {
-            counts.reject(why);
-            e
-        };
-        // Copy in.
-        let len = read(&mut copy[..abi::QP_POST_MAX_WQE]).map_err(|e| {
-            let why = if e == EFAULT {
-                Reject::Fault
-            } else {
-                Reject::Length
+        // A rule's verdict, or the post's error with its reject counted;
+        // inline at each rule (no closure call per check).
+        macro_rules! check {
+            ($verdict:expr, $errno:expr) => {
+                match $verdict {
+                    Ok(v) => v,
+                    Err(why) => {
+                        counts.reject(why);
+                        return Err($errno);
+                    }
+                }
             };
-            reject(why, e)
-        })?;
+        }
+        // Copy in.
+        let len = match read(&mut copy[..abi::QP_POST_MAX_WQE]) {
+            Ok(len) => len,
+            Err(e) => {
+                counts.reject(if e == EFAULT {
+                    Reject::Fault
+                } else {
+                    Reject::Length
+                });
+                return Err(e);
+            }
+        };
         // Look up: the QP the WQE names, one of the context's, in a state
         // that sends.
         let buf = &mut copy[..len];
-        let qpn = wqe::named_qpn(buf).map_err(|r| reject(r, EINVAL))?;
-        let qp = *qps.get(&qpn).ok_or_else(|| reject(Reject::Qp, ENOENT))?;
+        let qpn = check!(wqe::named_qpn(buf), EINVAL);
+        let qp = *check!(qps.get(&qpn).ok_or(Reject::Qp), ENOENT);
         if !matches!(
             qp.state,
             QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
         ) {
-            return Err(reject(Reject::Qp, EINVAL));
+            check!(Err::<(), _>(Reject::Qp), EINVAL);
         }
         // Check.
         let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
-        let info = wqe::validate_queued(buf, qpn, max_len).map_err(|r| reject(r, EINVAL))?;
+        let info = check!(wqe::validate_queued(buf, qpn, max_len), EINVAL);
         // Check regions.
         if info.gather_segs != 0 {
-            region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn))
-                .map_err(|r| reject(r, EACCES))?;
+            check!(
+                region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn)),
+                EACCES
+            );
         }
         let bf_buf_size = self.adapter.caps().bf_buf_size();
         let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
-            wqe::choose_path(&info, flags, bf_buf_size).map_err(|r| reject(r, EINVAL))?
+            check!(wqe::choose_path(&info, flags, bf_buf_size), EINVAL)
         } else if flags & abi::POST_F_REQUIRE_BF != 0 {
-            return Err(reject(Reject::Length, EINVAL));
+            check!(Err::<Path, _>(Reject::Length), EINVAL)
         } else {
             Path::Doorbell
         };
