@@ -111,6 +111,8 @@ struct world {
 int find_device(struct world *w);
 int make_ctx(struct world *w);
 int make_pd(struct world *w);
+/* The region's memory, touched (w->buf), for a world that has its PD. */
+int alloc_buf(struct world *w);
 int make_buf(struct world *w);
 int make_mr(struct world *w);
 /* A CQ of 16 entries on the context. */

@@ -62,12 +62,10 @@ static int setup_rts(struct world *w)
 	struct mlx4dv_obj obj = { .qp = { .out = &dv } };
 	int err = make_qps(w, IBV_QPS_RTS);
 
+	if (!err)
+		err = alloc_buf(w);
 	if (err)
 		return err;
-	w->buf = aligned_alloc(BUF_SIZE, BUF_SIZE);
-	if (!w->buf)
-		return failed();
-	memset(w->buf, 0, BUF_SIZE);
 	w->mr = ibv_reg_mr(w->pd, w->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE);
 	if (!w->mr)

@@ -80,8 +80,11 @@ int make_buf(struct world *w)
 {
 	int err = make_pd(w);
 
-	if (err)
-		return err;
+	return err ? err : alloc_buf(w);
+}
+
+int alloc_buf(struct world *w)
+{
 	w->buf = aligned_alloc(BUF_SIZE, BUF_SIZE);
 	if (!w->buf)
 		return failed();
