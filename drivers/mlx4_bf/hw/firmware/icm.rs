@@ -342,14 +342,18 @@ impl Icm {
     }
 
     /// CLOSE_HCA, UNMAP_ICM of every table, UNMAP_ICM_AUX, UNMAP_FA, as far
-    /// as each was done. Returns whether the adapter gave everything back;
-    /// if not, it must be reset before this is dropped (the memory freed).
+    /// as each was done, until one fails. Returns whether the adapter gave
+    /// everything back; if not, it must be reset before this is dropped
+    /// (the memory freed). After a failure the adapter is not in the state
+    /// the next command assumes (UNMAP_FA with ICM still mapped, UNMAP_ICM
+    /// of an HCA still open): the reset takes back what is left at once.
     pub(crate) fn close(&mut self, cmd: &CmdIf, st: &mut CmdState) -> bool {
-        let mut ok = true;
         if self.hca_up {
             // op_mod 0: not a panic (`mlx4_CLOSE_HCA`).
             self.hca_up = cmd.exec(st, Command::new(Op::CloseHca, 0)).is_err();
-            ok &= !self.hca_up;
+            if self.hca_up {
+                return false;
+            }
         }
         for m in self.icm.iter_mut().rev().filter(|m| m.mapped) {
             let pages = map_cmd::unmap_icm_pages(m.pages.bytes());
@@ -359,7 +363,9 @@ impl Icm {
                     Command::new(Op::UnmapIcm, pages).input(Input::Imm(m.virt)),
                 )
                 .is_err();
-            ok &= !m.mapped;
+            if m.mapped {
+                return false;
+            }
         }
         for (area, op) in [
             (&mut self.aux, Op::UnmapIcmAux),
@@ -368,9 +374,11 @@ impl Icm {
             if let Some(m) = area.as_mut().filter(|m| m.mapped) {
                 // UNMAP_FA stops the firmware, running or not.
                 m.mapped = cmd.exec(st, Command::new(op, 0)).is_err();
-                ok &= !m.mapped;
+                if m.mapped {
+                    return false;
+                }
             }
         }
-        ok
+        true
     }
 }
