@@ -163,6 +163,20 @@ impl PostQps {
     }
 }
 
+/// A rule's verdict, or the post's error with its reject counted in
+/// `$counts`; inline at each rule (no closure call per check).
+macro_rules! check {
+    ($counts:expr, $verdict:expr, $errno:expr) => {
+        match $verdict {
+            Ok(v) => v,
+            Err(why) => {
+                $counts.reject(why);
+                return Err($errno);
+            }
+        }
+    };
+}
+
 /// What the method's posts on one verbs context share: its UAR, its QPs,
 /// the alternation between the two buffers of its BlueFlame register, and
 /// its counters, which the device's include.
@@ -218,19 +232,6 @@ impl Poster {
             wqe: WqeBuf(copy),
             counts,
         } = &mut *guard;
-        // A rule's verdict, or the post's error with its reject counted;
-        // inline at each rule (no closure call per check).
-        macro_rules! check {
-            ($verdict:expr, $errno:expr) => {
-                match $verdict {
-                    Ok(v) => v,
-                    Err(why) => {
-                        counts.reject(why);
-                        return Err($errno);
-                    }
-                }
-            };
-        }
         // Copy in.
         let len = match read(&mut copy[..abi::QP_POST_MAX_WQE]) {
             Ok(len) => len,
@@ -243,35 +244,7 @@ impl Poster {
                 return Err(e);
             }
         };
-        // Look up: the QP the WQE names, one of the context's, in a state
-        // that sends.
-        let buf = &mut copy[..len];
-        let qpn = check!(wqe::named_qpn(buf), EINVAL);
-        let qp = *check!(qps.get(&qpn).ok_or(Reject::Qp), ENOENT);
-        if !matches!(
-            qp.state,
-            QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
-        ) {
-            check!(Err::<(), _>(Reject::Qp), EINVAL);
-        }
-        // Check.
-        let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
-        let info = check!(wqe::validate_queued(buf, qpn, max_len), EINVAL);
-        // Check regions.
-        if info.gather_segs != 0 {
-            check!(
-                region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn)),
-                EACCES
-            );
-        }
-        let bf_buf_size = self.adapter.caps().bf_buf_size();
-        let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
-            check!(wqe::choose_path(&info, flags, bf_buf_size), EINVAL)
-        } else if flags & abi::POST_F_REQUIRE_BF != 0 {
-            check!(Err::<Path, _>(Reject::Length), EINVAL)
-        } else {
-            Path::Doorbell
-        };
+        let (qpn, path) = self.check(qps, counts, &mut copy[..len], flags)?;
         // Place.
         let (place, mut result) =
             self.adapter
@@ -283,13 +256,56 @@ impl Poster {
         }
         // Write: the queue is user space's, already written.
         if place.blueflame().is_some() {
-            *bf_half = layout::next_bf_half(*bf_half, bf_buf_size);
+            *bf_half = layout::next_bf_half(*bf_half, self.adapter.caps().bf_buf_size());
         }
         match self.adapter.write_wqe(&place, qpn, copy, |_| {})? {
             Posted::BlueFlame { bytes, blocks } => counts.blueflame(bytes, blocks),
             Posted::Doorbell => counts.doorbell(len),
         }
         Ok(())
+    }
+
+    /// Look up and check: the QP the WQE in `buf` names, one of the
+    /// context's, in a state that sends; the WQE by the queue's rules; the
+    /// regions it gathers from; the path it takes. Each refusal counted.
+    #[inline(always)]
+    fn check(
+        &self,
+        qps: &RBTree<u32, PostQp>,
+        counts: &mut Counts,
+        buf: &mut [u8],
+        flags: u32,
+    ) -> Result<(u32, Path)> {
+        // Look up: the QP the WQE names, one of the context's, in a state
+        // that sends.
+        let qpn = check!(counts, wqe::named_qpn(buf), EINVAL);
+        let qp = *check!(counts, qps.get(&qpn).ok_or(Reject::Qp), ENOENT);
+        if !matches!(
+            qp.state,
+            QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
+        ) {
+            check!(counts, Err::<(), _>(Reject::Qp), EINVAL);
+        }
+        // Check.
+        let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
+        let info = check!(counts, wqe::validate_queued(buf, qpn, max_len), EINVAL);
+        // Check regions.
+        if info.gather_segs != 0 {
+            check!(
+                counts,
+                region::check_gathers(buf, &info, |key| self.adapter.region(key, qp.pdn)),
+                EACCES
+            );
+        }
+        let bf_buf_size = self.adapter.caps().bf_buf_size();
+        let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
+            check!(counts, wqe::choose_path(&info, flags, bf_buf_size), EINVAL)
+        } else if flags & abi::POST_F_REQUIRE_BF != 0 {
+            check!(counts, Err::<Path, _>(Reject::Length), EINVAL)
+        } else {
+            Path::Doorbell
+        };
+        Ok((qpn, path))
     }
 }
 
