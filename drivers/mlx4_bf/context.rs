@@ -39,7 +39,7 @@ use crate::{
     hw::firmware::Firmware,
     hw::memory::mr::CtxMrs,
     hw::queues::cq::Cq,
-    stats::{Counted, Stats},
+    stats::Stats,
 };
 use kernel::{
     debugfs::Scope,
@@ -235,9 +235,7 @@ impl PinnedDrop for Context {
         }
         drop(state);
         self.adapter.user_maps().forget(self.uar_index);
-        self.adapter
-            .stats()
-            .detach(&(self.stats.clone() as Arc<dyn Counted>));
+        self.adapter.stats().detach(&*self.stats);
         self.adapter.close_uar(self.uar_index);
     }
 }

@@ -154,12 +154,13 @@ impl DeviceStats {
         Ok(())
     }
 
-    /// A context closes: its counts stay in the device's.
-    pub(crate) fn detach(&self, s: &Arc<dyn Counted>) {
+    /// A context closes: its counts stay in the device's. `s` is the one
+    /// attached, found by its address.
+    pub(crate) fn detach(&self, s: &dyn Counted) {
         let mut open = self.open.lock();
         if let Some(i) = open
             .iter()
-            .position(|o| core::ptr::addr_eq(Arc::as_ptr(o), Arc::as_ptr(s)))
+            .position(|o| core::ptr::addr_eq(Arc::as_ptr(o), s))
         {
             let gone = open.remove(i);
             if let Ok(gone) = gone {

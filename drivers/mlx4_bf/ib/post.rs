@@ -284,7 +284,8 @@ impl Poster {
             qp.state,
             QpState::Rts | QpState::Sqd | QpState::Sqe | QpState::Err
         ) {
-            check!(counts, Err::<(), _>(Reject::Qp), EINVAL);
+            counts.reject(Reject::Qp);
+            return Err(EINVAL);
         }
         // Check.
         let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
@@ -301,7 +302,8 @@ impl Poster {
         let path = if self.blueflame && wqe::qpn_is_bf_safe(qpn) {
             check!(counts, wqe::choose_path(&info, flags, bf_buf_size), EINVAL)
         } else if flags & abi::POST_F_REQUIRE_BF != 0 {
-            check!(counts, Err::<Path, _>(Reject::Length), EINVAL)
+            counts.reject(Reject::Length);
+            return Err(EINVAL);
         } else {
             Path::Doorbell
         };
@@ -311,7 +313,6 @@ impl Poster {
 
 impl Drop for Poster {
     fn drop(&mut self) {
-        let counted: Arc<dyn Counted> = self.state.0.clone();
-        self.adapter.stats().detach(&counted);
+        self.adapter.stats().detach(&*self.state.0);
     }
 }
