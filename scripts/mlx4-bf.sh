@@ -350,7 +350,7 @@ provider() {
 		# the end of the boot, with the model's diagnostic block
 		# (mlx4_bf_model.h); some 30 minutes more.
 		build_ibv_program "$pdir/ibv_fault_walk" \
-			"$TOP"/tools/vm/provider/{ibv_fault_walk,fault_walk_ops,fault_walk_world,fault_walk_state,fault_walk_report}.c \
+			"$TOP"/tools/vm/provider/{ibv_fault_walk,fault_walk_ops,fault_walk_world,fault_walk_state,fault_walk_report,fault_walk_spare}.c \
 			-I"$SELFTESTS" -I"$TOP/uapi"
 		cmd="FAULT_WALK=1 FAULT_WALK_ARGS='${FAULT_WALK_ARGS:-}' $cmd"
 		VM_TIMEOUT=${VM_TIMEOUT:-4800}

@@ -150,7 +150,15 @@ struct op {
 	int keeps;
 	/* Bind or unbind (DEV_*): of the adapter, not of a context. */
 	int device;
+	/* The kernel function whose allocations are spared (SPARE if NULL). */
+	const char *spare;
 };
+
+/* fault_walk_spare.c: allocations with FN on the stack never fail. */
+#define SPARE	"add_dma_entry"
+void spare(const char *fn);
+/* dma-debug checks: 1 on, 0 off (it turned itself off), -1 not built. */
+int dma_debug_on(void);
 
 extern const struct op ops[];
 extern const int nr_ops;

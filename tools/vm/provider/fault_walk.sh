@@ -15,8 +15,9 @@
 # unless ignore-gfp-wait is 0, and fail_page_alloc skips order 0 unless
 # min-order is 0; verbose 0: no line nor stack dump per injected failure
 # on the serial console. probability stays 0: fail-nth alone decides.
-# reject-start and reject-end (FAULT_INJECTION_STACKTRACE_FILTER) spare
-# register_irq_proc() (below).
+# The allocations each operation spares (reject-start and reject-end,
+# FAULT_INJECTION_STACKTRACE_FILTER) ibv_fault_walk sets itself
+# (fault_walk_spare.c).
 
 cd "$(dirname "$0")" || exit 1
 . ./lib.sh
@@ -40,23 +41,10 @@ walk_result() { # status name diagnostic
 	fi
 }
 
-# The text of kernel function $1: its address and the next symbol's.
-text_range() {
-	grep -i '^[0-9a-f]* t ' /proc/kallsyms | sort |
-		awk -v f="$1" 'at { print at, $1; exit } $3 == f { at = $1 }'
-}
-
 knobs() {
-	# shellcheck disable=SC2046
-	set -- $(text_range register_irq_proc)
-	[ $# = 2 ] || return 1
 	for f in failslab fail_page_alloc; do
 		echo 0 >$FI/$f/ignore-gfp-wait && echo 0 >$FI/$f/verbose || return 1
-		[ "$(cat $FI/$f/probability)" = 0 ] || return 1
-		# Mainline's register_irq_proc() ignores a /proc/irq/N file it
-		# could not make, unregister_irq_proc() WARNs removing it: no
-		# failure with it on the stack (not counted either).
-		echo "0x$1" >$FI/$f/reject-start && echo "0x$2" >$FI/$f/reject-end ||
+		[ "$(cat $FI/$f/probability)" = 0 ] && [ -w $FI/$f/reject-start ] ||
 			return 1
 	done
 	echo 0 >$FI/fail_page_alloc/min-order && [ -w /proc/thread-self/fail-nth ]

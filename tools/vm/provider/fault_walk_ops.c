@@ -316,8 +316,6 @@ static void undo_unbind(struct world *w)
 #define WRITE_ERRNO	"write() -1, errno set"
 
 const struct op ops[] = {
-	{ "bind", setup_bind, run_write_bdf, settle_bind, NULL, WRITE_ERRNO, 0,
-	  DEV_BIND },
 	{ "alloc_ucontext", find_device, run_open, NULL, undo_ctx,
 	  NULL_ERRNO, 0, 0 },
 	{ "alloc_pd", make_ctx, run_alloc_pd, NULL, undo_pd, NULL_ERRNO, 0, 0 },
@@ -342,6 +340,9 @@ const struct op ops[] = {
 	  RET_ERRNO, 1, 0 },
 	{ "unbind", setup_unbind, run_write_bdf, NULL, undo_unbind,
 	  WRITE_ERRNO, 0, DEV_UNBIND },
+	/* Last: a failure in its DMA mappings may turn dma-debug off. */
+	{ "bind", setup_bind, run_write_bdf, settle_bind, NULL, WRITE_ERRNO, 0,
+	  DEV_BIND, "register_irq_proc" },
 };
 
 const int nr_ops = ARRAY_SIZE(ops);
