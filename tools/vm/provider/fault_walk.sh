@@ -23,22 +23,12 @@ cd "$(dirname "$0")" || exit 1
 . ./lib.sh
 
 IN=${FAULT_WALK_INDENT:-}
+KTAP_INDENT=$IN
 FI=/sys/kernel/debug
 LOG=/tmp/fault_walk.kmsg
 
 say() {
 	echo "$IN$1"
-}
-# lib.sh's result(), indented.
-walk_result() { # status name diagnostic
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		say "ok $n $2"
-	else
-		say "# $3"
-		say "not ok $n $2"
-		failed=1
-	fi
 }
 
 knobs() {
@@ -64,7 +54,7 @@ problems() {
 say "KTAP version 1"
 say "1..3"
 knobs
-walk_result $? fault_injection_knobs_for_fail_nth \
+result $? fault_injection_knobs_for_fail_nth \
 	"$(grep . $FI/failslab/ignore-gfp-wait $FI/fail_page_alloc/ignore-gfp-wait \
 		$FI/fail_page_alloc/min-order $FI/failslab/reject-* 2>&1 | tr '\n' ' ')"
 
@@ -77,11 +67,11 @@ start=$(date +%s)
 ./ibv_fault_walk -p "$IN    " ${FAULT_WALK_ARGS:-}
 rc=$?
 say "# the walk took $(($(date +%s) - start)) s"
-walk_result $rc ibv_fault_walk "see the subtests above"
+result $rc ibv_fault_walk "see the subtests above"
 sleep 1
 kill $cat_pid
 wait $cat_pid 2>/dev/null
 bad=$(problems)
 [ -z "$bad" ]
-walk_result $? fault_walk_leaves_no_report_in_the_log "$bad"
+result $? fault_walk_leaves_no_report_in_the_log "$bad"
 exit $failed

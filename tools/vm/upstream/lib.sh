@@ -20,16 +20,17 @@ for d in /sys/bus/pci/devices/*; do
 	[ "$(cat "$d/vendor")" = 0x15b3 ] && BDF=${d##*/}
 done
 
-# KTAP: one result line a test, its diagnostic before a failure's.
+# KTAP: one result line a test, its diagnostic before a failure's; each
+# line after $KTAP_INDENT (a suite nested in another's).
 n=0
 failed=0
 result() { # condition-status name [diagnostic]
 	n=$((n + 1))
 	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
+		echo "${KTAP_INDENT:-}ok $n $2"
 	else
-		echo "# $3"
-		echo "not ok $n $2"
+		echo "${KTAP_INDENT:-}# $3"
+		echo "${KTAP_INDENT:-}not ok $n $2"
 		failed=1
 	fi
 }
