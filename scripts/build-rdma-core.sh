@@ -13,8 +13,9 @@
 #   lib/, include/         libibverbs.a and libmlx4.a with their headers
 #                          (programs of our own against libibverbs)
 #   versions               the source packages, one line
-#   qp-post/bin/, lib/     perftest's latency programs and ib_send_bw, and
-#                          libmlx4.a, with tools/rdma-core/*.patch applied:
+#   qp-post/bin/, lib/,    perftest's latency programs and ib_send_bw, and
+#   include/               libmlx4.a and its mlx4dv.h, with
+#                          tools/rdma-core/*.patch applied:
 #                          libmlx4 posts BlueFlame WQEs through our driver's
 #                          QP_POST method where it is offered
 #
@@ -238,8 +239,9 @@ for patch in "${PATCHES[@]}"; do
 done
 ninja -C "$rbuild" -j"$jobs" make_static >>"$work/ninja.log" 2>&1 ||
 	{ tail -n 30 "$work/ninja.log" >&2; die "rdma-core: patched libmlx4: build failed"; }
-mkdir -p "$STAGE/qp-post/lib" "$STAGE/qp-post/bin"
+mkdir -p "$STAGE/qp-post/lib" "$STAGE/qp-post/bin" "$STAGE/qp-post/include/infiniband"
 cp "$rbuild/lib/libmlx4.a" "$STAGE/qp-post/lib/"
+cp "$work/src/rdma-core/providers/mlx4/mlx4dv.h" "$STAGE/qp-post/include/infiniband/"
 rm -f "${PERFTEST_QP_POST[@]/#/$pt/}"
 make -C "$pt" -j"$jobs" LDFLAGS="-all-static $LDFLAGS -L$STAGE/qp-post/lib -L$STAGE/lib" \
 	"${PERFTEST_QP_POST[@]}" >>"$work/perftest.log" 2>&1 ||

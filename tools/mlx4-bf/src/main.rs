@@ -27,11 +27,17 @@ mod errors;
 mod kping;
 mod mr;
 mod progress;
+#[cfg(verbs)]
+mod qp_post;
 mod rdma_write;
 mod report;
 mod stats;
 mod sweep;
 mod userqp;
+#[cfg(verbs)]
+mod verbs;
+#[cfg(verbs)]
+mod verbs_post;
 mod write_scratch;
 
 use std::{path::PathBuf, process::ExitCode};
@@ -44,7 +50,9 @@ use device::open;
 #[derive(Parser)]
 #[command(version, about = "Exercise and measure the mlx4_bf BlueFlame driver")]
 struct Cli {
-    /// The device node of the adapter.
+    /// The adapter: its misc device node (/dev/mlx4_bf<N>), or its RDMA
+    /// device's name (mlx4_bf<N>, through libibverbs and the QP_POST
+    /// method; `info` and `post` so far).
     #[arg(long, short, global = true, default_value = "/dev/mlx4_bf0")]
     device: PathBuf,
     #[command(subcommand)]
@@ -97,7 +105,16 @@ enum Command {
     Counters(counters::Args),
 }
 
+/// The RDMA device `--device` names, if it names one (not a path).
+fn rdma_device(cli: &Cli) -> Option<&str> {
+    let name = cli.device.to_str()?;
+    (!name.contains('/')).then_some(name)
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(name) = rdma_device(&cli) {
+        return run_verbs(name, &cli);
+    }
     match &cli.command {
         Command::Info(a) => info::run(&open(&cli.device)?, a),
         Command::Post(a) => post::run(&open(&cli.device)?, a),
@@ -108,6 +125,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Userpost(a) => userpost::run(&cli.device, a),
         Command::Counters(a) => counters::run(a),
     }
+}
+
+#[cfg(verbs)]
+fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Info(a) => info::run_verbs(name, a),
+        Command::Post(a) => post::run_verbs(name, a),
+        _ => anyhow::bail!(
+            "{name}: this subcommand speaks only the misc device (/dev/mlx4_bf<N>) so far"
+        ),
+    }
+}
+
+#[cfg(not(verbs))]
+fn run_verbs(name: &str, _cli: &Cli) -> anyhow::Result<()> {
+    anyhow::bail!("{name}: this helper was built without rdma-core (MLX4_BF_RDMA unset)")
 }
 
 fn main() -> ExitCode {
@@ -149,6 +182,7 @@ mod tests {
             "mlx4-bf --device /dev/mlx4_bf9 info",
             "mlx4-bf post --size 100 --hexdump",
             "mlx4-bf post --size 100 --force-doorbell",
+            "mlx4-bf --device mlx4_bf0 post --size 208 --hexdump",
             "mlx4-bf lat --min 4 --max 208 --step 68 --iters 200 --out /tmp/results/lat.dat",
             "mlx4-bf bench --icount --out-dir /tmp/results --min 4 --max 208 --step 12 --iters 2000",
             "mlx4-bf stress --threads 1,2 --seconds 2",

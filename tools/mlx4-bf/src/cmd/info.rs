@@ -82,3 +82,50 @@ fn stats_json(s: &abi::Stats) -> serde_json::Value {
         "store_blocks": s.store_blocks, "rejects": s.rejects,
     })
 }
+
+/// The RDMA device `name`'s facts, through libibverbs
+/// (`ibv_query_device()`, `ibv_query_port()` of port 1).
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    use anyhow::Context as _;
+
+    let ctx =
+        crate::verbs::Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+    let f = ctx.facts().map_err(ioerr("ibv_query_device"))?;
+    if args.json {
+        let v = serde_json::json!({
+            "device": {
+                "name": name, "fw_ver": f.fw_ver, "vendor_part_id": f.vendor_part_id,
+                "hw_ver": f.hw_ver, "max_qp": f.max_qp, "max_qp_wr": f.max_qp_wr,
+                "max_cq": f.max_cq, "max_cqe": f.max_cqe, "max_mr": f.max_mr,
+                "max_mr_size": f.max_mr_size, "max_pd": f.max_pd,
+            },
+            "port": { "lid": f.lid, "state": f.port_state, "active_mtu": f.active_mtu },
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "device             {name}, part {} rev {}, firmware {}",
+        f.vendor_part_id, f.hw_ver, f.fw_ver
+    );
+    println!(
+        "QPs                {} of {} send WRs each",
+        f.max_qp, f.max_qp_wr
+    );
+    println!(
+        "CQs                {} of {} entries each",
+        f.max_cq, f.max_cqe
+    );
+    println!(
+        "memory regions     {}, {} KiB each at most; {} PDs",
+        f.max_mr,
+        f.max_mr_size / 1024,
+        f.max_pd
+    );
+    println!(
+        "port 1             LID {}, state {}, active MTU {}",
+        f.lid, f.port_state, f.active_mtu
+    );
+    Ok(())
+}

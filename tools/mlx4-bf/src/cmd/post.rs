@@ -42,39 +42,76 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         bail!("a {size}-byte payload does not fit a WQE");
     };
     if args.hexdump {
-        println!(
-            "WQE, {len} bytes ({} units), as posted (before the kernel's stamps){}:",
-            len / 16,
-            if how == Carry::Gather {
-                format!(
-                    ", payload gathered from the registered buffer (lkey {:#x})",
-                    scratch.lkey()
-                )
-            } else {
-                String::new()
-            }
+        hexdump(
+            &buf[..len],
+            how,
+            scratch.lkey(),
+            "before the kernel's stamps",
         );
-        for (i, row) in buf[..len].chunks(16).enumerate() {
-            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
-            println!("  {:04x}: {}", i * 16, hex.join(" "));
-        }
     }
-    let flags = if args.force_doorbell {
+    let r = dev
+        .post_send(&qp, &buf[..len], flags(args))
+        .map_err(ioerr("POST_SEND"))?;
+    report(qp.qpn, &r);
+    scratch.close()
+}
+
+/// The same post through the RDMA device `name`'s QP_POST method: the WQE
+/// stamped in the QP's own send queue, as libmlx4 would; the write's bytes
+/// checked where they landed.
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    let size = args.size as usize;
+    crate::verbs_post::with_self_qp(name, size, |s| {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        let Some((len, how)) = s.build(&mut buf, size, args.gather) else {
+            bail!("a {size}-byte payload does not fit a WQE");
+        };
+        let r = s.post(&mut buf[..len], flags(args))?;
+        if args.hexdump {
+            hexdump(&buf[..len], how, s.lkey(), "as stamped in the send queue");
+        }
+        report(s.qpn(), &r);
+        if !s.landed(size) {
+            bail!("the write completed, but its {size} bytes are not where it wrote them");
+        }
+        Ok(())
+    })
+}
+
+fn flags(args: &Args) -> u32 {
+    if args.force_doorbell {
         abi::POST_F_FORCE_DOORBELL
     } else {
         0
-    };
-    let r = dev
-        .post_send(&qp, &buf[..len], flags)
-        .map_err(ioerr("POST_SEND"))?;
+    }
+}
+
+fn hexdump(wqe: &[u8], how: Carry, lkey: u32, when: &str) {
+    println!(
+        "WQE, {} bytes ({} units), {when}{}:",
+        wqe.len(),
+        wqe.len() / 16,
+        if how == Carry::Gather {
+            format!(", payload gathered from the registered buffer (lkey {lkey:#x})")
+        } else {
+            String::new()
+        }
+    );
+    for (i, row) in wqe.chunks(16).enumerate() {
+        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+        println!("  {:04x}: {}", i * 16, hex.join(" "));
+    }
+}
+
+fn report(qpn: u32, r: &abi::PostResult) {
     println!(
         "QPN {:#x}: {} path, {} bytes at BAR2 {:#x}, {} store blocks, send-queue slot {}",
-        qp.qpn,
+        qpn,
         path_name(r.path),
         r.bytes_written,
         r.bf_offset,
         r.store_blocks,
         r.wqe_index
     );
-    scratch.close()
 }

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The card's dedicated uverbs ioctl: `MLX4_BF_IB_METHOD_QP_POST` on the
+//! device object, called on a verbs context's command file with
+//! `RDMA_VERBS_IOCTL`, as libmlx4's patch calls it (tools/rdma-core/0001):
+//! the WQE (already in the QP's send queue, which it names by its QPN),
+//! optional flags, an optional result.
+
+use std::{io, os::fd::RawFd};
+
+use mlx4_bf_core::abi::{self, Attr, IoctlHdr, PostResult};
+
+/// `include/uapi/rdma/rdma_user_ioctl_cmds.h`.
+const RDMA_IOCTL_MAGIC: u32 = 0x1b;
+/// `_IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr)`.
+const RDMA_VERBS_IOCTL: u32 =
+    (3 << 30) | ((size_of::<IoctlHdr>() as u32) << 16) | (RDMA_IOCTL_MAGIC << 8) | 1;
+/// `UVERBS_OBJECT_DEVICE` and `RDMA_DRIVER_MLX4`.
+const UVERBS_OBJECT_DEVICE: u16 = 0;
+const RDMA_DRIVER_MLX4: u32 = 2;
+
+/// `struct ib_uverbs_ioctl_hdr` and its attributes (the misc ABI mirrors
+/// both: `abi::IoctlHdr`, `abi::Attr`).
+#[repr(C)]
+struct Call {
+    hdr: IoctlHdr,
+    attrs: [Attr; 3],
+}
+
+/// Posts `wqe` through the method on `cmd_fd`; `flags`
+/// (`abi::POST_F_*`) if given; what was done into `result` if asked.
+pub fn qp_post(
+    cmd_fd: RawFd,
+    wqe: &[u8],
+    flags: Option<u32>,
+    result: Option<&mut PostResult>,
+) -> io::Result<()> {
+    let mut call = Call {
+        hdr: IoctlHdr {
+            object_id: UVERBS_OBJECT_DEVICE,
+            method_id: abi::IB_METHOD_QP_POST,
+            driver_id: RDMA_DRIVER_MLX4,
+            ..Default::default()
+        },
+        attrs: [Attr::default(); 3],
+    };
+    let mut n = 0;
+    let mut add = |attr_id, len: usize, data| {
+        call.attrs[n] = Attr {
+            attr_id,
+            len: len as u16,
+            data,
+            ..Default::default()
+        };
+        n += 1;
+    };
+    add(abi::IB_ATTR_QP_POST_WQE, wqe.len(), wqe.as_ptr() as u64);
+    if let Some(flags) = flags {
+        // 8 bytes: uverbs_get_flags32() reads a 4-byte value from the
+        // first 4 bytes of data, not where `data = flags` puts it on a
+        // big-endian host.
+        add(abi::IB_ATTR_QP_POST_FLAGS, 8, u64::from(flags));
+    }
+    if let Some(r) = result {
+        add(
+            abi::IB_ATTR_QP_POST_RESULT,
+            size_of::<PostResult>(),
+            r as *mut PostResult as u64,
+        );
+    }
+    call.hdr.num_attrs = n as u16;
+    call.hdr.length = (size_of::<IoctlHdr>() + n * size_of::<Attr>()) as u16;
+    // SAFETY: `call` is a complete header with `n` attributes; the WQE and
+    // the result they point to live across the call.
+    let rc = unsafe { libc::ioctl(cmd_fd, RDMA_VERBS_IOCTL as _, &mut call) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

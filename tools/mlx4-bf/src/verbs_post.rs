@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Posts through the QP_POST method on the RDMA device: a QP connected to
+//! itself, RDMA writes into a region of the same context, each WQE built
+//! and stamped in the QP's send queue as libmlx4 stamps a BlueFlame WQE
+//! (owner bit, counter, `bf_qpn`), then handed to the method; its
+//! completion polled.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use mlx4_bf_core::{
+    abi::{self, PostResult},
+    wqe,
+};
+
+use crate::{
+    errors::ioerr,
+    qp_post::qp_post,
+    rdma_write::{build_rdma_write, Carry},
+    verbs::{Context, Cq, Mr, Qp},
+};
+
+/// `IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE`.
+const ACCESS_WRITE: u32 = 1 | 2;
+/// Send WQEs of the QP, and the inline room that sizes them: 1 KiB
+/// strides, so a WQE of up to QP_POST's 1008 bytes fits.
+const SEND_WR: u32 = 64;
+const MAX_INLINE: u32 = 512;
+/// `IBV_PORT_ACTIVE`.
+const PORT_ACTIVE: u8 = 4;
+const COMPLETION_WAIT: Duration = Duration::from_secs(5);
+
+/// The objects of a post: the context's QP connected to itself, its CQ,
+/// the region the writes go to (and a gathered payload comes from).
+pub struct SelfQp<'a> {
+    ctx: &'a Context,
+    qp: &'a Qp<'a>,
+    cq: &'a Cq<'a>,
+    mr: &'a Mr<'a>,
+    /// WQEs posted (not wrapped).
+    head: u32,
+    /// Where the write lands in the region.
+    dst: usize,
+}
+
+impl<'a> SelfQp<'a> {
+    /// The QP connected to itself at the port's LID; the payload bytes
+    /// (`i as u8` at byte `i`) in the region's first half.
+    pub fn connect(
+        ctx: &'a Context,
+        qp: &'a Qp<'a>,
+        cq: &'a Cq<'a>,
+        mr: &'a Mr<'a>,
+    ) -> Result<Self> {
+        let facts = ctx.facts().map_err(ioerr("ibv_query_port"))?;
+        if facts.port_state != PORT_ACTIVE {
+            bail!("port 1 is not ACTIVE (state {})", facts.port_state);
+        }
+        qp.connect(qp.qpn, facts.lid)
+            .map_err(ioerr("ibv_modify_qp to RTS"))?;
+        let dst = mr.len() / 2;
+        let data: Vec<u8> = (0..dst).map(|i| i as u8).collect();
+        mr.write(0, &data);
+        Ok(SelfQp {
+            ctx,
+            qp,
+            cq,
+            mr,
+            head: 0,
+            dst,
+        })
+    }
+
+    pub fn qpn(&self) -> u32 {
+        self.qp.qpn
+    }
+
+    /// The region's lkey, which a gathered payload names.
+    pub fn lkey(&self) -> u32 {
+        self.mr.lkey
+    }
+
+    /// The largest WQE the QP's send queue holds and the method takes.
+    pub fn max_wqe(&self) -> usize {
+        (1usize << self.qp.sq.wqe_shift).min(abi::QP_POST_MAX_WQE)
+    }
+
+    /// The WQE of an RDMA write of `payload` bytes into the region, inline
+    /// unless it does not fit or `gather` is asked for.
+    pub fn build(
+        &self,
+        buf: &mut [u8; wqe::MAX_WQE_LEN],
+        payload: usize,
+        gather: bool,
+    ) -> Option<(usize, Carry)> {
+        if payload > self.dst {
+            return None;
+        }
+        let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
+        build_rdma_write(
+            buf,
+            wqe::OPCODE_RDMA_WRITE,
+            &data,
+            (self.mr.addr(), self.mr.lkey),
+            (self.mr.addr() + self.dst as u64, self.mr.rkey),
+            gather,
+            self.max_wqe(),
+        )
+    }
+
+    /// Stamps `wqe` for the next slot, puts it there and posts it through
+    /// the method with `flags`; then waits for its completion.
+    pub fn post(&mut self, wqe: &mut [u8], flags: u32) -> Result<PostResult> {
+        wqe::stamp_blueflame(wqe, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
+        self.qp.put_wqe(self.head, wqe);
+        let mut r = PostResult::default();
+        qp_post(self.ctx.cmd_fd(), wqe, Some(flags), Some(&mut r)).map_err(ioerr("QP_POST"))?;
+        self.head = self.head.wrapping_add(1);
+        self.await_completion()?;
+        Ok(r)
+    }
+
+    fn await_completion(&self) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if let Some(c) = self.cq.poll().context("ibv_poll_cq")? {
+                if c.status != 0 {
+                    bail!("the write completed with status {}", c.status);
+                }
+                return Ok(());
+            }
+            if start.elapsed() > COMPLETION_WAIT {
+                return Err(anyhow!("no completion within {COMPLETION_WAIT:?}"));
+            }
+        }
+    }
+
+    /// Whether the `payload` bytes landed where the write put them.
+    pub fn landed(&self, payload: usize) -> bool {
+        let mut got = vec![0u8; payload];
+        self.mr.read(self.dst, &mut got);
+        got.iter().enumerate().all(|(i, &b)| b == i as u8)
+    }
+}
+
+/// Opens `name` and runs `f` on a QP connected to itself with a region of
+/// room for `max_payload` bytes each way.
+pub fn with_self_qp<T>(
+    name: &str,
+    max_payload: usize,
+    f: impl FnOnce(&mut SelfQp<'_>) -> Result<T>,
+) -> Result<T> {
+    let ctx = Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+    let pd = ctx.alloc_pd().map_err(ioerr("ibv_alloc_pd"))?;
+    let cq = ctx.create_cq(2 * SEND_WR).map_err(ioerr("ibv_create_cq"))?;
+    let qp = pd
+        .create_rc_qp(&cq, SEND_WR, MAX_INLINE)
+        .map_err(ioerr("ibv_create_qp"))?;
+    let half = max_payload.max(1).next_multiple_of(4096);
+    let mr = pd
+        .reg_mr(2 * half, ACCESS_WRITE)
+        .map_err(ioerr("ibv_reg_mr"))?;
+    let mut s = SelfQp::connect(&ctx, &qp, &cq, &mr)?;
+    f(&mut s)
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The helper's verbs calls: see verbs_shim.h. Linked statically with the
+ * project's libibverbs and libmlx4 (scripts/build-rdma-core.sh, the
+ * QP_POST-patched libmlx4).
+ */
+#include <errno.h>
+#include <infiniband/mlx4dv.h>
+#include <infiniband/verbs.h>
+#include <string.h>
+
+#include "verbs_shim.h"
+
+/* errno after a verbs call that failed, never 0. */
+static int failed(void)
+{
+	return errno ?: EIO;
+}
+
+int hv_open(const char *name, struct ibv_context **ctx)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	if (!list)
+		return failed();
+	*ctx = NULL;
+	errno = ENODEV;
+	for (i = 0; list[i] && !*ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			*ctx = ibv_open_device(list[i]);
+	i = *ctx ? 0 : failed();
+	ibv_free_device_list(list);
+	return i;
+}
+
+int hv_close(struct ibv_context *ctx)
+{
+	return ibv_close_device(ctx) ? failed() : 0;
+}
+
+int hv_cmd_fd(struct ibv_context *ctx)
+{
+	return ctx->cmd_fd;
+}
+
+int hv_facts(struct ibv_context *ctx, struct hv_facts *f)
+{
+	struct ibv_device_attr d;
+	struct ibv_port_attr p;
+	int err = ibv_query_device(ctx, &d) ?: ibv_query_port(ctx, 1, &p);
+
+	if (err)
+		return err;
+	memset(f, 0, sizeof(*f));
+	memcpy(f->fw_ver, d.fw_ver, sizeof(f->fw_ver) - 1);
+	f->max_mr_size = d.max_mr_size;
+	f->max_qp = d.max_qp;
+	f->max_qp_wr = d.max_qp_wr;
+	f->max_cq = d.max_cq;
+	f->max_cqe = d.max_cqe;
+	f->max_mr = d.max_mr;
+	f->max_pd = d.max_pd;
+	f->vendor_part_id = d.vendor_part_id;
+	f->hw_ver = d.hw_ver;
+	f->lid = p.lid;
+	f->port_state = p.state;
+	f->active_mtu = p.active_mtu;
+	return 0;
+}
+
+int hv_alloc_pd(struct ibv_context *ctx, struct ibv_pd **pd)
+{
+	*pd = ibv_alloc_pd(ctx);
+	return *pd ? 0 : failed();
+}
+
+int hv_dealloc_pd(struct ibv_pd *pd)
+{
+	return ibv_dealloc_pd(pd);
+}
+
+int hv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access,
+	      struct ibv_mr **mr, uint32_t *lkey, uint32_t *rkey)
+{
+	*mr = ibv_reg_mr(pd, addr, len, access);
+	if (!*mr)
+		return failed();
+	*lkey = (*mr)->lkey;
+	*rkey = (*mr)->rkey;
+	return 0;
+}
+
+int hv_dereg_mr(struct ibv_mr *mr)
+{
+	return ibv_dereg_mr(mr);
+}
+
+int hv_create_cq(struct ibv_context *ctx, int cqe, struct ibv_cq **cq)
+{
+	*cq = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
+	return *cq ? 0 : failed();
+}
+
+int hv_destroy_cq(struct ibv_cq *cq)
+{
+	return ibv_destroy_cq(cq);
+}
+
+int hv_poll_one(struct ibv_cq *cq, uint32_t *status)
+{
+	struct ibv_wc wc;
+	int n = ibv_poll_cq(cq, 1, &wc);
+
+	if (n <= 0)
+		return n < 0 ? -EIO : 0;
+	*status = wc.status;
+	return 1;
+}
+
+int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
+		    uint32_t recv_wr, uint32_t max_inline, struct ibv_qp **qp,
+		    struct hv_sq *sq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = send_wr,
+			.max_recv_wr = recv_wr,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = max_inline,
+		},
+	};
+	struct mlx4dv_qp dv;
+	struct mlx4dv_obj obj = { .qp = { .out = &dv } };
+	int err;
+
+	*qp = ibv_create_qp(pd, &a);
+	if (!*qp)
+		return failed();
+	obj.qp.in = *qp;
+	err = mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP);
+	if (err) {
+		ibv_destroy_qp(*qp);
+		return err;
+	}
+	sq->buf = (uint8_t *)dv.buf.buf + dv.sq.offset;
+	sq->wqe_cnt = dv.sq.wqe_cnt;
+	sq->wqe_shift = dv.sq.wqe_shift;
+	sq->qpn = (*qp)->qp_num;
+	return 0;
+}
+
+int hv_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint16_t dlid)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	int err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.dlid = dlid;
+	a.ah_attr.port_num = 1;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int hv_destroy_qp(struct ibv_qp *qp)
+{
+	return ibv_destroy_qp(qp);
+}
