@@ -129,16 +129,19 @@ build_selftests() {
 
 # The helper, statically linked: the guest has no libc. For s390x the root's
 # rustc has no s390x standard library: cargo builds it from rust-src
-# (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc).
+# (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc). With
+# rdma-core's static libraries (MLX4_BF_RDMA, tools/mlx4-bf/build.rs) it
+# also speaks the RDMA device.
 build_helper() {
-	local target=x86_64-unknown-linux-gnu build_std=()
+	local target=x86_64-unknown-linux-gnu build_std=() rdma
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	if [ "$ARCH" = s390 ]; then
 		target=s390x-unknown-linux-gnu
 		build_std=("-Zbuild-std=std,panic_abort")
 		export RUSTC_BOOTSTRAP=1 CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
 	fi
 	log "helper: building tools/mlx4-bf (static, $target)"
-	CARGO_TARGET_DIR=$CARGO_TARGET RUSTFLAGS="-C target-feature=+crt-static" \
+	CARGO_TARGET_DIR=$CARGO_TARGET RUSTFLAGS="-C target-feature=+crt-static" MLX4_BF_RDMA=$rdma \
 		cargo build --quiet --release -p mlx4-bf --target "$target" "${build_std[@]}" \
 		--manifest-path "$TOP/Cargo.toml" >&2
 	mkdir -p "$OUT/guest"

@@ -65,3 +65,21 @@ qp_post_perftest() { # tool size
 	[ "$posts" -ge $((2 * ITERS)) ] && [ "$(delta wqes_bf)" -ge "$posts" ] &&
 		[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta protocol_errors)" = 0 ]
 }
+
+# The helper (tools/mlx4-bf) on the RDMA device (issue 45): its post
+# subcommand builds an RDMA write in a QP's own send queue and posts it
+# through the method; each post's path as the kernel reports it, and the
+# write's bytes where they landed (the helper checks them).
+helper_posts() {
+	ok=0
+	for case in "32 BlueFlame" "208 BlueFlame" "32 doorbell --force-doorbell" \
+		"2000 doorbell"; do
+		# shellcheck disable=SC2086
+		set -- $case
+		out=$(./mlx4-bf --device $DEV post --size "$1" $3 2>&1)
+		rc=$?
+		echo "# post --size $1 $3: $out"
+		[ $rc = 0 ] && echo "$out" | grep -q ": $2 path" || ok=1
+	done
+	return $ok
+}
