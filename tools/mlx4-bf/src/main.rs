@@ -52,7 +52,7 @@ use device::open;
 struct Cli {
     /// The adapter: its misc device node (/dev/mlx4_bf<N>), or its RDMA
     /// device's name (mlx4_bf<N>, through libibverbs and the QP_POST
-    /// method; `info` and `post` so far).
+    /// method; `info`, `post` and `lat` so far).
     #[arg(long, short, global = true, default_value = "/dev/mlx4_bf0")]
     device: PathBuf,
     #[command(subcommand)]
@@ -132,6 +132,7 @@ fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Info(a) => info::run_verbs(name, a),
         Command::Post(a) => post::run_verbs(name, a),
+        Command::Lat(a) => lat::run_verbs(name, a),
         _ => anyhow::bail!(
             "{name}: this subcommand speaks only the misc device (/dev/mlx4_bf<N>) so far"
         ),

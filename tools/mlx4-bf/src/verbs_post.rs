@@ -6,7 +6,10 @@
 //! (owner bit, counter, `bf_qpn`), then handed to the method; its
 //! completion polled.
 
-use std::time::{Duration, Instant};
+use std::{
+    io,
+    time::{Duration, Instant},
+};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use mlx4_bf_core::{
@@ -112,16 +115,36 @@ impl<'a> SelfQp<'a> {
     /// Stamps `wqe` for the next slot, puts it there and posts it through
     /// the method with `flags`; then waits for its completion.
     pub fn post(&mut self, wqe: &mut [u8], flags: u32) -> Result<PostResult> {
-        wqe::stamp_blueflame(wqe, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
-        self.qp.put_wqe(self.head, wqe);
         let mut r = PostResult::default();
-        qp_post(self.ctx.cmd_fd(), wqe, Some(flags), Some(&mut r)).map_err(ioerr("QP_POST"))?;
-        self.head = self.head.wrapping_add(1);
+        self.stage(wqe);
+        self.call(wqe, flags, Some(&mut r))
+            .map_err(ioerr("QP_POST"))?;
         self.await_completion()?;
         Ok(r)
     }
 
-    fn await_completion(&self) -> Result<()> {
+    /// Stamps `wqe` for the next slot and puts it there, as libmlx4 does
+    /// before its BlueFlame copy.
+    pub fn stage(&self, wqe: &mut [u8]) {
+        wqe::stamp_blueflame(wqe, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
+        self.qp.put_wqe(self.head, wqe);
+    }
+
+    /// The method's call on the staged `wqe`; the slot is taken if it
+    /// posted. Completions are [`Self::await_completion`]'s to reap.
+    pub fn call(
+        &mut self,
+        wqe: &[u8],
+        flags: u32,
+        result: Option<&mut PostResult>,
+    ) -> io::Result<()> {
+        qp_post(self.ctx.cmd_fd(), wqe, Some(flags), result)?;
+        self.head = self.head.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Waits for the next completion, which must be a success.
+    pub fn await_completion(&self) -> Result<()> {
         let start = Instant::now();
         loop {
             if let Some(c) = self.cq.poll().context("ibv_poll_cq")? {

@@ -69,7 +69,8 @@ qp_post_perftest() { # tool size
 # The helper (tools/mlx4-bf) on the RDMA device (issue 45): its post
 # subcommand builds an RDMA write in a QP's own send queue and posts it
 # through the method; each post's path as the kernel reports it, and the
-# write's bytes where they landed (the helper checks them).
+# write's bytes where they landed (the helper checks them); its lat sweep
+# on both paths.
 helper_posts() {
 	ok=0
 	for case in "32 BlueFlame" "208 BlueFlame" "32 doorbell --force-doorbell" \
@@ -81,5 +82,10 @@ helper_posts() {
 		echo "# post --size $1 $3: $out"
 		[ $rc = 0 ] && echo "$out" | grep -q ": $2 path" || ok=1
 	done
+	# lat: every size of the sweep timed on both paths (two tables).
+	out=$(./mlx4-bf --device $DEV lat --min 4 --max 208 --step 204 --iters 20 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# lat: /'
+	[ $rc = 0 ] && [ "$(echo "$out" | grep -c '^ *\(4\|208\) ')" = 4 ] || ok=1
 	return $ok
 }

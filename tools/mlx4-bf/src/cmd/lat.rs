@@ -96,6 +96,19 @@ fn clock_caption(model: Option<&str>) -> String {
     }
 }
 
+/// The paths a choice sweeps, with the post flags that make each.
+fn paths(choice: PathChoice) -> &'static [(&'static str, u32)] {
+    match choice {
+        PathChoice::Bf => &[("bf", abi::POST_F_REQUIRE_BF)],
+        PathChoice::Db => &[("db", abi::POST_F_FORCE_DOORBELL)],
+        PathChoice::Auto => &[("auto", 0)],
+        PathChoice::Both => &[
+            ("bf", abi::POST_F_REQUIRE_BF),
+            ("db", abi::POST_F_FORCE_DOORBELL),
+        ],
+    }
+}
+
 /// `out` with `-tag` before its extension: one data file per path.
 fn suffixed(path: &Path, tag: &str) -> PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("lat");
@@ -113,15 +126,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     let sizes = sweep.sizes()?;
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let scratch = WriteScratch::new(dev, &info, largest)?;
-    let paths: &[(&str, u32)] = match args.path {
-        PathChoice::Bf => &[("bf", abi::POST_F_REQUIRE_BF)],
-        PathChoice::Db => &[("db", abi::POST_F_FORCE_DOORBELL)],
-        PathChoice::Auto => &[("auto", 0)],
-        PathChoice::Both => &[
-            ("bf", abi::POST_F_REQUIRE_BF),
-            ("db", abi::POST_F_FORCE_DOORBELL),
-        ],
-    };
+    let paths = paths(args.path);
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
     let mut series = Vec::new();
     // Only a bar: lines of progress would land between the rows.
@@ -181,6 +186,84 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     }
     drop(progress);
     scratch.close()
+}
+
+/// The same sweep on the RDMA device `name`: each iteration an RDMA
+/// write staged in the QP's own send queue, the QP_POST call timed, its
+/// completion reaped outside the clock. On `bf` a size whose WQE the
+/// kernel will not take by BlueFlame (`REQUIRE_BF`: EINVAL) is skipped.
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    let (sweep, out) = (&args.sweep, args.out.as_deref());
+    let sizes = sweep.sizes()?;
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let paths = paths(args.path);
+    crate::verbs_post::with_self_qp(name, largest, |s| {
+        let model = Analyzer::open().map(|a| a.bdf);
+        println!("{}", clock_caption(model.as_deref()));
+        let mut template = [0u8; wqe::MAX_WQE_LEN];
+        let mut staged = [0u8; wqe::MAX_WQE_LEN];
+        for &(path, flags) in paths {
+            println!(
+                "---- path: {path} ({} iterations per size, QP_POST on {name})",
+                sweep.iters
+            );
+            println!("{}", report::PERFTEST_HEADER);
+            let mut rows = Vec::new();
+            for &size in &sizes {
+                let Some((len, _)) = s.build(&mut template, size, false) else {
+                    continue;
+                };
+                let mut post = || -> Result<Option<f64>> {
+                    staged[..len].copy_from_slice(&template[..len]);
+                    s.stage(&mut staged[..len]);
+                    let t = Instant::now();
+                    match s.call(&staged[..len], flags, None) {
+                        Ok(()) => {}
+                        Err(e)
+                            if flags == abi::POST_F_REQUIRE_BF
+                                && e.raw_os_error() == Some(libc::EINVAL) =>
+                        {
+                            return Ok(None);
+                        }
+                        Err(e) => return Err(ioerr("QP_POST")(e)),
+                    }
+                    let us = t.elapsed().as_secs_f64() * 1e6;
+                    s.await_completion()?;
+                    Ok(Some(us))
+                };
+                let mut samples = Vec::with_capacity(sweep.iters as usize);
+                let mut refused = false;
+                for i in 0..WARMUP + sweep.iters {
+                    match post()? {
+                        None => {
+                            refused = true;
+                            break;
+                        }
+                        Some(us) if i >= WARMUP => samples.push(us),
+                        Some(_) => {}
+                    }
+                }
+                if refused {
+                    continue;
+                }
+                let st = summarize(&samples).ok_or_else(|| anyhow!("no samples"))?;
+                println!("{}", report::perftest_row(size, &st));
+                rows.push((size, st));
+            }
+            if let Some(out) = out {
+                let file = if paths.len() > 1 {
+                    suffixed(out, path)
+                } else {
+                    out.to_path_buf()
+                };
+                fs::write(&file, report::data_file(&rows, &args.sep))
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                println!("wrote {}", file.display());
+            }
+        }
+        Ok(())
+    })
 }
 
 fn plot_series(
