@@ -86,6 +86,6 @@ helper_posts() {
 	out=$(./mlx4-bf --device $DEV lat --min 4 --max 208 --step 204 --iters 20 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# lat: /'
-	[ $rc = 0 ] && [ "$(echo "$out" | grep -c '^ *\(4\|208\) ')" = 4 ] || ok=1
+	[ $rc = 0 ] && [ "$(echo "$out" | grep -cE '^ *(4|208) ')" = 4 ] || ok=1
 	return $ok
 }
