@@ -67,6 +67,15 @@ pub fn build_rdma_write(
     Some((len, Carry::Gather))
 }
 
+/// Asks for a CQE when the WQE completes: `MLX4_WQE_CTRL_CQ_UPDATE` in the
+/// control segment's `srcrb_flags` (be32 at +0x08), what libmlx4 sets for
+/// `IBV_SEND_SIGNALED` (the misc device's kernel sets it on its own).
+pub fn set_signaled(wqe: &mut [u8]) {
+    const CQ_UPDATE: u32 = 3 << 2;
+    let flags = u32::from_be_bytes([wqe[8], wqe[9], wqe[10], wqe[11]]) | CQ_UPDATE;
+    wqe[8..12].copy_from_slice(&flags.to_be_bytes());
+}
+
 /// Sets the immediate of a WQE's control segment (be32 at +0x0c), which an
 /// RDMA_WRITE_IMM or SEND_IMM hands to the receiver's CQE.
 pub fn set_imm(wqe: &mut [u8], imm: u32) {
@@ -101,6 +110,15 @@ pub fn bf_cutoff(info: &abi::DeviceInfo) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signaled_wqe_asks_for_a_cqe_and_keeps_its_other_flags() {
+        let mut w = [0u8; 16];
+        w[8..12].copy_from_slice(&0x8000_0002u32.to_be_bytes());
+        set_signaled(&mut w);
+        assert_eq!(&w[8..12], &0x8000_000eu32.to_be_bytes());
+        assert_eq!(&w[..8], &[0; 8]);
+    }
 
     #[test]
     fn rdma_writes_go_inline_up_to_912_bytes_and_are_gathered_above() {

@@ -17,10 +17,9 @@ use mlx4_bf_core::{abi, wqe, wqe_build};
 use crate::{
     cq::CqRing,
     device::{Device, Mapping},
+    rdma_write::set_signaled,
 };
 
-/// `srcrb_flags` (ctrl + 8): MLX4_WQE_CTRL_CQ_UPDATE, a CQE for this WQE.
-const CTRL_CQ_UPDATE: u32 = 3 << 2;
 /// UAR + 0x14: the send doorbell.
 const UAR_SEND_DOORBELL: usize = 0x14;
 
@@ -105,8 +104,7 @@ impl UserQp {
         let len = wqe.len();
         let burst = wqe::bf_burst_len(len);
         buf[..len].copy_from_slice(wqe);
-        let flags = u32::from_be_bytes(buf[8..12].try_into().unwrap_or_default());
-        buf[8..12].copy_from_slice(&(flags | CTRL_CQ_UPDATE).to_be_bytes());
+        set_signaled(&mut buf);
         let entries = self.send.sq_entries;
         match path {
             UserPath::BlueFlame => {

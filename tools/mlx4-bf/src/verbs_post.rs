@@ -20,7 +20,7 @@ use mlx4_bf_core::{
 use crate::{
     errors::ioerr,
     qp_post::qp_post,
-    rdma_write::{build_rdma_write, Carry},
+    rdma_write::{build_rdma_write, set_signaled, Carry},
     verbs::{Context, Cq, Mr, Qp},
 };
 
@@ -90,7 +90,7 @@ impl<'a> SelfQp<'a> {
     }
 
     /// The WQE of an RDMA write of `payload` bytes into the region, inline
-    /// unless it does not fit or `gather` is asked for.
+    /// unless it does not fit or `gather` is asked for; signaled.
     pub fn build(
         &self,
         buf: &mut [u8; wqe::MAX_WQE_LEN],
@@ -101,7 +101,7 @@ impl<'a> SelfQp<'a> {
             return None;
         }
         let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
-        build_rdma_write(
+        let (len, how) = build_rdma_write(
             buf,
             wqe::OPCODE_RDMA_WRITE,
             &data,
@@ -109,7 +109,9 @@ impl<'a> SelfQp<'a> {
             (self.mr.addr() + self.dst as u64, self.mr.rkey),
             gather,
             self.max_wqe(),
-        )
+        )?;
+        set_signaled(buf);
+        Some((len, how))
     }
 
     /// Stamps `wqe` for the next slot, puts it there and posts it through
