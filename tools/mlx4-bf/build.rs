@@ -14,7 +14,10 @@ fn main() {
     println!("cargo::rerun-if-env-changed=MLX4_BF_RDMA");
     println!("cargo::rerun-if-changed=verbs/verbs_shim.c");
     println!("cargo::rerun-if-changed=verbs/verbs_shim.h");
-    let Some(rdma) = env::var_os("MLX4_BF_RDMA").map(PathBuf::from) else {
+    let Some(rdma) = env::var_os("MLX4_BF_RDMA")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+    else {
         return;
     };
     cc::Build::new()

@@ -82,14 +82,14 @@ fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<V
     Ok(out)
 }
 
-/// The comment line that says what lat's clock measures; `model` is the
-/// PCI function of the device model when the adapter is one.
-fn clock_caption(model: Option<&str>) -> String {
-    const CLOCK: &str = "# clock: wall time of each POST_SEND call, in microseconds";
+/// The comment line that says what lat's clock measures (each `call`);
+/// `model` is the PCI function of the device model when the adapter is one.
+fn clock_caption(model: Option<&str>, call: &str) -> String {
+    let clock = format!("# clock: wall time of each {call} call, in microseconds");
     match model {
-        None => CLOCK.into(),
+        None => clock,
         Some(bdf) => format!(
-            "{CLOCK}, under emulation: the adapter is the device model at {bdf}, each BAR2 \
+            "{clock}, under emulation: the adapter is the device model at {bdf}, each BAR2 \
              write a trapped MMIO write, so the times are the emulator's cost, not the \
              adapter's (what the adapter saw: tools/vm/trace_view.py --paths on the trace)"
         ),
@@ -135,7 +135,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     // The model's diagnostic block answers only on the model: one trapped
     // read, before any timing.
     let model = Analyzer::open().map(|a| a.bdf);
-    say.line(&clock_caption(model.as_deref()));
+    say.line(&clock_caption(model.as_deref(), "POST_SEND"));
     if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
         say.line(&format!(
             "# gathered (too large for an inline WQE; DMA-read from a registered send buffer, \
@@ -200,7 +200,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let paths = paths(args.path);
     crate::verbs_post::with_self_qp(name, largest, |s| {
         let model = Analyzer::open().map(|a| a.bdf);
-        println!("{}", clock_caption(model.as_deref()));
+        println!("{}", clock_caption(model.as_deref(), "QP_POST"));
         let mut template = [0u8; wqe::MAX_WQE_LEN];
         let mut staged = [0u8; wqe::MAX_WQE_LEN];
         for &(path, flags) in paths {
@@ -293,9 +293,11 @@ mod tests {
 
     #[test]
     fn the_caption_says_when_the_clock_times_the_emulator() {
-        assert!(clock_caption(None).starts_with("# clock: wall time"));
-        assert!(!clock_caption(None).contains("emulat"));
-        let c = clock_caption(Some("0000:00:03.0"));
+        assert!(
+            clock_caption(None, "POST_SEND").starts_with("# clock: wall time of each POST_SEND")
+        );
+        assert!(!clock_caption(None, "QP_POST").contains("emulat"));
+        let c = clock_caption(Some("0000:00:03.0"), "QP_POST");
         assert!(c.starts_with("# clock: wall time"));
         assert!(c.contains("device model at 0000:00:03.0") && c.contains("not the adapter's"));
         assert_eq!(c.lines().count(), 1);
