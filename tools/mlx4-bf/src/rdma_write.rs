@@ -67,6 +67,11 @@ pub fn build_rdma_write(
     Some((len, Carry::Gather))
 }
 
+/// The bytes a write of `len` carries: `i as u8` at byte `i`.
+pub fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| i as u8).collect()
+}
+
 /// Asks for a CQE when the WQE completes: `MLX4_WQE_CTRL_CQ_UPDATE` in the
 /// control segment's `srcrb_flags` (be32 at +0x08), what libmlx4 sets for
 /// `IBV_SEND_SIGNALED` (the misc device's kernel sets it on its own).

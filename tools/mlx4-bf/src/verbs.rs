@@ -24,23 +24,6 @@ mod ffi {
     }
 
     #[repr(C)]
-    pub struct Facts {
-        pub fw_ver: [c_char; 64],
-        pub max_mr_size: u64,
-        pub max_qp: u32,
-        pub max_qp_wr: u32,
-        pub max_cq: u32,
-        pub max_cqe: u32,
-        pub max_mr: u32,
-        pub max_pd: u32,
-        pub vendor_part_id: u32,
-        pub hw_ver: u32,
-        pub lid: u16,
-        pub port_state: u8,
-        pub active_mtu: u8,
-    }
-
-    #[repr(C)]
     pub struct Sq {
         pub buf: *mut u8,
         pub wqe_cnt: u32,
@@ -52,7 +35,7 @@ mod ffi {
         pub fn hv_open(name: *const c_char, ctx: *mut *mut Opaque) -> c_int;
         pub fn hv_close(ctx: *mut Opaque) -> c_int;
         pub fn hv_cmd_fd(ctx: *mut Opaque) -> c_int;
-        pub fn hv_facts(ctx: *mut Opaque, f: *mut Facts) -> c_int;
+        pub fn hv_facts(ctx: *mut Opaque, f: *mut super::Facts) -> c_int;
         pub fn hv_alloc_pd(ctx: *mut Opaque, pd: *mut *mut Opaque) -> c_int;
         pub fn hv_dealloc_pd(pd: *mut Opaque) -> c_int;
         pub fn hv_reg_mr(
@@ -90,9 +73,11 @@ fn check(err: c_int) -> io::Result<()> {
     }
 }
 
-/// What `ibv_query_device()` and `ibv_query_port()` (port 1) say.
+/// What `ibv_query_device()` and `ibv_query_port()` (port 1) say
+/// (`struct hv_facts`).
+#[repr(C)]
 pub struct Facts {
-    pub fw_ver: String,
+    fw_ver: [c_char; 64],
     pub max_mr_size: u64,
     pub max_qp: u32,
     pub max_qp_wr: u32,
@@ -106,6 +91,15 @@ pub struct Facts {
     /// `enum ibv_port_state`: 4 is ACTIVE.
     pub port_state: u8,
     pub active_mtu: u8,
+}
+
+impl Facts {
+    pub fn fw_ver(&self) -> String {
+        // SAFETY: hv_facts() leaves fw_ver NUL-terminated (zeroed first).
+        unsafe { CStr::from_ptr(self.fw_ver.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// An open verbs context (`ibv_open_device()`).
@@ -133,26 +127,10 @@ impl Context {
 
     pub fn facts(&self) -> io::Result<Facts> {
         // SAFETY: all integers (and a C string of zeros): zero is valid.
-        let mut f: ffi::Facts = unsafe { core::mem::zeroed() };
+        let mut f: Facts = unsafe { core::mem::zeroed() };
         // SAFETY: the context is open; `f` is written whole on success.
         check(unsafe { ffi::hv_facts(self.ctx.as_ptr(), &mut f) })?;
-        // SAFETY: hv_facts() leaves fw_ver NUL-terminated.
-        let fw = unsafe { CStr::from_ptr(f.fw_ver.as_ptr()) };
-        Ok(Facts {
-            fw_ver: fw.to_string_lossy().into_owned(),
-            max_mr_size: f.max_mr_size,
-            max_qp: f.max_qp,
-            max_qp_wr: f.max_qp_wr,
-            max_cq: f.max_cq,
-            max_cqe: f.max_cqe,
-            max_mr: f.max_mr,
-            max_pd: f.max_pd,
-            vendor_part_id: f.vendor_part_id,
-            hw_ver: f.hw_ver,
-            lid: f.lid,
-            port_state: f.port_state,
-            active_mtu: f.active_mtu,
-        })
+        Ok(f)
     }
 
     pub fn alloc_pd(&self) -> io::Result<Pd<'_>> {

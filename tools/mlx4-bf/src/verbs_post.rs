@@ -20,7 +20,7 @@ use mlx4_bf_core::{
 use crate::{
     errors::ioerr,
     qp_post::qp_post,
-    rdma_write::{build_rdma_write, set_signaled, Carry},
+    rdma_write::{build_rdma_write, payload, set_signaled, Carry},
     verbs::{Context, Cq, Mr, Qp},
 };
 
@@ -63,8 +63,7 @@ impl<'a> SelfQp<'a> {
         qp.connect(qp.qpn, facts.lid)
             .map_err(ioerr("ibv_modify_qp to RTS"))?;
         let dst = mr.len() / 2;
-        let data: Vec<u8> = (0..dst).map(|i| i as u8).collect();
-        mr.write(0, &data);
+        mr.write(0, &payload(dst));
         Ok(SelfQp {
             ctx,
             qp,
@@ -89,22 +88,21 @@ impl<'a> SelfQp<'a> {
         (1usize << self.qp.sq.wqe_shift).min(abi::QP_POST_MAX_WQE)
     }
 
-    /// The WQE of an RDMA write of `payload` bytes into the region, inline
+    /// The WQE of an RDMA write of `size` bytes into the region, inline
     /// unless it does not fit or `gather` is asked for; signaled.
     pub fn build(
         &self,
         buf: &mut [u8; wqe::MAX_WQE_LEN],
-        payload: usize,
+        size: usize,
         gather: bool,
     ) -> Option<(usize, Carry)> {
-        if payload > self.dst {
+        if size > self.dst {
             return None;
         }
-        let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
         let (len, how) = build_rdma_write(
             buf,
             wqe::OPCODE_RDMA_WRITE,
-            &data,
+            &payload(size),
             (self.mr.addr(), self.mr.lkey),
             (self.mr.addr() + self.dst as u64, self.mr.rkey),
             gather,
@@ -161,11 +159,11 @@ impl<'a> SelfQp<'a> {
         }
     }
 
-    /// Whether the `payload` bytes landed where the write put them.
-    pub fn landed(&self, payload: usize) -> bool {
-        let mut got = vec![0u8; payload];
+    /// Whether the `size` bytes landed where the write put them.
+    pub fn landed(&self, size: usize) -> bool {
+        let mut got = vec![0u8; size];
         self.mr.read(self.dst, &mut got);
-        got.iter().enumerate().all(|(i, &b)| b == i as u8)
+        got == payload(size)
     }
 }
 

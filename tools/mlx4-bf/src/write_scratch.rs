@@ -9,7 +9,7 @@ use mlx4_bf_core::{abi, wqe};
 use crate::{
     device::Device,
     mr::{self, Mr},
-    rdma_write::{build_rdma_write, carry, max_wqe, Carry},
+    rdma_write::{build_rdma_write, carry, max_wqe, payload, Carry},
 };
 
 /// The registered memory behind the RDMA writes of `post`, `lat`, `bench`
@@ -39,7 +39,7 @@ impl WriteScratch {
             (half, 0)
         };
         let mr = Mr::register(dev, info, len, abi::ACCESS_ALL)?;
-        let data: Vec<u8> = (0..max_payload).map(|i| i as u8).collect();
+        let data = payload(max_payload);
         mr.write(0, &data);
         Ok(WriteScratch {
             mr,

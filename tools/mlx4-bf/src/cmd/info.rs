@@ -95,7 +95,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     if args.json {
         let v = serde_json::json!({
             "device": {
-                "name": name, "fw_ver": f.fw_ver, "vendor_part_id": f.vendor_part_id,
+                "name": name, "fw_ver": f.fw_ver(), "vendor_part_id": f.vendor_part_id,
                 "hw_ver": f.hw_ver, "max_qp": f.max_qp, "max_qp_wr": f.max_qp_wr,
                 "max_cq": f.max_cq, "max_cqe": f.max_cqe, "max_mr": f.max_mr,
                 "max_mr_size": f.max_mr_size, "max_pd": f.max_pd,
@@ -107,7 +107,9 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     }
     println!(
         "device             {name}, part {} rev {}, firmware {}",
-        f.vendor_part_id, f.hw_ver, f.fw_ver
+        f.vendor_part_id,
+        f.hw_ver,
+        f.fw_ver()
     );
     println!(
         "QPs                {} of {} send WRs each",

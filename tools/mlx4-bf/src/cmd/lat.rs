@@ -109,6 +109,25 @@ fn paths(choice: PathChoice) -> &'static [(&'static str, u32)] {
     }
 }
 
+/// Writes a path's data file at `out` (with `-path` before the extension
+/// when several paths are swept); returns where.
+fn write_data(
+    out: &Path,
+    several: bool,
+    path: &str,
+    rows: &[(usize, crate::stats::Summary)],
+    sep: &str,
+) -> Result<PathBuf> {
+    let file = if several {
+        suffixed(out, path)
+    } else {
+        out.to_path_buf()
+    };
+    fs::write(&file, report::data_file(rows, sep))
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(file)
+}
+
 /// `out` with `-tag` before its extension: one data file per path.
 fn suffixed(path: &Path, tag: &str) -> PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("lat");
@@ -169,13 +188,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
             progress.step(n * sizes.len() + i + 1, name);
         }
         if let Some(out) = out {
-            let file = if paths.len() > 1 {
-                suffixed(out, name)
-            } else {
-                out.to_path_buf()
-            };
-            fs::write(&file, report::data_file(&rows, &args.sep))
-                .with_context(|| format!("cannot write {}", file.display()))?;
+            let file = write_data(out, paths.len() > 1, name, &rows, &args.sep)?;
             say.line(&format!("wrote {}", file.display()));
         }
         series.push((name, rows));
@@ -252,13 +265,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 rows.push((size, st));
             }
             if let Some(out) = out {
-                let file = if paths.len() > 1 {
-                    suffixed(out, path)
-                } else {
-                    out.to_path_buf()
-                };
-                fs::write(&file, report::data_file(&rows, &args.sep))
-                    .with_context(|| format!("cannot write {}", file.display()))?;
+                let file = write_data(out, paths.len() > 1, path, &rows, &args.sep)?;
                 println!("wrote {}", file.display());
             }
         }
