@@ -77,8 +77,12 @@ echo "$TOP" >"$CARGO_TARGET/.checkout"
 KCONFIG=${KCONFIG:-base}
 OUT=$TOP/build/$KCONFIG
 [ "$ARCH" = x86_64 ] || OUT=$TOP/build/$ARCH-$KCONFIG
-# QEMU's time limit in seconds: 900 unless given; make fuzz scales it.
+# QEMU's time limit in seconds: 900 unless given (VM_TIMEOUT_DEFAULT:
+# 1800 on the debug kernel, KASAN, lockdep and kmemleak under TCG, where a
+# selftest boot of 33 programs took over 900 s); make fuzz scales it.
 VM_TIMEOUT=${VM_TIMEOUT:-}
+VM_TIMEOUT_DEFAULT=900
+[ "$KCONFIG" = debug ] && VM_TIMEOUT_DEFAULT=1800
 SELFTESTS=$TOP/tools/testing/selftests/mlx4_bf
 # Tables and plots of bench, pingpong, profile and the upstream boot; the
 # s390x ones apart, so that neither architecture's run replaces the other's.
@@ -181,9 +185,9 @@ vm_boot() {
 	[ -n "${NO_POSTED_WRITES:-}" ] && vmargs+=(--no-posted-writes)
 	[ -n "${ICOUNT:-}" ] && vmargs+=(--icount)
 	[ -n "${KERNEL_APPEND:-}" ] && vmargs+=(--append "$KERNEL_APPEND")
-	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-900}s)"
+	log "vm: booting $ARCH $KCONFIG kernel${KERNEL_APPEND:+ ($KERNEL_APPEND)} under ${ACCEL:-tcg} with the device model${NO_POSTED_WRITES:+ (non-posted writes)} (timeout ${VM_TIMEOUT:-$VM_TIMEOUT_DEFAULT}s)"
 	python3 "$TOP/tools/vm/vm.py" --kernel "$KDIR/$KIMAGE" \
-		--initrd "$OUT/initramfs.cpio.gz" --timeout "${VM_TIMEOUT:-900}" \
+		--initrd "$OUT/initramfs.cpio.gz" --timeout "${VM_TIMEOUT:-$VM_TIMEOUT_DEFAULT}" \
 		--accel "${ACCEL:-tcg}" "${vmargs[@]}"
 }
 
