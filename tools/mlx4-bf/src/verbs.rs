@@ -305,7 +305,9 @@ impl Mr<'_> {
     /// The region's bytes. The adapter may write them (a remote write): a
     /// copy is read with volatile loads.
     pub fn read(&self, off: usize, out: &mut [u8]) {
-        assert!(off + out.len() <= self.buf.len);
+        assert!(off
+            .checked_add(out.len())
+            .is_some_and(|end| end <= self.buf.len));
         for (i, b) in out.iter_mut().enumerate() {
             // SAFETY: in bounds (above); the mapping lives.
             *b = unsafe { self.buf.ptr.as_ptr().add(off + i).read_volatile() };
@@ -313,7 +315,9 @@ impl Mr<'_> {
     }
 
     pub fn write(&self, off: usize, data: &[u8]) {
-        assert!(off + data.len() <= self.buf.len);
+        assert!(off
+            .checked_add(data.len())
+            .is_some_and(|end| end <= self.buf.len));
         // SAFETY: in bounds (above); the mapping lives.
         unsafe {
             ptr::copy_nonoverlapping(data.as_ptr(), self.buf.ptr.as_ptr().add(off), data.len())
