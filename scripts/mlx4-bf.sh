@@ -133,13 +133,12 @@ build_selftests() {
 
 # The helper, statically linked: the guest has no libc. For s390x the root's
 # rustc has no s390x standard library: cargo builds it from rust-src
-# (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc). On x86
-# it is linked with rdma-core's static libraries (MLX4_BF_RDMA,
-# tools/mlx4-bf/build.rs) and also speaks the RDMA device; s390x's follows
-# once a boot has checked it there.
+# (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc). It is
+# linked with rdma-core's static libraries for $ARCH (MLX4_BF_RDMA,
+# tools/mlx4-bf/build.rs) and also speaks the RDMA device.
 build_helper() {
-	local target=x86_64-unknown-linux-gnu build_std=() rdma=
-	[ "$ARCH" = x86_64 ] && rdma=$("$TOP/scripts/build-rdma-core.sh")
+	local target=x86_64-unknown-linux-gnu build_std=() rdma
+	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	if [ "$ARCH" = s390 ]; then
 		target=s390x-unknown-linux-gnu
 		build_std=("-Zbuild-std=std,panic_abort")

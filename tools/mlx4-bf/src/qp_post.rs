@@ -15,8 +15,10 @@ const RDMA_IOCTL_MAGIC: u32 = 0x1b;
 /// `_IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr)`.
 const RDMA_VERBS_IOCTL: u32 =
     (3 << 30) | ((size_of::<IoctlHdr>() as u32) << 16) | (RDMA_IOCTL_MAGIC << 8) | 1;
-/// `UVERBS_OBJECT_DEVICE` and `RDMA_DRIVER_MLX4`.
+/// `UVERBS_OBJECT_DEVICE`, its `UVERBS_METHOD_QUERY_CONTEXT`
+/// (include/uapi/rdma/ib_user_ioctl_cmds.h) and `RDMA_DRIVER_MLX4`.
 const UVERBS_OBJECT_DEVICE: u16 = 0;
+const UVERBS_METHOD_QUERY_CONTEXT: u16 = 4;
 const RDMA_DRIVER_MLX4: u32 = 2;
 
 /// `struct ib_uverbs_ioctl_hdr` and its attributes (the misc ABI mirrors
@@ -69,10 +71,37 @@ pub fn qp_post(
         );
     }
     call.hdr.num_attrs = n as u16;
+    verbs_ioctl(cmd_fd, &mut call)
+}
+
+/// A uverbs method's round trip and nothing else, what a post is compared
+/// with: `UVERBS_METHOD_QUERY_CONTEXT` without attributes, which the core
+/// dispatches to its handler, and which answers EOPNOTSUPP at once when
+/// the provider has no `query_ucontext` (ours has none).
+pub fn uverbs_floor(cmd_fd: RawFd) -> io::Result<()> {
+    let mut call = Call {
+        hdr: IoctlHdr {
+            object_id: UVERBS_OBJECT_DEVICE,
+            method_id: UVERBS_METHOD_QUERY_CONTEXT,
+            driver_id: RDMA_DRIVER_MLX4,
+            ..Default::default()
+        },
+        attrs: [Attr::default(); 3],
+    };
+    match verbs_ioctl(cmd_fd, &mut call) {
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+        r => r,
+    }
+}
+
+/// `RDMA_VERBS_IOCTL` of `call`'s header and its first `num_attrs`
+/// attributes.
+fn verbs_ioctl(cmd_fd: RawFd, call: &mut Call) -> io::Result<()> {
+    let n = usize::from(call.hdr.num_attrs).min(call.attrs.len());
     call.hdr.length = (size_of::<IoctlHdr>() + n * size_of::<Attr>()) as u16;
-    // SAFETY: `call` is a complete header with `n` attributes; the WQE and
-    // the result they point to live across the call.
-    let rc = unsafe { libc::ioctl(cmd_fd, RDMA_VERBS_IOCTL as _, &mut call) };
+    // SAFETY: `call` is a complete header with `n` attributes; what they
+    // point to is the caller's and lives across the call.
+    let rc = unsafe { libc::ioctl(cmd_fd, RDMA_VERBS_IOCTL as _, call as *mut Call) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }

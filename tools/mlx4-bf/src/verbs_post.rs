@@ -8,6 +8,7 @@
 
 use std::{
     io,
+    os::fd::RawFd,
     time::{Duration, Instant},
 };
 
@@ -21,6 +22,7 @@ use crate::{
     errors::ioerr,
     qp_post::qp_post,
     rdma_write::{build_rdma_write, payload, set_signaled, Carry},
+    report::writer_name,
     verbs::{Context, Cq, Mr, Qp},
 };
 
@@ -78,9 +80,22 @@ impl<'a> SelfQp<'a> {
         self.qp.qpn
     }
 
+    /// The context's command file, which the method is called on.
+    pub fn cmd_fd(&self) -> RawFd {
+        self.ctx.cmd_fd()
+    }
+
     /// The region's lkey, which a gathered payload names.
     pub fn lkey(&self) -> u32 {
         self.mr.lkey
+    }
+
+    /// WQEs that may be outstanding at once: the send queue less the spare
+    /// WQEs libmlx4 keeps free ahead of the adapter's prefetch
+    /// (`(2048 >> wqe_shift) + 1`, its `sq_spare_wqes`).
+    pub fn window(&self) -> u32 {
+        let spare = (2048 >> self.qp.sq.wqe_shift) + 1;
+        self.qp.sq.wqe_cnt.saturating_sub(spare).max(1)
     }
 
     /// The largest WQE the QP's send queue holds and the method takes.
@@ -157,6 +172,56 @@ impl<'a> SelfQp<'a> {
                 return Err(anyhow!("no completion within {COMPLETION_WAIT:?}"));
             }
         }
+    }
+
+    /// The largest inline payload the kernel still posts by BlueFlame (a
+    /// `REQUIRE_BF` post above it is refused with EINVAL): bisected over
+    /// the sizes a WQE holds, each probe a post whose completion is reaped.
+    pub fn bf_cutoff(&mut self) -> Result<usize> {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        // Invariant: `fits` posts by BlueFlame (0: nothing to prove),
+        // `refused` does not.
+        let (mut fits, mut refused) = (0, self.max_wqe() + 1);
+        while refused - fits > 1 {
+            let mid = (fits + refused) / 2;
+            if self.posts_by_blueflame(&mut buf, mid)? {
+                fits = mid;
+            } else {
+                refused = mid;
+            }
+        }
+        Ok(fits)
+    }
+
+    fn posts_by_blueflame(
+        &mut self,
+        buf: &mut [u8; wqe::MAX_WQE_LEN],
+        size: usize,
+    ) -> Result<bool> {
+        let Some((len, Carry::Inline)) = self.build(buf, size, false) else {
+            return Ok(false);
+        };
+        self.stage(&mut buf[..len]);
+        match self.call(&buf[..len], abi::POST_F_REQUIRE_BF, None) {
+            Ok(()) => self.await_completion().map(|()| true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+            Err(e) => Err(ioerr("QP_POST")(e)),
+        }
+    }
+
+    /// The kernel's BlueFlame writer, as a post's result tells it: store
+    /// blocks (zPCI) or write combining.
+    pub fn writer(&mut self) -> Result<&'static str> {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        let (len, _) = self
+            .build(&mut buf, 4, false)
+            .ok_or_else(|| anyhow!("a 4-byte payload does not fit a WQE"))?;
+        let r = self.post(&mut buf[..len], abi::POST_F_REQUIRE_BF)?;
+        Ok(writer_name(if r.store_blocks > 0 {
+            abi::WRITER_STORE_BLOCK
+        } else {
+            abi::WRITER_WRITE_COMBINING
+        }))
     }
 
     /// Whether the `size` bytes landed where the write put them.

@@ -142,12 +142,8 @@ qp_post_perftest ib_send_lat 64
 result $? ib_send_lat_size_64_through_qp_post "see the lines above"
 qp_post_perftest ib_write_lat $INLINE_MAX
 result $? ib_write_lat_size_${INLINE_MAX}_through_qp_post "see the lines above"
-if [ "$(uname -m)" = s390x ]; then
-	result 0 "mlx4_bf_helper_posts_through_qp_post # SKIP s390x: its helper is built without rdma-core so far"
-else
-	helper_posts
-	result $? mlx4_bf_helper_posts_through_qp_post "see the lines above"
-fi
+helper_posts
+result $? mlx4_bf_helper_posts_through_qp_post "see the lines above"
 
 . ./lifecycle.sh
 out=$(./ibv_hold -d $DEV -x 2>&1)

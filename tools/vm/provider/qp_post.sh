@@ -70,7 +70,9 @@ qp_post_perftest() { # tool size
 # subcommand builds an RDMA write in a QP's own send queue and posts it
 # through the method; each post's path as the kernel reports it, and the
 # write's bytes where they landed (the helper checks them); its lat sweep
-# on both paths.
+# on both paths; its bench, BlueFlame and doorbell against the uverbs
+# floor, a row per size; its stress run, one and two threads each on a
+# context of its own, every WQE completed (each row's posts above none).
 helper_posts() {
 	ok=0
 	for case in "32 BlueFlame" "208 BlueFlame" "32 doorbell --force-doorbell" \
@@ -87,5 +89,14 @@ helper_posts() {
 	rc=$?
 	echo "$out" | sed 's/^/# lat: /'
 	[ $rc = 0 ] && [ "$(echo "$out" | grep -cE '^ *(4|208) ')" = 4 ] || ok=1
+	out=$(./mlx4-bf --device $DEV bench --out-dir /tmp/helper-bench --min 4 --max 208 \
+		--step 204 --iters 20 2>&1)
+	rc=$?
+	echo "$out" | grep -v '^wrote' | sed 's/^/# bench: /'
+	[ $rc = 0 ] && [ "$(grep -cE '^(4|208) ' /tmp/helper-bench/bench.txt)" = 2 ] || ok=1
+	out=$(./mlx4-bf --device $DEV stress --threads 1,2 --seconds 1 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# stress: /'
+	[ $rc = 0 ] && [ "$(echo "$out" | grep -cE '^[12] +[1-9]')" = 2 ] || ok=1
 	return $ok
 }

@@ -11,7 +11,7 @@ use mlx4_bf_core::{abi, wqe};
 use crate::{
     analyzer::{self, Analyzer, PerPost},
     back_pressure::{post_staged_timed, post_timed},
-    device::Device,
+    device::{Device, Mapping},
     errors::ioerr,
     progress::Progress,
     report::{self, writer_name},
@@ -86,12 +86,95 @@ fn ratio_spread(num: &[f64], den: &[f64]) -> [f64; 3] {
 /// few enough to stay short under TCG.
 const ANALYZER_POSTS: u32 = 200;
 
+/// The calls a bench round times, on whichever device.
+trait Paths {
+    /// The WQE of an RDMA write of `size` bytes into the context's own
+    /// region: its length, or None if it fits no WQE.
+    fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize>;
+    /// The call the posts are compared with: a round trip through the same
+    /// dispatch that does nothing.
+    fn noop(&mut self) -> io::Result<()>;
+    /// One post of `wqe` with `flags` as a verbs user makes it: staged in
+    /// the send queue, then the call.
+    fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()>;
+    /// After a timed call, off the clock (a verbs QP reaps its completion).
+    fn settle(&mut self) -> Result<()>;
+    /// One post of the analyzer's pass.
+    fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()>;
+}
+
+/// The misc device: POST_SEND of a WQE staged in the QP's WQE page,
+/// against QUERY_CONTEXT without outputs.
+struct MiscPaths<'a> {
+    dev: &'a Device,
+    qp: &'a abi::QpInfo,
+    page: &'a Mapping,
+    scratch: &'a WriteScratch,
+}
+
+impl Paths for MiscPaths<'_> {
+    fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize> {
+        self.scratch.build(buf, size, false).map(|(len, _)| len)
+    }
+
+    fn noop(&mut self) -> io::Result<()> {
+        self.dev.noop()
+    }
+
+    fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
+        post_staged_timed(self.dev, self.qp, self.page, wqe, flags)
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()> {
+        post_timed(self.dev, self.qp, wqe, flags).map_err(ioerr("POST_SEND"))
+    }
+}
+
+/// The RDMA device: QP_POST of a WQE stamped in the QP's own send queue,
+/// every WQE signaled and its completion reaped off the clock; against
+/// the uverbs floor (QUERY_CONTEXT, which the provider leaves to the core).
+#[cfg(verbs)]
+struct VerbsPaths<'a, 'q> {
+    qp: &'a mut crate::verbs_post::SelfQp<'q>,
+    staged: [u8; wqe::MAX_WQE_LEN],
+}
+
+#[cfg(verbs)]
+impl Paths for VerbsPaths<'_, '_> {
+    fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize> {
+        self.qp.build(buf, size, false).map(|(len, _)| len)
+    }
+
+    fn noop(&mut self) -> io::Result<()> {
+        crate::qp_post::uverbs_floor(self.qp.cmd_fd())
+    }
+
+    fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
+        let staged = &mut self.staged[..wqe.len()];
+        staged.copy_from_slice(wqe);
+        self.qp.stage(staged);
+        self.qp.call(staged, flags, None)
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        self.qp.await_completion()
+    }
+
+    fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()> {
+        self.post(wqe, flags).map_err(ioerr("QP_POST"))?;
+        self.settle()
+    }
+}
+
 /// The analyzer's view of one path: `posts` untimed posts between two
 /// snapshots (trapped MMIO reads: never inside the timed rounds).
 fn analyzer_pass(
     a: Option<&Analyzer>,
-    dev: &Device,
-    qp: &abi::QpInfo,
+    paths: &mut dyn Paths,
     wqe: &[u8],
     flags: u32,
     posts: u32,
@@ -101,61 +184,44 @@ fn analyzer_pass(
     };
     let before = a.snapshot();
     for _ in 0..posts {
-        post_timed(dev, qp, wqe, flags).map_err(ioerr("POST_SEND"))?;
+        paths.untimed(wqe, flags)?;
     }
     Ok(PerPost::between(&before, &a.snapshot(), u64::from(posts)))
 }
 
-pub fn run(dev: &Device, args: &Args) -> Result<()> {
-    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
-    let unit = if args.icount {
-        Unit::INSTRUCTIONS
-    } else {
-        Unit::MICROSECONDS
-    };
-    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let (sizes, cutoff) = sweep.bf_sizes(&info)?;
-    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    // Every post is an RDMA write into a region of this context (the QP is
-    // connected to itself), registered before the timed rounds.
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let scratch = WriteScratch::new(dev, &info, largest)?;
-    let analyzer = Analyzer::open();
-    // The timed posts stage their WQE in the QP's WQE page and ask for no
-    // result: the post as a verbs user would make it.
-    let page = dev
-        .map(qp.wqe_offset, 4096, true)
-        .map_err(ioerr("mmap of the WQE page"))?;
+/// The timed rounds and the analyzer's pass of every size.
+fn measure(
+    paths: &mut dyn Paths,
+    sizes: &[usize],
+    args: &Args,
+    analyzer: Option<&Analyzer>,
+) -> Result<Vec<BenchRow>> {
+    let (sweep, unit) = (&args.sweep, args.unit());
     let mut buf = [0u8; wqe::MAX_WQE_LEN];
     let mut rows = Vec::new();
     let mut progress = Progress::new(sizes.len(), "bench");
     for (i, &size) in sizes.iter().enumerate() {
-        let (len, _) = scratch
-            .build(&mut buf, size, false)
+        let len = paths
+            .build(&mut buf, size)
             .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
         let wqe = &buf[..len];
         let (mut noop, mut bf, mut db) = (Vec::new(), Vec::new(), Vec::new());
-        let timed = |f: &mut dyn FnMut() -> io::Result<()>| -> io::Result<f64> {
-            let t = Instant::now();
-            f()?;
-            Ok(t.elapsed().as_secs_f64() * 1e6 * unit.per_us)
-        };
         for round in 0..(sweep.iters + WARMUP) {
             let mut t = [0.0; 3];
             // Rotate the order so no path always runs first (cache, TLB).
             for k in 0..3 {
                 let which = (round as usize + k) % 3;
-                t[which] = match which {
-                    0 => timed(&mut || dev.noop()),
-                    1 => timed(&mut || {
-                        post_staged_timed(dev, &qp, &page, wqe, abi::POST_F_REQUIRE_BF)
-                    }),
-                    _ => timed(&mut || {
-                        post_staged_timed(dev, &qp, &page, wqe, abi::POST_F_FORCE_DOORBELL)
-                    }),
+                let start = Instant::now();
+                match which {
+                    0 => paths.noop(),
+                    1 => paths.post(wqe, abi::POST_F_REQUIRE_BF),
+                    _ => paths.post(wqe, abi::POST_F_FORCE_DOORBELL),
                 }
                 .map_err(ioerr("bench ioctl"))?;
+                t[which] = start.elapsed().as_secs_f64() * 1e6 * unit.per_us;
+                if which != 0 {
+                    paths.settle()?;
+                }
             }
             if round >= WARMUP {
                 noop.push(t[0]);
@@ -164,10 +230,9 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
             }
         }
         let posts = sweep.iters.min(ANALYZER_POSTS);
-        let a = analyzer.as_ref();
         let seen = [
-            analyzer_pass(a, dev, &qp, wqe, abi::POST_F_REQUIRE_BF, posts)?,
-            analyzer_pass(a, dev, &qp, wqe, abi::POST_F_FORCE_DOORBELL, posts)?,
+            analyzer_pass(analyzer, paths, wqe, abi::POST_F_REQUIRE_BF, posts)?,
+            analyzer_pass(analyzer, paths, wqe, abi::POST_F_FORCE_DOORBELL, posts)?,
         ];
         let no_samples = || anyhow!("no samples");
         rows.push(BenchRow {
@@ -181,48 +246,124 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         });
         progress.step(i + 1, &format!("{size} B"));
     }
-    drop(progress);
+    Ok(rows)
+}
+
+impl Args {
+    fn unit(&self) -> Unit {
+        if self.icount {
+            Unit::INSTRUCTIONS
+        } else {
+            Unit::MICROSECONDS
+        }
+    }
+}
+
+pub fn run(dev: &Device, args: &Args) -> Result<()> {
+    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
+    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
+    let (sizes, cutoff) = args.sweep.bf_sizes(&info)?;
+    let out_dir = args.out_dir.as_path();
+    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    // Every post is an RDMA write into a region of this context (the QP is
+    // connected to itself), registered before the timed rounds.
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let scratch = WriteScratch::new(dev, &info, largest)?;
+    let analyzer = Analyzer::open();
+    // The timed posts stage their WQE in the QP's WQE page and ask for no
+    // result: the post as a verbs user would make it.
+    let page = dev
+        .map(qp.wqe_offset, 4096, true)
+        .map_err(ioerr("mmap of the WQE page"))?;
+    let mut paths = MiscPaths {
+        dev,
+        qp: &qp,
+        page: &page,
+        scratch: &scratch,
+    };
+    let rows = measure(&mut paths, &sizes, args, analyzer.as_ref())?;
     let b = Bench {
-        out_dir,
-        info: &info,
-        sweep,
+        what: format!("POST_SEND, {} writer", writer_name(info.writer)),
+        call: "POST_SEND",
+        args,
         rows: &rows,
         cutoff,
-        unit,
     };
     b.write()?;
     b.write_analyzer(analyzer.as_ref())?;
     scratch.close()?;
-    println!(
-        "wrote bench.txt, bench.dat, bench-ratio.svg, bench-latency.svg, summary.md, \
-         bench-analyzer.txt to {}",
-        out_dir.display()
-    );
+    b.wrote();
     Ok(())
 }
 
+/// The same bench on the RDMA device `name`: each post an RDMA write
+/// stamped in a QP's own send queue and handed to QP_POST, the sizes
+/// those the kernel still posts by BlueFlame.
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    let out_dir = args.out_dir.as_path();
+    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let all = args.sweep.sizes()?;
+    let largest = all.iter().copied().max().unwrap_or(0);
+    crate::verbs_post::with_self_qp(name, largest, |s| {
+        let cutoff = s.bf_cutoff()?;
+        let sizes: Vec<usize> = all.iter().copied().filter(|&n| n <= cutoff).collect();
+        if sizes.is_empty() {
+            anyhow::bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
+        }
+        let writer = s.writer()?;
+        let analyzer = Analyzer::open();
+        let mut paths = VerbsPaths {
+            qp: s,
+            staged: [0; wqe::MAX_WQE_LEN],
+        };
+        let rows = measure(&mut paths, &sizes, args, analyzer.as_ref())?;
+        let b = Bench {
+            what: format!("QP_POST on {name}, {writer} writer"),
+            call: "QP_POST",
+            args,
+            rows: &rows,
+            cutoff,
+        };
+        b.write()?;
+        b.write_analyzer(analyzer.as_ref())?;
+        b.wrote();
+        Ok(())
+    })
+}
+
+/// A bench's results and how they are described.
 struct Bench<'a> {
-    out_dir: &'a std::path::Path,
-    info: &'a abi::DeviceInfo,
-    sweep: &'a Sweep,
+    /// The call and the kernel's writer, for the headers.
+    what: String,
+    /// The call's name, for the plots' titles.
+    call: &'static str,
+    args: &'a Args,
     rows: &'a [BenchRow],
     cutoff: usize,
-    unit: Unit,
 }
 
 impl Bench<'_> {
     fn put(&self, name: &str, text: &str) -> Result<()> {
-        let p = self.out_dir.join(name);
+        let p = self.args.out_dir.join(name);
         fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
     }
 
+    fn wrote(&self) {
+        println!(
+            "wrote bench.txt, bench.dat, bench-ratio.svg, bench-latency.svg, summary.md, \
+             bench-analyzer.txt to {}",
+            self.args.out_dir.display()
+        );
+    }
+
     fn write(&self) -> Result<()> {
-        let (info, sweep, rows, unit) = (self.info, self.sweep, self.rows, self.unit);
+        let (sweep, rows, unit) = (&self.args.sweep, self.rows, self.args.unit());
         let mut txt = format!(
-            "# mlx4-bf bench: {} writer, {} interleaved rounds per size (no-op, BlueFlame, doorbell)\n\
+            "# mlx4-bf bench: {}, {} interleaved rounds per size (no-op, BlueFlame, doorbell)\n\
              # medians in {}; ratios are per-round medians [p10..p90]\n\
              #bytes   noop     bf       db       bf/noop                db/noop                bf/db\n",
-            writer_name(info.writer),
+            self.what,
             sweep.iters,
             unit.name
         );
@@ -254,8 +395,11 @@ impl Bench<'_> {
             points: rows.iter().map(|r| (r.size as f64, f(r))).collect(),
         };
         report::plot_svg(
-            &self.out_dir.join("bench-ratio.svg"),
-            "POST_SEND cost relative to a no-op ioctl (median per-round ratio)",
+            &self.args.out_dir.join("bench-ratio.svg"),
+            &format!(
+                "{} cost relative to a no-op ioctl (median per-round ratio)",
+                self.call
+            ),
             "ratio to no-op",
             &[
                 series(|r| r.bf_ratio[0], "BlueFlame / no-op"),
@@ -264,8 +408,8 @@ impl Bench<'_> {
             Some(self.cutoff as f64),
         )?;
         report::plot_svg(
-            &self.out_dir.join("bench-latency.svg"),
-            "POST_SEND round trip (median)",
+            &self.args.out_dir.join("bench-latency.svg"),
+            &format!("{} round trip (median)", self.call),
             &format!("cost [{}]", unit.short),
             &[
                 series(|r| r.noop.typical, "no-op"),
@@ -280,7 +424,7 @@ impl Bench<'_> {
         let bfdb = med(rows.iter().map(|r| r.bf.typical / r.db.typical).collect());
         let md = format!(
             "# mlx4-bf benchmark\n\n\
-             - writer: {}; {} sizes from {} to {} bytes; {} interleaved rounds each\n\
+             - posts: {}; {} sizes from {} to {} bytes; {} interleaved rounds each\n\
              - median over sizes of the per-size median ratio: BlueFlame/no-op **{bf:.2}**, doorbell/no-op **{db:.2}**, \
              BlueFlame/doorbell **{bfdb:.2}**\n\
              - files: bench.txt (table), bench.dat (data), bench-ratio.svg, bench-latency.svg, \
@@ -289,7 +433,7 @@ impl Bench<'_> {
              BlueFlame burst (one trapped write per few bytes) costs more than the doorbell's single write: these \
              ratios show the emulation's and the driver's cost per path, not the PCIe round trip BlueFlame saves \
              on real hardware.\n",
-            writer_name(info.writer),
+            self.what,
             rows.len(),
             rows[0].size,
             rows[rows.len() - 1].size,
@@ -301,12 +445,12 @@ impl Bench<'_> {
     /// The analyzer's table: per post of each path, beside the guest's
     /// median time of that path.
     fn write_analyzer(&self, a: Option<&Analyzer>) -> Result<()> {
-        let unit = self.unit;
+        let unit = self.args.unit();
         let mut txt = format!(
             "# mlx4-bf bench: what the analyzer saw, per post ({} untimed posts per path and size, \
              after the timed rounds)\n# {}\n# guest time: median {} of the timed rounds; \
              modelled_*: the device model's PCIe clock, not a measurement\n{}\n",
-            self.sweep.iters.min(ANALYZER_POSTS),
+            self.args.sweep.iters.min(ANALYZER_POSTS),
             Analyzer::describe(a),
             unit.name,
             analyzer::header(&format!("guest[{}]", unit.short))

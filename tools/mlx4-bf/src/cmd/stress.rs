@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `stress`: several contexts (threads with their own fd) posting at once.
+//!
+//! On the misc device each thread's post is POST_SEND, which refuses a
+//! full send queue (back pressure, retried). On the RDMA device each
+//! thread opens its own context, fills its QP's send queue and posts
+//! through QP_POST with every WQE signaled; when as many WQEs are
+//! outstanding as the queue allows, it waits for the oldest completion
+//! (the same column: "send queue full").
 
 use std::{
     path::Path,
@@ -83,7 +90,63 @@ fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
     Ok(t)
 }
 
+/// One thread on the RDMA device `name`: its own context and QP, posting
+/// through the method until `seconds` have passed; then every outstanding
+/// WQE completed and the last write's bytes checked.
+#[cfg(verbs)]
+fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
+    crate::verbs_post::with_self_qp(name, size as usize, |s| {
+        let mut buf = [0u8; wqe::MAX_WQE_LEN];
+        let (len, _) = s
+            .build(&mut buf, size as usize, false)
+            .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
+        let window = s.window();
+        let end = Instant::now() + Duration::from_secs_f64(seconds);
+        let mut t = Tally {
+            posts: 0,
+            full: 0,
+            hist: new_hist()?,
+        };
+        let mut outstanding = 0;
+        loop {
+            if outstanding == window {
+                t.full += 1;
+                s.await_completion()?;
+                outstanding -= 1;
+            }
+            let start = Instant::now();
+            if start >= end {
+                break;
+            }
+            s.stage(&mut buf[..len]);
+            s.call(&buf[..len], 0, None).map_err(ioerr("QP_POST"))?;
+            t.hist.saturating_record(start.elapsed().as_nanos() as u64);
+            t.posts += 1;
+            outstanding += 1;
+        }
+        for _ in 0..outstanding {
+            s.await_completion()?;
+        }
+        if !s.landed(size as usize) {
+            bail!("the writes completed, but their {size} bytes are not where they went");
+        }
+        Ok(t)
+    })
+}
+
+/// The verbs run: the same table, each thread on its own context of the
+/// RDMA device `name`.
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    run_with(args, |seconds, size| one_verbs_thread(name, seconds, size))
+}
+
 pub fn run(path: &Path, args: &Args) -> Result<()> {
+    run_with(args, |seconds, size| one_thread(path, seconds, size))
+}
+
+/// The runs of `args.threads`, each thread's work `one` (seconds, size).
+fn run_with(args: &Args, one: impl Fn(f64, u32) -> Result<Tally> + Sync) -> Result<()> {
     let (threads, seconds, size) = (&args.threads, args.seconds, args.size);
     if !(seconds > 0.0 && seconds <= 3600.0) {
         bail!("--seconds {seconds} is outside 0..3600");
@@ -97,9 +160,7 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     );
     for &n in threads {
         let results: Vec<Result<Tally>> = thread::scope(|s| {
-            let handles: Vec<_> = (0..n)
-                .map(|_| s.spawn(move || one_thread(path, seconds, size)))
-                .collect();
+            let handles: Vec<_> = (0..n).map(|_| s.spawn(|| one(seconds, size))).collect();
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("thread panicked"))))
