@@ -39,11 +39,13 @@ use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
 use crate::{
     adapter::{Adapter, EventDispatch},
+    stats,
     eqe::{self, AsyncEvent},
     hw::bf::bar2::Bar2,
     rdma::{
         self,
         attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
+        counters::HwCounter,
         device::{DeviceInfo, NodeType, Retired, UnregisteredDevice},
         event::{Events, PortEvent, QpEvent},
         mmap::{IoRegion, MmapTable},
@@ -54,6 +56,17 @@ use crate::{
 
 /// The provider.
 pub(crate) struct Provider;
+
+/// The device's hardware counters: the posts' (`stats::NAMES`).
+const HW_COUNTERS: [HwCounter; stats::NAMES.len()] = {
+    let mut list = [HwCounter::new(c""); stats::NAMES.len()];
+    let mut i = 0;
+    while i < list.len() {
+        list[i] = HwCounter::new(stats::NAMES[i]);
+        i += 1;
+    }
+    list
+};
 
 /// The errno of a refusal of the pure rules.
 fn errno(e: crate::verbs::VerbsError) -> Error {
@@ -108,6 +121,17 @@ impl rdma::Driver for Provider {
     fn fw_version(dev: &Device<Self>) -> (u32, u32, u32) {
         let fw = &dev.data().adapter.firmware().fw;
         (fw.major.into(), fw.minor.into(), fw.subminor.into())
+    }
+
+    /// The post counters, as debugfs shows them (`stats::NAMES`).
+    const HW_COUNTERS: &'static [HwCounter] = &HW_COUNTERS;
+
+    fn hw_counters(dev: &Device<Self>, values: &mut [u64]) -> Result {
+        let now = stats::values(&dev.data().adapter.stats().snapshot());
+        for (value, count) in values.iter_mut().zip(now) {
+            *value = count;
+        }
+        Ok(())
     }
 
     fn alloc_ucontext(

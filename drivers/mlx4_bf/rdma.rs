@@ -36,12 +36,17 @@
 //!   checked against the BAR ([`mmap`]).
 //! - Events reach a CQ or QP by number, holding a reference the destroy op
 //!   waits for ([`event`]).
+//! - Hardware counters are described by a `'static` list, which outlives
+//!   the core's statistics that point to it, and filled through a slice of
+//!   exactly that many values ([`counters`]).
 //!
 //! What this layer leaves out, because the provider needs none of it: kernel
 //! verbs (post, poll, MADs: the ib_device serves user space only), SRQs,
-//! address handles, memory windows, flow steering, counters, netdevs.
+//! address handles, memory windows, flow steering, port counters and
+//! counter binding, netdevs.
 
 pub(crate) mod attr;
+pub(crate) mod counters;
 pub(crate) mod device;
 pub(crate) mod event;
 pub(crate) mod method;
@@ -54,6 +59,7 @@ pub(crate) mod umem;
 use kernel::prelude::*;
 
 use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit};
+use counters::HwCounter;
 use mmap::MmapTable;
 use object::Device;
 use object::{Pd, Qp, UContext};
@@ -129,6 +135,15 @@ pub(crate) trait Driver: Sized + 'static {
     /// The firmware version as `(major, minor, subminor)`.
     fn fw_version(_dev: &Device<Self>) -> (u32, u32, u32) {
         (0, 0, 0)
+    }
+
+    /// The device's hardware counters, in the order
+    /// [`Driver::hw_counters`] fills them (sysfs `hw_counters/`).
+    const HW_COUNTERS: &'static [HwCounter] = &[];
+
+    /// The counters' values now: `values[i]` is `HW_COUNTERS[i]`'s.
+    fn hw_counters(_dev: &Device<Self>, _values: &mut [u64]) -> Result {
+        Err(not_supported())
     }
 
     /// A new verbs context for a process; the device pages its process

@@ -178,27 +178,54 @@ impl DeviceStats {
     }
 }
 
+/// The post counters' names, in the order of [`values`]: debugfs's lines
+/// and the RDMA device's `hw_counters/` files.
+pub(crate) const NAMES: [&CStr; 4 + REJECT_MAX] = [
+    c"bf_posts",
+    c"db_posts",
+    c"bytes",
+    c"store_blocks",
+    c"rejects_length",
+    c"rejects_size_field",
+    c"rejects_opcode",
+    c"rejects_ctrl",
+    c"rejects_inline",
+    c"rejects_gather",
+    c"rejects_fault",
+    c"rejects_qp",
+    c"rejects_lkey",
+    c"rejects_range",
+    c"rejects_rkey",
+];
+
+/// The counts of `s` in the order of [`NAMES`].
+pub(crate) fn values(s: &abi::Stats) -> [u64; NAMES.len()] {
+    let [length, size_field, opcode, ctrl, inline, gather, fault, qp, lkey, range, rkey] =
+        s.rejects;
+    [
+        s.bf_posts,
+        s.db_posts,
+        s.bytes,
+        s.store_blocks,
+        length,
+        size_field,
+        opcode,
+        ctrl,
+        inline,
+        gather,
+        fault,
+        qp,
+        lkey,
+        range,
+        rkey,
+    ]
+}
+
 /// The counters as debugfs shows them, one `name value` per line.
 pub(crate) fn show(s: &abi::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const REJECTS: [&str; REJECT_MAX] = [
-        "length",
-        "size_field",
-        "opcode",
-        "ctrl",
-        "inline",
-        "gather",
-        "fault",
-        "qp",
-        "lkey",
-        "range",
-        "rkey",
-    ];
-    writeln!(f, "bf_posts {}", s.bf_posts)?;
-    writeln!(f, "db_posts {}", s.db_posts)?;
-    writeln!(f, "bytes {}", s.bytes)?;
-    writeln!(f, "store_blocks {}", s.store_blocks)?;
-    for (name, count) in REJECTS.iter().zip(s.rejects) {
-        writeln!(f, "rejects_{name} {count}")?;
+    for (name, count) in NAMES.iter().zip(values(s)) {
+        // ASCII, as written above.
+        writeln!(f, "{} {count}", name.to_str().unwrap_or("?"))?;
     }
     Ok(())
 }

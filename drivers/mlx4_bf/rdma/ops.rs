@@ -16,6 +16,7 @@ use core::marker::PhantomData;
 use kernel::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 use super::{
+    counters::HwCounter,
     object::{Cq, Device, Pd, Qp, UContext},
     udata::Udata,
     Driver,
@@ -53,6 +54,8 @@ impl<T: Driver> Ops<T> {
             query_gid: Some(E::<T>::query_gid),
             query_pkey: Some(E::<T>::query_pkey),
             get_dev_fw_str: gated!(T::HAS_FW_VERSION, E::<T>::get_dev_fw_str),
+            alloc_hw_device_stats: gated!(T::HAS_HW_COUNTERS, E::<T>::alloc_hw_device_stats),
+            get_hw_stats: gated!(T::HAS_HW_COUNTERS, E::<T>::get_hw_stats),
             alloc_ucontext: Some(E::<T>::alloc_ucontext),
             dealloc_ucontext: Some(E::<T>::dealloc_ucontext),
             mmap: Some(E::<T>::mmap),
@@ -211,6 +214,68 @@ impl<T: Driver> Entry<T> {
             core::ptr::copy_nonoverlapping(buf.as_ptr(), out.cast(), n);
             *out.add(n) = 0;
         }
+    }
+
+    /// The device's statistics (port 0), described by `T::HW_COUNTERS`;
+    /// null (the core's ENOMEM) if the allocation fails or the list is
+    /// empty or too long.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`.
+    unsafe extern "C" fn alloc_hw_device_stats(
+        _ib: *mut bindings::ib_device,
+    ) -> *mut bindings::rdma_hw_stats {
+        let (descs, n) = HwCounter::descs(T::HW_COUNTERS);
+        match c_int::try_from(n) {
+            // SAFETY: `descs` points to `n` descriptions that live forever
+            // (`'static`), as long as the statistics the core frees.
+            Ok(n) if n > 0 => unsafe {
+                bindings::rdma_alloc_hw_stats_struct(
+                    descs,
+                    n,
+                    bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
+                )
+            },
+            _ => core::ptr::null_mut(),
+        }
+    }
+
+    /// Fills every counter of `stats` and returns how many.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `stats` is what
+    /// `alloc_hw_device_stats` returned for it (the core calls this only
+    /// for port 0 when there is no `alloc_hw_port_stats`), its values not
+    /// touched by anyone else for the call (the core holds `stats->lock`).
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `stats` is the core's, valid for the call.
+            let n = unsafe { (*stats).num_counters };
+            if port != 0 || usize::try_from(n) != Ok(T::HW_COUNTERS.len()) {
+                return Err(EINVAL);
+            }
+            // SAFETY: As for `query_device`; `stats` was allocated with
+            // `n` values after its header (`rdma_alloc_hw_stats_struct()`),
+            // which only this call writes while the core holds its lock.
+            let (dev, values) = unsafe {
+                (
+                    Device::<T>::from_raw(ib),
+                    core::slice::from_raw_parts_mut(
+                        core::ptr::addr_of_mut!((*stats).value).cast::<u64>(),
+                        T::HW_COUNTERS.len(),
+                    ),
+                )
+            };
+            T::hw_counters(dev, values)?;
+            Ok(n)
+        })
     }
 
     /// # Safety

@@ -74,7 +74,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((48 + WALK))"
+echo "1..$((49 + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -144,6 +144,8 @@ qp_post_perftest ib_write_lat $INLINE_MAX
 result $? ib_write_lat_size_${INLINE_MAX}_through_qp_post "see the lines above"
 helper_posts
 result $? mlx4_bf_helper_posts_through_qp_post "see the lines above"
+hw_counters_agree
+result $? mlx4_bf_hw_counters_are_the_post_counters "see the lines above"
 
 . ./lifecycle.sh
 out=$(./ibv_hold -d $DEV -x 2>&1)

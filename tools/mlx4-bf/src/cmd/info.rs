@@ -92,6 +92,8 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let ctx =
         crate::verbs::Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
     let f = ctx.facts().map_err(ioerr("ibv_query_device"))?;
+    let counters = hw_counters(name)?;
+    let count = |n: &str| counters.iter().find(|(k, _)| k == n).map_or(0, |(_, v)| *v);
     if args.json {
         let v = serde_json::json!({
             "device": {
@@ -101,6 +103,10 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 "max_mr_size": f.max_mr_size, "max_pd": f.max_pd,
             },
             "port": { "lid": f.lid, "state": f.port_state, "active_mtu": f.active_mtu },
+            "counters": counters
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(*v)))
+                .collect::<serde_json::Map<_, _>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -129,5 +135,47 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         "port 1             LID {}, state {}, active MTU {}",
         f.lid, f.port_state, f.active_mtu
     );
+    println!(
+        "device counters    {} BlueFlame, {} doorbell, {} bytes, {} store blocks, {} rejected",
+        count("bf_posts"),
+        count("db_posts"),
+        count("bytes"),
+        count("store_blocks"),
+        counters
+            .iter()
+            .filter(|(k, _)| k.starts_with("rejects_"))
+            .map(|(_, v)| v)
+            .sum::<u64>()
+    );
     Ok(())
+}
+
+/// The RDMA device `name`'s hardware counters, as the RDMA core shows them
+/// in sysfs (`hw_counters/`, the provider's `rdma_hw_stats`), by name.
+#[cfg(verbs)]
+fn hw_counters(name: &str) -> Result<Vec<(String, u64)>> {
+    use anyhow::Context as _;
+
+    let dir = std::path::Path::new("/sys/class/infiniband")
+        .join(name)
+        .join("hw_counters");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
+        let path = entry?.path();
+        let Some(key) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        // Not a counter: how long the core keeps values before asking again.
+        if key == "lifespan" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        let value: u64 = text
+            .trim()
+            .parse()
+            .with_context(|| format!("{}: not a count", path.display()))?;
+        out.push((key.to_owned(), value));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
 }
