@@ -31,6 +31,17 @@ mod ffi {
         pub qpn: u32,
     }
 
+    /// `struct hv_write`.
+    #[repr(C)]
+    pub struct Write {
+        pub laddr: u64,
+        pub raddr: u64,
+        pub lkey: u32,
+        pub rkey: u32,
+        pub len: u32,
+        pub inline_data: u32,
+    }
+
     extern "C" {
         pub fn hv_open(name: *const c_char, ctx: *mut *mut Opaque) -> c_int;
         pub fn hv_close(ctx: *mut Opaque) -> c_int;
@@ -61,6 +72,8 @@ mod ffi {
             sq: *mut Sq,
         ) -> c_int;
         pub fn hv_connect(qp: *mut Opaque, dest_qpn: u32, dlid: u16) -> c_int;
+        pub fn hv_set_bf_post(qp: *mut Opaque, how: c_int) -> c_int;
+        pub fn hv_post_write(qp: *mut Opaque, w: *const Write) -> c_int;
         pub fn hv_destroy_qp(qp: *mut Opaque) -> c_int;
     }
 }
@@ -385,6 +398,45 @@ impl Qp<'_> {
     pub fn connect(&self, dest_qpn: u32, dlid: u16) -> io::Result<()> {
         // SAFETY: the QP lives.
         check(unsafe { ffi::hv_connect(self.qp.as_ptr(), dest_qpn, dlid) })
+    }
+
+    /// How libmlx4 posts this QP's BlueFlame WQEs: by the process's own
+    /// stores (`MLX4DV_QP_BF_POST_USER`), or through the kernel's QP_POST.
+    pub fn set_bf_post(&self, kernel: bool) -> io::Result<()> {
+        // SAFETY: the QP lives; no post runs on it concurrently (&self of
+        // a QP this thread owns: `Qp` is not Sync).
+        check(unsafe { ffi::hv_set_bf_post(self.qp.as_ptr(), if kernel { 2 } else { 1 }) })
+    }
+
+    /// `ibv_post_send()` of a signaled RDMA write of `len` bytes from
+    /// offset `src` of `mr` to offset `dst` of it (the QP is connected to
+    /// itself), inline if asked: libmlx4 builds and posts the WQE. EINVAL
+    /// if either range leaves the region.
+    pub fn post_write(
+        &self,
+        mr: &Mr<'_>,
+        (src, dst): (usize, usize),
+        len: usize,
+        inline: bool,
+    ) -> io::Result<()> {
+        let within = |off: usize| off.checked_add(len).is_some_and(|end| end <= mr.len());
+        let len32 = u32::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        if !within(src) || !within(dst) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let w = ffi::Write {
+            laddr: mr.addr() + src as u64,
+            raddr: mr.addr() + dst as u64,
+            lkey: mr.lkey,
+            rkey: mr.rkey,
+            len: len32,
+            inline_data: inline.into(),
+        };
+        // SAFETY: the QP lives; both ranges lie within the registered
+        // region's memory, which lives across the call (libmlx4 reads an
+        // inline payload from it during the call; the adapter writes the
+        // destination, which this process reads only through copies).
+        check(unsafe { ffi::hv_post_write(self.qp.as_ptr(), &w) })
     }
 
     /// Copies `wqe` into send-queue slot `index` (modulo the queue).

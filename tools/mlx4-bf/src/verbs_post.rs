@@ -174,6 +174,20 @@ impl<'a> SelfQp<'a> {
         }
     }
 
+    /// libmlx4's own post of the RDMA write of `size` bytes (not a WQE of
+    /// this helper's): `ibv_post_send()`, inline if asked, through the
+    /// path `set_bf_post` chose. Not to be mixed with [`Self::stage`] on
+    /// one QP: libmlx4 keeps its own place in the send queue.
+    pub fn post_libmlx4(&self, size: usize, inline: bool) -> io::Result<()> {
+        self.qp.post_write(self.mr, (0, self.dst), size, inline)
+    }
+
+    /// How libmlx4 posts this QP's BlueFlame WQEs: its own stores, or the
+    /// kernel's QP_POST.
+    pub fn set_bf_post(&self, kernel: bool) -> io::Result<()> {
+        self.qp.set_bf_post(kernel)
+    }
+
     /// The largest inline payload the kernel still posts by BlueFlame (a
     /// `REQUIRE_BF` post above it is refused with EINVAL): bisected over
     /// the sizes a WQE holds, each probe a post whose completion is reaped.

@@ -194,3 +194,31 @@ int hv_destroy_qp(struct ibv_qp *qp)
 {
 	return ibv_destroy_qp(qp);
 }
+
+int hv_set_bf_post(struct ibv_qp *qp, int how)
+{
+	return mlx4dv_qp_set_bf_post(qp, how);
+}
+
+int hv_post_write(struct ibv_qp *qp, const struct hv_write *w)
+{
+	struct ibv_sge sge = {
+		.addr = w->laddr,
+		.length = w->len,
+		.lkey = w->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED |
+			      (w->inline_data ? IBV_SEND_INLINE : 0),
+		.wr.rdma = {
+			.remote_addr = w->raddr,
+			.rkey = w->rkey,
+		},
+	};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}

@@ -57,6 +57,25 @@ int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
 		    struct hv_sq *sq);
 /* RESET to RTS, connected to DEST_QPN at DLID on port 1. */
 int hv_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint16_t dlid);
+
+/*
+ * How the QP's BlueFlame WQEs go out (enum mlx4dv_qp_bf_post: 1 by the
+ * process's own stores, 2 through the kernel's QP_POST).
+ */
+int hv_set_bf_post(struct ibv_qp *qp, int how);
+
+/* A signaled RDMA write of one gather entry, inline if asked. */
+struct hv_write {
+	uint64_t laddr;
+	uint64_t raddr;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t inline_data;
+};
+
+/* ibv_post_send() of the write: libmlx4 builds and posts the WQE. */
+int hv_post_write(struct ibv_qp *qp, const struct hv_write *w);
 int hv_destroy_qp(struct ibv_qp *qp);
 
 #endif

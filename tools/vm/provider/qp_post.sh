@@ -71,8 +71,10 @@ qp_post_perftest() { # tool size
 # through the method; each post's path as the kernel reports it, and the
 # write's bytes where they landed (the helper checks them); its lat sweep
 # on both paths; its bench, BlueFlame and doorbell against the uverbs
-# floor, a row per size; its stress run, one and two threads each on a
-# context of its own, every WQE completed (each row's posts above none).
+# floor, a row per size; its userpost, QP_POST against libmlx4's own
+# stores and the kernel ping, a row per size; its stress run, one and two
+# threads each on a context of its own, every WQE completed (each row's
+# posts above none).
 helper_posts() {
 	ok=0
 	for case in "32 BlueFlame" "208 BlueFlame" "32 doorbell --force-doorbell" \
@@ -94,6 +96,11 @@ helper_posts() {
 	rc=$?
 	echo "$out" | grep -v '^wrote' | sed 's/^/# bench: /'
 	[ $rc = 0 ] && [ "$(grep -cE '^(4|208) ' /tmp/helper-bench/bench.txt)" = 2 ] || ok=1
+	out=$(./mlx4-bf --device $DEV userpost --out-dir /tmp/helper-userpost --min 4 \
+		--max 208 --step 204 --iters 20 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# userpost: /'
+	[ $rc = 0 ] && [ "$(grep -cE '^(4|208) ' /tmp/helper-userpost/userpost.txt)" = 2 ] || ok=1
 	out=$(./mlx4-bf --device $DEV stress --threads 1,2 --seconds 1 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# stress: /'

@@ -155,6 +155,138 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// The paths of the run on the RDMA device, in the table's order.
+#[cfg(verbs)]
+const VERBS_PATHS: [&str; 5] = ["noop", "ioctl_bf", "ioctl_db", "user_bf", "user_db"];
+
+/// The same comparison on the RDMA device `name`, each way in a context
+/// of its own (each alternates its BlueFlame halves by itself): `ioctl` a
+/// WQE this helper stamps in its QP's send queue and hands to QP_POST;
+/// `user` libmlx4's `ibv_post_send()` of the same write with its own
+/// stores (`MLX4DV_QP_BF_POST_USER`: on s390x without MIO one
+/// `s390_pci_mmio_write()` per copy), BlueFlame for an inline WQE, the
+/// doorbell for the payload gathered (not inline: libmlx4 rings the
+/// doorbell); `noop` the uverbs floor; `kernel_bf` the kernel ping's post.
+/// Every completion is reaped off the clock.
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    use crate::verbs_post::with_self_qp;
+
+    if args.pingpong {
+        anyhow::bail!("{name}: --pingpong speaks only the misc device (/dev/mlx4_bf<N>) so far");
+    }
+    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
+    let (scale, unit) = if args.icount {
+        (1000.0, "guest instructions (QEMU -icount shift=0)")
+    } else {
+        (1.0, "microseconds (wall clock)")
+    };
+    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let all = sweep.sizes()?;
+    let largest = all.iter().copied().max().unwrap_or(0);
+    let kping_file = kping::command_file(Path::new(name))?;
+    with_self_qp(name, largest, |k| {
+        with_self_qp(name, largest, |u| {
+            u.set_bf_post(false)
+                .map_err(ioerr("mlx4dv_qp_set_bf_post"))?;
+            let cutoff = k.bf_cutoff()?;
+            let writer = k.writer()?;
+            let sizes: Vec<usize> = all.iter().copied().filter(|&n| n <= cutoff).collect();
+            if sizes.is_empty() {
+                anyhow::bail!(
+                    "no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)"
+                );
+            }
+            let mut txt = format!(
+                "# mlx4-bf userpost on {name}: {writer} writer, {} interleaved rounds per size\n\
+                 # medians in {unit}; ioctl = QP_POST of a WQE stamped in the send queue, user = libmlx4's\n\
+                 # ibv_post_send() with its own BlueFlame stores (inline) or doorbell (gathered); noop = the\n\
+                 # uverbs floor (QUERY_CONTEXT); completions reaped off the clock;\n\
+                 # kernel_bf = the same RDMA WRITE posted by the kernel ping (post_send() timed in the kernel, {} round trips)\n\
+                 #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
+                sweep.iters,
+                sweep.iters,
+                VERBS_PATHS[0],
+                VERBS_PATHS[1],
+                VERBS_PATHS[2],
+                VERBS_PATHS[3],
+                VERBS_PATHS[4],
+                "kernel_bf",
+            );
+            let (mut template, mut staged) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
+            for &size in &sizes {
+                let (len, _) = k
+                    .build(&mut template, size, false)
+                    .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
+                let mut samples: [Vec<f64>; 5] = Default::default();
+                for round in 0..(sweep.iters + WARMUP) {
+                    for j in 0..VERBS_PATHS.len() {
+                        // Rotate the order so no path always runs first.
+                        let which = (round as usize + j) % VERBS_PATHS.len();
+                        let t = Instant::now();
+                        match which {
+                            0 => crate::qp_post::uverbs_floor(k.cmd_fd()),
+                            1 | 2 => {
+                                let flags = if which == 1 {
+                                    abi::POST_F_REQUIRE_BF
+                                } else {
+                                    abi::POST_F_FORCE_DOORBELL
+                                };
+                                staged[..len].copy_from_slice(&template[..len]);
+                                k.stage(&mut staged[..len]);
+                                k.call(&staged[..len], flags, None)
+                            }
+                            3 => u.post_libmlx4(size, true),
+                            _ => u.post_libmlx4(size, false),
+                        }
+                        .map_err(ioerr(VERBS_PATHS[which]))?;
+                        let us = t.elapsed().as_secs_f64() * 1e6 * scale;
+                        match which {
+                            0 => {}
+                            1 | 2 => k.await_completion()?,
+                            _ => u.await_completion()?,
+                        }
+                        if round >= WARMUP {
+                            samples[which].push(us);
+                        }
+                    }
+                }
+                let med: Vec<f64> = samples
+                    .iter()
+                    .map(|s| {
+                        summarize(s)
+                            .map(|s| s.typical)
+                            .ok_or_else(|| anyhow!("no samples"))
+                    })
+                    .collect::<Result<_>>()?;
+                let command = format!("loop,count={},size={size},path=bf", sweep.iters);
+                let kernel = kping::write_post_ns(&kping_file, &command)? * scale / 1000.0;
+                let _ = writeln!(
+                    txt,
+                    "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<9.0} {:<16.2} {:<16.2} {:.2}",
+                    med[0],
+                    med[1],
+                    med[2],
+                    med[3],
+                    med[4],
+                    kernel,
+                    med[3] / med[1],
+                    med[4] / med[2],
+                    kernel / med[1]
+                );
+            }
+            if !u.landed(largest.min(cutoff)) || !k.landed(largest.min(cutoff)) {
+                anyhow::bail!("the writes completed, but their bytes are not where they went");
+            }
+            print!("{txt}");
+            let p = out_dir.join("userpost.txt");
+            fs::write(&p, &txt).with_context(|| format!("cannot write {}", p.display()))?;
+            println!("wrote userpost.txt to {}", out_dir.display());
+            Ok(())
+        })
+    })
+}
+
 /// The two ways of posting in an ib_write_lat ping-pong, per size.
 fn pingpong(path: &Path, args: &Args) -> Result<()> {
     let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
