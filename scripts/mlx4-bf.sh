@@ -436,8 +436,9 @@ pcistb-test) # s390x: BlueFlame posts of one, two and two store blocks
 	   need_kdir
 	   mkdir -p "$OUT/guest"
 	   build_helper
-	   vm_boot run "for n in 32 100 160; do /work/mlx4-bf post --size \$n || exit 1; done &&
-		/work/mlx4-bf info | grep 'device counters'" -- "$OUT/guest" ;;
+	   vm_boot run "for n in 32 100 160; do
+			/work/mlx4-bf --device mlx4_bf0 post --size \$n || exit 1; done &&
+		/work/mlx4-bf --device mlx4_bf0 info | grep 'device counters'" -- "$OUT/guest" ;;
 module)    need_kdir; build_module "$KDIR" ;;
 compile-fail) need_kdir; "$TOP/scripts/compile-fail.sh" "$KDIR" ;;
 vm-run)    [ $# -ge 1 ] || die "usage: vm-run CMD [DIR...]"

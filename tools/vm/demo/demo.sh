@@ -9,19 +9,22 @@
 set -e
 echo "== probe"
 dmesg | grep 'mlx4_bf ' || true
-ls -l /dev/mlx4_bf*
+ls /sys/class/infiniband
+# The helper on the RDMA device: verbs objects through libibverbs, each
+# WQE built in its QP's send queue and posted through QP_POST.
+DEV=mlx4_bf0
 if [ -x /work/mlx4-bf ]; then
-	echo "== mlx4-bf info"
-	/work/mlx4-bf info
-	echo "== mlx4-bf post (RDMA write, 100 bytes inline): BlueFlame"
-	/work/mlx4-bf post --size 100 --hexdump
+	echo "== mlx4-bf info ($DEV)"
+	/work/mlx4-bf --device $DEV info
+	echo "== mlx4-bf post (RDMA write, 100 bytes inline, through QP_POST): BlueFlame"
+	/work/mlx4-bf --device $DEV post --size 100 --hexdump
 	echo "== mlx4-bf post (the same WQE): doorbell"
-	/work/mlx4-bf post --size 100 --force-doorbell
+	/work/mlx4-bf --device $DEV post --size 100 --force-doorbell
 	echo "== mlx4-bf lat (4, 72, 140, 208 bytes, each path; shown after the boot)"
 	mkdir -p /tmp/results
 	# Its stderr only on failure: the s390 console is a sized terminal,
 	# where its progress bar would draw.
-	/work/mlx4-bf lat --min 4 --max 208 --step 68 --iters 200 \
+	/work/mlx4-bf --device $DEV lat --min 4 --max 208 --step 68 --iters 200 \
 		--out /tmp/results/lat.dat >/dev/null 2>/tmp/lat.err ||
 		{ cat /tmp/lat.err; exit 1; }
 else
