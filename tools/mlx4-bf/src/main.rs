@@ -52,7 +52,7 @@ use device::open;
 struct Cli {
     /// The adapter: its misc device node (/dev/mlx4_bf<N>), or its RDMA
     /// device's name (mlx4_bf<N>, through libibverbs and the QP_POST
-    /// method; all but `pingpong` so far).
+    /// method; all but `userpost --pingpong` so far).
     #[arg(long, short, global = true, default_value = "/dev/mlx4_bf0")]
     device: PathBuf,
     #[command(subcommand)]
@@ -136,6 +136,7 @@ fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
         Command::Stress(a) => stress::run_verbs(name, a),
         Command::Bench(a) => bench::run_verbs(name, a),
         Command::Userpost(a) => userpost::run_verbs(name, a),
+        Command::Pingpong(a) => pingpong::run_verbs(name, a),
         _ => anyhow::bail!(
             "{name}: this subcommand speaks only the misc device (/dev/mlx4_bf<N>) so far"
         ),
@@ -190,6 +191,7 @@ mod tests {
             "mlx4-bf --device mlx4_bf0 bench --out-dir /tmp/b --min 4 --max 208 --step 204 --iters 20",
             "mlx4-bf --device mlx4_bf0 stress --threads 1,2 --seconds 1",
             "mlx4-bf --device mlx4_bf0 userpost --min 4 --max 208 --step 204 --iters 20",
+            "mlx4-bf --device mlx4_bf0 pingpong --all --min 4 --max 208 --step 204 --iters 20",
             "mlx4-bf lat --min 4 --max 208 --step 68 --iters 200 --out /tmp/results/lat.dat",
             "mlx4-bf bench --icount --out-dir /tmp/results --min 4 --max 208 --step 12 --iters 2000",
             "mlx4-bf stress --threads 1,2 --seconds 2",

@@ -101,8 +101,13 @@ pub fn gathered_sizes(sizes: &[usize], carry_of: impl Fn(usize) -> Carry) -> Opt
 /// The largest inline payload whose WQE (with a remote-address segment for
 /// an RDMA write: `raddr`) still fits a BlueFlame buffer.
 pub fn bf_cutoff_for(info: &abi::DeviceInfo, raddr: bool) -> usize {
+    bf_cutoff_within(info.bf_buf_size as usize, raddr)
+}
+
+/// The largest inline payload whose WQE fits `bf_len` bytes.
+pub fn bf_cutoff_within(bf_len: usize, raddr: bool) -> usize {
     (1..4096)
-        .take_while(|&p| wqe_build::inline_size16(p, raddr) * 16 <= info.bf_buf_size as usize)
+        .take_while(|&p| wqe_build::inline_size16(p, raddr) * 16 <= bf_len)
         .last()
         .unwrap_or(0)
 }

@@ -5,7 +5,10 @@
 //! this process fills itself (mlx4dv's layout), as libmlx4 would. The calls
 //! are `verbs/verbs_shim.c`'s (flat: no libibverbs structure is mirrored
 //! here); each object borrows the one it was made on, so they go in the
-//! order the verbs want. Only with `cfg(verbs)` (build.rs).
+//! order the verbs want. Only with `cfg(verbs)` (build.rs). The objects,
+//! one file each: `cq` (completions, polled or awaited on a channel),
+//! `mr` (registered memory of the process's own), `qp` (RC QPs: the send
+//! queue as mlx4dv lays it out, libmlx4's posts, receives).
 
 use std::{
     ffi::{c_char, c_int, c_void, CStr, CString},
@@ -14,6 +17,14 @@ use std::{
     os::fd::RawFd,
     ptr::{self, NonNull},
 };
+
+mod cq;
+mod mr;
+mod qp;
+
+pub use cq::{Cq, Wc, WC_RECV, WC_RECV_RDMA_WITH_IMM};
+pub use mr::Mr;
+pub use qp::{Qp, QpSize};
 
 mod ffi {
     use super::*;
@@ -59,12 +70,21 @@ mod ffi {
             rkey: *mut u32,
         ) -> c_int;
         pub fn hv_dereg_mr(mr: *mut Opaque) -> c_int;
-        pub fn hv_create_cq(ctx: *mut Opaque, cqe: c_int, cq: *mut *mut Opaque) -> c_int;
+        pub fn hv_create_cq(
+            ctx: *mut Opaque,
+            cqe: c_int,
+            events: c_int,
+            cq: *mut *mut Opaque,
+            event_fd: *mut c_int,
+        ) -> c_int;
         pub fn hv_destroy_cq(cq: *mut Opaque) -> c_int;
-        pub fn hv_poll_one(cq: *mut Opaque, status: *mut u32) -> c_int;
+        pub fn hv_poll_wc(cq: *mut Opaque, wc: *mut super::Wc) -> c_int;
+        pub fn hv_req_notify(cq: *mut Opaque) -> c_int;
+        pub fn hv_take_event(cq: *mut Opaque) -> c_int;
         pub fn hv_create_rc_qp(
             pd: *mut Opaque,
-            cq: *mut Opaque,
+            send_cq: *mut Opaque,
+            recv_cq: *mut Opaque,
             send_wr: u32,
             recv_wr: u32,
             max_inline: u32,
@@ -74,6 +94,7 @@ mod ffi {
         pub fn hv_connect(qp: *mut Opaque, dest_qpn: u32, dlid: u16) -> c_int;
         pub fn hv_set_bf_post(qp: *mut Opaque, how: c_int) -> c_int;
         pub fn hv_post_write(qp: *mut Opaque, w: *const Write) -> c_int;
+        pub fn hv_post_recv(qp: *mut Opaque, wr_id: u64, addr: u64, len: u32, lkey: u32) -> c_int;
         pub fn hv_destroy_qp(qp: *mut Opaque) -> c_int;
     }
 }
@@ -155,18 +176,6 @@ impl Context {
             _ctx: PhantomData,
         })
     }
-
-    /// A CQ of at least `entries` entries, polled by this process.
-    pub fn create_cq(&self, entries: u32) -> io::Result<Cq<'_>> {
-        let mut cq = ptr::null_mut();
-        let entries = c_int::try_from(entries).map_err(|_| io::ErrorKind::InvalidInput)?;
-        // SAFETY: the context is open.
-        check(unsafe { ffi::hv_create_cq(self.ctx.as_ptr(), entries, &mut cq) })?;
-        Ok(Cq {
-            cq: NonNull::new(cq).ok_or(io::ErrorKind::Other)?,
-            _ctx: PhantomData,
-        })
-    }
 }
 
 impl Drop for Context {
@@ -182,281 +191,9 @@ pub struct Pd<'c> {
     _ctx: PhantomData<&'c Context>,
 }
 
-impl Pd<'_> {
-    /// Registers `len` bytes of page-aligned memory of its own, zeroed,
-    /// with `access` (`IBV_ACCESS_*`).
-    pub fn reg_mr(&self, len: usize, access: u32) -> io::Result<Mr<'_>> {
-        let buf = PageBuf::new(len)?;
-        let (mut mr, mut lkey, mut rkey) = (ptr::null_mut(), 0, 0);
-        let access = c_int::try_from(access).map_err(|_| io::ErrorKind::InvalidInput)?;
-        // SAFETY: the PD lives; `buf` is `len` bytes this process owns,
-        // kept until the region is deregistered (Mr's field order).
-        check(unsafe {
-            ffi::hv_reg_mr(
-                self.pd.as_ptr(),
-                buf.ptr.as_ptr().cast(),
-                len,
-                access,
-                &mut mr,
-                &mut lkey,
-                &mut rkey,
-            )
-        })?;
-        Ok(Mr {
-            mr: NonNull::new(mr).ok_or(io::ErrorKind::Other)?,
-            lkey,
-            rkey,
-            buf,
-            _pd: PhantomData,
-        })
-    }
-
-    /// An RC QP on this PD with `cq` for both queues: `send_wr` send WQEs
-    /// of room for `max_inline` inline bytes.
-    pub fn create_rc_qp<'p>(
-        &'p self,
-        cq: &'p Cq<'_>,
-        send_wr: u32,
-        max_inline: u32,
-    ) -> io::Result<Qp<'p>> {
-        let mut qp = ptr::null_mut();
-        let mut sq = ffi::Sq {
-            buf: ptr::null_mut(),
-            wqe_cnt: 0,
-            wqe_shift: 0,
-            qpn: 0,
-        };
-        // SAFETY: PD and CQ live, and outlive the QP ('p).
-        check(unsafe {
-            ffi::hv_create_rc_qp(
-                self.pd.as_ptr(),
-                cq.cq.as_ptr(),
-                send_wr,
-                1,
-                max_inline,
-                &mut qp,
-                &mut sq,
-            )
-        })?;
-        let qp = NonNull::new(qp).ok_or(io::ErrorKind::Other)?;
-        let buf = NonNull::new(sq.buf).ok_or(io::ErrorKind::Other)?;
-        Ok(Qp {
-            qp,
-            sq: SendQueue {
-                buf,
-                wqe_cnt: sq.wqe_cnt,
-                wqe_shift: sq.wqe_shift,
-            },
-            qpn: sq.qpn,
-            _pd: PhantomData,
-        })
-    }
-}
-
 impl Drop for Pd<'_> {
     fn drop(&mut self) {
         // SAFETY: its regions and QPs borrowed it and are gone.
         unsafe { ffi::hv_dealloc_pd(self.pd.as_ptr()) };
-    }
-}
-
-/// Page-aligned, zeroed memory of this process (a private anonymous map).
-struct PageBuf {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-impl PageBuf {
-    fn new(len: usize) -> io::Result<Self> {
-        // SAFETY: a new anonymous mapping; nothing else is touched.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len.max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(PageBuf {
-            ptr: NonNull::new(p.cast()).ok_or(io::ErrorKind::Other)?,
-            len: len.max(1),
-        })
-    }
-}
-
-impl Drop for PageBuf {
-    fn drop(&mut self) {
-        // SAFETY: the mapping new() made, unmapped once.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
-/// A registered region over memory of its own.
-pub struct Mr<'p> {
-    mr: NonNull<ffi::Opaque>,
-    pub lkey: u32,
-    pub rkey: u32,
-    /// Dropped after `Drop::drop` deregistered the region.
-    buf: PageBuf,
-    _pd: PhantomData<&'p Pd<'p>>,
-}
-
-impl Mr<'_> {
-    pub fn addr(&self) -> u64 {
-        self.buf.ptr.as_ptr() as u64
-    }
-
-    pub fn len(&self) -> usize {
-        self.buf.len
-    }
-
-    /// The region's bytes. The adapter may write them (a remote write): a
-    /// copy is read with volatile loads.
-    pub fn read(&self, off: usize, out: &mut [u8]) {
-        assert!(off
-            .checked_add(out.len())
-            .is_some_and(|end| end <= self.buf.len));
-        for (i, b) in out.iter_mut().enumerate() {
-            // SAFETY: in bounds (above); the mapping lives.
-            *b = unsafe { self.buf.ptr.as_ptr().add(off + i).read_volatile() };
-        }
-    }
-
-    pub fn write(&self, off: usize, data: &[u8]) {
-        assert!(off
-            .checked_add(data.len())
-            .is_some_and(|end| end <= self.buf.len));
-        // SAFETY: in bounds (above); the mapping lives.
-        unsafe {
-            ptr::copy_nonoverlapping(data.as_ptr(), self.buf.ptr.as_ptr().add(off), data.len())
-        };
-    }
-}
-
-impl Drop for Mr<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the region is registered; its memory goes after it.
-        unsafe { ffi::hv_dereg_mr(self.mr.as_ptr()) };
-    }
-}
-
-/// A completion queue; its completions polled through libmlx4.
-pub struct Cq<'c> {
-    cq: NonNull<ffi::Opaque>,
-    _ctx: PhantomData<&'c Context>,
-}
-
-/// One work completion: `ibv_wc`'s status (`IBV_WC_SUCCESS`: 0).
-#[derive(Clone, Copy, Debug)]
-pub struct Completion {
-    pub status: u32,
-}
-
-impl Cq<'_> {
-    /// The next completion, if one is there.
-    pub fn poll(&self) -> io::Result<Option<Completion>> {
-        let mut status = 0;
-        // SAFETY: the CQ lives; `status` is written when 1 is returned.
-        match unsafe { ffi::hv_poll_one(self.cq.as_ptr(), &mut status) } {
-            1 => Ok(Some(Completion { status })),
-            0 => Ok(None),
-            e => Err(io::Error::from_raw_os_error(-e)),
-        }
-    }
-}
-
-impl Drop for Cq<'_> {
-    fn drop(&mut self) {
-        // SAFETY: its QPs borrowed it and are gone.
-        unsafe { ffi::hv_destroy_cq(self.cq.as_ptr()) };
-    }
-}
-
-/// A QP's send queue in this process's memory (mlx4dv_qp).
-pub struct SendQueue {
-    buf: NonNull<u8>,
-    pub wqe_cnt: u32,
-    pub wqe_shift: u32,
-}
-
-/// An RC QP.
-pub struct Qp<'p> {
-    qp: NonNull<ffi::Opaque>,
-    pub sq: SendQueue,
-    pub qpn: u32,
-    _pd: PhantomData<&'p Pd<'p>>,
-}
-
-impl Qp<'_> {
-    /// RESET to RTS, connected to `dest_qpn` at `dlid` (itself: its own
-    /// number and the port's LID).
-    pub fn connect(&self, dest_qpn: u32, dlid: u16) -> io::Result<()> {
-        // SAFETY: the QP lives.
-        check(unsafe { ffi::hv_connect(self.qp.as_ptr(), dest_qpn, dlid) })
-    }
-
-    /// How libmlx4 posts this QP's BlueFlame WQEs: by the process's own
-    /// stores (`MLX4DV_QP_BF_POST_USER`), or through the kernel's QP_POST.
-    pub fn set_bf_post(&self, kernel: bool) -> io::Result<()> {
-        // SAFETY: the QP lives; no post runs on it concurrently (&self of
-        // a QP this thread owns: `Qp` is not Sync).
-        check(unsafe { ffi::hv_set_bf_post(self.qp.as_ptr(), if kernel { 2 } else { 1 }) })
-    }
-
-    /// `ibv_post_send()` of a signaled RDMA write of `len` bytes from
-    /// offset `src` of `mr` to offset `dst` of it (the QP is connected to
-    /// itself), inline if asked: libmlx4 builds and posts the WQE. EINVAL
-    /// if either range leaves the region.
-    pub fn post_write(
-        &self,
-        mr: &Mr<'_>,
-        (src, dst): (usize, usize),
-        len: usize,
-        inline: bool,
-    ) -> io::Result<()> {
-        let within = |off: usize| off.checked_add(len).is_some_and(|end| end <= mr.len());
-        let len32 = u32::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        if !within(src) || !within(dst) {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        let w = ffi::Write {
-            laddr: mr.addr() + src as u64,
-            raddr: mr.addr() + dst as u64,
-            lkey: mr.lkey,
-            rkey: mr.rkey,
-            len: len32,
-            inline_data: inline.into(),
-        };
-        // SAFETY: the QP lives; both ranges lie within the registered
-        // region's memory, which lives across the call (libmlx4 reads an
-        // inline payload from it during the call; the adapter writes the
-        // destination, which this process reads only through copies).
-        check(unsafe { ffi::hv_post_write(self.qp.as_ptr(), &w) })
-    }
-
-    /// Copies `wqe` into send-queue slot `index` (modulo the queue).
-    pub fn put_wqe(&self, index: u32, wqe: &[u8]) {
-        let stride = 1usize << self.sq.wqe_shift;
-        assert!(wqe.len() <= stride);
-        let at = ((index & (self.sq.wqe_cnt - 1)) as usize) << self.sq.wqe_shift;
-        // SAFETY: `at + stride` lies within the queue of wqe_cnt slots,
-        // memory libmlx4 allocated for this QP, which lives.
-        unsafe {
-            let slot = self.sq.buf.as_ptr().add(at);
-            ptr::write_bytes(slot, 0, stride);
-            ptr::copy_nonoverlapping(wqe.as_ptr(), slot, wqe.len());
-        }
-    }
-}
-
-impl Drop for Qp<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the QP lives; nothing borrows it.
-        unsafe { ffi::hv_destroy_qp(self.qp.as_ptr()) };
     }
 }

@@ -4,7 +4,9 @@
  * project's libibverbs and libmlx4 (scripts/build-rdma-core.sh, the
  * QP_POST-patched libmlx4).
  */
+#include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/mlx4dv.h>
 #include <infiniband/verbs.h>
 #include <string.h>
@@ -96,35 +98,87 @@ int hv_dereg_mr(struct ibv_mr *mr)
 	return ibv_dereg_mr(mr);
 }
 
-int hv_create_cq(struct ibv_context *ctx, int cqe, struct ibv_cq **cq)
+int hv_create_cq(struct ibv_context *ctx, int cqe, int events,
+		 struct ibv_cq **cq, int *event_fd)
 {
-	*cq = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
-	return *cq ? 0 : failed();
+	struct ibv_comp_channel *ch = NULL;
+	int err;
+
+	*event_fd = -1;
+	if (events) {
+		ch = ibv_create_comp_channel(ctx);
+		if (!ch)
+			return failed();
+		/* Read only when poll(2) said so; never blocks regardless. */
+		if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK)) {
+			err = failed();
+			ibv_destroy_comp_channel(ch);
+			return err;
+		}
+	}
+	*cq = ibv_create_cq(ctx, cqe, NULL, ch, 0);
+	if (!*cq) {
+		err = failed();
+		if (ch)
+			ibv_destroy_comp_channel(ch);
+		return err;
+	}
+	if (ch)
+		*event_fd = ch->fd;
+	return 0;
 }
 
 int hv_destroy_cq(struct ibv_cq *cq)
 {
-	return ibv_destroy_cq(cq);
+	struct ibv_comp_channel *ch = cq->channel;
+	int err = ibv_destroy_cq(cq);
+
+	if (!err && ch)
+		err = ibv_destroy_comp_channel(ch);
+	return err;
 }
 
-int hv_poll_one(struct ibv_cq *cq, uint32_t *status)
+int hv_poll_wc(struct ibv_cq *cq, struct hv_wc *out)
 {
 	struct ibv_wc wc;
 	int n = ibv_poll_cq(cq, 1, &wc);
 
 	if (n <= 0)
 		return n < 0 ? -EIO : 0;
-	*status = wc.status;
+	out->wr_id = wc.wr_id;
+	out->status = wc.status;
+	out->opcode = wc.opcode;
+	out->byte_len = wc.byte_len;
+	out->imm = wc.wc_flags & IBV_WC_WITH_IMM ? be32toh(wc.imm_data) : 0;
+	out->qp_num = wc.qp_num;
+	out->src_qp = wc.src_qp;
+	out->with_imm = !!(wc.wc_flags & IBV_WC_WITH_IMM);
 	return 1;
 }
 
-int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
-		    uint32_t recv_wr, uint32_t max_inline, struct ibv_qp **qp,
-		    struct hv_sq *sq)
+int hv_req_notify(struct ibv_cq *cq)
+{
+	return ibv_req_notify_cq(cq, 0);
+}
+
+int hv_take_event(struct ibv_cq *cq)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (ibv_get_cq_event(cq->channel, &ev_cq, &ev_ctx))
+		return failed();
+	ibv_ack_cq_events(ev_cq, 1);
+	return ev_cq == cq ? 0 : EPROTO;
+}
+
+int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *send_cq,
+		    struct ibv_cq *recv_cq, uint32_t send_wr, uint32_t recv_wr,
+		    uint32_t max_inline, struct ibv_qp **qp, struct hv_sq *sq)
 {
 	struct ibv_qp_init_attr a = {
-		.send_cq = cq,
-		.recv_cq = cq,
+		.send_cq = send_cq,
+		.recv_cq = recv_cq,
 		.qp_type = IBV_QPT_RC,
 		.cap = {
 			.max_send_wr = send_wr,
@@ -221,4 +275,22 @@ int hv_post_write(struct ibv_qp *qp, const struct hv_write *w)
 	struct ibv_send_wr *bad;
 
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+int hv_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr,
+		 uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {
+		.addr = addr,
+		.length = len,
+		.lkey = lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+	};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
 }

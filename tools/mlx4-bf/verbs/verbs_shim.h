@@ -46,15 +46,32 @@ int hv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access,
 	      struct ibv_mr **mr, uint32_t *lkey, uint32_t *rkey);
 int hv_dereg_mr(struct ibv_mr *mr);
 
-int hv_create_cq(struct ibv_context *ctx, int cqe, struct ibv_cq **cq);
+/*
+ * A CQ; with `events`, on a completion channel of its own, whose file
+ * (non-blocking) goes to *event_fd (else -1).
+ */
+int hv_create_cq(struct ibv_context *ctx, int cqe, int events,
+		 struct ibv_cq **cq, int *event_fd);
+/* The CQ, then its channel if it has one. */
 int hv_destroy_cq(struct ibv_cq *cq);
 /* Polls one completion: 1 (its status), 0 none, or -errno. */
-int hv_poll_one(struct ibv_cq *cq, uint32_t *status);
+/* One work completion (ibv_wc), the immediate in host order. */
+struct hv_wc {
+	uint64_t wr_id;
+	uint32_t status, opcode, byte_len, imm, qp_num, src_qp, with_imm;
+};
+
+/* 1 and *wc, 0 if the CQ is empty, or -errno. */
+int hv_poll_wc(struct ibv_cq *cq, struct hv_wc *wc);
+/* An event at the CQ's next completion (ibv_req_notify_cq, any). */
+int hv_req_notify(struct ibv_cq *cq);
+/* The event its channel holds (the file was readable), acknowledged. */
+int hv_take_event(struct ibv_cq *cq);
 
 /* An RC QP on PD with CQ for sends and receives. */
-int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
-		    uint32_t recv_wr, uint32_t max_inline, struct ibv_qp **qp,
-		    struct hv_sq *sq);
+int hv_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *send_cq,
+		    struct ibv_cq *recv_cq, uint32_t send_wr, uint32_t recv_wr,
+		    uint32_t max_inline, struct ibv_qp **qp, struct hv_sq *sq);
 /* RESET to RTS, connected to DEST_QPN at DLID on port 1. */
 int hv_connect(struct ibv_qp *qp, uint32_t dest_qpn, uint16_t dlid);
 
@@ -76,6 +93,10 @@ struct hv_write {
 
 /* ibv_post_send() of the write: libmlx4 builds and posts the WQE. */
 int hv_post_write(struct ibv_qp *qp, const struct hv_write *w);
+
+/* A receive WQE of one gather entry (none if len is 0), tagged wr_id. */
+int hv_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr,
+		 uint32_t len, uint32_t lkey);
 int hv_destroy_qp(struct ibv_qp *qp);
 
 #endif

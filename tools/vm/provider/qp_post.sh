@@ -74,7 +74,9 @@ qp_post_perftest() { # tool size
 # floor, a row per size; its userpost, QP_POST against libmlx4's own
 # stores and the kernel ping, a row per size; its stress run, one and two
 # threads each on a context of its own, every WQE completed (each row's
-# posts above none).
+# posts above none); its pingpong, two contexts: SENDs on both paths and
+# both waits (threads), and RDMA writes with immediate, one gathered, with
+# event waits (processes), every message checked by its receiver.
 helper_posts() {
 	ok=0
 	for case in "32 BlueFlame" "208 BlueFlame" "32 doorbell --force-doorbell" \
@@ -101,6 +103,16 @@ helper_posts() {
 	rc=$?
 	echo "$out" | sed 's/^/# userpost: /'
 	[ $rc = 0 ] && [ "$(grep -cE '^(4|208) ' /tmp/helper-userpost/userpost.txt)" = 2 ] || ok=1
+	out=$(./mlx4-bf --device $DEV pingpong --all --min 4 --max 208 --step 204 \
+		--iters 20 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# pingpong: /'
+	[ $rc = 0 ] && [ "$(echo "$out" | grep -cE '^ *(4|208) +[0-9]+ ')" = 8 ] || ok=1
+	out=$(./mlx4-bf --device $DEV pingpong --op rdma-write-imm --procs --wait event \
+		--min 64 --max 2000 --step 1936 --iters 20 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# pingpong: /'
+	[ $rc = 0 ] && [ "$(echo "$out" | grep -cE '^ *(64|2000) +[0-9]+ ')" = 2 ] || ok=1
 	out=$(./mlx4-bf --device $DEV stress --threads 1,2 --seconds 1 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# stress: /'

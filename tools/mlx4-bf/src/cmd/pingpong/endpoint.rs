@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One endpoint: its context and connected QP, how it posts (retrying
-//! under back pressure), builds its messages, and waits for and checks
-//! what it receives (busy or by event, watching the peer meanwhile).
+//! One endpoint on the misc device: its context and connected QP, how it
+//! posts (retrying under back pressure), builds its messages, and waits
+//! for and checks what it receives (busy or by event, watching the peer
+//! meanwhile).
 
 use std::{
-    io,
-    os::{fd::AsRawFd, unix::net::UnixStream},
+    os::unix::net::UnixStream,
     path::Path,
     thread,
     time::{Duration, Instant},
@@ -24,9 +24,11 @@ use crate::{
 };
 
 use super::{
+    facts::{Facts, Regions},
     link::Link,
     message::{fill, imm_of, Buffers, Side},
     options::{Op, WaitMode},
+    peer::{Endpoints, Peer, Waiting},
     plan::Setup,
     rdma::Rdma,
 };
@@ -35,21 +37,28 @@ use super::{
 pub(super) struct Endpoint {
     dev: Device,
     rq: RecvQueue,
-    pub(super) peer_qpn: u32,
     /// `--op rdma-write-imm` only.
-    pub(super) rdma: Option<Rdma>,
-    pub(super) link: Link,
+    rdma: Option<Rdma>,
+    link: Link,
     timeout: Duration,
-    pub(super) info: abi::DeviceInfo,
-    /// Spinning alone on one CPU would starve the peer: yield now and then.
-    single_cpu: bool,
+    facts: Facts,
 }
 
-/// How often a busy wait looks at the clock, the peer and (on one CPU)
-/// yields.
-const SPINS_PER_CHECK: u32 = 1024;
-/// How long one poll(2) sleeps before the peer and the deadline are looked at.
-const POLL_SLICE_MS: i32 = 100;
+/// The misc device's endpoints: a context of the device node each.
+impl Endpoints for Path {
+    fn with_endpoint<T>(
+        &self,
+        sock: UnixStream,
+        timeout: Duration,
+        setup: Setup,
+        body: impl FnOnce(&mut dyn Peer) -> Result<T>,
+    ) -> Result<T> {
+        let mut ep = Endpoint::setup(self, sock, timeout, setup)?;
+        let r = body(&mut ep)?;
+        ep.close()?;
+        Ok(r)
+    }
+}
 
 impl Endpoint {
     /// Opens a context, creates and connects its QP to the peer's, maps
@@ -85,46 +94,33 @@ impl Endpoint {
         // The barrier: both connected, with receives posted (and regions
         // registered).
         link.exchange_u32(0)?;
+        let mut facts = Facts::of_misc(&info, &qp, peer_qpn);
+        facts.regions = rdma.as_ref().map(|r| Regions {
+            recv_len: r.recv.len() as u64,
+            recv_rkey: r.recv.rkey(),
+            send_lkey: r.send.lkey(),
+            peer_len: r.peer.len,
+            peer_rkey: r.peer.rkey,
+        });
         Ok(Endpoint {
             dev,
             rq,
-            peer_qpn,
             rdma,
             link,
             timeout,
-            info,
-            single_cpu: thread::available_parallelism().map_or(true, |n| n.get() == 1),
+            facts,
         })
     }
 
-    pub(super) fn qp(&self) -> &abi::QpInfo {
+    fn qp(&self) -> &abi::QpInfo {
         &self.rq.qp
-    }
-
-    pub(super) fn op(&self) -> Op {
-        if self.rdma.is_some() {
-            Op::RdmaWriteImm
-        } else {
-            Op::Send
-        }
-    }
-
-    /// The size of the peer's receive region, the largest RDMA write.
-    pub(super) fn peer_len(&self) -> Option<u64> {
-        self.rdma.as_ref().map(|r| r.peer.len)
     }
 
     /// Builds message `seq` of `size` bytes from `side` into `bufs.wqe`:
     /// the inline SEND, or the RDMA_WRITE_IMM into the peer's region
     /// (inline if it fits, else gathered from the send region, which gets
     /// the payload). Returns the WQE's length.
-    pub(super) fn message(
-        &self,
-        bufs: &mut Buffers,
-        size: usize,
-        side: Side,
-        seq: u32,
-    ) -> Result<usize> {
+    fn build(&self, bufs: &mut Buffers, size: usize, side: Side, seq: u32) -> Result<usize> {
         let Some(r) = &self.rdma else {
             return bufs.build(size, side, seq);
         };
@@ -150,7 +146,7 @@ impl Endpoint {
     }
 
     /// Deregisters the regions of an RDMA-write run.
-    pub(super) fn close(self) -> Result<()> {
+    fn close(self) -> Result<()> {
         match self.rdma {
             Some(r) => r.close(),
             None => Ok(()),
@@ -158,7 +154,7 @@ impl Endpoint {
     }
 
     /// Posts a SEND, retrying while the adapter pushes back (-EAGAIN).
-    pub(super) fn send(&self, wqe: &[u8], flags: u32) -> Result<()> {
+    fn post(&self, wqe: &[u8], flags: u32) -> Result<()> {
         let deadline = Instant::now() + self.timeout;
         loop {
             match self.dev.post_send(self.qp(), wqe, flags) {
@@ -181,34 +177,24 @@ impl Endpoint {
         anyhow!(
             "no receive completion within {:?} (message {seq}): the peer's {} never arrived",
             self.timeout,
-            self.op().title()
+            self.facts.op().title()
         )
     }
 
-    /// Spins on the owner byte of the next CQE.
-    fn wait_busy(&self, seq: u32) -> Result<()> {
-        let start = Instant::now();
-        let mut spins = 0u32;
-        while !self.rq.ready() {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(SPINS_PER_CHECK) {
-                if start.elapsed() > self.timeout {
-                    return Err(self.timed_out(seq));
-                }
-                self.link.check_peer()?;
-                if self.single_cpu {
-                    thread::yield_now();
-                }
-            }
-            std::hint::spin_loop();
+    /// Spins on the owner byte of the next CQE, or arms the CQ (ARM_CQ),
+    /// checks once more (a CQE written before the arm raises no event)
+    /// and sleeps in poll(2) until the device says the CQ has a CQE at the
+    /// consumer index.
+    fn wait(&self, wait: WaitMode, seq: u32) -> Result<()> {
+        let timed_out = || self.timed_out(seq);
+        let w = Waiting {
+            link: &self.link,
+            timeout: self.timeout,
+            timed_out: &timed_out,
+        };
+        if wait == WaitMode::Busy {
+            return w.spin(|| Ok(self.rq.ready().then_some(())));
         }
-        Ok(())
-    }
-
-    /// ARM_CQ, check once more (a CQE written before the arm raises no
-    /// event), then sleep in poll(2) until the device says the CQ has a
-    /// CQE at the consumer index.
-    fn wait_event(&self, seq: u32) -> Result<()> {
         let start = Instant::now();
         loop {
             if self.rq.ready() {
@@ -218,53 +204,8 @@ impl Endpoint {
             if self.rq.ready() {
                 return Ok(());
             }
-            loop {
-                if start.elapsed() > self.timeout {
-                    return Err(self.timed_out(seq));
-                }
-                let mut fds = [
-                    libc::pollfd {
-                        fd: self.dev.fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                    libc::pollfd {
-                        fd: self.link.sock.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                ];
-                // SAFETY: two valid pollfds.
-                let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, POLL_SLICE_MS) };
-                if n < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() == io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(e).context("poll() on the device");
-                }
-                let dev = fds[0].revents;
-                if dev & libc::POLLNVAL != 0 {
-                    bail!("poll() on the device: POLLNVAL");
-                }
-                if dev & (libc::POLLERR | libc::POLLHUP) != 0 {
-                    bail!(
-                        "poll() on the device: {} (the adapter is gone or the QP is in error)",
-                        if dev & libc::POLLHUP != 0 {
-                            "POLLHUP"
-                        } else {
-                            "POLLERR"
-                        }
-                    );
-                }
-                if fds[1].revents != 0 {
-                    self.link.check_peer()?;
-                }
-                if dev & libc::POLLIN != 0 {
-                    break;
-                }
-            }
             // POLLIN: the next CQE should be there; if not, arm again.
+            w.sleep_on(self.dev.fd(), "the device", start)?;
         }
     }
 
@@ -272,19 +213,10 @@ impl Endpoint {
     /// the peer (`from`), byte for byte, or its RDMA_WRITE_IMM (the
     /// immediate, and the bytes in this side's receive region), consumes
     /// the CQE and reposts its receive WQE.
-    pub(super) fn receive(
-        &mut self,
-        expect: &[u8],
-        wait: WaitMode,
-        seq: u32,
-        from: Side,
-    ) -> Result<()> {
-        match wait {
-            WaitMode::Busy => self.wait_busy(seq)?,
-            WaitMode::Event => self.wait_event(seq)?,
-        }
+    fn take(&mut self, expect: &[u8], wait: WaitMode, seq: u32, from: Side) -> Result<()> {
+        self.wait(wait, seq)?;
         let cqe = self.rq.read();
-        let (qpn, peer) = (self.qp().qpn, self.peer_qpn);
+        let (qpn, peer) = (self.qp().qpn, self.facts.peer_qpn);
         let wrong = match &self.rdma {
             None => cqe.check_send(qpn, peer, expect.len()),
             Some(_) => cqe.check_write_imm(qpn, peer, expect.len(), imm_of(from, seq)),
@@ -324,5 +256,27 @@ impl Endpoint {
         }
         self.rq.consume();
         self.dev.post_recv(self.qp(), 1).map_err(ioerr("POST_RECV"))
+    }
+}
+
+impl Peer for Endpoint {
+    fn facts(&self) -> &Facts {
+        &self.facts
+    }
+
+    fn link(&mut self) -> &mut Link {
+        &mut self.link
+    }
+
+    fn message(&mut self, bufs: &mut Buffers, size: usize, side: Side, seq: u32) -> Result<usize> {
+        self.build(bufs, size, side, seq)
+    }
+
+    fn send(&mut self, wqe: &[u8], flags: u32) -> Result<()> {
+        self.post(wqe, flags)
+    }
+
+    fn receive(&mut self, expect: &[u8], wait: WaitMode, seq: u32, from: Side) -> Result<()> {
+        self.take(expect, wait, seq, from)
     }
 }

@@ -27,20 +27,33 @@
 //!
 //! The files, each using only those listed before it: `options` (op, path,
 //! wait), `message` (payloads, immediates, buffers), `link` (the control
-//! channel), `plan` (the jobs and the sizes a path skips), `rdma` (the
-//! registered regions), `endpoint` (one side's QP: post, wait, check),
-//! `output` (the tables as printed), `files` (`--out-dir`), `roles`
-//! (server, client, fork); this one is the command line and the run.
+//! channel), `facts` (an endpoint as the plan and tables see it), `plan`
+//! (the jobs and the sizes a path skips), `peer` (an endpoint as the roles
+//! use it, and its waits), `rdma` (the misc device's registered regions),
+//! `endpoint` (one side's QP on the misc device: post, wait, check),
+//! `verbs` (the same on the RDMA device), `output` (the tables as
+//! printed), `files` (`--out-dir`), `roles` (server, client, fork); this
+//! one is the command line and the run.
+//!
+//! On the RDMA device (`--device mlx4_bf<N>`) each endpoint is a verbs
+//! context: its WQEs built and stamped in its QP's send queue and posted
+//! through QP_POST, every one signaled (its completion reaped before the
+//! queue fills), receives posted and polled through libibverbs, and
+//! `--wait event` an armed CQ on a completion channel.
 
 mod endpoint;
+mod facts;
 mod files;
 mod link;
 mod message;
 mod options;
 mod output;
+mod peer;
 mod plan;
 mod rdma;
 mod roles;
+#[cfg(verbs)]
+mod verbs;
 
 use std::{
     os::unix::net::UnixStream,
@@ -57,6 +70,7 @@ use self::{
     files::write_files,
     options::{Op, PathMode, WaitMode},
     output::Output,
+    peer::Endpoints,
     plan::Plan,
     roles::{client, combine, run_forked, server},
 };
@@ -112,6 +126,18 @@ pub struct Args {
 }
 
 pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
+    run_on(dev_path, args)
+}
+
+/// The same run with both endpoints on the RDMA device `name`: sends
+/// through QP_POST, receives through libibverbs (events on a completion
+/// channel).
+#[cfg(verbs)]
+pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+    run_on(&verbs::Verbs(name), args)
+}
+
+fn run_on<D: Endpoints + ?Sized>(dev: &D, args: &Args) -> Result<()> {
     if !(args.timeout > 0.0 && args.timeout <= 3600.0) {
         bail!("--timeout {} is outside 0..3600", args.timeout);
     }
@@ -145,13 +171,13 @@ pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
     };
     let mut out = Output::default();
     let results = if args.procs {
-        run_forked(dev_path, timeout, &plan, &mut out)?
+        run_forked(dev, timeout, &plan, &mut out)?
     } else {
         let (a, b) = UnixStream::pair().context("socketpair")?;
         thread::scope(|s| {
             let setup = plan.setup();
-            let h = s.spawn(move || server(dev_path, b, timeout, setup));
-            let r = client(dev_path, a, timeout, &plan, &mut out);
+            let h = s.spawn(move || server(dev, b, timeout, setup));
+            let r = client(dev, a, timeout, &plan, &mut out);
             let server = h
                 .join()
                 .unwrap_or_else(|_| Err(anyhow!("the server thread panicked")));

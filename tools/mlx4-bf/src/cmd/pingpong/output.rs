@@ -9,13 +9,13 @@ use std::fmt::Write as _;
 use crate::{
     analyzer::{self, PerPost},
     progress::Printer,
-    rdma_write::{bf_cutoff_for, carry, gathered_sizes, inline_max},
-    report::{self, writer_name},
+    rdma_write::{bf_cutoff_within, carry, gathered_sizes, inline_max},
+    report,
     stats::Summary,
 };
 
 use super::{
-    endpoint::Endpoint,
+    facts::Facts,
     options::{Op, PathMode, WaitMode},
     plan::{skip_reason, Job, Plan},
 };
@@ -42,42 +42,36 @@ impl Output {
         let _ = writeln!(self.text, "{s}");
     }
 
-    pub(super) fn start(&mut self, ep: &Endpoint, plan: &Plan) {
-        let qp = ep.qp();
+    pub(super) fn start(&mut self, ep: &Facts, plan: &Plan) {
         let procs = if plan.procs {
             "two processes"
         } else {
             "two threads"
         };
-        match &ep.rdma {
+        match &ep.regions {
             None => self.line(&format!(
                 "# mlx4-bf pingpong: ib_send_lat-style SEND ping-pong, inline payloads, {procs} ({} writer); \
                  QPs {:#x} <-> {:#x}, {} receive buffers of {} bytes, {} CQEs",
-                writer_name(ep.info.writer),
-                qp.qpn,
-                ep.peer_qpn,
-                qp.rq_entries,
-                qp.recv_buf_size,
-                qp.cq_entries
+                ep.writer, ep.qpn, ep.peer_qpn, ep.rq_entries, ep.recv_buf_size, ep.cq_entries
             )),
             Some(r) => self.line(&format!(
                 "# mlx4-bf pingpong: op rdma-write-imm: RDMA_WRITE_IMM ping-pong into the peer's \
                  registered region (inline payloads up to {} bytes, gathered above from a registered \
                  send region), the immediate in a receive CQE, {procs} ({} writer); QPs {:#x} <-> \
                  {:#x}, regions of {} bytes at rkeys {:#x} <-> {:#x}, {} receive WQEs, {} CQEs",
-                inline_max(true, r.max_wqe),
-                writer_name(ep.info.writer),
-                qp.qpn,
+                inline_max(true, ep.max_wqe),
+                ep.writer,
+                ep.qpn,
                 ep.peer_qpn,
-                r.recv.len(),
-                r.recv.rkey(),
-                r.peer.rkey,
-                qp.rq_entries,
-                qp.cq_entries
+                r.recv_len,
+                r.recv_rkey,
+                r.peer_rkey,
+                ep.rq_entries,
+                ep.cq_entries
             )),
         }
-        self.cutoff = bf_cutoff_for(&ep.info, ep.rdma.is_some());
-        let skip = |s: usize, path| skip_reason(s, plan.op, path, &ep.info, qp, ep.peer_len());
+        self.cutoff = bf_cutoff_within(ep.max_bf_wqe, ep.regions.is_some());
+        let skip = |s: usize, path| skip_reason(s, plan.op, path, ep);
         let mut paths: Vec<PathMode> = Vec::new();
         for &(path, _) in &plan.configs {
             if !paths.contains(&path) {
@@ -98,7 +92,7 @@ impl Output {
                     skipped.join(" ")
                 ));
             }
-            let Some(r) = &ep.rdma else {
+            let Some(r) = &ep.regions else {
                 continue;
             };
             let run: Vec<usize> = plan
@@ -107,17 +101,17 @@ impl Output {
                 .copied()
                 .filter(|&s| skip(s, path).is_none())
                 .collect();
-            if let Some(list) = gathered_sizes(&run, |s| carry(s, true, r.max_wqe)) {
+            if let Some(list) = gathered_sizes(&run, |s| carry(s, true, ep.max_wqe)) {
                 self.line(&format!(
                     "# path {}: sizes gathered from the registered send region (lkey {:#x}): {list}",
                     path.name(),
-                    r.send.lkey()
+                    r.send_lkey
                 ));
             }
         }
     }
 
-    pub(super) fn config_header(&mut self, job: &Job, plan: &Plan, ep: &Endpoint) {
+    pub(super) fn config_header(&mut self, job: &Job, plan: &Plan, ep: &Facts) {
         let op = match job.op {
             Op::Send => String::new(),
             op => format!("op {}, ", op.name()),
@@ -132,7 +126,7 @@ impl Output {
             } else {
                 "two threads"
             },
-            writer_name(ep.info.writer)
+            ep.writer
         ));
         self.line(report::PERFTEST_HEADER);
     }

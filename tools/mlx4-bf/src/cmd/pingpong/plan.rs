@@ -5,11 +5,14 @@
 //! them, and the sizes a path cannot run.
 
 use anyhow::{bail, Result};
-use mlx4_bf_core::{abi, wqe, wqe_build};
+use mlx4_bf_core::wqe_build;
 
-use crate::rdma_write::{carry, max_wqe, Carry};
+use crate::rdma_write::{carry, Carry};
 
-use super::options::{Op, PathMode, WaitMode};
+use super::{
+    facts::Facts,
+    options::{Op, PathMode, WaitMode},
+};
 
 /// One size of one configuration: what both endpoints run between two
 /// barriers.
@@ -79,15 +82,9 @@ impl Plan {
     }
 
     /// The jobs, configuration by configuration; sizes that cannot run on
-    /// a path are left out (and said so). `peer_len`: the peer's receive
-    /// region (RDMA writes).
-    pub(super) fn jobs(
-        &self,
-        info: &abi::DeviceInfo,
-        qp: &abi::QpInfo,
-        peer_len: Option<u64>,
-    ) -> Result<Vec<Job>> {
-        let why = |size, path| skip_reason(size, self.op, path, info, qp, peer_len);
+    /// a path of the endpoint `ep` are left out (and said so).
+    pub(super) fn jobs(&self, ep: &Facts) -> Result<Vec<Job>> {
+        let why = |size, path| skip_reason(size, self.op, path, ep);
         let mut jobs = Vec::new();
         for &(path, wait) in &self.configs {
             for &size in &self.sizes {
@@ -114,36 +111,29 @@ impl Plan {
     }
 }
 
-/// Why `size` cannot run as `op` on `path`, if it cannot. `peer_len`: the
-/// peer's receive region, where an RDMA write goes.
-pub(super) fn skip_reason(
-    size: usize,
-    op: Op,
-    path: PathMode,
-    info: &abi::DeviceInfo,
-    qp: &abi::QpInfo,
-    peer_len: Option<u64>,
-) -> Option<String> {
+/// Why `size` cannot run as `op` on `path` of the endpoint `ep`, if it
+/// cannot.
+pub(super) fn skip_reason(size: usize, op: Op, path: PathMode, ep: &Facts) -> Option<String> {
     if op == Op::RdmaWriteImm {
-        return skip_reason_rdma(size, path, info, peer_len);
+        return skip_reason_rdma(size, path, ep);
     }
     let len = wqe_build::inline_size16(size, false) * 16;
-    let max_wqe = (info.max_db_wqe_size as usize).min(wqe::MAX_WQE_LEN);
-    if len > max_wqe {
+    if len > ep.max_wqe {
         return Some(format!(
-            "{size} bytes: its inline SEND would be {len} bytes, above the largest WQE ({max_wqe})"
+            "{size} bytes: its inline SEND would be {len} bytes, above the largest WQE ({})",
+            ep.max_wqe
         ));
     }
-    if size > qp.recv_buf_size as usize {
+    if size > ep.recv_buf_size as usize {
         return Some(format!(
             "{size} bytes: above the receive buffers ({} bytes)",
-            qp.recv_buf_size
+            ep.recv_buf_size
         ));
     }
-    let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
-    if path == PathMode::Bf && len > bf_max {
+    if path == PathMode::Bf && len > ep.max_bf_wqe {
         return Some(format!(
-            "{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})"
+            "{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({})",
+            ep.max_bf_wqe
         ));
     }
     None
@@ -151,13 +141,8 @@ pub(super) fn skip_reason(
 
 /// [`skip_reason`] of an RDMA_WRITE_IMM: it must fit the peer's region;
 /// on BlueFlame its WQE must carry the payload inline and fit a buffer.
-fn skip_reason_rdma(
-    size: usize,
-    path: PathMode,
-    info: &abi::DeviceInfo,
-    peer_len: Option<u64>,
-) -> Option<String> {
-    if let Some(l) = peer_len.filter(|&l| size as u64 > l) {
+fn skip_reason_rdma(size: usize, path: PathMode, ep: &Facts) -> Option<String> {
+    if let Some(l) = ep.peer_len().filter(|&l| size as u64 > l) {
         return Some(format!(
             "{size} bytes: above the peer's registered region ({l} bytes)"
         ));
@@ -165,21 +150,25 @@ fn skip_reason_rdma(
     if path != PathMode::Bf {
         return None;
     }
-    if carry(size, true, max_wqe(info)) == Carry::Gather {
+    if carry(size, true, ep.max_wqe) == Carry::Gather {
         return Some(format!(
             "{size} bytes: too large for an inline WQE, so gathered: doorbell path only"
         ));
     }
     let len = wqe_build::inline_size16(size, true) * 16;
-    let bf_max = (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize);
-    (len > bf_max).then(|| {
-        format!("{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({bf_max})")
+    (len > ep.max_bf_wqe).then(|| {
+        format!(
+            "{size} bytes: its {len}-byte WQE does not fit a BlueFlame buffer ({})",
+            ep.max_bf_wqe
+        )
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::pingpong::facts::Regions;
+    use mlx4_bf_core::abi;
 
     #[test]
     fn a_job_survives_the_wire_and_done_ends_the_server() {
@@ -200,7 +189,10 @@ mod tests {
         assert_eq!(Job::decode(&Job::DONE), None);
     }
 
-    fn device() -> (abi::DeviceInfo, abi::QpInfo) {
+    /// An endpoint of the misc device with 256-byte BlueFlame buffers,
+    /// 1008-byte WQEs and 512-byte receive buffers; `peer`: the peer's
+    /// receive region of an RDMA-write run.
+    fn endpoint(recv_buf_size: u32, peer: Option<u64>) -> Facts {
         let info = abi::DeviceInfo {
             abi_version: 2,
             bf_buf_size: 256,
@@ -209,30 +201,35 @@ mod tests {
             ..Default::default()
         };
         let qp = abi::QpInfo {
-            recv_buf_size: 512,
+            recv_buf_size,
             ..Default::default()
         };
-        (info, qp)
+        let mut f = Facts::of_misc(&info, &qp, 0);
+        f.regions = peer.map(|peer_len| Regions {
+            recv_len: 0,
+            recv_rkey: 0,
+            send_lkey: 0,
+            peer_len,
+            peer_rkey: 0,
+        });
+        f
     }
 
     #[test]
     fn sizes_that_cannot_run_on_a_path_are_skipped() {
-        let (info, qp) = device();
-        let skip =
-            |size, path, qp: &abi::QpInfo| skip_reason(size, Op::Send, path, &info, qp, None);
+        let ep = endpoint(512, None);
+        let skip = |size, path, ep: &Facts| skip_reason(size, Op::Send, path, ep);
+        let qp = &ep;
         // A SEND with 224 inline bytes is 256 bytes: BlueFlame's last.
-        assert_eq!(skip(224, PathMode::Bf, &qp), None);
-        assert!(skip(225, PathMode::Bf, &qp)
+        assert_eq!(skip(224, PathMode::Bf, qp), None);
+        assert!(skip(225, PathMode::Bf, qp)
             .unwrap()
             .contains("does not fit a BlueFlame buffer"));
-        assert_eq!(skip(225, PathMode::Db, &qp), None);
-        assert!(skip(513, PathMode::Db, &qp)
+        assert_eq!(skip(225, PathMode::Db, qp), None);
+        assert!(skip(513, PathMode::Db, qp)
             .unwrap()
             .contains("above the receive buffers"));
-        let big = abi::QpInfo {
-            recv_buf_size: 4096,
-            ..qp
-        };
+        let big = endpoint(4096, None);
         assert!(skip(1000, PathMode::Auto, &big)
             .unwrap()
             .contains("above the largest WQE"));
@@ -246,7 +243,7 @@ mod tests {
             procs: false,
             op: Op::Send,
         };
-        let jobs = plan.jobs(&info, &qp, None).unwrap();
+        let jobs = plan.jobs(&ep).unwrap();
         let got: Vec<(u32, PathMode)> = jobs.iter().map(|j| (j.size, j.path)).collect();
         assert_eq!(
             got,
@@ -262,9 +259,8 @@ mod tests {
 
     #[test]
     fn rdma_writes_fit_the_peer_s_region_and_go_gathered_on_the_doorbell_only() {
-        let (info, qp) = device();
-        let peer = Some(4096);
-        let skip = |size, path| skip_reason(size, Op::RdmaWriteImm, path, &info, &qp, peer);
+        let ep = endpoint(512, Some(4096));
+        let skip = |size, path| skip_reason(size, Op::RdmaWriteImm, path, &ep);
         // 208 inline bytes after the remote address segment: 256 bytes.
         assert_eq!(skip(208, PathMode::Bf), None);
         assert!(skip(209, PathMode::Bf)
@@ -290,7 +286,7 @@ mod tests {
             op: Op::RdmaWriteImm,
         };
         assert_eq!(plan.setup().max_size, 2000);
-        let jobs = plan.jobs(&info, &qp, peer).unwrap();
+        let jobs = plan.jobs(&ep).unwrap();
         let got: Vec<(u32, PathMode, Op)> = jobs.iter().map(|j| (j.size, j.path, j.op)).collect();
         assert_eq!(
             got,
@@ -302,7 +298,7 @@ mod tests {
                 (2000, PathMode::Auto, Op::RdmaWriteImm)
             ]
         );
-        let tiny = plan.jobs(&info, &qp, Some(1)).unwrap_err().to_string();
+        let tiny = plan.jobs(&endpoint(512, Some(1))).unwrap_err().to_string();
         assert!(
             tiny.contains("no payload size of the sweep can run: 4 bytes: above"),
             "{tiny}"

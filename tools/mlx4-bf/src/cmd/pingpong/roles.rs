@@ -6,7 +6,6 @@
 use std::{
     io::{self, Read, Write},
     os::unix::net::UnixStream,
-    path::Path,
     time::{Duration, Instant},
 };
 
@@ -20,34 +19,43 @@ use crate::{
 };
 
 use super::{
-    endpoint::Endpoint,
     link::PeerGone,
     message::{fill, Buffers, Side},
     output::{Measured, Output},
+    peer::{Endpoints, Peer},
     plan::{Job, Plan, Setup},
 };
 
 /// The server: answers each job's messages until the client says done.
-pub(super) fn server(path: &Path, sock: UnixStream, timeout: Duration, setup: Setup) -> Result<()> {
-    let mut ep = Endpoint::setup(path, sock, timeout, setup)?;
+pub(super) fn server<D: Endpoints + ?Sized>(
+    dev: &D,
+    sock: UnixStream,
+    timeout: Duration,
+    setup: Setup,
+) -> Result<()> {
+    dev.with_endpoint(sock, timeout, setup, serve)
+}
+
+fn serve(ep: &mut dyn Peer) -> Result<()> {
     let mut bufs = Buffers::new();
     // Messages so far, over all jobs: each has its own payload.
     let mut seq = 0u32;
     loop {
         let mut msg = [0u8; Job::LEN];
-        ep.link.recv(&mut msg)?;
+        ep.link().recv(&mut msg)?;
         let Some(job) = Job::decode(&msg) else {
-            return ep.close();
+            return Ok(());
         };
-        if job.op != ep.op() {
+        let op = ep.facts().op();
+        if job.op != op {
             bail!(
                 "the client asked for op {}, this endpoint was set up for {}",
                 job.op.name(),
-                ep.op().name()
+                op.name()
             );
         }
         let size = job.size as usize;
-        ep.link.send(&[1])?;
+        ep.link().send(&[1])?;
         for _ in 0..job.iters {
             fill(&mut bufs.expect[..size], Side::Client, seq);
             ep.receive(&bufs.expect[..size], job.wait, seq, Side::Client)?;
@@ -59,16 +67,19 @@ pub(super) fn server(path: &Path, sock: UnixStream, timeout: Duration, setup: Se
 }
 
 /// The client: runs the jobs, times them, reads the analyzer around each.
-pub(super) fn client(
-    path: &Path,
+pub(super) fn client<D: Endpoints + ?Sized>(
+    dev: &D,
     sock: UnixStream,
     timeout: Duration,
     plan: &Plan,
     out: &mut Output,
 ) -> Result<Vec<Measured>> {
-    let mut ep = Endpoint::setup(path, sock, timeout, plan.setup())?;
-    let jobs = plan.jobs(&ep.info, ep.qp(), ep.peer_len())?;
-    out.start(&ep, plan);
+    dev.with_endpoint(sock, timeout, plan.setup(), |ep| measure(ep, plan, out))
+}
+
+fn measure(ep: &mut dyn Peer, plan: &Plan, out: &mut Output) -> Result<Vec<Measured>> {
+    let jobs = plan.jobs(ep.facts())?;
+    out.start(ep.facts(), plan);
     let analyzer = Analyzer::open();
     out.line(&Analyzer::describe(analyzer.as_ref()));
     let mut bufs = Buffers::new();
@@ -79,12 +90,12 @@ pub(super) fn client(
     let mut seq = 0u32;
     for (i, job) in jobs.iter().enumerate() {
         if i == 0 || jobs[i - 1].path != job.path || jobs[i - 1].wait != job.wait {
-            out.config_header(job, plan, &ep);
+            out.config_header(job, plan, ep.facts());
         }
         let size = job.size as usize;
         let before = analyzer.as_ref().map(Analyzer::snapshot);
-        ep.link.send(&job.encode())?;
-        ep.link.recv(&mut [0u8])?;
+        ep.link().send(&job.encode())?;
+        ep.link().recv(&mut [0u8])?;
         let mut stamps = Vec::with_capacity(job.iters as usize);
         for _ in 0..job.iters {
             let len = ep.message(&mut bufs, size, Side::Client, seq)?;
@@ -117,9 +128,8 @@ pub(super) fn client(
     }
     drop(progress);
     out.printer = Printer::default();
-    ep.link.send(&Job::DONE)?;
+    ep.link().send(&Job::DONE)?;
     out.analyzer_tables(&results, plan.op);
-    ep.close()?;
     Ok(results)
 }
 
@@ -136,8 +146,8 @@ pub(super) fn combine<T>(client: Result<T>, server: Result<()>) -> Result<T> {
 
 /// The server in a child process; it hands its error, if any, back over a
 /// second socket, and its exit status says how it ended.
-pub(super) fn run_forked(
-    path: &Path,
+pub(super) fn run_forked<D: Endpoints + ?Sized>(
+    dev: &D,
     timeout: Duration,
     plan: &Plan,
     out: &mut Output,
@@ -152,7 +162,7 @@ pub(super) fn run_forked(
         -1 => Err(io::Error::last_os_error()).context("fork"),
         0 => {
             drop((a, err_rx));
-            let rc = match server(path, b, timeout, plan.setup()) {
+            let rc = match server(dev, b, timeout, plan.setup()) {
                 Ok(()) => 0,
                 Err(e) => {
                     let _ = err_tx.write_all(format!("{e:#}").as_bytes());
@@ -166,7 +176,7 @@ pub(super) fn run_forked(
         }
         pid => {
             drop((b, err_tx));
-            let r = client(path, a, timeout, plan, out);
+            let r = client(dev, a, timeout, plan, out);
             let mut why = String::new();
             let _ = err_rx.read_to_string(&mut why);
             let mut status = 0;
