@@ -94,54 +94,25 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
         let (klen, _) = kscratch.build(&mut kbuf, size, false).ok_or_else(no_fit)?;
         let (ulen, _) = uscratch.build(&mut ubuf, size, false).ok_or_else(no_fit)?;
         let (kwqe, uwqe) = (&kbuf[..klen], &ubuf[..ulen]);
-        let mut samples: [Vec<f64>; 5] = Default::default();
-        for round in 0..(sweep.iters + WARMUP) {
-            for k in 0..PATHS.len() {
-                // Rotate the order so no path always runs first.
-                let which = (round as usize + k) % PATHS.len();
-                let t = Instant::now();
-                match which {
-                    0 => kdev.noop(),
-                    1 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_REQUIRE_BF),
-                    2 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_FORCE_DOORBELL),
-                    3 => uqp
-                        .post_waiting(uwqe, UserPath::BlueFlame)
-                        .map_err(io::Error::other),
-                    _ => uqp
-                        .post_waiting(uwqe, UserPath::Doorbell)
-                        .map_err(io::Error::other),
-                }
-                .map_err(ioerr("userpost"))?;
-                let us = t.elapsed().as_secs_f64() * 1e6 * scale;
-                if round >= WARMUP {
-                    samples[which].push(us);
-                }
+        let samples = time_rounds(sweep.iters, scale, |step| {
+            let Step::Call(which) = step else {
+                // The user QP reaps as its queue fills.
+                return Ok(());
+            };
+            match which {
+                0 => kdev.noop(),
+                1 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_REQUIRE_BF),
+                2 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_FORCE_DOORBELL),
+                3 => uqp
+                    .post_waiting(uwqe, UserPath::BlueFlame)
+                    .map_err(io::Error::other),
+                _ => uqp
+                    .post_waiting(uwqe, UserPath::Doorbell)
+                    .map_err(io::Error::other),
             }
-        }
-        let med: Vec<f64> = samples
-            .iter()
-            .map(|s| {
-                summarize(s)
-                    .map(|s| s.typical)
-                    .ok_or_else(|| anyhow!("no samples"))
-            })
-            .collect::<Result<_>>()?;
-        // ns in the kernel: instructions under -icount shift=0, else to us.
-        let command = format!("loop,count={},size={size},path=bf", sweep.iters);
-        let kernel = kping::write_post_ns(&kping_file, &command)? * scale / 1000.0;
-        let _ = writeln!(
-            txt,
-            "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<9.0} {:<16.2} {:<16.2} {:.2}",
-            med[0],
-            med[1],
-            med[2],
-            med[3],
-            med[4],
-            kernel,
-            med[3] / med[1],
-            med[4] / med[2],
-            kernel / med[1]
-        );
+            .map_err(ioerr("userpost"))
+        })?;
+        write_row(&mut txt, size, &samples, &kping_file, sweep.iters, scale)?;
     }
     while uqp.outstanding() != 0 {
         uqp.reap()?;
@@ -155,9 +126,78 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The paths of the run on the RDMA device, in the table's order.
-#[cfg(verbs)]
-const VERBS_PATHS: [&str; 5] = ["noop", "ioctl_bf", "ioctl_db", "user_bf", "user_db"];
+/// One step of a round: path `which`'s call (timed), or what follows it
+/// off the clock (reaping its completion).
+#[derive(Clone, Copy)]
+enum Step {
+    Call(usize),
+    #[cfg_attr(
+        not(verbs),
+        expect(dead_code, reason = "only the RDMA device's posts settle")
+    )]
+    Settle(usize),
+}
+
+/// Rounds of the five paths (`which` indexing [`PATHS`]), each round in a
+/// rotated order so no path always runs first; the times of the calls
+/// after the warm-up, per path, in `scale`d microseconds.
+fn time_rounds(
+    iters: u32,
+    scale: f64,
+    mut step: impl FnMut(Step) -> Result<()>,
+) -> Result<[Vec<f64>; 5]> {
+    let mut samples: [Vec<f64>; 5] = Default::default();
+    for round in 0..(iters + WARMUP) {
+        for k in 0..PATHS.len() {
+            let which = (round as usize + k) % PATHS.len();
+            let t = Instant::now();
+            step(Step::Call(which))?;
+            let us = t.elapsed().as_secs_f64() * 1e6 * scale;
+            step(Step::Settle(which))?;
+            if round >= WARMUP {
+                samples[which].push(us);
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// The table's row of `size`: each path's median, the kernel ping's post
+/// of the same write (`iters` of them), and the ratios.
+fn write_row(
+    txt: &mut String,
+    size: usize,
+    samples: &[Vec<f64>; 5],
+    kping_file: &Path,
+    iters: u32,
+    scale: f64,
+) -> Result<()> {
+    let med: Vec<f64> = samples
+        .iter()
+        .map(|s| {
+            summarize(s)
+                .map(|s| s.typical)
+                .ok_or_else(|| anyhow!("no samples"))
+        })
+        .collect::<Result<_>>()?;
+    // ns in the kernel: instructions under -icount shift=0, else to us.
+    let command = format!("loop,count={iters},size={size},path=bf");
+    let kernel = kping::write_post_ns(kping_file, &command)? * scale / 1000.0;
+    let _ = writeln!(
+        txt,
+        "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<9.0} {:<16.2} {:<16.2} {:.2}",
+        med[0],
+        med[1],
+        med[2],
+        med[3],
+        med[4],
+        kernel,
+        med[3] / med[1],
+        med[4] / med[2],
+        kernel / med[1]
+    );
+    Ok(())
+}
 
 /// The same comparison on the RDMA device `name`, each way in a context
 /// of its own (each alternates its BlueFlame halves by itself): `ioctl` a
@@ -206,11 +246,11 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                  #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
                 sweep.iters,
                 sweep.iters,
-                VERBS_PATHS[0],
-                VERBS_PATHS[1],
-                VERBS_PATHS[2],
-                VERBS_PATHS[3],
-                VERBS_PATHS[4],
+                PATHS[0],
+                PATHS[1],
+                PATHS[2],
+                PATHS[3],
+                PATHS[4],
                 "kernel_bf",
             );
             let (mut template, mut staged) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
@@ -218,62 +258,33 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 let (len, _) = k
                     .build(&mut template, size, false)
                     .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
-                let mut samples: [Vec<f64>; 5] = Default::default();
-                for round in 0..(sweep.iters + WARMUP) {
-                    for j in 0..VERBS_PATHS.len() {
-                        // Rotate the order so no path always runs first.
-                        let which = (round as usize + j) % VERBS_PATHS.len();
-                        let t = Instant::now();
-                        match which {
-                            0 => crate::qp_post::uverbs_floor(k.cmd_fd()),
-                            1 | 2 => {
-                                let flags = if which == 1 {
-                                    abi::POST_F_REQUIRE_BF
-                                } else {
-                                    abi::POST_F_FORCE_DOORBELL
-                                };
-                                staged[..len].copy_from_slice(&template[..len]);
-                                k.stage(&mut staged[..len]);
-                                k.call(&staged[..len], flags, None)
-                            }
-                            3 => u.post_libmlx4(size, true),
-                            _ => u.post_libmlx4(size, false),
+                let samples = time_rounds(sweep.iters, scale, |step| {
+                    let which = match step {
+                        Step::Call(which) => which,
+                        // Every post is signaled: its completion reaped
+                        // off the clock.
+                        Step::Settle(0) => return Ok(()),
+                        Step::Settle(1 | 2) => return k.await_completion(),
+                        Step::Settle(_) => return u.await_completion(),
+                    };
+                    let flags = if which == 1 {
+                        abi::POST_F_REQUIRE_BF
+                    } else {
+                        abi::POST_F_FORCE_DOORBELL
+                    };
+                    match which {
+                        0 => crate::qp_post::uverbs_floor(k.cmd_fd()),
+                        1 | 2 => {
+                            staged[..len].copy_from_slice(&template[..len]);
+                            k.stage(&mut staged[..len]);
+                            k.call(&staged[..len], flags, None)
                         }
-                        .map_err(ioerr(VERBS_PATHS[which]))?;
-                        let us = t.elapsed().as_secs_f64() * 1e6 * scale;
-                        match which {
-                            0 => {}
-                            1 | 2 => k.await_completion()?,
-                            _ => u.await_completion()?,
-                        }
-                        if round >= WARMUP {
-                            samples[which].push(us);
-                        }
+                        3 => u.post_libmlx4(size, true),
+                        _ => u.post_libmlx4(size, false),
                     }
-                }
-                let med: Vec<f64> = samples
-                    .iter()
-                    .map(|s| {
-                        summarize(s)
-                            .map(|s| s.typical)
-                            .ok_or_else(|| anyhow!("no samples"))
-                    })
-                    .collect::<Result<_>>()?;
-                let command = format!("loop,count={},size={size},path=bf", sweep.iters);
-                let kernel = kping::write_post_ns(&kping_file, &command)? * scale / 1000.0;
-                let _ = writeln!(
-                    txt,
-                    "{size:<8} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<8.0} {:<9.0} {:<16.2} {:<16.2} {:.2}",
-                    med[0],
-                    med[1],
-                    med[2],
-                    med[3],
-                    med[4],
-                    kernel,
-                    med[3] / med[1],
-                    med[4] / med[2],
-                    kernel / med[1]
-                );
+                    .map_err(ioerr(PATHS[which]))
+                })?;
+                write_row(&mut txt, size, &samples, &kping_file, sweep.iters, scale)?;
             }
             if !u.landed(largest.min(cutoff)) || !k.landed(largest.min(cutoff)) {
                 anyhow::bail!("the writes completed, but their bytes are not where they went");

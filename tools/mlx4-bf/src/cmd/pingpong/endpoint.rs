@@ -13,20 +13,19 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context, Error, Result};
-use mlx4_bf_core::{abi, wqe};
+use mlx4_bf_core::abi;
 
 use crate::{
     back_pressure::is_back_pressure,
     cq::RecvQueue,
     device::{open, Device},
     errors::ioerr,
-    rdma_write::{build_rdma_write, set_imm, Carry},
 };
 
 use super::{
     facts::{Facts, Regions},
     link::Link,
-    message::{fill, imm_of, Buffers, Side},
+    message::{imm_of, Buffers, Side},
     options::{Op, WaitMode},
     peer::{Endpoints, Peer, Waiting},
     plan::Setup,
@@ -124,25 +123,13 @@ impl Endpoint {
         let Some(r) = &self.rdma else {
             return bufs.build(size, side, seq);
         };
-        let payload = &mut bufs.payload[..size];
-        fill(payload, side, seq);
-        let (len, how) = build_rdma_write(
-            &mut bufs.wqe,
-            wqe::OPCODE_RDMA_WRITE_IMM,
-            payload,
+        bufs.write_imm(
+            (size, side, seq),
             (r.send.addr(), r.send.lkey()),
             (r.peer.addr, r.peer.rkey),
-            false,
             r.max_wqe,
+            |payload| r.send.write(0, payload),
         )
-        .ok_or_else(|| anyhow!("a {size}-byte RDMA write does not fit a WQE"))?;
-        if how == Carry::Gather {
-            // The peer has answered the previous message: the adapter is
-            // done reading the region.
-            r.send.write(0, payload);
-        }
-        set_imm(&mut bufs.wqe[..len], imm_of(side, seq));
-        Ok(len)
     }
 
     /// Deregisters the regions of an RDMA-write run.

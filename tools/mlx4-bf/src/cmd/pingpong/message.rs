@@ -7,6 +7,8 @@
 use anyhow::{anyhow, Result};
 use mlx4_bf_core::{wqe, wqe_build};
 
+use crate::rdma_write::{build_rdma_write, set_imm, Carry};
+
 /// The side that sends a payload; part of its pattern.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Side {
@@ -45,6 +47,39 @@ impl Buffers {
             expect: vec![0; 65536],
             wqe: [0; wqe::MAX_WQE_LEN],
         }
+    }
+
+    /// The RDMA_WRITE_IMM of message `seq` of `size` bytes from `side` to
+    /// `dst` (`(raddr, rkey)`), the immediate its sequence number: inline
+    /// if it fits `max_wqe`, else gathered from `src` (`(addr, lkey)`),
+    /// where `gathered` puts the payload. Returns the WQE's length.
+    pub(super) fn write_imm(
+        &mut self,
+        (size, side, seq): (usize, Side, u32),
+        src: (u64, u32),
+        dst: (u64, u32),
+        max_wqe: usize,
+        gathered: impl FnOnce(&[u8]),
+    ) -> Result<usize> {
+        let payload = &mut self.payload[..size];
+        fill(payload, side, seq);
+        let (len, how) = build_rdma_write(
+            &mut self.wqe,
+            wqe::OPCODE_RDMA_WRITE_IMM,
+            payload,
+            src,
+            dst,
+            false,
+            max_wqe,
+        )
+        .ok_or_else(|| anyhow!("a {size}-byte RDMA write does not fit a WQE"))?;
+        if how == Carry::Gather {
+            // The peer has answered the previous message: the adapter is
+            // done reading the region.
+            gathered(payload);
+        }
+        set_imm(&mut self.wqe[..len], imm_of(side, seq));
+        Ok(len)
     }
 
     /// The inline SEND of message `seq` from `side`; its length.

@@ -20,7 +20,7 @@ use mlx4_bf_core::{wqe, wqe_build};
 use crate::{
     errors::ioerr,
     qp_post::qp_post,
-    rdma_write::{build_rdma_write, set_imm, set_signaled, Carry},
+    rdma_write::set_signaled,
     verbs::{Context, Cq, Mr, Qp, QpSize, Wc, WC_RECV, WC_RECV_RDMA_WITH_IMM},
     verbs_post::with_self_qp,
 };
@@ -28,7 +28,7 @@ use crate::{
 use super::{
     facts::{Facts, Regions},
     link::{Link, Remote},
-    message::{fill, imm_of, Buffers, Side},
+    message::{imm_of, Buffers, Side},
     options::{Op, WaitMode},
     peer::{Endpoints, Peer, Waiting},
     plan::Setup,
@@ -300,25 +300,13 @@ impl Peer for Endpoint<'_> {
         let (Some(peer), Some(send)) = (self.peer, self.send) else {
             return bufs.build(size, side, seq);
         };
-        let payload = &mut bufs.payload[..size];
-        fill(payload, side, seq);
-        let (len, how) = build_rdma_write(
-            &mut bufs.wqe,
-            wqe::OPCODE_RDMA_WRITE_IMM,
-            payload,
+        bufs.write_imm(
+            (size, side, seq),
             (send.addr(), send.lkey),
             (peer.addr, peer.rkey),
-            false,
             self.facts.max_wqe,
+            |payload| send.write(0, payload),
         )
-        .ok_or_else(|| anyhow!("a {size}-byte RDMA write does not fit a WQE"))?;
-        if how == Carry::Gather {
-            // The peer has answered the previous message: the adapter is
-            // done reading the region.
-            send.write(0, payload);
-        }
-        set_imm(&mut bufs.wqe[..len], imm_of(side, seq));
-        Ok(len)
     }
 
     /// Stamps the WQE, signaled, for the next slot of the send queue, puts
