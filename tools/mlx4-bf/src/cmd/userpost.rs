@@ -75,18 +75,11 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
         "# mlx4-bf userpost: {} writer, {} interleaved rounds per size\n\
          # medians in {unit}; ioctl = POST_SEND of a staged WQE, user = rdma-core's\n\
          # way (WQE into the mapped send queue, then {} the mapped BlueFlame page or doorbell), completions reaped in both;\n\
-         # kernel_bf = the same RDMA WRITE posted by the kernel ping (post_send() timed in the kernel, {} round trips)\n\
-         #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
+         {}",
         writer_name(info.writer),
         sweep.iters,
         userqp::BAR_WRITES,
-        sweep.iters,
-        PATHS[0],
-        PATHS[1],
-        PATHS[2],
-        PATHS[3],
-        PATHS[4],
-        "kernel_bf",
+        columns(sweep.iters),
     );
     let (mut kbuf, mut ubuf) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
     for &size in &sizes {
@@ -124,6 +117,16 @@ pub fn run(path: &Path, args: &Args) -> Result<()> {
     uscratch.close()?;
     println!("wrote userpost.txt to {}", out_dir.display());
     Ok(())
+}
+
+/// The table's last caption line and its column names.
+fn columns(iters: u32) -> String {
+    format!(
+        "# kernel_bf = the same RDMA WRITE posted by the kernel ping (post_send() timed in the kernel, \
+         {iters} round trips)\n\
+         #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
+        PATHS[0], PATHS[1], PATHS[2], PATHS[3], PATHS[4], "kernel_bf",
+    )
 }
 
 /// One step of a round: path `which`'s call (timed), or what follows it
@@ -242,16 +245,9 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                  # medians in {unit}; ioctl = QP_POST of a WQE stamped in the send queue, user = libmlx4's\n\
                  # ibv_post_send() with its own BlueFlame stores (inline) or doorbell (gathered); noop = the\n\
                  # uverbs floor (QUERY_CONTEXT); completions reaped off the clock;\n\
-                 # kernel_bf = the same RDMA WRITE posted by the kernel ping (post_send() timed in the kernel, {} round trips)\n\
-                 #bytes   {:<8} {:<8} {:<8} {:<8} {:<8} {:<9} user_bf/ioctl_bf user_db/ioctl_db kernel_bf/ioctl_bf\n",
+                 {}",
                 sweep.iters,
-                sweep.iters,
-                PATHS[0],
-                PATHS[1],
-                PATHS[2],
-                PATHS[3],
-                PATHS[4],
-                "kernel_bf",
+                columns(sweep.iters),
             );
             let (mut template, mut staged) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
             for &size in &sizes {

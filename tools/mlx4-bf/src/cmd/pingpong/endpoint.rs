@@ -25,7 +25,7 @@ use crate::{
 use super::{
     facts::{Facts, Regions},
     link::Link,
-    message::{imm_of, Buffers, Side},
+    message::{check_bytes, imm_of, Buffers, Side},
     options::{Op, WaitMode},
     peer::{Endpoints, Peer, Waiting},
     plan::Setup,
@@ -233,14 +233,7 @@ impl Endpoint {
                 ),
             ),
         };
-        if let Some(i) = got.iter().zip(expect).position(|(g, e)| g != e) {
-            bail!(
-                "message {seq} ({} bytes, {place}): byte {i} is {:#04x}, {:#04x} was sent",
-                expect.len(),
-                got[i],
-                expect[i]
-            );
-        }
+        check_bytes(got, expect, seq, &place)?;
         self.rq.consume();
         self.dev.post_recv(self.qp(), 1).map_err(ioerr("POST_RECV"))
     }

@@ -4,7 +4,7 @@
 //! immediate (so a stale buffer never passes the receiver's check), and an
 //! endpoint's payload and WQE buffers.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use mlx4_bf_core::{wqe, wqe_build};
 
 use crate::rdma_write::{build_rdma_write, set_imm, Carry};
@@ -31,6 +31,25 @@ pub(super) fn fill(buf: &mut [u8], side: Side, seq: u32) {
 /// sequence number, with the side in the top byte.
 pub(super) fn imm_of(side: Side, seq: u32) -> u32 {
     seq ^ ((side as u32) << 24)
+}
+
+/// Whether `got` (where message `seq` landed: `place`) holds the bytes
+/// sent, `expect`.
+pub(super) fn check_bytes(got: &[u8], expect: &[u8], seq: u32, place: &str) -> Result<()> {
+    match got.iter().zip(expect).position(|(g, e)| g != e) {
+        None if got.len() == expect.len() => Ok(()),
+        None => bail!(
+            "message {seq} ({} bytes, {place}): {} bytes arrived",
+            expect.len(),
+            got.len()
+        ),
+        Some(i) => bail!(
+            "message {seq} ({} bytes, {place}): byte {i} is {:#04x}, {:#04x} was sent",
+            expect.len(),
+            got[i],
+            expect[i]
+        ),
+    }
 }
 
 /// Payload and WQE buffers of one endpoint.

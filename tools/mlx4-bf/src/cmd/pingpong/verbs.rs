@@ -28,7 +28,7 @@ use crate::{
 use super::{
     facts::{Facts, Regions},
     link::{Link, Remote},
-    message::{imm_of, Buffers, Side},
+    message::{check_bytes, imm_of, Buffers, Side},
     options::{Op, WaitMode},
     peer::{Endpoints, Peer, Waiting},
     plan::Setup,
@@ -349,14 +349,7 @@ impl Peer for Endpoint<'_> {
         };
         let mut got = vec![0u8; expect.len()];
         self.recv.read(off, &mut got);
-        if let Some(i) = got.iter().zip(expect).position(|(g, e)| g != e) {
-            bail!(
-                "message {seq} ({} bytes, {place}): byte {i} is {:#04x}, {:#04x} was sent",
-                expect.len(),
-                got[i],
-                expect[i]
-            );
-        }
+        check_bytes(&got, expect, seq, &place)?;
         let len = if self.peer.is_some() { 0 } else { self.slot };
         self.qp
             .post_recv(wc.wr_id, self.recv, off, len)
