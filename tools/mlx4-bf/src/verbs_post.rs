@@ -47,6 +47,9 @@ pub struct SelfQp<'a> {
     head: u32,
     /// Where the write lands in the region.
     dst: usize,
+    /// The WQE staged last, as stamped (its length in `staged_len`).
+    staged: [u8; wqe::MAX_WQE_LEN],
+    staged_len: usize,
 }
 
 impl<'a> SelfQp<'a> {
@@ -73,6 +76,8 @@ impl<'a> SelfQp<'a> {
             mr,
             head: 0,
             dst,
+            staged: [0; wqe::MAX_WQE_LEN],
+            staged_len: 0,
         })
     }
 
@@ -127,35 +132,44 @@ impl<'a> SelfQp<'a> {
         Some((len, how))
     }
 
-    /// Stamps `wqe` for the next slot, puts it there and posts it through
-    /// the method with `flags`; then waits for its completion.
-    pub fn post(&mut self, wqe: &mut [u8], flags: u32) -> Result<PostResult> {
+    /// Stages `wqe` and posts it through the method with `flags`; then
+    /// waits for its completion.
+    pub fn post(&mut self, wqe: &[u8], flags: u32) -> Result<PostResult> {
         let mut r = PostResult::default();
         self.stage(wqe);
-        self.call(wqe, flags, Some(&mut r))
-            .map_err(ioerr("QP_POST"))?;
+        self.call(flags, Some(&mut r)).map_err(ioerr("QP_POST"))?;
         self.await_completion()?;
         Ok(r)
     }
 
-    /// Stamps `wqe` for the next slot and puts it there, as libmlx4 does
-    /// before its BlueFlame copy.
-    pub fn stage(&self, wqe: &mut [u8]) {
-        wqe::stamp_blueflame(wqe, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
-        self.qp.put_wqe(self.head, wqe);
+    /// Stamps a copy of `wqe` for the next slot and puts it there, as
+    /// libmlx4 does before its BlueFlame copy; `wqe` stays as built (the
+    /// stamps are ORed in: a WQE stamped twice would carry both counters).
+    pub fn stage(&mut self, wqe: &[u8]) {
+        let staged = &mut self.staged[..wqe.len()];
+        staged.copy_from_slice(wqe);
+        wqe::stamp_blueflame(staged, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
+        self.qp.put_wqe(self.head, staged);
+        self.staged_len = wqe.len();
     }
 
-    /// The method's call on the staged `wqe`; the slot is taken if it
+    /// The WQE staged last, as stamped.
+    pub fn staged(&self) -> &[u8] {
+        &self.staged[..self.staged_len]
+    }
+
+    /// The method's call on the staged WQE; the slot is taken if it
     /// posted. Completions are [`Self::await_completion`]'s to reap.
-    pub fn call(
-        &mut self,
-        wqe: &[u8],
-        flags: u32,
-        result: Option<&mut PostResult>,
-    ) -> io::Result<()> {
-        qp_post(self.ctx.cmd_fd(), wqe, Some(flags), result)?;
+    pub fn call(&mut self, flags: u32, result: Option<&mut PostResult>) -> io::Result<()> {
+        qp_post(self.ctx.cmd_fd(), self.staged(), Some(flags), result)?;
         self.head = self.head.wrapping_add(1);
         Ok(())
+    }
+
+    /// [`Self::stage`] and [`Self::call`].
+    pub fn submit(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
+        self.stage(wqe);
+        self.call(flags, None)
     }
 
     /// Waits for the next completion, which must be a success.
@@ -215,8 +229,7 @@ impl<'a> SelfQp<'a> {
         let Some((len, Carry::Inline)) = self.build(buf, size, false) else {
             return Ok(false);
         };
-        self.stage(&mut buf[..len]);
-        match self.call(&buf[..len], abi::POST_F_REQUIRE_BF, None) {
+        match self.submit(&buf[..len], abi::POST_F_REQUIRE_BF) {
             Ok(()) => self.await_completion().map(|()| true),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
             Err(e) => Err(ioerr("QP_POST")(e)),
@@ -230,7 +243,7 @@ impl<'a> SelfQp<'a> {
         let (len, _) = self
             .build(&mut buf, 4, false)
             .ok_or_else(|| anyhow!("a 4-byte payload does not fit a WQE"))?;
-        let r = self.post(&mut buf[..len], abi::POST_F_REQUIRE_BF)?;
+        let r = self.post(&buf[..len], abi::POST_F_REQUIRE_BF)?;
         Ok(writer_name(if r.store_blocks > 0 {
             abi::WRITER_STORE_BLOCK
         } else {

@@ -140,7 +140,6 @@ impl Paths for MiscPaths<'_> {
 #[cfg(verbs)]
 struct VerbsPaths<'a, 'q> {
     qp: &'a mut crate::verbs_post::SelfQp<'q>,
-    staged: [u8; wqe::MAX_WQE_LEN],
 }
 
 #[cfg(verbs)]
@@ -154,10 +153,7 @@ impl Paths for VerbsPaths<'_, '_> {
     }
 
     fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
-        let staged = &mut self.staged[..wqe.len()];
-        staged.copy_from_slice(wqe);
-        self.qp.stage(staged);
-        self.qp.call(staged, flags, None)
+        self.qp.submit(wqe, flags)
     }
 
     fn settle(&mut self) -> Result<()> {
@@ -313,10 +309,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         }
         let writer = s.writer()?;
         let analyzer = Analyzer::open();
-        let mut paths = VerbsPaths {
-            qp: s,
-            staged: [0; wqe::MAX_WQE_LEN],
-        };
+        let mut paths = VerbsPaths { qp: s };
         let rows = measure(&mut paths, &sizes, args, analyzer.as_ref())?;
         let b = Bench {
             what: format!("QP_POST on {name}, {writer} writer"),

@@ -215,7 +215,6 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         let model = Analyzer::open().map(|a| a.bdf);
         println!("{}", clock_caption(model.as_deref(), "QP_POST"));
         let mut template = [0u8; wqe::MAX_WQE_LEN];
-        let mut staged = [0u8; wqe::MAX_WQE_LEN];
         for &(path, flags) in paths {
             println!(
                 "---- path: {path} ({} iterations per size, QP_POST on {name})",
@@ -228,10 +227,9 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                     continue;
                 };
                 let mut post = || -> Result<Option<f64>> {
-                    staged[..len].copy_from_slice(&template[..len]);
-                    s.stage(&mut staged[..len]);
+                    s.stage(&template[..len]);
                     let t = Instant::now();
-                    match s.call(&staged[..len], flags, None) {
+                    match s.call(flags, None) {
                         Ok(()) => {}
                         Err(e)
                             if flags == abi::POST_F_REQUIRE_BF

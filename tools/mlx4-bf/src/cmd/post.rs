@@ -67,9 +67,9 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         let Some((len, how)) = s.build(&mut buf, size, args.gather) else {
             bail!("a {size}-byte payload does not fit a WQE");
         };
-        let r = s.post(&mut buf[..len], flags(args))?;
+        let r = s.post(&buf[..len], flags(args))?;
         if args.hexdump {
-            hexdump(&buf[..len], how, s.lkey(), "as stamped in the send queue");
+            hexdump(s.staged(), how, s.lkey(), "as stamped in the send queue");
         }
         report(s.qpn(), &r);
         if !s.landed(size) {

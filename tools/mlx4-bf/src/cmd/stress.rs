@@ -118,8 +118,7 @@ fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
             if start >= end {
                 break;
             }
-            s.stage(&mut buf[..len]);
-            s.call(&buf[..len], 0, None).map_err(ioerr("QP_POST"))?;
+            s.submit(&buf[..len], 0).map_err(ioerr("QP_POST"))?;
             t.hist.saturating_record(start.elapsed().as_nanos() as u64);
             t.posts += 1;
             outstanding += 1;

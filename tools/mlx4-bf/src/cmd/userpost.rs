@@ -249,7 +249,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 sweep.iters,
                 columns(sweep.iters),
             );
-            let (mut template, mut staged) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
+            let mut template = [0u8; wqe::MAX_WQE_LEN];
             for &size in &sizes {
                 let (len, _) = k
                     .build(&mut template, size, false)
@@ -270,11 +270,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                     };
                     match which {
                         0 => crate::qp_post::uverbs_floor(k.cmd_fd()),
-                        1 | 2 => {
-                            staged[..len].copy_from_slice(&template[..len]);
-                            k.stage(&mut staged[..len]);
-                            k.call(&staged[..len], flags, None)
-                        }
+                        1 | 2 => k.submit(&template[..len], flags),
                         3 => u.post_libmlx4(size, true),
                         _ => u.post_libmlx4(size, false),
                     }
