@@ -39,7 +39,6 @@ use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
 use crate::{
     adapter::{Adapter, EventDispatch},
-    stats,
     eqe::{self, AsyncEvent},
     hw::bf::bar2::Bar2,
     rdma::{
@@ -52,6 +51,7 @@ use crate::{
         object::{Device, Pd, Qp, UContext},
         udata::Udata,
     },
+    stats,
 };
 
 /// The provider.

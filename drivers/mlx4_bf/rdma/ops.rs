@@ -234,7 +234,7 @@ impl<T: Driver> Entry<T> {
                 bindings::rdma_alloc_hw_stats_struct(
                     descs,
                     n,
-                    bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as _,
+                    bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as kernel::ffi::c_ulong,
                 )
             },
             _ => core::ptr::null_mut(),
