@@ -125,18 +125,19 @@ helper_posts() {
 # with the same count (nothing posts in between), the BlueFlame posts
 # above none after the helper's; the helper's info shows that count.
 hw_counters_agree() {
-	ok=0 n=0
+	# Not n: lib.sh's result() numbers the results with it.
+	ok=0 files=0
 	for f in "$I"/hw_counters/*; do
 		name=${f##*/}
 		[ "$name" = lifespan ] && continue
-		n=$((n + 1))
+		files=$((files + 1))
 		want=$(value $STATS "$name")
 		got=$(cat "$f")
 		[ "$got" = "$want" ] || { echo "# hw_counters/$name $got, debugfs $want"; ok=1; }
 	done
-	echo "# hw_counters: $n counters, bf_posts $(cat "$I"/hw_counters/bf_posts 2>/dev/null)"
+	echo "# hw_counters: $files counters, bf_posts $(cat "$I"/hw_counters/bf_posts 2>/dev/null)"
 	bf=$(cat "$I"/hw_counters/bf_posts)
-	[ "$n" = 15 ] && [ "$bf" -gt 0 ] || ok=1
+	[ "$files" = 15 ] && [ "$bf" -gt 0 ] || ok=1
 	line=$(./mlx4-bf --device $DEV info | grep '^device counters')
 	echo "# info: $line"
 	echo "$line" | grep -q " $bf BlueFlame," || ok=1
