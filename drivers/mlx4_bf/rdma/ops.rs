@@ -248,7 +248,9 @@ impl<T: Driver> Entry<T> {
     /// `ib` is as for `query_device`; `stats` is what
     /// `alloc_hw_device_stats` returned for it (the core calls this only
     /// for port 0 when there is no `alloc_hw_port_stats`), its values not
-    /// touched by anyone else for the call (the core holds `stats->lock`).
+    /// touched by anyone else for the call (sysfs reads them under
+    /// `stats->lock`; `ib_setup_device_attrs()` calls before they are
+    /// shown).
     unsafe extern "C" fn get_hw_stats(
         ib: *mut bindings::ib_device,
         stats: *mut bindings::rdma_hw_stats,
@@ -263,7 +265,7 @@ impl<T: Driver> Entry<T> {
             }
             // SAFETY: As for `query_device`; `stats` was allocated with
             // `n` values after its header (`rdma_alloc_hw_stats_struct()`),
-            // which only this call writes while the core holds its lock.
+            // which no one else touches during the call.
             let (dev, values) = unsafe {
                 (
                     Device::<T>::from_raw(ib),
