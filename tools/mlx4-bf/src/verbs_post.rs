@@ -95,17 +95,14 @@ impl<'a> SelfQp<'a> {
         self.mr.lkey
     }
 
-    /// WQEs that may be outstanding at once: the send queue less the spare
-    /// WQEs libmlx4 keeps free ahead of the adapter's prefetch
-    /// (`(2048 >> wqe_shift) + 1`, its `sq_spare_wqes`).
+    /// WQEs that may be outstanding at once ([`Qp::send_window`]).
     pub fn window(&self) -> u32 {
-        let spare = (2048 >> self.qp.sq.wqe_shift) + 1;
-        self.qp.sq.wqe_cnt.saturating_sub(spare).max(1)
+        self.qp.send_window()
     }
 
     /// The largest WQE the QP's send queue holds and the method takes.
     pub fn max_wqe(&self) -> usize {
-        (1usize << self.qp.sq.wqe_shift).min(abi::QP_POST_MAX_WQE)
+        self.qp.max_wqe()
     }
 
     /// The WQE of an RDMA write of `size` bytes into the region, inline
@@ -148,8 +145,7 @@ impl<'a> SelfQp<'a> {
     pub fn stage(&mut self, wqe: &[u8]) {
         let staged = &mut self.staged[..wqe.len()];
         staged.copy_from_slice(wqe);
-        wqe::stamp_blueflame(staged, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
-        self.qp.put_wqe(self.head, staged);
+        self.qp.stage_blueflame(self.head, staged);
         self.staged_len = wqe.len();
     }
 

@@ -6,6 +6,8 @@
 
 use std::{io, marker::PhantomData, ptr, ptr::NonNull};
 
+use mlx4_bf_core::{abi, wqe};
+
 use super::{check, ffi, Cq, Mr, Pd};
 
 /// What a QP is made to hold.
@@ -161,6 +163,27 @@ impl Qp<'_> {
                 mr.lkey,
             )
         })
+    }
+
+    /// Send WQEs that may be outstanding at once: the queue less the spare
+    /// WQEs libmlx4 keeps free ahead of the adapter's prefetch
+    /// (`(2048 >> wqe_shift) + 1`, its `sq_spare_wqes`).
+    pub fn send_window(&self) -> u32 {
+        let spare = (2048 >> self.sq.wqe_shift) + 1;
+        self.sq.wqe_cnt.saturating_sub(spare).max(1)
+    }
+
+    /// The largest WQE the send queue holds and QP_POST takes.
+    pub fn max_wqe(&self) -> usize {
+        (1usize << self.sq.wqe_shift).min(abi::QP_POST_MAX_WQE)
+    }
+
+    /// Stamps `wqe` for send-queue slot `head` as libmlx4 stamps a
+    /// BlueFlame WQE (owner bit, counter, `bf_qpn`) and puts it there.
+    /// The stamps are ORed in: `wqe` must be a fresh copy of what was built.
+    pub fn stage_blueflame(&self, head: u32, wqe: &mut [u8]) {
+        wqe::stamp_blueflame(wqe, self.qpn, head, self.sq.wqe_cnt);
+        self.put_wqe(head, wqe);
     }
 
     /// Copies `wqe` into send-queue slot `index` (modulo the queue).

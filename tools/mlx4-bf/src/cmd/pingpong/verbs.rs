@@ -137,10 +137,9 @@ impl Endpoints for Verbs<'_> {
         // The barrier: both connected, with receives posted (and regions
         // registered).
         link.exchange_u32(0)?;
-        let max_wqe = (1usize << qp.sq.wqe_shift).min(mlx4_bf_core::abi::QP_POST_MAX_WQE);
         let facts = Facts {
             writer,
-            max_wqe,
+            max_wqe: qp.max_wqe(),
             max_bf_wqe: wqe_build::inline_size16(cutoff, true) * 16,
             qpn: qp.qpn,
             peer_qpn,
@@ -155,7 +154,6 @@ impl Endpoints for Verbs<'_> {
                 peer_rkey: p.rkey,
             }),
         };
-        let spare = (2048 >> qp.sq.wqe_shift) + 1;
         let mut ep = Endpoint {
             qp: &qp,
             send_cq: &send_cq,
@@ -170,7 +168,7 @@ impl Endpoints for Verbs<'_> {
             slot,
             head: 0,
             outstanding: 0,
-            window: qp.sq.wqe_cnt.saturating_sub(spare).max(1),
+            window: qp.send_window(),
             staged: [0; wqe::MAX_WQE_LEN],
         };
         body(&mut ep)
@@ -316,8 +314,7 @@ impl Peer for Endpoint<'_> {
         let staged = &mut self.staged[..wqe.len()];
         staged.copy_from_slice(wqe);
         set_signaled(staged);
-        wqe::stamp_blueflame(staged, self.qp.qpn, self.head, self.qp.sq.wqe_cnt);
-        self.qp.put_wqe(self.head, staged);
+        self.qp.stage_blueflame(self.head, staged);
         qp_post(self.cmd_fd, staged, Some(flags), None).map_err(ioerr("QP_POST"))?;
         self.head = self.head.wrapping_add(1);
         self.outstanding += 1;
