@@ -65,15 +65,23 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
         "this context       UAR {} at {:#x}, BlueFlame page at {:#x}",
         c.uar_index, c.uar_offset, c.bf_offset
     );
-    println!(
-        "device counters    {} BlueFlame, {} doorbell, {} bytes, {} store blocks, {} rejected",
+    device_counters([
         ds.bf_posts,
         ds.db_posts,
         ds.bytes,
         ds.store_blocks,
-        ds.rejects.iter().sum::<u64>()
-    );
+        ds.rejects.iter().sum::<u64>(),
+    ]);
     Ok(())
+}
+
+/// The device's post counters, one line: BlueFlame and doorbell posts,
+/// bytes, store blocks, rejected posts.
+fn device_counters([bf, db, bytes, store_blocks, rejected]: [u64; 5]) {
+    println!(
+        "device counters    {bf} BlueFlame, {db} doorbell, {bytes} bytes, {store_blocks} store blocks, \
+         {rejected} rejected"
+    );
 }
 
 fn stats_json(s: &abi::Stats) -> serde_json::Value {
@@ -135,8 +143,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         "port 1             LID {}, state {}, active MTU {}",
         f.lid, f.port_state, f.active_mtu
     );
-    println!(
-        "device counters    {} BlueFlame, {} doorbell, {} bytes, {} store blocks, {} rejected",
+    device_counters([
         count("bf_posts"),
         count("db_posts"),
         count("bytes"),
@@ -145,8 +152,8 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
             .iter()
             .filter(|(k, _)| k.starts_with("rejects_"))
             .map(|(_, v)| v)
-            .sum::<u64>()
-    );
+            .sum::<u64>(),
+    ]);
     Ok(())
 }
 
