@@ -28,11 +28,17 @@ impl Sweep {
     /// The sweep's sizes that fit a BlueFlame post, and that limit.
     pub fn bf_sizes(&self, info: &abi::DeviceInfo) -> Result<(Vec<usize>, usize)> {
         let cutoff = bf_cutoff(info);
+        Ok((self.sizes_up_to(cutoff)?, cutoff))
+    }
+
+    /// The sweep's sizes up to `cutoff`, the largest BlueFlame payload;
+    /// an error if none is.
+    pub fn sizes_up_to(&self, cutoff: usize) -> Result<Vec<usize>> {
         let sizes: Vec<usize> = self.sizes()?.into_iter().filter(|&s| s <= cutoff).collect();
         if sizes.is_empty() {
             bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
         }
-        Ok((sizes, cutoff))
+        Ok(sizes)
     }
 
     pub fn sizes(&self) -> Result<Vec<usize>> {

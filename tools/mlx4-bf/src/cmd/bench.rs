@@ -299,14 +299,10 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let out_dir = args.out_dir.as_path();
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let all = args.sweep.sizes()?;
-    let largest = all.iter().copied().max().unwrap_or(0);
+    let largest = args.sweep.sizes()?.into_iter().max().unwrap_or(0);
     crate::verbs_post::with_self_qp(name, largest, |s| {
         let cutoff = s.bf_cutoff()?;
-        let sizes: Vec<usize> = all.iter().copied().filter(|&n| n <= cutoff).collect();
-        if sizes.is_empty() {
-            anyhow::bail!("no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)");
-        }
+        let sizes = args.sweep.sizes_up_to(cutoff)?;
         let writer = s.writer()?;
         let analyzer = Analyzer::open();
         let mut paths = VerbsPaths { qp: s };

@@ -225,8 +225,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
         (1.0, "microseconds (wall clock)")
     };
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let all = sweep.sizes()?;
-    let largest = all.iter().copied().max().unwrap_or(0);
+    let largest = sweep.sizes()?.into_iter().max().unwrap_or(0);
     let kping_file = kping::command_file(Path::new(name))?;
     with_self_qp(name, largest, |k| {
         with_self_qp(name, largest, |u| {
@@ -234,12 +233,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 .map_err(ioerr("mlx4dv_qp_set_bf_post"))?;
             let cutoff = k.bf_cutoff()?;
             let writer = k.writer()?;
-            let sizes: Vec<usize> = all.iter().copied().filter(|&n| n <= cutoff).collect();
-            if sizes.is_empty() {
-                anyhow::bail!(
-                    "no payload size in the sweep fits BlueFlame (at most {cutoff} bytes)"
-                );
-            }
+            let sizes = sweep.sizes_up_to(cutoff)?;
             let mut txt = format!(
                 "# mlx4-bf userpost on {name}: {writer} writer, {} interleaved rounds per size\n\
                  # medians in {unit}; ioctl = QP_POST of a WQE stamped in the send queue, user = libmlx4's\n\
