@@ -126,8 +126,10 @@ build_selftests() {
 	mkdir -p "$OUT/guest/selftests"
 	local cross=()
 	[ "$ARCH" = s390 ] && cross=(CROSS_COMPILE=s390x-linux-gnu-)
+	# The programs on the RDMA device link the guest's rdma-core.
 	make -s -C "$SELFTESTS" OUTPUT="$OUT/guest/selftests" "${cross[@]}" \
-		KSFT_DIR="$ksrc/tools/testing/selftests" CFLAGS_EXTRA=-static all >&2
+		KSFT_DIR="$ksrc/tools/testing/selftests" CFLAGS_EXTRA=-static \
+		MLX4_BF_RDMA="$("$TOP/scripts/build-rdma-core.sh")" all >&2
 	cp "$SELFTESTS/run_guest.sh" "$SELFTESTS/settings" "$SELFTESTS"/*_test.sh "$OUT/guest/selftests/"
 }
 
@@ -232,7 +234,7 @@ selftests() {
 
 # What depends on when the model looks at guest memory, and the byte checks:
 # run again with non-posted writes.
-NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test"
+NONPOSTED_TESTS="mlx4_bf_analyzer_test mlx4_bf_post_test mlx4_bf_abi_test mlx4_bf_qp_post_test"
 
 # The C compiler for the guest's programs (static, like everything it runs).
 guest_cc() {

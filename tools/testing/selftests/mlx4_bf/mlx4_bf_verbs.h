@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The selftests' side of the driver's RDMA device (mlx4_bf<N>): a verbs
+ * context through libibverbs and libmlx4, a PD, a CQ, a region the QP's RDMA
+ * writes land in, an RC QP connected to itself, its send queue through
+ * mlx4dv, WQEs put in it as libmlx4 puts them (owner bit, WQE counter and
+ * QP number are the process's to stamp), and the QP_POST method called on
+ * them as the patched libmlx4 calls it: RDMA_VERBS_IOCTL on the context's
+ * command file, no object handle, the WQE naming its QP.
+ *
+ * The WQE bytes come from mlx4_bf_lib.h's builder, written independently of
+ * the driver; what the adapter saw, from the analyzer (mlx4_bf_model.h).
+ */
+#ifndef MLX4_BF_VERBS_H
+#define MLX4_BF_VERBS_H
+
+#include <infiniband/mlx4dv.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+
+#include "mlx4_bf_lib.h"
+
+#define VERBS_DEV_PREFIX	"mlx4_bf"
+#define NO_VERBS_DEVICE	"no RDMA device " VERBS_DEV_PREFIX "<N>: mlx4_bf not loaded or not bound"
+#define VERBS_CQ_ENTRIES	64
+#define VERBS_SQ_WRS		16
+#define VERBS_MAX_INLINE	512
+#define VERBS_POLL_TRIES	2000000
+
+/* One context and its objects: see the top of this file. */
+struct verbs {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *sink;
+	struct ibv_mr *sink_mr;
+	struct mlx4dv_qp dv;
+	/* The QP's send-queue index: the WQEs put so far. */
+	uint32_t head;
+};
+
+/* A new context on the first mlx4_bf<N> RDMA device, or NULL. */
+static inline struct ibv_context *verbs_open_device(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	if (!list)
+		return NULL;
+	for (int i = 0; list[i] && !ctx; i++)
+		if (!strncmp(ibv_get_device_name(list[i]), VERBS_DEV_PREFIX,
+			     strlen(VERBS_DEV_PREFIX)))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* Whether there is an mlx4_bf<N> RDMA device at all. */
+static inline int verbs_device_present(void)
+{
+	struct ibv_context *ctx = verbs_open_device();
+
+	if (ctx)
+		ibv_close_device(ctx);
+	return !!ctx;
+}
+
+/* An RC QP of @pd whose sends complete on @cq, in RESET; NULL on failure. */
+static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = VERBS_SQ_WRS,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = VERBS_MAX_INLINE,
+		},
+	};
+
+	return ibv_create_qp(pd, &a);
+}
+
+/* RESET to RTS, the QP's peer itself (port 1's LID); 0 or an errno. */
+static inline int verbs_connect_to_self(struct ibv_qp *qp)
+{
+	struct ibv_port_attr port;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	int err = ibv_query_port(qp->context, 1, &port);
+
+	if (!err)
+		err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.dlid = port.lid;
+	a.ah_attr.port_num = 1;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The send queue of @qp as libmlx4 laid it out, into @dv; 0 or an errno. */
+static inline int verbs_qp_queue(struct ibv_qp *qp, struct mlx4dv_qp *dv)
+{
+	struct mlx4dv_obj obj = { .qp = { .in = qp, .out = dv } };
+
+	return mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP) ? errno : 0;
+}
+
+static inline void verbs_close(struct verbs *v)
+{
+	if (v->qp)
+		ibv_destroy_qp(v->qp);
+	if (v->sink_mr)
+		ibv_dereg_mr(v->sink_mr);
+	if (v->cq)
+		ibv_destroy_cq(v->cq);
+	if (v->pd)
+		ibv_dealloc_pd(v->pd);
+	if (v->ctx)
+		ibv_close_device(v->ctx);
+	free(v->sink);
+	memset(v, 0, sizeof(*v));
+}
+
+/*
+ * Opens a context with its PD, CQ, sink (SINK_BYTES, remotely writable) and
+ * a QP connected to itself; 0, or an errno with nothing left open.
+ */
+static inline int verbs_open(struct verbs *v)
+{
+	int err = ENOMEM;
+
+	memset(v, 0, sizeof(*v));
+	v->ctx = verbs_open_device();
+	if (!v->ctx)
+		return ENODEV;
+	v->pd = ibv_alloc_pd(v->ctx);
+	v->cq = ibv_create_cq(v->ctx, VERBS_CQ_ENTRIES, NULL, NULL, 0);
+	v->sink = aligned_alloc(PAGE, SINK_BYTES);
+	if (v->pd && v->cq && v->sink) {
+		memset(v->sink, 0, SINK_BYTES);
+		v->sink_mr = ibv_reg_mr(v->pd, v->sink, SINK_BYTES,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		v->qp = v->sink_mr ? verbs_rc_qp(v->pd, v->cq) : NULL;
+		err = v->qp ? verbs_connect_to_self(v->qp) : errno;
+		if (!err)
+			err = verbs_qp_queue(v->qp, &v->dv);
+	}
+	if (err)
+		verbs_close(v);
+	return err;
+}
+
+static inline uint32_t verbs_qpn(const struct verbs *v)
+{
+	return v->qp->qp_num;
+}
+
+static inline uint64_t verbs_sink_addr(const struct verbs *v)
+{
+	return (uintptr_t)v->sink;
+}
+
+/* The send-queue slot of index @index. */
+static inline uint8_t *verbs_slot(const struct verbs *v, uint32_t index)
+{
+	return (uint8_t *)v->dv.buf.buf + v->dv.sq.offset +
+	       ((index & (v->dv.sq.wqe_cnt - 1)) << v->dv.sq.wqe_shift);
+}
+
+/*
+ * Stamps @wqe (@len bytes) as libmlx4's BlueFlame post does for the QP's
+ * next index, signaled, and puts it in that slot of the send queue, which
+ * the adapter reads after a doorbell: the owner bit of the queue's lap and
+ * the WQE counter in the first dword, the QP number in the second,
+ * CQ_UPDATE. The stamped bytes stay in @wqe. Returns the slot.
+ */
+static inline uint8_t *verbs_put_wqe(struct verbs *v, uint8_t *wqe, int len)
+{
+	uint8_t *slot = verbs_slot(v, v->head);
+
+	put_be32(wqe, get_be32(wqe) | (v->head & v->dv.sq.wqe_cnt ? 1u << 31 : 0) |
+		 (v->head & 0xffff) << 8);
+	put_be32(wqe + 4, get_be32(wqe + 4) | verbs_qpn(v) << 8);
+	stamp_cq_update(wqe);
+	memcpy(slot, wqe, len);
+	return slot;
+}
+
+/* One call of the method: the WQE, flags if @with_flags, the result if given. */
+struct qp_post {
+	int fd;
+	const void *wqe;
+	uint32_t len;
+	int with_flags;
+	uint32_t flags;
+	struct mlx4_bf_post_result *result;
+};
+
+/* Calls MLX4_BF_IB_METHOD_QP_POST; 0 or the errno. */
+static inline int qp_post_call(const struct qp_post *p)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[3];
+	} cmd;
+	struct ib_uverbs_attr *a = cmd.attrs;
+
+	memset(&cmd, 0, sizeof(cmd));
+	a->attr_id = MLX4_BF_IB_ATTR_QP_POST_WQE;
+	a->len = p->len;
+	a->data = (uintptr_t)p->wqe;
+	a++;
+	if (p->with_flags) {
+		a->attr_id = MLX4_BF_IB_ATTR_QP_POST_FLAGS;
+		/*
+		 * 8 bytes, as uverbs_get_flags32() wants them from new user
+		 * space: of 4 it reads the first 4 bytes of data, which on a
+		 * big-endian host are not where data = flags puts them.
+		 */
+		a->len = sizeof(uint64_t);
+		a->data = p->flags;
+		a++;
+	}
+	if (p->result) {
+		a->attr_id = MLX4_BF_IB_ATTR_QP_POST_RESULT;
+		a->len = sizeof(*p->result);
+		a->data = (uintptr_t)p->result;
+		a++;
+	}
+	cmd.hdr.num_attrs = a - cmd.attrs;
+	cmd.hdr.length = sizeof(cmd.hdr) + cmd.hdr.num_attrs * sizeof(*a);
+	cmd.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	cmd.hdr.method_id = MLX4_BF_IB_METHOD_QP_POST;
+	cmd.hdr.driver_id = RDMA_DRIVER_MLX4;
+	return ioctl(p->fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
+}
+
+/*
+ * Posts the WQE in the QP's next slot through the method (@flags, the
+ * result into @res) and moves the head if it was taken; 0 or the errno.
+ */
+static inline int verbs_post(struct verbs *v, const uint8_t *slot, int len, uint32_t flags,
+			     struct mlx4_bf_post_result *res)
+{
+	struct qp_post p = {
+		.fd = v->ctx->cmd_fd, .wqe = slot, .len = len,
+		.with_flags = !!flags, .flags = flags, .result = res,
+	};
+	int err = qp_post_call(&p);
+
+	if (!err)
+		v->head++;
+	return err;
+}
+
+/* The status of the next completion on @cq, or -1 if none came. */
+static inline int verbs_wait_cqe(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < VERBS_POLL_TRIES; i++) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return wc.status;
+	}
+	return -1;
+}
+
+/* Whether @cq stays empty over a thousand polls: a refused WQE ran nowhere. */
+static inline int verbs_cq_quiet(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 1000; i++)
+		if (ibv_poll_cq(cq, 1, &wc) != 0)
+			return 0;
+	return 1;
+}
+
+#endif /* MLX4_BF_VERBS_H */
