@@ -105,6 +105,17 @@ impl<'a> SelfQp<'a> {
         self.qp.max_wqe()
     }
 
+    /// How an RDMA write of `size` bytes carries its data: inline if its
+    /// WQE fits the largest one, else gathered from the region.
+    pub fn carry(&self, size: usize) -> Carry {
+        crate::rdma_write::carry(size, true, self.max_wqe())
+    }
+
+    /// The bytes a gathered write may read: the region's first half.
+    pub fn gather_len(&self) -> usize {
+        self.dst
+    }
+
     /// The WQE of an RDMA write of `size` bytes into the region, inline
     /// unless it does not fit or `gather` is asked for; signaled.
     pub fn build(

@@ -156,12 +156,7 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     let model = Analyzer::open().map(|a| a.bdf);
     say.line(&clock_caption(model.as_deref(), "POST_SEND"));
     if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
-        say.line(&format!(
-            "# gathered (too large for an inline WQE; DMA-read from a registered send buffer, \
-             lkey {:#x}, {} bytes; doorbell path only, skipped on bf): {list}",
-            scratch.lkey(),
-            scratch.len()
-        ));
+        say.line(&gathered_caption(scratch.lkey(), scratch.len(), &list));
     }
     for (n, &(name, flags)) in paths.iter().enumerate() {
         say.line(&format!(
@@ -201,6 +196,15 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
     scratch.close()
 }
 
+/// The line naming the sizes whose data is gathered from a registered
+/// buffer (`lkey`, `len` bytes) rather than carried inline.
+fn gathered_caption(lkey: u32, len: usize, list: &str) -> String {
+    format!(
+        "# gathered (too large for an inline WQE; DMA-read from a registered send buffer, \
+         lkey {lkey:#x}, {len} bytes; doorbell path only, skipped on bf): {list}"
+    )
+}
+
 /// The same sweep on the RDMA device `name`: each iteration an RDMA
 /// write staged in the QP's own send queue, the QP_POST call timed, its
 /// completion reaped outside the clock. On `bf` a size whose WQE the
@@ -214,6 +218,9 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     crate::verbs_post::with_self_qp(name, largest, |s| {
         let model = Analyzer::open().map(|a| a.bdf);
         println!("{}", clock_caption(model.as_deref(), "QP_POST"));
+        if let Some(list) = gathered_sizes(&sizes, |size| s.carry(size)) {
+            println!("{}", gathered_caption(s.lkey(), s.gather_len(), &list));
+        }
         let mut template = [0u8; wqe::MAX_WQE_LEN];
         for &(path, flags) in paths {
             println!(

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The userspace helper (tools/mlx4-bf) fails cleanly: a one-line error that
-# names the cause, a non-zero exit, never a panic. Skipped when the helper is
-# not installed next to the tests or in $PATH.
+# names the cause, a non-zero exit, never a panic; and it posts, on the misc
+# device and on the RDMA device (--device mlx4_bf<N>: verbs objects, posts
+# through QP_POST). Skipped when the helper is not installed next to the
+# tests or in $PATH.
 
 HELPER=${MLX4_BF_HELPER:-$(dirname "$0")/../mlx4-bf}
 [ -x "$HELPER" ] || HELPER=$(command -v mlx4-bf)
@@ -15,7 +17,7 @@ if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
 	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
 	exit 4
 fi
-echo "1..11"
+echo "1..17"
 
 check() { # name expected-text command...
 	name=$1 want=$2
@@ -77,4 +79,31 @@ ok_if userpost_compares_user_and_ioctl_posts sh -c \
 ok_if userpost_pingpong_runs_both_ways sh -c \
 	"'$HELPER' userpost --pingpong --min 4 --max 8 --step 4 --iters 20 --out-dir /tmp/userpost |
 	 grep '^8 ' >/dev/null"
+
+# The same on the RDMA device, the first mlx4_bf<N> there is.
+rdma=$(ls /sys/class/infiniband 2>/dev/null | grep '^mlx4_bf' | head -n1)
+if [ -z "$rdma" ]; then
+	for name in missing_rdma_device rdma_posts_bf_up_to_208_and_doorbell_above \
+		    rdma_lat_gathers_what_does_not_fit_inline rdma_rdma_write_imm_pingpong_lands_its_data \
+		    rdma_userpost_compares_libmlx4_and_qp_post rdma_info_reads_the_hw_counters; do
+		n=$((n + 1))
+		echo "ok $n $name # SKIP no RDMA device mlx4_bf<N>"
+	done
+	exit $fail
+fi
+check missing_rdma_device "No such device" "$HELPER" --device mlx4_bf9 info
+ok_if rdma_posts_bf_up_to_208_and_doorbell_above sh -c \
+	"'$HELPER' --device $rdma post --size 208 | grep -q BlueFlame &&
+	 '$HELPER' --device $rdma post --size 209 | grep -q doorbell"
+ok_if rdma_lat_gathers_what_does_not_fit_inline sh -c \
+	"'$HELPER' --device $rdma lat --min 4 --max 1004 --step 1000 --iters 20 |
+	 grep '^# gathered' >/dev/null"
+ok_if rdma_rdma_write_imm_pingpong_lands_its_data \
+	"$HELPER" --device "$rdma" pingpong --op rdma-write-imm --iters 20 --min 4 --max 2004 \
+	--step 2000
+ok_if rdma_userpost_compares_libmlx4_and_qp_post sh -c \
+	"'$HELPER' --device $rdma userpost --min 4 --max 208 --step 204 --iters 20 \
+	 --out-dir /tmp/userpost | grep '^208 ' >/dev/null"
+ok_if rdma_info_reads_the_hw_counters sh -c \
+	"'$HELPER' --device $rdma info | grep '^device counters .* BlueFlame' >/dev/null"
 exit $fail
