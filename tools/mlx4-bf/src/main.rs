@@ -52,7 +52,7 @@ use device::open;
 struct Cli {
     /// The adapter: its misc device node (/dev/mlx4_bf<N>), or its RDMA
     /// device's name (mlx4_bf<N>, through libibverbs and the QP_POST
-    /// method; all but `userpost --pingpong` so far).
+    /// method).
     #[arg(long, short, global = true, default_value = "/dev/mlx4_bf0")]
     device: PathBuf,
     #[command(subcommand)]

@@ -9,7 +9,7 @@
 use std::{
     io,
     os::fd::RawFd,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
@@ -27,14 +27,14 @@ use crate::{
 };
 
 /// `IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE`.
-const ACCESS_WRITE: u32 = 1 | 2;
+pub(crate) const ACCESS_WRITE: u32 = 1 | 2;
 /// Send WQEs of the QP, and the inline room that sizes them: 1 KiB
 /// strides, so a WQE of up to QP_POST's 1008 bytes fits.
-const SEND_WR: u32 = 64;
-const MAX_INLINE: u32 = 512;
+pub(crate) const SEND_WR: u32 = 64;
+pub(crate) const MAX_INLINE: u32 = 512;
 /// `IBV_PORT_ACTIVE`.
-const PORT_ACTIVE: u8 = 4;
-const COMPLETION_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const PORT_ACTIVE: u8 = 4;
+pub(crate) const COMPLETION_WAIT: Duration = Duration::from_secs(5);
 
 /// The objects of a post: the context's QP connected to itself, its CQ,
 /// the region the writes go to (and a gathered payload comes from).
@@ -181,18 +181,7 @@ impl<'a> SelfQp<'a> {
 
     /// Waits for the next completion, which must be a success.
     pub fn await_completion(&self) -> Result<()> {
-        let start = Instant::now();
-        loop {
-            if let Some(c) = self.cq.poll().context("ibv_poll_cq")? {
-                if c.status != 0 {
-                    bail!("the write completed with status {}", c.status);
-                }
-                return Ok(());
-            }
-            if start.elapsed() > COMPLETION_WAIT {
-                return Err(anyhow!("no completion within {COMPLETION_WAIT:?}"));
-            }
-        }
+        self.cq.await_success(COMPLETION_WAIT)
     }
 
     /// libmlx4's own post of the RDMA write of `size` bytes (not a WQE of

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One module per subcommand (`pingpong` a folder of its own); `writelat`
-//! is `userpost --pingpong`'s ping-pong.
+//! (a folder) is `userpost --pingpong`'s ping-pong.
 
 pub mod bench;
 pub mod counters;

@@ -216,7 +216,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     use crate::verbs_post::with_self_qp;
 
     if args.pingpong {
-        anyhow::bail!("{name}: --pingpong speaks only the misc device (/dev/mlx4_bf<N>) so far");
+        return pingpong_verbs(name, args);
     }
     let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
     let (scale, unit) = if args.icount {
@@ -286,23 +286,56 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
 
 /// The two ways of posting in an ib_write_lat ping-pong, per size.
 fn pingpong(path: &Path, args: &Args) -> Result<()> {
-    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
+    let sweep = &args.sweep;
     let info = open(path)?.query_device().map_err(ioerr("QUERY_DEVICE"))?;
     let (sizes, _) = sweep.bf_sizes(&info)?;
     let sizes: Vec<usize> = sizes.into_iter().map(|s| s.next_multiple_of(4)).collect();
+    let ioctl = writelat::misc::one_way_us(path, &info, false, &sizes, sweep.iters, WARMUP)?;
+    let user = writelat::misc::one_way_us(path, &info, true, &sizes, sweep.iters, WARMUP)?;
+    let ways = format!("ioctl = POST_SEND, user = {}", userqp::BAR_WRITES);
+    write_pingpong(args, writer_name(info.writer), &ways, &sizes, &ioctl, &user)
+}
+
+/// The same on the RDMA device `name`, up to the largest payload the
+/// kernel posts by BlueFlame.
+#[cfg(verbs)]
+fn pingpong_verbs(name: &str, args: &Args) -> Result<()> {
+    let sweep = &args.sweep;
+    let (cutoff, writer) =
+        crate::verbs_post::with_self_qp(name, 1, |s| Ok((s.bf_cutoff()?, s.writer()?)))?;
+    let sizes: Vec<usize> = sweep
+        .sizes_up_to(cutoff)?
+        .into_iter()
+        .map(|s| s.next_multiple_of(4))
+        .collect();
+    let ioctl = writelat::verbs::one_way_us(name, false, &sizes, sweep.iters, WARMUP)?;
+    let user = writelat::verbs::one_way_us(name, true, &sizes, sweep.iters, WARMUP)?;
+    let ways = format!(
+        "ioctl = QP_POST on {name}, user = libmlx4's ibv_post_send(), its {}",
+        userqp::BAR_WRITES
+    );
+    write_pingpong(args, writer, &ways, &sizes, &ioctl, &user)
+}
+
+/// The ping-pong's table, printed and written to userpost-pingpong.txt.
+fn write_pingpong(
+    args: &Args,
+    writer: &str,
+    ways: &str,
+    sizes: &[usize],
+    ioctl: &[f64],
+    user: &[f64],
+) -> Result<()> {
+    let out_dir = args.out_dir.as_path();
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let ioctl = writelat::one_way_us(path, &info, false, &sizes, sweep.iters, WARMUP)?;
-    let user = writelat::one_way_us(path, &info, true, &sizes, sweep.iters, WARMUP)?;
     let mut txt = format!(
         "# mlx4-bf userpost --pingpong: ib_write_lat-style RDMA-write ping-pong between two contexts,\n\
-         # BlueFlame, {} writer, {} iterations per size; t_typical = median round trip / 2, microseconds\n\
-         # (wall clock under emulation); ioctl = POST_SEND, user = {} the mapped BlueFlame page\n\
+         # BlueFlame, {writer} writer, {} iterations per size; t_typical = median round trip / 2, microseconds\n\
+         # (wall clock under emulation); {ways} the mapped BlueFlame page\n\
          #bytes   ioctl[usec]  user[usec]   user/ioctl\n",
-        writer_name(info.writer),
-        sweep.iters,
-        userqp::BAR_WRITES,
+        args.sweep.iters,
     );
-    for ((size, k), u) in sizes.iter().zip(&ioctl).zip(&user) {
+    for ((size, k), u) in sizes.iter().zip(ioctl).zip(user) {
         let _ = writeln!(txt, "{size:<8} {k:<12.2} {u:<12.2} {:.2}", u / k);
     }
     print!("{txt}");

@@ -3,7 +3,17 @@
 //! Completion queues: polled by the process, and, made with events, on a
 //! completion channel of their own whose file poll(2) watches.
 
-use std::{ffi::c_int, io, marker::PhantomData, os::fd::RawFd, ptr, ptr::NonNull};
+use std::{
+    ffi::c_int,
+    io,
+    marker::PhantomData,
+    os::fd::RawFd,
+    ptr,
+    ptr::NonNull,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _, Result};
 
 use super::{check, ffi, Context};
 
@@ -73,6 +83,23 @@ impl Cq<'_> {
             1 => Ok(Some(wc)),
             0 => Ok(None),
             e => Err(io::Error::from_raw_os_error(-e)),
+        }
+    }
+
+    /// Spins for the next completion, which must be a success, for at
+    /// most `wait`.
+    pub fn await_success(&self, wait: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if let Some(c) = self.poll().context("ibv_poll_cq")? {
+                if c.status != 0 {
+                    bail!("the work request completed with status {}", c.status);
+                }
+                return Ok(());
+            }
+            if start.elapsed() > wait {
+                bail!("no completion within {wait:?}");
+            }
         }
     }
 

@@ -122,23 +122,39 @@ impl Qp<'_> {
         len: usize,
         inline: bool,
     ) -> io::Result<()> {
-        let within = |off: usize| off.checked_add(len).is_some_and(|end| end <= mr.len());
+        if !dst.checked_add(len).is_some_and(|end| end <= mr.len()) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        self.post_write_to(mr, src, (mr.addr() + dst as u64, mr.rkey), len, inline)
+    }
+
+    /// The same to `raddr` of the peer's region `rkey`, which the peer
+    /// checks: EINVAL only if the source range leaves `mr`.
+    pub fn post_write_to(
+        &self,
+        mr: &Mr<'_>,
+        src: usize,
+        (raddr, rkey): (u64, u32),
+        len: usize,
+        inline: bool,
+    ) -> io::Result<()> {
         let len32 = u32::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        if !within(src) || !within(dst) {
+        if !src.checked_add(len).is_some_and(|end| end <= mr.len()) {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let w = ffi::Write {
             laddr: mr.addr() + src as u64,
-            raddr: mr.addr() + dst as u64,
+            raddr,
             lkey: mr.lkey,
-            rkey: mr.rkey,
+            rkey,
             len: len32,
             inline_data: inline.into(),
         };
-        // SAFETY: the QP lives; both ranges lie within the registered
-        // region's memory, which lives across the call (libmlx4 reads an
-        // inline payload from it during the call; the adapter writes the
-        // destination, which this process reads only through copies).
+        // SAFETY: the QP lives; the source range lies within the
+        // registered region's memory, which lives across the call
+        // (libmlx4 reads an inline payload from it during the call); the
+        // destination is the adapter's to write, in this process only
+        // into its own registered regions, which it reads through copies.
         check(unsafe { ffi::hv_post_write(self.qp.as_ptr(), &w) })
     }
 

@@ -17,7 +17,7 @@ if [ -z "$HELPER" ] || [ ! -e /dev/mlx4_bf0 ]; then
 	echo "1..0 # SKIP mlx4-bf helper or /dev/mlx4_bf0 missing"
 	exit 4
 fi
-echo "1..17"
+echo "1..18"
 
 check() { # name expected-text command...
 	name=$1 want=$2
@@ -85,7 +85,8 @@ rdma=$(ls /sys/class/infiniband 2>/dev/null | grep '^mlx4_bf' | head -n1)
 if [ -z "$rdma" ]; then
 	for name in missing_rdma_device rdma_posts_bf_up_to_208_and_doorbell_above \
 		    rdma_lat_gathers_what_does_not_fit_inline rdma_rdma_write_imm_pingpong_lands_its_data \
-		    rdma_userpost_compares_libmlx4_and_qp_post rdma_info_reads_the_hw_counters; do
+		    rdma_userpost_compares_libmlx4_and_qp_post rdma_userpost_pingpong_runs_both_ways \
+		    rdma_info_reads_the_hw_counters; do
 		n=$((n + 1))
 		echo "ok $n $name # SKIP no RDMA device mlx4_bf<N>"
 	done
@@ -104,6 +105,9 @@ ok_if rdma_rdma_write_imm_pingpong_lands_its_data \
 ok_if rdma_userpost_compares_libmlx4_and_qp_post sh -c \
 	"'$HELPER' --device $rdma userpost --min 4 --max 208 --step 204 --iters 20 \
 	 --out-dir /tmp/userpost | grep '^208 ' >/dev/null"
+ok_if rdma_userpost_pingpong_runs_both_ways sh -c \
+	"'$HELPER' --device $rdma userpost --pingpong --min 4 --max 8 --step 4 --iters 20 \
+	 --out-dir /tmp/userpost | grep '^8 ' >/dev/null"
 ok_if rdma_info_reads_the_hw_counters sh -c \
 	"'$HELPER' --device $rdma info | grep '^device counters .* BlueFlame' >/dev/null"
 exit $fail

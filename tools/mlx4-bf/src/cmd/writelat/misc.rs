@@ -1,20 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! perftest `ib_write_lat` between two contexts, one thread each: side A
-//! RDMA-writes `size` bytes into B's registered region, B spins on the
-//! region's last four bytes until they carry the iteration's number and
-//! writes back, A spins likewise; half the round trip is the latency. Run
-//! once with posts by ioctl and once posted from user space
-//! (`MLX4_BF_QP_F_USER_SEND`, `userqp.rs`): `mlx4-bf userpost --pingpong`.
+//! The ping-pong on the misc device: posts by ioctl (POST_SEND, BlueFlame
+//! required) or from user space (`MLX4_BF_QP_F_USER_SEND`, `userqp.rs`).
 
-use std::{
-    path::Path,
-    sync::atomic::{fence, AtomicU32, Ordering},
-    thread,
-    time::{Duration, Instant},
-};
+use std::{path::Path, sync::atomic::AtomicU32, thread};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
@@ -25,9 +16,6 @@ use crate::{
     rdma_write::{build_rdma_write, max_wqe},
     userqp::{UserPath, UserQp},
 };
-
-/// How long a side waits for the peer's write before giving up.
-const LANDING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How one side posts.
 enum Poster {
@@ -62,16 +50,13 @@ impl Poster {
     }
 }
 
-/// One side: its context's poster and the region the peer writes into.
+/// One side: its context's poster, the region the peer writes into, and
+/// the peer's (address, rkey) once connected.
 struct Side {
     poster: Poster,
     mr: Mr,
     max_wqe: usize,
-}
-
-/// The number iteration `i` of a `size`-byte round carries.
-fn tag(size: usize, i: u32) -> u32 {
-    ((size as u32) << 20) ^ (i + 1)
+    peer: (u64, u32),
 }
 
 impl Side {
@@ -89,10 +74,12 @@ impl Side {
             poster,
             mr,
             max_wqe: max_wqe(info),
+            peer: (0, 0),
         })
     }
+}
 
-    /// The last four bytes of a `size`-byte message in this side's region.
+impl super::Side for Side {
     fn landed(&self, size: usize) -> &AtomicU32 {
         // SAFETY: `size - 4` is 4-aligned (sizes are multiples of 4) and
         // inside the region (it was registered for the largest size); the
@@ -100,21 +87,7 @@ impl Side {
         unsafe { AtomicU32::from_ptr((self.mr.addr() as usize + size - 4) as *mut u32) }
     }
 
-    fn wait(&self, size: usize, want: u32) -> Result<()> {
-        let word = self.landed(size);
-        let end = Instant::now() + LANDING_TIMEOUT;
-        while word.load(Ordering::Relaxed) != want {
-            if Instant::now() > end {
-                bail!("a {size}-byte write never landed (waited {LANDING_TIMEOUT:?})");
-            }
-            std::hint::spin_loop();
-        }
-        fence(Ordering::Acquire);
-        Ok(())
-    }
-
-    /// Writes `size` bytes ending in `want` into the peer's region.
-    fn send(&mut self, peer: (u64, u32), size: usize, want: u32) -> Result<()> {
+    fn send(&mut self, size: usize, want: u32) -> Result<()> {
         let mut payload = vec![0x5a_u8; size];
         payload[size - 4..].copy_from_slice(&want.to_ne_bytes());
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
@@ -124,7 +97,7 @@ impl Side {
             wqe::OPCODE_RDMA_WRITE,
             &payload,
             src,
-            peer,
+            self.peer,
             false,
             self.max_wqe,
         )
@@ -156,43 +129,18 @@ pub fn one_way_us(
     };
     connect(&a, b.poster.qpn())?;
     connect(&b, a.poster.qpn())?;
-    let (a_region, b_region) = ((a.mr.addr(), a.mr.rkey()), (b.mr.addr(), b.mr.rkey()));
-    let mut medians = Vec::new();
-    for &size in sizes {
-        if size < 4 || size % 4 != 0 {
-            bail!("ping-pong sizes must be multiples of 4, not {size}");
-        }
-        let rounds = iters + warmup;
-        let mut rtt = thread::scope(|s| -> Result<Vec<f64>> {
-            let responder = s.spawn(|| -> Result<()> {
-                for i in 0..rounds {
-                    b.wait(size, tag(size, i))?;
-                    b.send(a_region, size, tag(size, i))?;
-                }
-                Ok(())
-            });
-            let mut rtt = Vec::with_capacity(iters as usize);
-            let mut run = || -> Result<()> {
-                for i in 0..rounds {
-                    let t = Instant::now();
-                    a.send(b_region, size, tag(size, i))?;
-                    a.wait(size, tag(size, i))?;
-                    if i >= warmup {
-                        rtt.push(t.elapsed().as_secs_f64() * 1e6);
-                    }
-                }
-                Ok(())
-            };
-            let mine = run();
-            let theirs = responder
-                .join()
-                .map_err(|_| anyhow!("the responder thread panicked"))?;
-            mine.and(theirs)?;
-            Ok(rtt)
-        })?;
-        rtt.sort_by(f64::total_cmp);
-        medians.push(rtt[rtt.len() / 2] / 2.0);
-    }
+    a.peer = (b.mr.addr(), b.mr.rkey());
+    b.peer = (a.mr.addr(), a.mr.rkey());
+    let medians = thread::scope(|s| -> Result<Vec<f64>> {
+        let responder = s.spawn(|| super::respond(&mut b, sizes, iters + warmup));
+        let mine = super::initiate(&mut a, sizes, iters, warmup);
+        let theirs = responder
+            .join()
+            .map_err(|_| anyhow!("the responder thread panicked"))?;
+        let medians = mine?;
+        theirs?;
+        Ok(medians)
+    })?;
     a.poster.finish()?;
     b.poster.finish()?;
     Ok(medians)
