@@ -473,9 +473,9 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # Then the ioctl against rdma-core's way of posting (userpost), and
 	   # libmlx4's own post (ibv_post_cost).
 	   vm_boot run "sh /work/versus.sh up &&
-		/work/mlx4-bf bench ${icount[*]} --out-dir /tmp/results \
+		/work/mlx4-bf --device mlx4_bf0 bench ${icount[*]} --out-dir /tmp/results \
 		${BENCH_ARGS:---min 4 --max 208 --step 12 --iters 2000} &&
-		/work/mlx4-bf userpost ${icount[*]} --out-dir /tmp/results \
+		/work/mlx4-bf --device mlx4_bf0 userpost ${icount[*]} --out-dir /tmp/results \
 		${USERPOST_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
 		sh /work/versus.sh post-cost ${POST_COST_ARGS:--m 4 -M 208 -s 68 -n 300} &&
 		POST_COST_CLOCK=${BENCH_CLOCK:-icount} sh /work/post_cost.sh && $send_back" \
@@ -485,11 +485,11 @@ bench)     need_kdir; build_selftests "$KDIR"
 	   # results come back even if the ping-pong fails; its status is the
 	   # boot's.
 	   vm_boot run "mkdir -p /tmp/results && sh /work/versus.sh up &&
-		/work/mlx4-bf stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
+		/work/mlx4-bf --device mlx4_bf0 stress --threads 1,2 --seconds 2 >/tmp/results/stress.txt &&
 		cat /tmp/results/stress.txt &&
-		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
+		{ /work/mlx4-bf --device mlx4_bf0 pingpong --out-dir /tmp/results \
 			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
-		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
+		  /work/mlx4-bf --device mlx4_bf0 userpost --pingpong --out-dir /tmp/results \
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300} &&
 		  sh /work/versus.sh perftest ${PERFTEST_SIZES:-4 72 140 208} &&
 		  sh /work/versus.sh side-by-side ${SIDE_BY_SIDE_SIZES:-4 64 208 1024} &&
@@ -514,9 +514,9 @@ pingpong)  need_kdir; build_selftests "$KDIR"
 	   # perftest ib_send_lat between two contexts, wall clock (the model
 	   # answers asynchronously: never under -icount).
 	   vm_boot run "mkdir -p /tmp/results &&
-		{ /work/mlx4-bf pingpong --out-dir /tmp/results \
+		{ /work/mlx4-bf --device mlx4_bf0 pingpong --out-dir /tmp/results \
 			${PINGPONG_ARGS:---all --min 4 --max 208 --step 68 --iters 300} &&
-		  /work/mlx4-bf userpost --pingpong --out-dir /tmp/results \
+		  /work/mlx4-bf --device mlx4_bf0 userpost --pingpong --out-dir /tmp/results \
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		--save-files "$RESULTS" -- "$OUT/guest" ;;

@@ -104,7 +104,7 @@ S390_POST = [
     "#    s390x without the PCI MIO instructions: libmlx4_bf and user_bf are each one",
     "#    s390_pci_mmio_write() system call (rdma-core util/mmio.h; the upstream boot counts them),",
     "#    whose kernel side copies the WQE to a bounce buffer and stores it with PCISTB;",
-    "#    ioctl_bf stores the staged WQE with PCISTB from the POST_SEND ioctl.",
+    "#    ioctl_bf stores the staged WQE with PCISTB from the QP_POST method.",
 ]
 
 
@@ -119,9 +119,11 @@ def table(d, s390=False):
         "#",
         "# 1. One post, in guest instructions (QEMU -icount shift=0: the clock counts instructions),",
         "#    median of the clock read around the call alone, the completion reaped outside the window:",
-        "#    libmlx4_bf = ibv_post_send() of an inline RDMA write (libmlx4 copies the WQE to the",
-        "#    BlueFlame page; ibv_post_cost); ioctl_bf = our POST_SEND ioctl of a staged WQE, BlueFlame;",
-        "#    user_bf = our user-space post (WQE into the mapped send queue, then the BlueFlame page).",
+        "#    libmlx4_bf = ibv_post_send() of an inline RDMA write over mainline mlx4_ib (libmlx4",
+        "#    copies the WQE to the BlueFlame page; ibv_post_cost); ioctl_bf = our QP_POST method",
+        "#    (uverbs ioctl on mlx4_bf0) of a WQE stamped in the send queue, BlueFlame; user_bf =",
+        "#    libmlx4's own ibv_post_send() on mlx4_bf0, its BlueFlame stores; noop_ioctl = the uverbs",
+        "#    floor (QUERY_CONTEXT, answered at once).",
     ] + (S390_POST if s390 else X86_POST) + [
         f"{'#bytes':<8} {'libmlx4_bf':>11} {'ioctl_bf':>9} {'user_bf':>8} {'noop_ioctl':>11}"
         f" {'ioctl/libmlx4':>14} {'user/libmlx4':>13}",
@@ -140,8 +142,8 @@ def table(d, s390=False):
         "#    every BAR write is a trapped vfio-user message, so these rank the number of MMIO",
         "#    writes and DMA round trips, not a silicon latency. ib_send_lat / ib_write_lat:",
         "#    perftest over libmlx4 (inline, BlueFlame up to its inline size); ours_send = mlx4-bf",
-        "#    pingpong (SEND, BlueFlame, busy wait); ours_write_* = mlx4-bf userpost --pingpong",
-        "#    (RDMA write, by ioctl or from user space).",
+        "#    pingpong on mlx4_bf0 (SEND through QP_POST, BlueFlame, busy wait); ours_write_* =",
+        "#    mlx4-bf userpost --pingpong (RDMA write, through QP_POST or libmlx4's own stores).",
         f"{'#bytes':<8} {'ib_send_lat':>12} {'ours_send':>10} {'ib_write_lat':>13}"
         f" {'ours_write_ioctl':>17} {'ours_write_user':>16}",
     ]
