@@ -21,7 +21,9 @@
 #   mlx4-bf.sh profile               instructions per call by function, in results/
 #   mlx4-bf.sh post-cost             one post over mlx4_bf0: libmlx4, QP_POST, doorbell
 #   mlx4-bf.sh profile-post          instructions per ibv_post_send() by function, QP_POST and libmlx4
-#   mlx4-bf.sh fuzz                  the long fuzz campaign (FUZZ_CALLS, FUZZ_SEED)
+#   mlx4-bf.sh fuzz                  the long fuzz campaigns, the misc device's and
+#                                    the RDMA device's (FUZZ_CALLS, FUZZ_VERBS_OPS,
+#                                    FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
 #                                    non-posted writes, nopat, upstream, provider),
@@ -216,12 +218,14 @@ host_test() {
 
 # One boot running the selftests (MLX4_BF_TESTS: which programs; all by
 # default) once per writer, as KTAP. The fuzzer's MLX4_BF_FUZZ_CALLS calls
-# take about 250 s per million on trapped MMIO: make test runs a short
-# campaign, make fuzz the long one.
+# take about 250 s per million on trapped MMIO, the RDMA device fuzzer's
+# MLX4_BF_QP_POST_FUZZ_OPS operations about 1 s per thousand: make test
+# runs short campaigns, make fuzz the long ones.
 selftests() {
 	local cmd
 	cmd="MLX4_BF_WRITES=${NO_POSTED_WRITES:+nonposted} MLX4_BF_TESTS='${MLX4_BF_TESTS:-}'"
 	cmd="$cmd MLX4_BF_FUZZ_CALLS=${MLX4_BF_FUZZ_CALLS:-50000}"
+	cmd="$cmd MLX4_BF_QP_POST_FUZZ_OPS=${MLX4_BF_QP_POST_FUZZ_OPS:-15000}"
 	cmd="$cmd MLX4_BF_PARAM_SETS='writer=1;writer=2' sh /work/selftests/run_guest.sh"
 	if [ "$KCONFIG" = debug ]; then
 		# Objects must be unreferenced for a while before kmemleak reports
@@ -573,9 +577,14 @@ post-cost) need_kdir; build_helper
 		--icount --save-files "$RESULTS" -- "$pdir" ;;
 fuzz)      need_kdir; build_selftests "$KDIR"
 	   calls=${FUZZ_CALLS:-10000000}
-	   # Trapped MMIO: about 250 s per million calls under TCG; twice that, and boot.
-	   VM_TIMEOUT=${VM_TIMEOUT:-$((300 + calls / 2000))}
-	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n $calls -p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}" \
+	   ops=${FUZZ_VERBS_OPS:-1000000}
+	   # Trapped MMIO: about 250 s per million calls under TCG; the RDMA
+	   # device's operations (firmware commands among them) about 1 ms
+	   # each. Twice that, and boot.
+	   VM_TIMEOUT=${VM_TIMEOUT:-$((300 + calls / 2000 + ops / 500))}
+	   args="-p ${FUZZ_PROCS:-4} ${FUZZ_SEED:+-s $FUZZ_SEED}"
+	   vm_boot run "/work/selftests/mlx4_bf_fuzz -n $calls $args; rc=\$?;
+		/work/selftests/mlx4_bf_qp_post_fuzz -n $ops $args || rc=1; exit \$rc" \
 		-- "$OUT/guest" ;;
 lint)      need_kdir
 	   ksrc=$(ksrc_of "$KDIR")
