@@ -61,20 +61,6 @@ static int post_payload(struct __test_metadata *_metadata, int fd,
 	return res.path;
 }
 
-/*
- * With posted writes (QEMU's default) the model runs behind the guest: when
- * a doorbell or fallback makes it scan the send queue, the driver may have
- * written the next WQEs already, and the scan runs them too. Counts that
- * depend on when the model looked at memory need x-no-posted-writes, which
- * the test bed announces with MLX4_BF_WRITES=nonposted.
- */
-static int writes_posted(void)
-{
-	const char *v = getenv("MLX4_BF_WRITES");
-
-	return !v || strcmp(v, "nonposted");
-}
-
 #define DELTA(field) (self->after.field - self->before.field)
 #define SAW() model_delta_str(&self->before, &self->after)
 

@@ -444,6 +444,20 @@ static inline const char *model_source_str(uint32_t source)
 	       source == MODEL_SOURCE_DMA ? "a DMA fetch" : "nothing";
 }
 
+/*
+ * With posted writes (QEMU's default) the model runs behind the guest: when
+ * a doorbell or fallback makes it scan the send queue, the driver may have
+ * written the next WQEs already, and the scan runs them too. Counts that
+ * depend on when the model looked at memory need x-no-posted-writes, which
+ * the test bed announces with MLX4_BF_WRITES=nonposted.
+ */
+static inline int writes_posted(void)
+{
+	const char *v = getenv("MLX4_BF_WRITES");
+
+	return !v || strcmp(v, "nonposted");
+}
+
 /* The first byte where @len bytes of @got and @want differ, or -1. */
 static inline long first_difference(const uint8_t *got, const uint8_t *want, size_t len)
 {

@@ -307,6 +307,37 @@ TEST_F(qp, each_context_posts_through_its_own_uar)
 	post_and_check(_metadata, self, 16, 0, &res);
 }
 
+/*
+ * The adapter may always fetch a WQE from the send queue instead of running
+ * its BlueFlame copy (the model is told to, every second post): what the
+ * process put in its queue is the whole WQE, and it runs from there.
+ */
+TEST_F(qp, fallback_finds_the_whole_wqe_in_the_send_queue)
+{
+	struct model_counts before, after;
+
+	if (writes_posted())
+		SKIP(return, "needs non-posted writes (MLX4_BF_WRITES=nonposted)");
+	model_counts(&self->model, verbs_qpn(&self->v), &before);
+	model_write(&self->model, MODEL_FALLBACK_EVERY, 2);
+	for (int i = 0; i < 8; i++) {
+		int len = build_rdma_write(self->wqe, 100, i, verbs_sink_addr(&self->v),
+					   self->v.sink_mr->rkey);
+		uint8_t *slot = verbs_put_wqe(&self->v, self->wqe, len);
+
+		ASSERT_EQ(0, verbs_post(&self->v, slot, len, 0, NULL));
+		ASSERT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(self->v.cq));
+	}
+	model_write(&self->model, MODEL_FALLBACK_EVERY, 0);
+	model_counts(&self->model, verbs_qpn(&self->v), &after);
+	EXPECT_EQ(4, after.fb_forced - before.fb_forced) TH_LOG("%s", model_delta_str(&before, &after));
+	EXPECT_EQ(4, after.wqe_bf - before.wqe_bf) TH_LOG("%s", model_delta_str(&before, &after));
+	EXPECT_EQ(4, after.wqe_dma - before.wqe_dma) TH_LOG("%s", model_delta_str(&before, &after));
+	EXPECT_EQ(8, after.cqes - before.cqes) TH_LOG("%s", model_delta_str(&before, &after));
+	EXPECT_EQ(0, after.errors - before.errors) TH_LOG("%s", model_delta_str(&before, &after));
+	EXPECT_EQ(0, after.unexpected - before.unexpected);
+}
+
 /* This process's page tables, its user half included (x86 ptdump). */
 #define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
 #define PAT_LIST	"/sys/kernel/debug/x86/pat_memtype_list"
