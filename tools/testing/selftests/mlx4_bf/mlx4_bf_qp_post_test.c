@@ -252,6 +252,18 @@ TEST_F(qp, force_doorbell_rings_the_uar_and_keeps_the_half)
 	post_and_check(_metadata, self, 16, 0, &res);
 }
 
+/*
+ * A burst's padding is zeros, never the tail of a longer WQE posted before
+ * through the same context's copy: sizes going down.
+ */
+TEST_F(qp, padding_never_carries_an_earlier_wqe)
+{
+	struct mlx4_bf_post_result res;
+
+	for (int payload = 208; payload > 0; payload -= 23)
+		post_and_check(_metadata, self, payload, 0, &res);
+}
+
 /* A WQE whose data is gathered from a region, by DMA after the doorbell. */
 TEST_F(qp, gathered_write_takes_the_doorbell)
 {
