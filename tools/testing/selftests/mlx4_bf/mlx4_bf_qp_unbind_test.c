@@ -346,7 +346,8 @@ TEST_F(unbind, a_zapped_page_faults_in_zeroed_ram_not_the_bar)
 	uint64_t back = 0;
 
 #ifdef __s390x__
-	SKIP(return, "s390x: user space cannot load from a BAR page to compare with");
+	/* libmlx4 reaches its pages there through s390_pci_mmio_write(), not stores */
+	SKIP(return, "s390x: user space does not load or store to BAR pages");
 #endif
 	ASSERT_EQ(0, libmlx4_pages(&uar, &bf)) TH_LOG("no uverbs pages in /proc/self/maps");
 	ASSERT_EQ(0, unbind_adapter());
