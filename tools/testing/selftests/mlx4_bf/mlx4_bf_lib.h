@@ -426,23 +426,39 @@ static inline long debugfs_counter(const char *dir, const char *name)
 	return found;
 }
 
+/* A "Name: N kB" line of this process's /proc/self/status, in KiB, or -1. */
+static inline long proc_status_kb(const char *name)
+{
+	char line[128], fmt[48];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	snprintf(fmt, sizeof(fmt), "%s: %%ld kB", name);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, fmt, &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 /*
  * This process's locked memory in KiB (VmLck in /proc/self/status: REG_MR
  * accounts its pages there, as VFIO does), or -1.
  */
 static inline long vm_locked_kb(void)
 {
-	char line[128];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
+	return proc_status_kb("VmLck");
+}
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
+/*
+ * This process's pinned memory in KiB (VmPin: mm->pinned_vm, where the RDMA
+ * core's ib_umem_get() accounts the pages it pins), or -1.
+ */
+static inline long vm_pinned_kb(void)
+{
+	return proc_status_kb("VmPin");
 }
 
 #endif /* MLX4_BF_LIB_H */

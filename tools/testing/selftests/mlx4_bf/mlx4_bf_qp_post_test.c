@@ -387,32 +387,6 @@ static int pte_cache_bits(const void *addr, char *bits, size_t len)
 	return found;
 }
 
-/* mlx4_ib's mmap offsets of a context's pages, which libmlx4 maps. */
-#define UAR_PGOFF	0
-#define BF_PGOFF	1
-
-/*
- * Where this process mapped the page at @offset of a uverbs device's file
- * (/proc/self/maps), or NULL: libmlx4 does not say where its BlueFlame page
- * is.
- */
-static void *uverbs_mapping(unsigned long offset)
-{
-	unsigned long start, off;
-	char line[512];
-	void *at = NULL;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	if (!f)
-		return NULL;
-	while (!at && fgets(line, sizeof(line), f))
-		if (strstr(line, "/dev/infiniband/uverbs") &&
-		    sscanf(line, "%lx-%*x %*s %lx", &start, &off) == 2 && off == offset)
-			at = (void *)start;
-	fclose(f);
-	return at;
-}
-
 /*
  * libmlx4's UAR page is mapped uncached and its BlueFlame page
  * write-combining, as mlx4_ib maps them: read from the page-table entries

@@ -134,20 +134,34 @@ static inline int verbs_qp_queue(struct ibv_qp *qp, struct mlx4dv_qp *dv)
 	return mlx4dv_init_obj(&obj, MLX4DV_OBJ_QP) ? errno : 0;
 }
 
-static inline void verbs_close(struct verbs *v)
+/* @err if set, else @e: the first error of a series of calls, each made. */
+static inline int first_err(int err, int e)
 {
+	return err ? err : e;
+}
+
+/*
+ * Destroys what verbs_open() made, all of it whatever fails; 0, or the
+ * first error a destroy returned (after an unbind the core has destroyed
+ * the objects, and libibverbs still reports each destroy done).
+ */
+static inline int verbs_close(struct verbs *v)
+{
+	int err = 0;
+
 	if (v->qp)
-		ibv_destroy_qp(v->qp);
+		err = ibv_destroy_qp(v->qp);
 	if (v->sink_mr)
-		ibv_dereg_mr(v->sink_mr);
+		err = first_err(err, ibv_dereg_mr(v->sink_mr));
 	if (v->cq)
-		ibv_destroy_cq(v->cq);
+		err = first_err(err, ibv_destroy_cq(v->cq));
 	if (v->pd)
-		ibv_dealloc_pd(v->pd);
+		err = first_err(err, ibv_dealloc_pd(v->pd));
 	if (v->ctx)
-		ibv_close_device(v->ctx);
+		err = first_err(err, ibv_close_device(v->ctx));
 	free(v->sink);
 	memset(v, 0, sizeof(*v));
+	return err;
 }
 
 /*
@@ -311,6 +325,32 @@ static inline int verbs_cq_quiet(struct ibv_cq *cq)
 		if (ibv_poll_cq(cq, 1, &wc) != 0)
 			return 0;
 	return 1;
+}
+
+/* mlx4_ib's mmap offsets of a context's pages, which libmlx4 maps. */
+#define UAR_PGOFF	0
+#define BF_PGOFF	1
+
+/*
+ * Where this process mapped the page at @offset of a uverbs device's file
+ * (/proc/self/maps), or NULL: libmlx4 does not say where its BlueFlame page
+ * is.
+ */
+static inline void *uverbs_mapping(unsigned long offset)
+{
+	unsigned long start, off;
+	char line[512];
+	void *at = NULL;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return NULL;
+	while (!at && fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/infiniband/uverbs") &&
+		    sscanf(line, "%lx-%*x %*s %lx", &start, &off) == 2 && off == offset)
+			at = (void *)start;
+	fclose(f);
+	return at;
 }
 
 #endif /* MLX4_BF_VERBS_H */

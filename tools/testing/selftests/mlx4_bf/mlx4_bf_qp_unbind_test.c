@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lifetimes on the RDMA device (mlx4_bf<N>): the adapter unbound from
+ * mlx4_bf under processes that hold verbs contexts, and bound again.
+ *
+ * The RDMA core disassociates every context at unbind (mlx4_bf has
+ * disassociate_ucontext): ib_uverbs_free_hw_resources() in
+ * drivers/infiniband/core/uverbs_main.c clears the driver's uverbs methods
+ * first (uverbs_disassociate_api_pre()), so QP_POST fails with EIO
+ * (ib_uverbs_run_method() in uverbs_ioctl.c), then destroys each file's
+ * objects and zaps its mappings (uverbs_destroy_ufile_hw(),
+ * uverbs_user_mmap_disassociate()). What a process must see of that:
+ *
+ * - QP_POST and every verbs call that reaches the kernel fail with EIO,
+ *   IBV_EVENT_DEVICE_FATAL arrives, every object is still destroyed and
+ *   the context closed without error; after a rebind a new context posts;
+ * - libmlx4's UAR and BlueFlame pages stop mapping BAR2: their PTEs are
+ *   gone, and a later access faults in one zeroed page of RAM that both
+ *   share (rdma_umap_fault()), so nothing reaches the adapter;
+ * - nothing stays pinned or held while the process still runs: VmPin is
+ *   back where it was, the adapter holds no MPT, queue, ICM or firmware
+ *   page;
+ * - processes posting through QP_POST in a loop see EIO and exit cleanly.
+ *
+ * Every test leaves the adapter bound again (the fixture's teardown runs
+ * in the harness's process, after the test's process ended however it
+ * ended; a destructor does it once more for a test killed on timeout).
+ */
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "mlx4_bf_model.h"
+#include "mlx4_bf_verbs.h"
+
+#define IB_CLASS	"/sys/class/infiniband"
+#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
+#define POSTERS		3
+/* How long a bind may take to bring the RDMA device's port up. */
+#define BIND_WAIT_MS	30000
+
+/* The adapter bound to mlx4_bf when the program started ("" if none). */
+static char adapter[64];
+
+static void __attribute__((constructor)) find_adapter(void)
+{
+	if (bound_device(adapter, sizeof(adapter)))
+		adapter[0] = '\0';
+}
+
+static int write_sysfs(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/* Whether @bdf has a driver (mlx4_bf: nothing else claims the model). */
+static int is_bound(const char *bdf)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", bdf);
+	return !access(path, F_OK);
+}
+
+/*
+ * Whether an mlx4_bf<N> RDMA device is registered, and with @active, whether
+ * its port 1 is ACTIVE (a QP needs the port's LID to connect to itself).
+ */
+static int rdma_device_up(int active)
+{
+	char path[300], state[64] = "";
+	struct dirent *de;
+	DIR *dir = opendir(IB_CLASS);
+	int up = 0;
+	FILE *f;
+
+	if (!dir)
+		return 0;
+	while (!up && (de = readdir(dir))) {
+		if (strncmp(de->d_name, VERBS_DEV_PREFIX, strlen(VERBS_DEV_PREFIX)))
+			continue;
+		if (!active) {
+			up = 1;
+			break;
+		}
+		snprintf(path, sizeof(path), IB_CLASS "/%s/ports/1/state", de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			up = fgets(state, sizeof(state), f) && strstr(state, "ACTIVE");
+			fclose(f);
+		}
+	}
+	closedir(dir);
+	return up;
+}
+
+/* Unbinds the adapter: returns once mlx4_bf's remove() has. 0 or -errno. */
+static int unbind_adapter(void)
+{
+	return write_sysfs(DRIVER_DIR "/unbind", adapter);
+}
+
+/*
+ * Binds the adapter again if it is not bound and waits for its RDMA device's
+ * port to come up; 0, or -1 if it did not within BIND_WAIT_MS.
+ */
+static int bind_adapter(void)
+{
+	if (!is_bound(adapter) && write_sysfs(DRIVER_DIR "/bind", adapter))
+		return -1;
+	for (int ms = 0; ms < BIND_WAIT_MS; ms += 10) {
+		if (rdma_device_up(1))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* The suite's next program needs the adapter: bound again, whatever ended this one. */
+static void __attribute__((destructor)) leave_bound(void)
+{
+	if (adapter[0] && !is_bound(adapter))
+		bind_adapter();
+}
+
+FIXTURE(unbind)
+{
+	struct verbs v;
+	struct model model;
+	int have_model;
+	uint8_t wqe[MAX_WQE + 64];
+};
+
+FIXTURE_SETUP(unbind)
+{
+	if (!adapter[0] || !verbs_device_present())
+		SKIP(return, NO_VERBS_DEVICE);
+	/*
+	 * The port too: the suite waits only for the misc device after
+	 * insmod, and a write to self goes nowhere before the link is up.
+	 */
+	ASSERT_EQ(0, bind_adapter()) TH_LOG("port 1 of the RDMA device is not ACTIVE");
+	self->have_model = !model_open(&self->model);
+	ASSERT_EQ(0, verbs_open(&self->v));
+}
+
+/*
+ * In the harness's process, after the test's own ended (its contexts closed
+ * with it): the next test, and the suite's next program, need the adapter.
+ * No TH_LOG here: a failed ASSERT in the test's process aborts it with the
+ * shared _metadata->trigger still set, which would print the log line as if
+ * this check had failed too.
+ */
+FIXTURE_TEARDOWN_PARENT(unbind)
+{
+	EXPECT_EQ(0, bind_adapter());
+}
+
+/* One inline RDMA write of 16 bytes (@seed + i) into @v's sink, through QP_POST. */
+static int post_write(struct verbs *v, uint8_t *wqe, uint8_t seed)
+{
+	int len = build_rdma_write(wqe, 16, seed, verbs_sink_addr(v), v->sink_mr->rkey);
+
+	return verbs_post(v, verbs_put_wqe(v, wqe, len), len, 0, NULL);
+}
+
+/* Posts through QP_POST and checks the write landed: the context works. */
+static void post_and_land(struct __test_metadata *_metadata, struct verbs *v, uint8_t *wqe,
+			  uint8_t seed)
+{
+	uint8_t want[16];
+
+	memset(v->sink, 0, sizeof(want));
+	ASSERT_EQ(0, post_write(v, wqe, seed)) TH_LOG("post %u", seed);
+	ASSERT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(v->cq)) TH_LOG("post %u", seed);
+	rdma_write_pattern(want, sizeof(want), seed);
+	EXPECT_EQ(0, memcmp(v->sink, want, sizeof(want))) TH_LOG("post %u", seed);
+}
+
+/* The type of the next async event of @ctx within @ms, or -1 if none came. */
+static int next_async_event(struct ibv_context *ctx, int ms)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int type;
+
+	if (poll(&p, 1, ms) != 1 || ibv_get_async_event(ctx, &ev))
+		return -1;
+	type = ev.event_type;
+	ibv_ack_async_event(&ev);
+	return type;
+}
+
+/*
+ * The kernel's answer to the calls a process still makes with a context
+ * whose device went, QP_POST first; then the process closes it all, and a
+ * new context posts once the adapter is back.
+ */
+TEST_F(unbind, a_context_sees_the_device_go_then_a_new_one_posts)
+{
+	struct ibv_qp_attr to_err = { .qp_state = IBV_QPS_ERR };
+	struct model_posts before, after;
+	struct ibv_context *ctx = self->v.ctx;
+	uint8_t *page = map_pages(1, PROT_READ | PROT_WRITE);
+
+	ASSERT_NE(NULL, page);
+	post_and_land(_metadata, &self->v, self->wqe, 1);
+	ASSERT_EQ(0, unbind_adapter());
+	EXPECT_FALSE(rdma_device_up(0)) TH_LOG("an " VERBS_DEV_PREFIX " device after the unbind");
+
+	if (self->have_model)
+		model_posts(&self->model, &before);
+	EXPECT_EQ(EIO, post_write(&self->v, self->wqe, 2));
+	if (self->have_model) {
+		model_posts(&self->model, &after);
+		EXPECT_EQ(0, memcmp(&before, &after, sizeof(after))) TH_LOG("the post reached the adapter");
+	}
+	EXPECT_EQ(IBV_EVENT_DEVICE_FATAL, next_async_event(ctx, 5000));
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_alloc_pd(ctx));
+	EXPECT_EQ(EIO, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_cq(ctx, VERBS_CQ_ENTRIES, NULL, NULL, 0));
+	EXPECT_EQ(EIO, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_mr(self->v.pd, page, PAGE, IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(EIO, errno);
+	EXPECT_EQ(EIO, ibv_modify_qp(self->v.qp, &to_err, IBV_QP_STATE));
+	/* no new mapping of the context's pages (ib_uverbs_mmap()) */
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, ctx->cmd_fd, 0));
+	EXPECT_EQ(EIO, errno);
+
+	EXPECT_EQ(0, verbs_close(&self->v)) TH_LOG("destroying the objects after the unbind");
+
+	ASSERT_EQ(0, bind_adapter());
+	ASSERT_EQ(0, verbs_open(&self->v));
+	post_and_land(_metadata, &self->v, self->wqe, 3);
+	EXPECT_EQ(0, verbs_close(&self->v));
+	munmap(page, PAGE);
+}
+
+/*
+ * Whether a present user PTE maps @addr in this process, from the kernel's
+ * page-table dump (x86: a non-present range is printed without flags): 1,
+ * 0, or -1 without the dump.
+ */
+static int user_pte(const void *addr)
+{
+	unsigned long a = (unsigned long)addr, s, e;
+	char line[256];
+	FILE *f = fopen(PAGE_TABLES, "r");
+	int present = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "0x%lx-0x%lx", &s, &e) == 2 && a >= s && a < e) {
+			present = !!strstr(line, " USR ");
+			break;
+		}
+	fclose(f);
+	return present;
+}
+
+/* libmlx4's UAR and BlueFlame pages, in @uar and @bf; 0, or -1 if not mapped. */
+static int libmlx4_pages(uint8_t **uar, uint8_t **bf)
+{
+	*uar = uverbs_mapping(UAR_PGOFF * PAGE);
+	*bf = uverbs_mapping(BF_PGOFF * PAGE);
+	return *uar && *bf ? 0 : -1;
+}
+
+/*
+ * libmlx4's two pages of BAR2 are mapped from ibv_open_device() on
+ * (rdma_user_mmap_io() fills the PTEs at mmap()); the unbind zaps them
+ * (uverbs_user_mmap_disassociate()) while the process keeps the VMAs.
+ */
+TEST_F(unbind, libmlx4_pages_are_zapped_at_unbind)
+{
+	uint8_t *uar, *bf;
+
+	if (access(PAGE_TABLES, R_OK))
+		SKIP(return, "no " PAGE_TABLES " (x86, CONFIG_PTDUMP_DEBUGFS)");
+	ASSERT_EQ(0, libmlx4_pages(&uar, &bf)) TH_LOG("no uverbs pages in /proc/self/maps");
+	EXPECT_EQ(1, user_pte(uar)) TH_LOG("the UAR page before the unbind");
+	EXPECT_EQ(1, user_pte(bf)) TH_LOG("the BlueFlame page before the unbind");
+	ASSERT_EQ(0, unbind_adapter());
+	EXPECT_EQ(0, user_pte(uar)) TH_LOG("the UAR page after the unbind");
+	EXPECT_EQ(0, user_pte(bf)) TH_LOG("the BlueFlame page after the unbind");
+	/* the VMAs stay, without their pages */
+	EXPECT_EQ(0, libmlx4_pages(&uar, &bf));
+	EXPECT_EQ(0, verbs_close(&self->v));
+}
+
+#ifdef __s390x__
+/*
+ * s390x, where libmlx4 writes its pages through s390_pci_mmio_write(): the
+ * system call faults the page in and, without MIO (QEMU's zPCI), finds it
+ * no zPCI iomap address but RAM: EFAULT (arch/s390/pci/pci_mmio.c).
+ */
+static void stores_after_unbind(struct __test_metadata *_metadata, uint8_t *uar, uint8_t *bf)
+{
+	static const uint64_t mark = 0x6d6c7834bf00beefULL;
+
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_s390_pci_mmio_write, (unsigned long)(uar + 0x10), &mark, 8));
+	EXPECT_EQ(EFAULT, errno) TH_LOG("the UAR page");
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_s390_pci_mmio_write, (unsigned long)(bf + 0x100), &mark, 8));
+	EXPECT_EQ(EFAULT, errno) TH_LOG("the BlueFlame page");
+}
+#else
+static sigjmp_buf bus_error;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_error, 1);
+}
+
+/* Copies @len bytes (a multiple of 8) from @src to @dst, 8 at a time; -1 on SIGBUS. */
+static int guarded_copy(void *dst, const void *src, size_t len)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int bus;
+
+	sigaction(SIGBUS, &sa, &old);
+	bus = sigsetjmp(bus_error, 1);
+	if (!bus)
+		for (size_t i = 0; i < len; i += 8)
+			__atomic_store_n((uint64_t *)dst + i / 8,
+					 __atomic_load_n((const uint64_t *)src + i / 8,
+							 __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	sigaction(SIGBUS, &old, NULL);
+	return bus ? -1 : 0;
+}
+
+static int all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * Elsewhere libmlx4 loads and stores: both pages read zeros, and a store
+ * through one is read back through the other (one page of RAM).
+ */
+static void stores_after_unbind(struct __test_metadata *_metadata, uint8_t *uar, uint8_t *bf)
+{
+	static const uint64_t mark = 0x6d6c7834bf00beefULL;
+	uint8_t got[PAGE];
+	uint64_t back = 0;
+
+	ASSERT_EQ(0, guarded_copy(got, uar, PAGE)) TH_LOG("SIGBUS loading the UAR page");
+	EXPECT_TRUE(all_zero(got, PAGE)) TH_LOG("the UAR page after the unbind");
+	ASSERT_EQ(0, guarded_copy(got, bf, PAGE)) TH_LOG("SIGBUS loading the BlueFlame page");
+	EXPECT_TRUE(all_zero(got, PAGE)) TH_LOG("the BlueFlame page after the unbind");
+	/* the 8 bytes around the send doorbell (0x14), then a BlueFlame buffer's */
+	ASSERT_EQ(0, guarded_copy(uar + 0x10, &mark, 8)) TH_LOG("SIGBUS storing to the UAR page");
+	ASSERT_EQ(0, guarded_copy(&back, bf + 0x10, 8));
+	EXPECT_EQ(mark, back) TH_LOG("the UAR and BlueFlame pages are not one page of RAM");
+	ASSERT_EQ(0, guarded_copy(bf + 0x100, &mark, 8)) TH_LOG("SIGBUS storing to the BF page");
+	if (!access(PAGE_TABLES, R_OK))
+		EXPECT_EQ(1, user_pte(uar)) TH_LOG("the fault mapped no page");
+}
+#endif
+
+/*
+ * After the zap, an access faults in rdma_umap_fault(): libmlx4 maps its
+ * pages writable (PROT_WRITE), so both get the file's one disassociate
+ * page, zeroed RAM; the zero page and SIGBUS are for read-only VMAs and
+ * VMAs without the core's tracking. Whatever the process then writes to
+ * its pages, the adapter sees none of it.
+ */
+TEST_F(unbind, a_zapped_page_faults_in_zeroed_ram_not_the_bar)
+{
+	struct model_posts before, after;
+	uint8_t *uar, *bf;
+
+	ASSERT_EQ(0, libmlx4_pages(&uar, &bf)) TH_LOG("no uverbs pages in /proc/self/maps");
+	ASSERT_EQ(0, unbind_adapter());
+	if (self->have_model)
+		model_posts(&self->model, &before);
+	stores_after_unbind(_metadata, uar, bf);
+	if (self->have_model) {
+		model_posts(&self->model, &after);
+		EXPECT_EQ(before.bar2_writes, after.bar2_writes) TH_LOG("a store reached BAR2");
+		EXPECT_EQ(0, memcmp(&before, &after, sizeof(after)));
+	}
+	EXPECT_EQ(0, verbs_close(&self->v));
+}
+
+/*
+ * The unbind destroys the process's objects while it still runs, and with
+ * them the umems: the pages ib_umem_get() pinned for the region and
+ * libmlx4's queues are unpinned, mm->pinned_vm (VmPin) back where it was
+ * before verbs_open().
+ */
+TEST_F(unbind, pinned_pages_are_released_at_unbind)
+{
+	long before, open;
+
+	/* the fixture's context is open: start from none */
+	ASSERT_EQ(0, verbs_close(&self->v));
+	before = vm_pinned_kb();
+	ASSERT_LE(0, before) TH_LOG("no VmPin in /proc/self/status");
+	ASSERT_EQ(0, verbs_open(&self->v));
+	open = vm_pinned_kb();
+	/* at least the region's page */
+	EXPECT_LE(before + SINK_BYTES / 1024, open);
+	ASSERT_EQ(0, unbind_adapter());
+	EXPECT_EQ(before, vm_pinned_kb())
+		TH_LOG("VmPin %ld kB after the unbind, the context still open: %ld before it",
+		       vm_pinned_kb(), open);
+	EXPECT_EQ(0, verbs_close(&self->v));
+	EXPECT_EQ(before, vm_pinned_kb()) TH_LOG("VmPin after closing");
+}
+
+/*
+ * With a context holding an MR, a CQ and a QP in RTS, the unbind leaves the
+ * adapter holding nothing: no MPT, no EQ, CQ or QP, the firmware off with
+ * no ICM or firmware page (the model's gauges, as mlx4_bf_unbind_test reads
+ * them on the misc device).
+ */
+TEST_F(unbind, the_adapter_holds_nothing_after_unbind)
+{
+	uint32_t version;
+
+	if (!self->have_model)
+		SKIP(return, NO_ANALYZER);
+	version = model_version(&self->model);
+	if (version < 7)
+		SKIP(return, "the model has no firmware gauges (diag version 7)");
+	EXPECT_LT(0, model_read(&self->model, MODEL_MPTS));
+	EXPECT_LT(0, model_read(&self->model, MODEL_LIVE));
+	ASSERT_EQ(0, unbind_adapter());
+	EXPECT_EQ(0, model_read(&self->model, MODEL_MPTS));
+	EXPECT_EQ(0, model_read(&self->model, MODEL_LIVE));
+	EXPECT_EQ(0, model_read(&self->model, MODEL_FW_PHASE));
+	EXPECT_EQ(0, model_read(&self->model, MODEL_FW_PAGES));
+	EXPECT_EQ(0, model_read(&self->model, MODEL_ICM_PAGES));
+	EXPECT_EQ(0, verbs_close(&self->v));
+}
+
+/*
+ * A poster: its own context, QP_POST after QP_POST (each waited for) until
+ * one fails. Exits 0 if that was EIO after at least one post went through
+ * and everything is then destroyed without error; 1 otherwise. Tells the
+ * parent through @ready once its first post went through.
+ */
+static int poster(int ready)
+{
+	uint8_t wqe[MAX_WQE + 64];
+	struct verbs v;
+	long posts = 0;
+	int err;
+
+	if (verbs_open(&v))
+		return 1;
+	while (!(err = post_write(&v, wqe, (uint8_t)posts))) {
+		if (++posts == 1 && write(ready, "x", 1) != 1)
+			return 1;
+		/* a completion the unbind took is no error: the next post says */
+		verbs_wait_cqe(v.cq);
+	}
+	if (err != EIO || !posts) {
+		printf("# pid %d: %s after %ld posts\n", getpid(), strerror(err), posts);
+		return 1;
+	}
+	err = verbs_close(&v);
+	if (err)
+		printf("# pid %d: closing: %s\n", getpid(), strerror(err));
+	return !!err;
+}
+
+/* How many posters said they posted within 20 s (each holds the pipe open). */
+static int posters_ready(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = 0;
+	char c;
+
+	while (n < POSTERS && poll(&p, 1, 20000) == 1 && read(fd, &c, 1) == 1)
+		n++;
+	return n;
+}
+
+TEST_F_TIMEOUT(unbind, posters_see_eio_and_exit_cleanly, 120)
+{
+	pid_t pids[POSTERS];
+	int ready[2], status;
+
+	ASSERT_EQ(0, verbs_close(&self->v));
+	ASSERT_EQ(0, pipe(ready));
+	for (int i = 0; i < POSTERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i])
+			_exit(poster(ready[1]));
+	}
+	ASSERT_EQ(POSTERS, posters_ready(ready[0])) TH_LOG("a poster never posted");
+	/* all of them in their loops */
+	usleep(50000);
+	ASSERT_EQ(0, unbind_adapter());
+	for (int i = 0; i < POSTERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("poster %d: %s %d", i, WIFEXITED(status) ? "exit" : "signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	}
+}
+
+TEST_HARNESS_MAIN
