@@ -18,8 +18,10 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/capability.h>
 
 #include <mlx4_bf.h>
 
@@ -426,19 +428,19 @@ static inline long debugfs_counter(const char *dir, const char *name)
 	return found;
 }
 
-/* A "Name: N kB" line of this process's /proc/self/status, in KiB, or -1. */
-static inline long proc_status_kb(const char *name)
+/* The line @key ("VmLck", "VmPin") of /proc/self/status in KiB, or -1. */
+static inline long proc_status_kb(const char *key)
 {
-	char line[128], fmt[48];
+	size_t n = strlen(key);
+	char line[128];
 	long kb = -1;
 	FILE *f = fopen("/proc/self/status", "r");
 
 	if (!f)
 		return -1;
-	snprintf(fmt, sizeof(fmt), "%s: %%ld kB", name);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, fmt, &kb) == 1)
-			break;
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			sscanf(line + n + 1, "%ld", &kb);
 	fclose(f);
 	return kb;
 }
@@ -453,12 +455,39 @@ static inline long vm_locked_kb(void)
 }
 
 /*
- * This process's pinned memory in KiB (VmPin: mm->pinned_vm, where the RDMA
- * core's ib_umem_get() accounts the pages it pins), or -1.
+ * This process's pinned memory in KiB (VmPin: mm->pinned_vm, which the
+ * RDMA core's ib_umem_get() charges for a region's pages), or -1.
  */
 static inline long vm_pinned_kb(void)
 {
 	return proc_status_kb("VmPin");
+}
+
+static inline int capabilities(struct __user_cap_data_struct *d)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+
+	return syscall(SYS_capget, &h, d) ? -errno : 0;
+}
+
+static inline int has_cap_ipc_lock(void)
+{
+	struct __user_cap_data_struct d[2];
+
+	return !capabilities(d) &&
+	       (d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK));
+}
+
+/* Clears CAP_IPC_LOCK from this process's effective set; 0 or -errno. */
+static inline int drop_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (capabilities(d))
+		return -errno;
+	d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
 #endif /* MLX4_BF_LIB_H */

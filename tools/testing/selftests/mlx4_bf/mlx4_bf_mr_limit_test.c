@@ -5,9 +5,7 @@
  * charges as VFIO does unless the process has CAP_IPC_LOCK. The memlock
  * tests run in a child process that lowers its own limit.
  */
-#include <linux/capability.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -59,33 +57,6 @@ TEST_F_TIMEOUT(mr, page_limit_is_enospc, 180)
 	ASSERT_EQ(0, dereg_mr(self->fd, self->info.mr_handle));
 	EXPECT_EQ(0, reg_mr(self->fd, (uintptr_t)big, PAGE, 0, &self->info)) TH_LOG("after DEREG");
 	munmap(big, per * PAGE);
-}
-
-static int capabilities(struct __user_cap_data_struct *d)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-
-	return syscall(SYS_capget, &h, d) ? -errno : 0;
-}
-
-static int has_cap_ipc_lock(void)
-{
-	struct __user_cap_data_struct d[2];
-
-	return !capabilities(d) &&
-	       (d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK));
-}
-
-/* Clears CAP_IPC_LOCK from this process's effective set; 0 or -errno. */
-static int drop_cap_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
-
-	if (capabilities(d))
-		return -errno;
-	d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
 #define LIMIT_PAGES	8

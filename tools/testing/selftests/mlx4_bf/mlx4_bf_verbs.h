@@ -87,14 +87,18 @@ static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 	return ibv_create_qp(pd, &a);
 }
 
-/* RESET to RTS, the QP's peer itself (port 1's LID); 0 or an errno. */
-static inline int verbs_connect_to_self(struct ibv_qp *qp)
+/*
+ * RESET to RTS, the QP's peer QP @dest_qpn behind port 1 (this adapter's
+ * only port, so its LID), the peer's RDMA into this QP's PD allowed as
+ * @access says (IBV_ACCESS_REMOTE_WRITE, _READ); 0 or an errno.
+ */
+static inline int verbs_connect(struct ibv_qp *qp, uint32_t dest_qpn, unsigned int access)
 {
 	struct ibv_port_attr port;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		.qp_access_flags = access,
 	};
 	int err = ibv_query_port(qp->context, 1, &port);
 
@@ -106,7 +110,7 @@ static inline int verbs_connect_to_self(struct ibv_qp *qp)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dest_qpn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.dlid = port.lid;
@@ -124,6 +128,12 @@ static inline int verbs_connect_to_self(struct ibv_qp *qp)
 	a.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* RESET to RTS, the QP's peer itself, which may RDMA-write it; 0 or an errno. */
+static inline int verbs_connect_to_self(struct ibv_qp *qp)
+{
+	return verbs_connect(qp, qp->qp_num, IBV_ACCESS_REMOTE_WRITE);
 }
 
 /* The send queue of @qp as libmlx4 laid it out, into @dv; 0 or an errno. */
@@ -166,9 +176,9 @@ static inline int verbs_close(struct verbs *v)
 
 /*
  * Opens a context with its PD, CQ, sink (SINK_BYTES, remotely writable) and
- * a QP connected to itself; 0, or an errno with nothing left open.
+ * a QP in RESET, its send queue found; 0, or an errno with nothing left open.
  */
-static inline int verbs_open(struct verbs *v)
+static inline int verbs_open_unconnected(struct verbs *v)
 {
 	int err = ENOMEM;
 
@@ -184,12 +194,49 @@ static inline int verbs_open(struct verbs *v)
 		v->sink_mr = ibv_reg_mr(v->pd, v->sink, SINK_BYTES,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		v->qp = v->sink_mr ? verbs_rc_qp(v->pd, v->cq) : NULL;
-		err = v->qp ? verbs_connect_to_self(v->qp) : errno;
-		if (!err)
-			err = verbs_qp_queue(v->qp, &v->dv);
+		err = v->qp ? verbs_qp_queue(v->qp, &v->dv) : errno;
 	}
 	if (err)
 		verbs_close(v);
+	return err;
+}
+
+/* verbs_open_unconnected(), the QP connected to itself: see the top of this file. */
+static inline int verbs_open(struct verbs *v)
+{
+	int err = verbs_open_unconnected(v);
+
+	if (!err) {
+		err = verbs_connect_to_self(v->qp);
+		if (err)
+			verbs_close(v);
+	}
+	return err;
+}
+
+/*
+ * Two contexts whose QPs are connected to each other (RC), each letting
+ * the other RDMA into its PD as @access says; 0, or an errno with neither
+ * left open.
+ */
+static inline int verbs_open_pair(struct verbs *a, struct verbs *b, unsigned int access)
+{
+	int err = verbs_open_unconnected(a);
+
+	if (err)
+		return err;
+	err = verbs_open_unconnected(b);
+	if (err) {
+		verbs_close(a);
+		return err;
+	}
+	err = verbs_connect(a->qp, b->qp->qp_num, access);
+	if (!err)
+		err = verbs_connect(b->qp, a->qp->qp_num, access);
+	if (err) {
+		verbs_close(a);
+		verbs_close(b);
+	}
 	return err;
 }
 
@@ -296,24 +343,31 @@ static inline int verbs_post(struct verbs *v, const uint8_t *slot, int len, uint
 	return err;
 }
 
-/* The status of the next completion on @cq, or -1 if none came in time. */
-static inline int verbs_wait_cqe(struct ibv_cq *cq)
+/* The next completion on @cq into @wc: 0, or -1 if none came in time. */
+static inline int verbs_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	struct timespec start, now;
-	struct ibv_wc wc;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
+		int n = ibv_poll_cq(cq, 1, wc);
 
 		if (n < 0)
 			return -1;
 		if (n == 1)
-			return wc.status;
+			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - start.tv_sec > VERBS_CQE_WAIT_S)
 			return -1;
 	}
+}
+
+/* The status of the next completion on @cq, or -1 if none came in time. */
+static inline int verbs_wait_cqe(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	return verbs_wait_wc(cq, &wc) ? -1 : (int)wc.status;
 }
 
 /* Whether @cq stays empty over a thousand polls: a refused WQE ran nowhere. */
