@@ -10,7 +10,9 @@
  * delivery to another process; a SEND that finds no receive, a peer that
  * names another QP and a peer that is gone complete in error for the
  * sender, and what QP_POST answers for a QP in error; a gather with the
- * reserved lkey is refused.
+ * reserved lkey is refused. Those failures are the peer's or the user's
+ * doing, and the model reports them as error completions, not as protocol
+ * errors: no test needs a MODEL_EXPECT window.
  *
  * The rules of mlx4_bf_recv_test (the misc device, /dev/mlx4_bf0) that have
  * no counterpart here, and were dropped:
@@ -368,12 +370,14 @@ static void expect_flushed(struct __test_metadata *_metadata, struct _test_data_
 }
 
 /*
- * b posts no receive: a's SEND completes with RNR_RETRY_EXC_ERR (the model
- * does not retry: a retry count of 7 is infinite only on the wire), b
- * untouched. The kernel learns of the error only from a's CQ, which is user
- * space's: its table keeps the QP in RTS, so QP_POST still takes a's WQEs,
- * and the adapter flushes them. Moved to ERR by a modify, the QP still
- * posts (ERR is a postable state) and flushes; in RESET it posts no more.
+ * b posts no receive: a's SEND completes with RNR_RETRY_EXC_ERR at once,
+ * b untouched. (The model retries no RNR, even with the rnr_retry of 7
+ * verbs_connect() sets, which on a wire would retry until a receive is
+ * posted: Documentation/mlx4-model.rst.) The state QP_POST checks is the
+ * one the QP's last modify left (ib/post.rs): the adapter's move to ERR
+ * does not change it, so QP_POST still takes a's WQEs, and the adapter
+ * flushes them. Moved to ERR by a modify, the QP still posts (ERR is a
+ * postable state) and flushes; in RESET it posts no more.
  */
 TEST_F(recv, send_without_a_receive_wqe_fails_rnr)
 {
