@@ -31,6 +31,7 @@
 #define OP_RDMA_WRITE	0x08
 #define OP_RDMA_WRITE_IMM	0x09
 #define OP_SEND		0x0a
+#define OP_SEND_IMM	0x0b
 #define OP_RDMA_READ	0x10
 #define INLINE_SEG	0x80000000u
 #define MAX_WQE		1008
@@ -293,6 +294,45 @@ static inline void rdma_write_pattern(uint8_t *out, int payload, uint8_t seed)
 {
 	for (int k = 0; k < payload; k++)
 		out[k] = (uint8_t)(seed + k);
+}
+
+/* The largest inline SEND payload: 1008-byte WQE, a header per 64 bytes. */
+#define MAX_INLINE_SEND	928
+
+/*
+ * An inline SEND (or SEND_IMM with @imm) of @payload bytes (pattern
+ * @seed + 7 * i): ctrl, then the data split at 64-byte boundaries as
+ * libmlx4's set_data_inl() does; no remote address segment. Returns its
+ * length.
+ */
+static inline int build_send(uint8_t *wqe, int payload, uint8_t seed, int with_imm, uint32_t imm)
+{
+	int pos = 16, left = payload, len, k = 0;
+
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, with_imm ? OP_SEND_IMM : OP_SEND);
+	if (with_imm)
+		put_be32(wqe + 12, imm);
+	while (left > 0) {
+		int room = 64 - pos % 64 - 4;
+		int chunk = left < room ? left : room;
+
+		put_be32(wqe + pos, INLINE_SEG | chunk);
+		for (int i = 0; i < chunk; i++)
+			wqe[pos + 4 + i] = (uint8_t)(seed + 7 * k++);
+		pos += 4 + chunk;
+		left -= chunk;
+	}
+	len = (pos + 15) / 16 * 16;
+	put_be32(wqe + 4, len / 16);
+	return len;
+}
+
+/* The payload build_send() put into its WQE. */
+static inline void expected_payload(uint8_t *out, int payload, uint8_t seed)
+{
+	for (int k = 0; k < payload; k++)
+		out[k] = (uint8_t)(seed + 7 * k);
 }
 
 /* One gather (data) segment: @length bytes at user address @addr of MR @lkey. */

@@ -13,10 +13,6 @@
 
 #include "mlx4_bf_lib.h"
 
-#define OP_SEND_IMM		0x0b
-/* The largest inline SEND payload: 1008-byte WQE, a header per 64 bytes. */
-#define MAX_INLINE_SEND		928
-
 struct endpoint {
 	int fd;
 	struct mlx4_bf_qp_info qp;
@@ -206,37 +202,6 @@ static inline const uint8_t *cqe_buffer(const struct endpoint *e,
 	uint16_t index = ntohs(cqe->wqe_index);
 
 	return e->bufs + (index % e->qp.rq_entries) * e->qp.recv_buf_size;
-}
-
-/* An inline SEND (or SEND_IMM with @imm) of @payload bytes; returns its length. */
-static inline int build_send(uint8_t *wqe, int payload, uint8_t seed, int with_imm, uint32_t imm)
-{
-	int pos = 16, left = payload, len, k = 0;
-
-	memset(wqe, 0, MAX_WQE + 64);
-	put_be32(wqe, with_imm ? OP_SEND_IMM : OP_SEND);
-	if (with_imm)
-		put_be32(wqe + 12, imm);
-	while (left > 0) {
-		int room = 64 - pos % 64 - 4;
-		int chunk = left < room ? left : room;
-
-		put_be32(wqe + pos, INLINE_SEG | chunk);
-		for (int i = 0; i < chunk; i++)
-			wqe[pos + 4 + i] = (uint8_t)(seed + 7 * k++);
-		pos += 4 + chunk;
-		left -= chunk;
-	}
-	len = (pos + 15) / 16 * 16;
-	put_be32(wqe + 4, len / 16);
-	return len;
-}
-
-/* The payload build_send() put into its WQE. */
-static inline void expected_payload(uint8_t *out, int payload, uint8_t seed)
-{
-	for (int k = 0; k < payload; k++)
-		out[k] = (uint8_t)(seed + 7 * k);
 }
 
 #endif /* MLX4_BF_QUEUE_H */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The selftests' side of the driver's RDMA device (mlx4_bf<N>): a verbs
- * context through libibverbs and libmlx4, a PD, a CQ, a region the QP's RDMA
- * writes land in, an RC QP connected to itself, its send queue through
- * mlx4dv, WQEs put in it as libmlx4 puts them (owner bit, WQE counter and
- * QP number are the process's to stamp), and the QP_POST method called on
- * them as the patched libmlx4 calls it: RDMA_VERBS_IOCTL on the context's
- * command file, no object handle, the WQE naming its QP.
+ * context through libibverbs and libmlx4, a PD, a CQ (its completion events
+ * on a channel, if asked for), a region the QP's RDMA writes land in, an RC
+ * QP connected to itself or to another context's (its receives posted by
+ * libmlx4), its send queue through mlx4dv, WQEs put in it as libmlx4 puts
+ * them (owner bit, WQE counter and QP number are the process's to stamp),
+ * and the QP_POST method called on them as the patched libmlx4 calls it:
+ * RDMA_VERBS_IOCTL on the context's command file, no object handle, the WQE
+ * naming its QP.
  *
  * The WQE bytes come from mlx4_bf_lib.h's builder, written independently of
  * the driver; what the adapter saw, from the analyzer (mlx4_bf_model.h).
@@ -34,6 +36,8 @@ struct verbs {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	/* where the CQ's completion events go, if it has any */
+	struct ibv_comp_channel *channel;
 	struct ibv_qp *qp;
 	uint8_t *sink;
 	struct ibv_mr *sink_mr;
@@ -68,8 +72,12 @@ static inline int verbs_device_present(void)
 	return !!ctx;
 }
 
-/* An RC QP of @pd whose sends complete on @cq, in RESET; NULL on failure. */
-static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+/*
+ * An RC QP of @pd whose sends and receives complete on @cq, with room for
+ * @recv_wrs receives, in RESET; NULL on failure.
+ */
+static inline struct ibv_qp *verbs_rc_qp_rq(struct ibv_pd *pd, struct ibv_cq *cq,
+					    uint32_t recv_wrs)
 {
 	struct ibv_qp_init_attr a = {
 		.send_cq = cq,
@@ -77,7 +85,7 @@ static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 		.qp_type = IBV_QPT_RC,
 		.cap = {
 			.max_send_wr = VERBS_SQ_WRS,
-			.max_recv_wr = 1,
+			.max_recv_wr = recv_wrs,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
 			.max_inline_data = VERBS_MAX_INLINE,
@@ -85,6 +93,12 @@ static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 	};
 
 	return ibv_create_qp(pd, &a);
+}
+
+/* An RC QP of @pd whose sends complete on @cq, in RESET; NULL on failure. */
+static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	return verbs_rc_qp_rq(pd, cq, 1);
 }
 
 /*
@@ -165,6 +179,8 @@ static inline int verbs_close(struct verbs *v)
 		err = first_err(err, ibv_dereg_mr(v->sink_mr));
 	if (v->cq)
 		err = first_err(err, ibv_destroy_cq(v->cq));
+	if (v->channel)
+		err = first_err(err, ibv_destroy_comp_channel(v->channel));
 	if (v->pd)
 		err = first_err(err, ibv_dealloc_pd(v->pd));
 	if (v->ctx)
@@ -175,10 +191,12 @@ static inline int verbs_close(struct verbs *v)
 }
 
 /*
- * Opens a context with its PD, CQ, sink (SINK_BYTES, remotely writable) and
- * a QP in RESET, its send queue found; 0, or an errno with nothing left open.
+ * Opens a context with its PD, CQ (its completion events on a channel of
+ * its own if @events), sink (SINK_BYTES, remotely writable) and a QP in
+ * RESET with room for @recv_wrs receives; 0, or an errno with nothing left
+ * open.
  */
-static inline int verbs_open_unconnected(struct verbs *v)
+static inline int verbs_open_unconnected(struct verbs *v, uint32_t recv_wrs, int events)
 {
 	int err = ENOMEM;
 
@@ -187,13 +205,16 @@ static inline int verbs_open_unconnected(struct verbs *v)
 	if (!v->ctx)
 		return ENODEV;
 	v->pd = ibv_alloc_pd(v->ctx);
-	v->cq = ibv_create_cq(v->ctx, VERBS_CQ_ENTRIES, NULL, NULL, 0);
+	if (events)
+		v->channel = ibv_create_comp_channel(v->ctx);
+	if (!events || v->channel)
+		v->cq = ibv_create_cq(v->ctx, VERBS_CQ_ENTRIES, v, v->channel, 0);
 	v->sink = aligned_alloc(PAGE, SINK_BYTES);
 	if (v->pd && v->cq && v->sink) {
 		memset(v->sink, 0, SINK_BYTES);
 		v->sink_mr = ibv_reg_mr(v->pd, v->sink, SINK_BYTES,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		v->qp = v->sink_mr ? verbs_rc_qp(v->pd, v->cq) : NULL;
+		v->qp = v->sink_mr ? verbs_rc_qp_rq(v->pd, v->cq, recv_wrs) : NULL;
 		err = v->qp ? verbs_qp_queue(v->qp, &v->dv) : errno;
 	}
 	if (err)
@@ -201,10 +222,13 @@ static inline int verbs_open_unconnected(struct verbs *v)
 	return err;
 }
 
-/* verbs_open_unconnected(), the QP connected to itself: see the top of this file. */
+/*
+ * Opens a context with its PD, CQ, sink (SINK_BYTES, remotely writable) and
+ * a QP connected to itself; 0, or an errno with nothing left open.
+ */
 static inline int verbs_open(struct verbs *v)
 {
-	int err = verbs_open_unconnected(v);
+	int err = verbs_open_unconnected(v, 1, 0);
 
 	if (!err) {
 		err = verbs_connect_to_self(v->qp);
@@ -215,27 +239,30 @@ static inline int verbs_open(struct verbs *v)
 }
 
 /*
- * Two contexts whose QPs are connected to each other (RC), each letting
- * the other RDMA into its PD as @access says; 0, or an errno with neither
- * left open.
+ * Two contexts (as two processes would have them) whose QPs, each with room
+ * for @recv_wrs receives, are connected to each other (RC), each letting
+ * the other RDMA into its PD as @access says (IBV_ACCESS_REMOTE_WRITE,
+ * _READ); @b's CQ raises its completion events on a channel if @b_events.
+ * No receive is posted. 0, or an errno with nothing left open.
  */
-static inline int verbs_open_pair(struct verbs *a, struct verbs *b, unsigned int access)
+static inline int verbs_open_pair(struct verbs *a, struct verbs *b, unsigned int access,
+				  uint32_t recv_wrs, int b_events)
 {
-	int err = verbs_open_unconnected(a);
+	int err;
 
+	memset(b, 0, sizeof(*b));
+	err = verbs_open_unconnected(a, recv_wrs, 0);
 	if (err)
 		return err;
-	err = verbs_open_unconnected(b);
-	if (err) {
-		verbs_close(a);
-		return err;
-	}
-	err = verbs_connect(a->qp, b->qp->qp_num, access);
+	err = verbs_open_unconnected(b, recv_wrs, b_events);
+	if (!err)
+		err = verbs_connect(a->qp, b->qp->qp_num, access);
 	if (!err)
 		err = verbs_connect(b->qp, a->qp->qp_num, access);
 	if (err) {
+		if (b->ctx)
+			verbs_close(b);
 		verbs_close(a);
-		verbs_close(b);
 	}
 	return err;
 }
@@ -368,6 +395,25 @@ static inline int verbs_wait_cqe(struct ibv_cq *cq)
 	struct ibv_wc wc;
 
 	return verbs_wait_wc(cq, &wc) ? -1 : (int)wc.status;
+}
+
+/*
+ * Puts the WQE @wqe (@len bytes, as built) in the QP's next slot and posts
+ * it through the method; 0 or the errno.
+ */
+static inline int verbs_send_wqe(struct verbs *v, uint8_t *wqe, int len)
+{
+	return verbs_post(v, verbs_put_wqe(v, wqe, len), len, 0, NULL);
+}
+
+/* One receive of @len bytes at @addr of region @mr, as libmlx4 posts it. */
+static inline int verbs_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *addr,
+				  uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
 }
 
 /* Whether @cq stays empty over a thousand polls: a refused WQE ran nowhere. */

@@ -116,7 +116,7 @@ FIXTURE_SETUP(pair)
 	if (!analyzer_v4(&p->m))
 		SKIP(return, NO_V4);
 	p->have_model = 1;
-	ASSERT_EQ(0, verbs_open_pair(&p->a, &p->b, PAIR_ACCESS));
+	ASSERT_EQ(0, verbs_open_pair(&p->a, &p->b, PAIR_ACCESS, 1, 0));
 	p->abuf = map_pages(BUF_PAGES, PROT_READ | PROT_WRITE);
 	p->bbuf = map_pages(BUF_PAGES, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, p->abuf);
