@@ -6,11 +6,7 @@
 //! (owner bit, counter, `bf_qpn`), then handed to the method; its
 //! completion polled.
 
-use std::{
-    io,
-    os::fd::RawFd,
-    time::Duration,
-};
+use std::{io, os::fd::RawFd, time::Duration};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use mlx4_bf_core::{

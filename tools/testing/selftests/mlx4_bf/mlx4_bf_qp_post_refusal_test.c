@@ -21,6 +21,8 @@ FIXTURE(refusal)
 	uint8_t wqe[MAX_WQE + 64];
 };
 
+/* Its helpers spell FIXTURE_DATA(refusal) as struct _test_data_refusal: checkpatch sees a type. */
+
 FIXTURE_SETUP(refusal)
 {
 	self->have_model = 0;
@@ -42,7 +44,7 @@ FIXTURE_TEARDOWN(refusal)
 }
 
 /* A good WQE in the QP's next slot (an inline write of 16 bytes): 64 bytes. */
-static uint8_t *good_wqe(FIXTURE_DATA(refusal) *self)
+static uint8_t *good_wqe(struct _test_data_refusal *self)
 {
 	build_rdma_write(self->wqe, 16, 1, verbs_sink_addr(&self->v), self->v.sink_mr->rkey);
 	return verbs_put_wqe(&self->v, self->wqe, 64);
@@ -52,7 +54,7 @@ static uint8_t *good_wqe(FIXTURE_DATA(refusal) *self)
  * The call @p fails with @want, and nothing of it reached the adapter: no
  * WQE, doorbell or BAR2 write, no completion.
  */
-static void expect_refused(struct __test_metadata *_metadata, FIXTURE_DATA(refusal) *self,
+static void expect_refused(struct __test_metadata *_metadata, struct _test_data_refusal *self,
 			   const struct qp_post *p, int want)
 {
 	struct model_posts before, after;
@@ -71,7 +73,7 @@ static void expect_refused(struct __test_metadata *_metadata, FIXTURE_DATA(refus
 }
 
 /* The QP still posts after the refusals: one good WQE completes. */
-static void expect_still_posts(struct __test_metadata *_metadata, FIXTURE_DATA(refusal) *self)
+static void expect_still_posts(struct __test_metadata *_metadata, struct _test_data_refusal *self)
 {
 	ASSERT_EQ(0, verbs_post(&self->v, good_wqe(self), 64, 0, NULL));
 	EXPECT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(self->v.cq));

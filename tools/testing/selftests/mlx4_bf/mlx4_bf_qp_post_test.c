@@ -41,6 +41,8 @@ FIXTURE(qp)
 	uint8_t want[MAX_WQE + 64];
 };
 
+/* Its helpers spell FIXTURE_DATA(qp) as struct _test_data_qp: checkpatch sees a type. */
+
 FIXTURE_SETUP(qp)
 {
 	self->have_model = 0;
@@ -73,7 +75,7 @@ static int store_block_writer(void)
 }
 
 /* What the analyzer saw of one post, for a failure message. */
-static const char *seen(FIXTURE_DATA(qp) *self)
+static const char *seen(struct _test_data_qp *self)
 {
 	static char s[256];
 
@@ -93,7 +95,7 @@ static const char *seen(FIXTURE_DATA(qp) *self)
  * from @source, through the context's UAR (the first post's, every post
  * after), exactly self->want's @len bytes.
  */
-static void expect_last_wqe(struct __test_metadata *_metadata, FIXTURE_DATA(qp) *self,
+static void expect_last_wqe(struct __test_metadata *_metadata, struct _test_data_qp *self,
 			    int payload, uint32_t index, uint32_t source, int len)
 {
 	long diff;
@@ -116,7 +118,7 @@ static void expect_last_wqe(struct __test_metadata *_metadata, FIXTURE_DATA(qp) 
  * adapter got: the path the WQE's size and the flags call for. The result
  * the kernel reported goes to @res.
  */
-static void post_and_check(struct __test_metadata *_metadata, FIXTURE_DATA(qp) *self,
+static void post_and_check(struct __test_metadata *_metadata, struct _test_data_qp *self,
 			   int payload, uint32_t flags, struct mlx4_bf_post_result *res)
 {
 	uint32_t index = self->v.head, bf_buf = BF_BUF_SIZE;

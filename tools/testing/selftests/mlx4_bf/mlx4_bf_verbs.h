@@ -198,12 +198,14 @@ static inline int verbs_close(struct verbs *v)
  */
 static inline int verbs_open_unconnected(struct verbs *v, uint32_t recv_wrs, int events)
 {
-	int err = ENOMEM;
+	/* positive errnos, as libibverbs returns them */
+	int err = ENODEV;
 
 	memset(v, 0, sizeof(*v));
 	v->ctx = verbs_open_device();
 	if (!v->ctx)
-		return ENODEV;
+		return err;
+	err = ENOMEM;
 	v->pd = ibv_alloc_pd(v->ctx);
 	if (events)
 		v->channel = ibv_create_comp_channel(v->ctx);

@@ -29,7 +29,12 @@ use crate::{
 /// What one side tells the other: its QP and where the other's writes go;
 /// then that its QP is in RTS, so the other may write.
 enum Hello {
-    Qp { qpn: u32, lid: u16, addr: u64, rkey: u32 },
+    Qp {
+        qpn: u32,
+        lid: u16,
+        addr: u64,
+        rkey: u32,
+    },
     Ready,
 }
 
@@ -41,11 +46,15 @@ struct Line {
 
 impl Line {
     fn say(&self, h: Hello) -> Result<()> {
-        self.tx.send(h).map_err(|_| anyhow!("the peer's side ended before connecting"))
+        self.tx
+            .send(h)
+            .map_err(|_| anyhow!("the peer's side ended before connecting"))
     }
 
     fn hear(&self) -> Result<Hello> {
-        self.rx.recv().map_err(|_| anyhow!("the peer's side ended before connecting"))
+        self.rx
+            .recv()
+            .map_err(|_| anyhow!("the peer's side ended before connecting"))
     }
 }
 
@@ -97,8 +106,13 @@ impl super::Side for Side<'_> {
         .ok_or_else(|| anyhow!("a {size}-byte write does not fit a WQE"))?;
         set_signaled(&mut buf);
         self.qp.stage_blueflame(self.head, &mut buf[..len]);
-        qp_post(self.ctx.cmd_fd(), &buf[..len], Some(abi::POST_F_REQUIRE_BF), None)
-            .map_err(ioerr("QP_POST"))?;
+        qp_post(
+            self.ctx.cmd_fd(),
+            &buf[..len],
+            Some(abi::POST_F_REQUIRE_BF),
+            None,
+        )
+        .map_err(ioerr("QP_POST"))?;
         self.head = self.head.wrapping_add(1);
         Ok(())
     }
@@ -137,12 +151,20 @@ fn with_side<T>(
         addr: mr.addr() + half as u64,
         rkey: mr.rkey,
     })?;
-    let Hello::Qp { qpn, lid, addr, rkey } = line.hear()? else {
+    let Hello::Qp {
+        qpn,
+        lid,
+        addr,
+        rkey,
+    } = line.hear()?
+    else {
         bail!("the peer said it was ready before naming its QP");
     };
-    qp.connect(qpn, lid).map_err(ioerr("ibv_modify_qp to RTS"))?;
+    qp.connect(qpn, lid)
+        .map_err(ioerr("ibv_modify_qp to RTS"))?;
     if user {
-        qp.set_bf_post(false).map_err(ioerr("mlx4dv_qp_set_bf_post"))?;
+        qp.set_bf_post(false)
+            .map_err(ioerr("mlx4dv_qp_set_bf_post"))?;
     }
     line.say(Hello::Ready)?;
     let Hello::Ready = line.hear()? else {
