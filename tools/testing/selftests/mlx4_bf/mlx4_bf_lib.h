@@ -530,4 +530,51 @@ static inline int drop_cap_ipc_lock(void)
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
+/* This process's page tables, its user half included (x86 ptdump). */
+#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
+#define PAT_LIST	"/sys/kernel/debug/x86/pat_memtype_list"
+
+/*
+ * The line of the kernel's page-table dump whose range holds @addr, into
+ * @line: 1, 0 if there is none, -1 without the dump. x86 prints
+ * "0x00007f...000-0x00007f...000           4K USR RW         PCD  ...  NX pte",
+ * a range that is not present without flags.
+ */
+static inline int page_table_line(const void *addr, char *line, int len)
+{
+	unsigned long a = (unsigned long)addr, s, e;
+	FILE *f = fopen(PAGE_TABLES, "r");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, len, f))
+		found = sscanf(line, "0x%lx-0x%lx", &s, &e) == 2 && a >= s && a < e;
+	fclose(f);
+	return found;
+}
+
+/*
+ * The cache bits of the present user PTE that maps @addr in this process, as
+ * the kernel's page-table dump prints them ("PWT", "PCD", "PAT", in that
+ * order, space-separated; "" for none). -1 if no such entry.
+ */
+static inline int pte_cache_bits(const void *addr, char *bits, size_t len)
+{
+	static const char * const names[] = { "PWT", "PCD", "PAT" };
+	char line[256], tok[8];
+
+	if (page_table_line(addr, line, sizeof(line)) != 1 || !strstr(line, " USR ") ||
+	    !strstr(line, " pte"))
+		return -1;
+	bits[0] = '\0';
+	for (int i = 0; i < 3; i++) {
+		snprintf(tok, sizeof(tok), " %s ", names[i]);
+		if (strstr(line, tok))
+			snprintf(bits + strlen(bits), len - strlen(bits), "%s%s",
+				 bits[0] ? " " : "", names[i]);
+	}
+	return 0;
+}
+
 #endif /* MLX4_BF_LIB_H */

@@ -43,8 +43,6 @@ TEST(driver_is_bound_to_a_mellanox_function_by_its_id_table)
 		TH_LOG("%s was bound through driver_override \"%s\"", bdf, override);
 }
 
-#define PAT_LIST "/sys/kernel/debug/x86/pat_memtype_list"
-
 /* The physical start of BAR2, from sysfs; 0 if unknown. */
 static unsigned long long bar2_start(const char *bdf)
 {

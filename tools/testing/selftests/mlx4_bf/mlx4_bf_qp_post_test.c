@@ -352,43 +352,6 @@ TEST_F(qp, fallback_finds_the_whole_wqe_in_the_send_queue)
 	EXPECT_EQ(0, after.unexpected - before.unexpected);
 }
 
-/* This process's page tables, its user half included (x86 ptdump). */
-#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
-#define PAT_LIST	"/sys/kernel/debug/x86/pat_memtype_list"
-
-/*
- * The cache bits of the present user PTE that maps @addr in this process, as
- * the kernel's page-table dump prints them ("PWT", "PCD", "PAT", in that
- * order, space-separated; "" for none). -1 if no such entry.
- */
-static int pte_cache_bits(const void *addr, char *bits, size_t len)
-{
-	static const char * const names[] = { "PWT", "PCD", "PAT" };
-	unsigned long a = (unsigned long)addr, s, e;
-	char line[256], tok[8];
-	FILE *f = fopen(PAGE_TABLES, "r");
-	int found = -1;
-
-	if (!f)
-		return -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "0x%lx-0x%lx", &s, &e) != 2 || a < s || a >= e)
-			continue;
-		if (!strstr(line, " USR ") || !strstr(line, " pte"))
-			break;
-		bits[0] = '\0';
-		for (int i = 0; i < 3; i++) {
-			snprintf(tok, sizeof(tok), " %s ", names[i]);
-			if (strstr(line, tok))
-				snprintf(bits + strlen(bits), len - strlen(bits), "%s%s",
-					 bits[0] ? " " : "", names[i]);
-		}
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /*
  * libmlx4's UAR page is mapped uncached and its BlueFlame page
  * write-combining, as mlx4_ib maps them: read from the page-table entries

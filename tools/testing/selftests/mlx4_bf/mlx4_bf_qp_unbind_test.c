@@ -36,7 +36,6 @@
 #include "mlx4_bf_verbs.h"
 
 #define IB_CLASS	"/sys/class/infiniband"
-#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
 #define POSTERS		3
 /* How long a bind may take to bring the RDMA device's port up. */
 #define BIND_WAIT_MS	30000
@@ -256,20 +255,10 @@ TEST_F(unbind, a_context_sees_the_device_go_then_a_new_one_posts)
  */
 static int user_pte(const void *addr)
 {
-	unsigned long a = (unsigned long)addr, s, e;
 	char line[256];
-	FILE *f = fopen(PAGE_TABLES, "r");
-	int present = 0;
+	int found = page_table_line(addr, line, sizeof(line));
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "0x%lx-0x%lx", &s, &e) == 2 && a >= s && a < e) {
-			present = !!strstr(line, " USR ");
-			break;
-		}
-	fclose(f);
-	return present;
+	return found < 0 ? -1 : found && strstr(line, " USR ");
 }
 
 /* libmlx4's UAR and BlueFlame pages, in @uar and @bf; 0, or -1 if not mapped. */

@@ -400,44 +400,6 @@ TEST_F(user, bar_pages_map_one_shared_page)
 			       MAP_SHARED));
 }
 
-/* This process's page tables, its user half included (x86 ptdump). */
-#define PAGE_TABLES	"/sys/kernel/debug/page_tables/current_kernel"
-#define PAT_LIST	"/sys/kernel/debug/x86/pat_memtype_list"
-
-/*
- * The cache bits of the present user PTE that maps @addr in this process, as
- * the kernel's page-table dump prints them ("PWT", "PCD", "PAT", in that
- * order, space-separated; "" for none). -1 if no such entry.
- * "0x00007f...000-0x00007f...000           4K USR RW         PCD  ...  NX pte"
- */
-static int pte_cache_bits(const void *addr, char *bits, size_t len)
-{
-	static const char * const names[] = { "PWT", "PCD", "PAT" };
-	unsigned long a = (unsigned long)addr, s, e;
-	char line[256], tok[8];
-	FILE *f = fopen(PAGE_TABLES, "r");
-	int found = -1;
-
-	if (!f)
-		return -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "0x%lx-0x%lx", &s, &e) != 2 || a < s || a >= e)
-			continue;
-		if (!strstr(line, " USR ") || !strstr(line, " pte"))
-			break;
-		bits[0] = '\0';
-		for (int i = 0; i < 3; i++) {
-			snprintf(tok, sizeof(tok), " %s ", names[i]);
-			if (strstr(line, tok))
-				snprintf(bits + strlen(bits), len - strlen(bits), "%s%s",
-					 bits[0] ? " " : "", names[i]);
-		}
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /*
  * The UAR page is mapped uncached and the BlueFlame page write-combining, as
  * mlx4_ib maps them, whatever the process asked for: read from the page-table

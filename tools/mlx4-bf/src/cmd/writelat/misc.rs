@@ -3,7 +3,7 @@
 //! The ping-pong on the misc device: posts by ioctl (POST_SEND, BlueFlame
 //! required) or from user space (`MLX4_BF_QP_F_USER_SEND`, `userqp.rs`).
 
-use std::{path::Path, sync::atomic::AtomicU32, thread};
+use std::{path::Path, sync::atomic::AtomicU32};
 
 use anyhow::{anyhow, Result};
 use mlx4_bf_core::{abi, wqe};
@@ -131,16 +131,10 @@ pub fn one_way_us(
     connect(&b, a.poster.qpn())?;
     a.peer = (b.mr.addr(), b.mr.rkey());
     b.peer = (a.mr.addr(), a.mr.rkey());
-    let medians = thread::scope(|s| -> Result<Vec<f64>> {
-        let responder = s.spawn(|| super::respond(&mut b, sizes, iters + warmup));
-        let mine = super::initiate(&mut a, sizes, iters, warmup);
-        let theirs = responder
-            .join()
-            .map_err(|_| anyhow!("the responder thread panicked"))?;
-        let medians = mine?;
-        theirs?;
-        Ok(medians)
-    })?;
+    let medians = super::run_pair(
+        || super::initiate(&mut a, sizes, iters, warmup),
+        || super::respond(&mut b, sizes, iters + warmup),
+    )?;
     a.poster.finish()?;
     b.poster.finish()?;
     Ok(medians)

@@ -11,10 +11,11 @@
 
 use std::{
     sync::atomic::{fence, AtomicU32, Ordering},
+    thread,
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
 pub mod misc;
 #[cfg(verbs)]
@@ -97,4 +98,23 @@ fn respond(b: &mut impl Side, sizes: &[usize], rounds: u32) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Side A's run here (`initiator`, timed) and side B's (`responder`) in a
+/// thread of its own: A's medians, or A's error before B's (B failing
+/// after A is mostly A's doing: a write that never came).
+fn run_pair(
+    initiator: impl FnOnce() -> Result<Vec<f64>>,
+    responder: impl FnOnce() -> Result<()> + Send,
+) -> Result<Vec<f64>> {
+    thread::scope(|s| {
+        let b = s.spawn(responder);
+        let mine = initiator();
+        let theirs = b
+            .join()
+            .map_err(|_| anyhow!("the responder thread panicked"))?;
+        let medians = mine?;
+        theirs?;
+        Ok(medians)
+    })
 }

@@ -10,10 +10,7 @@
 //! stores (`MLX4DV_QP_BF_POST_USER`). Every post is signaled, its
 //! completion reaped after the round, off the clock.
 
-use std::{
-    sync::{atomic::AtomicU32, mpsc},
-    thread,
-};
+use std::sync::{atomic::AtomicU32, mpsc};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use mlx4_bf_core::{abi, wqe};
@@ -196,20 +193,16 @@ pub fn one_way_us(
     let (a_tx, b_rx) = mpsc::channel();
     let (b_tx, a_rx) = mpsc::channel();
     let (a_line, b_line) = (Line { tx: a_tx, rx: a_rx }, Line { tx: b_tx, rx: b_rx });
-    thread::scope(|s| {
-        let responder = s.spawn(|| {
+    super::run_pair(
+        || {
+            with_side(name, user, max, a_line, |a| {
+                super::initiate(a, sizes, iters, warmup)
+            })
+        },
+        || {
             with_side(name, user, max, b_line, |b| {
                 super::respond(b, sizes, iters + warmup)
             })
-        });
-        let mine = with_side(name, user, max, a_line, |a| {
-            super::initiate(a, sizes, iters, warmup)
-        });
-        let theirs = responder
-            .join()
-            .map_err(|_| anyhow!("the responder thread panicked"))?;
-        let medians = mine?;
-        theirs?;
-        Ok(medians)
-    })
+        },
+    )
 }
