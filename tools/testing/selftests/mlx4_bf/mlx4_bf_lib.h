@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -575,6 +576,28 @@ static inline int pte_cache_bits(const void *addr, char *bits, size_t len)
 				 bits[0] ? " " : "", names[i]);
 	}
 	return 0;
+}
+
+/* Runs @fn in a child process: its exit status, or -1. */
+static inline int in_child(int (*fn)(uint8_t *), uint8_t *buf)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int ret = fn(buf);
+
+		fflush(stdout);
+		_exit(ret);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
 }
 
 #endif /* MLX4_BF_LIB_H */

@@ -94,28 +94,6 @@ static int limited_context(int drop)
 	return fd;
 }
 
-/* Runs @fn in a child process: its exit status, or -1. */
-static int in_child(int (*fn)(uint8_t *), uint8_t *buf)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		int ret = fn(buf);
-
-		fflush(stdout);
-		_exit(ret);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
 /* In a child: 0 if @got is @want, else 1 after saying so. */
 static int unexpected(int got, int want, const char *what)
 {

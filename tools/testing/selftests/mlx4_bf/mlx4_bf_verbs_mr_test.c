@@ -538,28 +538,6 @@ static struct ibv_pd *limited_pd(int drop, long pages)
 	return ibv_alloc_pd(ctx);
 }
 
-/* Runs @fn in a child process: its exit status, or -1. */
-static int in_child(int (*fn)(uint8_t *), uint8_t *buf)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		int ret = fn(buf);
-
-		fflush(stdout);
-		_exit(ret);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
 static int memlock_exceeded(uint8_t *buf)
 {
 	struct ibv_pd *pd = limited_pd(1, LIMIT_PAGES);
