@@ -36,6 +36,7 @@ use crate::{
 mod bring_up;
 mod device;
 mod events;
+mod number_pool;
 mod post;
 mod provider;
 mod qp_table;
@@ -44,7 +45,7 @@ pub(crate) use bring_up::{new_adapter, show_stats, Running};
 pub(crate) use events::EventDispatch;
 use events::EventRouter;
 pub(crate) use post::{Placement, Posted};
-use provider::PdPool;
+use provider::{PdPool, QpnPool};
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use qp_table::QpTable;
 
@@ -99,6 +100,9 @@ pub(crate) struct Adapter {
     /// The RDMA provider's protection domains.
     #[pin]
     pds: Mutex<PdPool>,
+    /// The RDMA provider's QP numbers.
+    #[pin]
+    user_qpns: Mutex<QpnPool>,
     /// Port 1's GID and P_Key table sizes (`gids << 16 | pkeys`), once
     /// QUERY_PORT said them; 0 before.
     port_tables: Atomic<u32>,

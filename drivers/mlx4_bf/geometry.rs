@@ -22,10 +22,13 @@ pub(crate) const SEND_BUFS_BYTES: usize = SQ_ENTRIES as usize * abi::MAX_PAYLOAD
 /// QPs per adapter; their send queues come from one DMA pool set up at probe.
 pub(crate) const MAX_QPS: usize = 32;
 pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
-/// QPNs start above the range mlx4 reserves for special QPs.
+/// The kernel's QPNs lie in `FIRST_QPN..KERNEL_QPN_END`, above the range
+/// mlx4 reserves for special QPs; the provider's from `KERNEL_QPN_END` to
+/// the profile's last (`hw::firmware::icm`). Only the BlueFlame-safe ones
+/// are used (64 of every 256, `wqe::qpn_is_bf_safe`).
 pub(crate) const FIRST_QPN: u32 = 0x200;
-/// QPNs are 24 bits.
-pub(crate) const QPN_LIMIT: u32 = 1 << 24;
+pub(crate) const KERNEL_QPN_END: u32 = 0x400;
+const _: () = assert!(FIRST_QPN + 4 * MAX_QPS as u32 <= KERNEL_QPN_END && KERNEL_QPN_END % 256 == 0);
 
 /// The send CQ of a context.
 pub(crate) const CQ_LOG_ENTRIES: u32 = 7;
@@ -44,15 +47,10 @@ pub(crate) const DB_REC_WORDS: usize = 2;
 pub(crate) const RCQ_LOG_ENTRIES: u32 = 7;
 pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
 
-/// CQs the RDMA provider may have (in user memory, any size the device
-/// allows), numbered after the contexts' send and receive CQs.
-pub(crate) const PROVIDER_CQS: usize = 64;
-/// CQ slots of every kind: `Live::cqs` has a bit for each.
-pub(crate) const CQ_SLOTS: usize = MAX_CQS + MAX_QPS + PROVIDER_CQS;
-/// The first provider CQ slot.
+/// The first CQ slot of the RDMA provider's CQs (in user memory, any size
+/// the device allows), after the contexts' send and receive CQs; they go
+/// up to the profile's last CQ (`Firmware::cq_slots`).
 pub(crate) const FIRST_PROVIDER_CQ: usize = MAX_CQS + MAX_QPS;
-/// Protection domains the RDMA provider may have.
-pub(crate) const PROVIDER_PDS: usize = 64;
 
 /// The adapter's one EQ.
 pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
@@ -66,8 +64,9 @@ pub(crate) const KPING_ENDS: usize = 8;
 pub(crate) const KPING_BUF_BYTES: usize = 16384;
 pub(crate) const KPING_END_BYTES: usize = 2 * KPING_BUF_BYTES;
 
-/// MPT slots this driver uses at most.
-pub(crate) const MAX_MPTS: usize = 1024;
+/// MPTs the profile asks for (`hw::firmware::icm`): the firmware's
+/// reserved ones, then memory regions.
+pub(crate) const MAX_MPTS: usize = 1 << 13;
 
 const _: () = assert!(CQ_ENTRIES as usize >= 2 * MAX_QPS_PER_CONTEXT * SQ_ENTRIES as usize);
 const _: () = assert!(CQ_BYTES == 4096 && RCQ_ENTRIES as usize * CQE_SIZE == 4096);
@@ -78,15 +77,6 @@ const _: () = assert!(
     "QpTable::used_slots is a u64"
 );
 const _: () = assert!(
-    CQ_SLOTS.is_multiple_of(64),
-    "Live::cqs (a send CQ per context, a receive CQ per QP, the provider's) is an array of u64"
-);
-const _: () = assert!(
-    PROVIDER_CQS <= u64::BITS as usize && PROVIDER_PDS <= u64::BITS as usize,
-    "the provider's pending completions and its PDs are a u64 each"
-);
-const _: () = assert!(
     MAX_QPS_PER_CONTEXT <= u32::BITS as usize,
     "Context::qp_mask is a u32"
 );
-const _: () = assert!(MAX_MPTS.is_multiple_of(64), "Live::mpts is an array of u64");

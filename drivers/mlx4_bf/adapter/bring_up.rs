@@ -19,10 +19,10 @@ use kernel::{
     },
 };
 
-use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, Resources};
+use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Resources};
 use crate::{
     geometry::{
-        FIRST_PROVIDER_CQ, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QPN_LIMIT, QP_BUF_BYTES,
+        FIRST_PROVIDER_CQ, KERNEL_QPN_END, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QP_BUF_BYTES,
         SEND_BUFS_BYTES,
     },
     hw::{
@@ -198,20 +198,23 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     )]
     let bar2_start = u64::from(pdev.resource_start(Bar2::BAR)?);
     let mrs = MrTable::new(pdev.as_ref(), &firmware.dev_cap, &firmware.profile)?;
-    let qpn_limit = firmware.qpn_limit.min(QPN_LIMIT);
     let kernel_uars = firmware.kernel_uars();
-    let router = EventRouter::new(firmware.cqn(FIRST_PROVIDER_CQ))?;
+    let router = EventRouter::new(
+        firmware.cqn(FIRST_PROVIDER_CQ),
+        firmware.cq_slots() - FIRST_PROVIDER_CQ,
+    )?;
     // The provider's PDs above every context's (a UAR index) and the
     // firmware's reserved ones.
     let rdma = &firmware.dev_cap.rdma;
-    let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds);
+    let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
+    let user_qpns = QpnPool::new(firmware.profile.num_qps)?;
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,
             writer,
             resources: Devres::new(pdev.as_ref(), resources)?,
             uars <- new_mutex!(UarAllocator::with_reserved(caps.num_uars, kernel_uars)),
-            qps <- new_mutex!(QpTable::new(qpn_limit)),
+            qps <- new_mutex!(QpTable::new(KERNEL_QPN_END)),
             areas,
             areas_used <- new_mutex!(0),
             mrs <- new_mutex!(mrs),
@@ -223,6 +226,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
             firmware,
             router,
             pds <- new_mutex!(pds),
+            user_qpns <- new_mutex!(user_qpns),
             port_tables: Atomic::new(0),
         }),
         GFP_KERNEL,

@@ -12,7 +12,7 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::Adapter;
 use crate::{
-    geometry::{CQE_SIZE, MAX_QPS, PROVIDER_CQS},
+    geometry::{CQE_SIZE, FIRST_PROVIDER_CQ},
     hw::firmware::{icm::LOG_RDMARC_PER_QP, port},
     ib_device::{self, DevCaps},
     mad::{self, NodeInfo, PortAttr},
@@ -67,8 +67,8 @@ impl Adapter {
             bf_reg_size: self.caps.bf_reg_size,
             bf_regs_per_page: c.bf_regs_per_page,
             cqe_size: CQE_SIZE as u32,
-            quota_qps: MAX_QPS as u32,
-            quota_cqs: PROVIDER_CQS as u32,
+            quota_qps: self.user_qpns.lock().count(),
+            quota_cqs: (fw.cq_slots() - FIRST_PROVIDER_CQ) as u32,
             quota_mrs: self.mrs.lock().capacity() as u32,
             quota_pds: self.pds.lock().count(),
         })

@@ -6,7 +6,7 @@
 //! mlx4_core calls a CQ's completion handler from a tasklet and defers QP
 //! events to a workqueue (`mlx4_cq_completion()`, `mlx4_ib_qp_event()`);
 //! here both go one way. In hard interrupt context, without a lock: a
-//! completion sets its CQ slot's flag (several completions of one CQ before
+//! completion sets its CQ slot's bit (several completions of one CQ before
 //! the work runs are one call, as an armed CQ raises one event per arming);
 //! an asynchronous event goes into a ring written only by the handler and
 //! read only by the work (full: counted, logged). Then the work is queued
@@ -17,6 +17,7 @@
 //! the dispatcher.
 
 use kernel::{
+    bitmap::BitmapVec,
     new_mutex,
     prelude::*,
     sync::{
@@ -28,7 +29,6 @@ use kernel::{
 
 use crate::{
     eqe::{AsyncEvent, Eqe},
-    geometry::PROVIDER_CQS,
 };
 
 /// What the RDMA provider does with its events, in process context.
@@ -61,8 +61,9 @@ pub(crate) enum Routed {
 pub(crate) struct EventRouter {
     /// The CQN of provider CQ slot 0.
     first_cqn: u32,
-    /// Provider CQ slots with a completion to hand on.
-    pending: [Atomic<bool>; PROVIDER_CQS],
+    /// Provider CQ slots with a completion to hand on: set by the handler,
+    /// taken by the work, with atomic bit operations.
+    pending: BitmapVec,
     ring: [Atomic<u64>; RING as usize],
     /// Written by the handler only, read by the work only.
     head: Atomic<u32>,
@@ -90,12 +91,13 @@ impl WorkItem for EventRouter {
 }
 
 impl EventRouter {
-    /// Provider CQ slot `i` is CQ number `first_cqn + i`.
-    pub(crate) fn new(first_cqn: u32) -> Result<Arc<Self>> {
+    /// Provider CQ slot `i` (of `cqs`) is CQ number `first_cqn + i`.
+    pub(crate) fn new(first_cqn: u32, cqs: usize) -> Result<Arc<Self>> {
+        let pending = BitmapVec::new(cqs, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(EventRouter {
                 first_cqn,
-                pending: [const { Atomic::new(false) }; PROVIDER_CQS],
+                pending,
                 ring: [const { Atomic::new(0) }; RING as usize],
                 head: Atomic::new(0),
                 tail: Atomic::new(0),
@@ -111,7 +113,7 @@ impl EventRouter {
     /// The provider CQ slot of CQ `cqn`, if it is one of the provider's.
     fn slot(&self, cqn: u32) -> Option<usize> {
         let slot = cqn.checked_sub(self.first_cqn)? as usize;
-        (slot < PROVIDER_CQS).then_some(slot)
+        (slot < self.pending.len()).then_some(slot)
     }
 
     /// In the interrupt handler: where `e` goes, recorded if the provider's.
@@ -119,7 +121,8 @@ impl EventRouter {
         match e {
             Eqe::Completion { cqn } => match self.slot(cqn) {
                 Some(slot) => {
-                    self.pending[slot].store(true, Release);
+                    // The work it queues runs after this (`kick`).
+                    self.pending.set_bit_atomic(slot);
                     Routed::Provider
                 }
                 None => Routed::Contexts,
@@ -176,12 +179,16 @@ impl EventRouter {
     fn dispatch_pending(&self) {
         let guard = self.dispatch.lock();
         let target = guard.as_ref().filter(|_| self.live.load(Acquire));
-        for (slot, flag) in self.pending.iter().enumerate() {
-            if flag.xchg(false, Acquire) {
-                if let Some(d) = target {
-                    d.completion(self.first_cqn + slot as u32);
-                }
+        let len = self.pending.len();
+        let mut next = 0;
+        while let Some(slot) = (next < len).then(|| self.pending.next_bit(next)).flatten() {
+            // Taken before it is handed on: one the handler sets again
+            // meanwhile is this run's or the next one's.
+            self.pending.clear_bit_atomic(slot);
+            if let Some(d) = target {
+                d.completion(self.first_cqn + slot as u32);
             }
+            next = slot + 1;
         }
         while let Some(a) = self.pop() {
             if let Some(d) = target {
@@ -205,7 +212,7 @@ impl EventRouter {
     /// waits for a dispatch under way, which may be handing it on.
     pub(crate) fn forget_cq(&self, cqn: u32) {
         if let Some(slot) = self.slot(cqn) {
-            self.pending[slot].store(false, Relaxed);
+            self.pending.clear_bit_atomic(slot);
         }
         drop(self.dispatch.lock());
     }

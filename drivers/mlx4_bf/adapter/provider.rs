@@ -20,9 +20,9 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{events::EventDispatch, Adapter};
+use super::{events::EventDispatch, number_pool::NumberPool, Adapter};
 use crate::{
-    geometry::{CQE_SIZE, CQ_SLOTS, FIRST_PROVIDER_CQ, PROVIDER_PDS},
+    geometry::{CQE_SIZE, FIRST_PROVIDER_CQ, KERNEL_QPN_END},
     hw::queues::{
         cq::{self, CqParams},
         user_qp,
@@ -32,6 +32,7 @@ use crate::{
     region::{MTT_ENTRY_LEN, PAGE_SHIFT},
     sys::errno::eopnotsupp,
     verbs::{QpState, VerbsError},
+    wqe,
 };
 
 /// The errno of a rule's refusal.
@@ -42,28 +43,43 @@ pub(super) fn errno(e: VerbsError) -> Error {
     }
 }
 
-/// The provider's PD numbers: `count` from `base`, above every context's
-/// (a context's PD is its UAR index) and the firmware's reserved ones,
-/// below the device's limit.
+/// The provider's PD numbers: `base..limit`, above every context's (a
+/// context's PD is its UAR index) and the firmware's reserved ones, below
+/// the device's limit (`mlx4_pd_alloc()`'s bitmap).
 pub(crate) struct PdPool {
     base: u32,
-    count: u32,
-    used: u64,
+    numbers: NumberPool,
 }
 
 impl PdPool {
-    /// PDs `base..limit`, at most `PROVIDER_PDS` of them.
-    pub(super) fn new(base: u32, limit: u32) -> Self {
-        PdPool {
+    pub(super) fn new(base: u32, limit: u32) -> Result<Self> {
+        Ok(PdPool {
             base,
-            count: limit.saturating_sub(base).min(PROVIDER_PDS as u32),
-            used: 0,
-        }
+            numbers: NumberPool::new(limit.saturating_sub(base))?,
+        })
     }
 
     /// PDs the provider may have.
     pub(super) fn count(&self) -> u32 {
-        self.count
+        self.numbers.count()
+    }
+}
+
+/// The provider's QPNs: the BlueFlame-safe ones from `KERNEL_QPN_END` up
+/// to the profile's last (`mlx4_qp_reserve_range()`'s bitmap).
+pub(crate) struct QpnPool(NumberPool);
+
+impl QpnPool {
+    pub(super) fn new(num_qps: u32) -> Result<Self> {
+        Ok(QpnPool(NumberPool::new(wqe::bf_safe_count(
+            KERNEL_QPN_END,
+            num_qps,
+        ))?))
+    }
+
+    /// QPs the provider may have.
+    pub(super) fn count(&self) -> u32 {
+        self.0.count()
     }
 }
 
@@ -134,12 +150,11 @@ pub(crate) struct QpSpec<'a> {
     pub(crate) mtt: &'a MttRange,
 }
 
-/// A QP number and table slot of the provider's, with what mlx4_ib keeps
-/// between its transitions. The caller serialises its modifications
-/// (mlx4_ib's `qp->mutex`).
+/// A QP number of the provider's, with what mlx4_ib keeps between its
+/// transitions. The caller serialises its modifications (mlx4_ib's
+/// `qp->mutex`).
 pub(crate) struct QpHandle {
     qpn: u32,
-    slot: usize,
     pd: u32,
     soft: QpSoft,
 }
@@ -160,19 +175,15 @@ impl Adapter {
     /// when all are taken.
     pub(crate) fn alloc_pd(&self) -> Result<u32> {
         let mut pool = self.pds.lock();
-        let i = (!pool.used).trailing_zeros();
-        if i >= pool.count {
-            return Err(ENOSPC);
-        }
-        pool.used |= 1 << i;
+        let i = pool.numbers.alloc().ok_or(ENOSPC)?;
         Ok(pool.base + i)
     }
 
     /// Gives PD `pdn` back; nothing of it may be left in the device.
     pub(crate) fn free_pd(&self, pdn: u32) {
         let mut pool = self.pds.lock();
-        if let Some(i) = pdn.checked_sub(pool.base).filter(|&i| i < pool.count) {
-            pool.used &= !(1 << i);
+        if let Some(i) = pdn.checked_sub(pool.base) {
+            pool.numbers.free(i);
         }
     }
 
@@ -221,7 +232,10 @@ impl Adapter {
         if st.dead {
             return Err(ENODEV);
         }
-        let slot = st.live.free_cq(FIRST_PROVIDER_CQ..CQ_SLOTS).ok_or(ENOSPC)?;
+        let slot = st
+            .live
+            .free_cq(FIRST_PROVIDER_CQ..fw.cq_slots())
+            .ok_or(ENOSPC)?;
         let p = CqParams {
             live_bit: slot,
             cqn: fw.cqn(slot),
@@ -250,14 +264,14 @@ impl Adapter {
         Ok(())
     }
 
-    /// A QP number (BlueFlame-safe, as the contexts' are) and table slot
-    /// for a QP of protection domain `pd`, in RESET (`create_qp_common()`'s
-    /// `mlx4_qp_reserve_range()`); `-ENOSPC` when all slots are taken.
+    /// A QP number (BlueFlame-safe, as the contexts' are) for a QP of
+    /// protection domain `pd`, in RESET (`create_qp_common()`'s
+    /// `mlx4_qp_reserve_range()`); `-ENOSPC` when all are taken.
     pub(crate) fn reserve_qp(&self, pd: u32) -> Result<QpHandle> {
-        let (slot, qpn) = self.qps.lock().alloc(pd).ok_or(ENOSPC)?;
+        let index = self.user_qpns.lock().0.alloc().ok_or(ENOSPC)?;
+        let qpn = wqe::bf_safe_qpn(KERNEL_QPN_END, index).ok_or(ENOSPC)?;
         Ok(QpHandle {
             qpn,
-            slot,
             pd,
             soft: QpSoft::new(),
         })
@@ -275,7 +289,7 @@ impl Adapter {
             let st = fw.cmd.lock();
             for cqn in [spec.cqn_send, spec.cqn_recv] {
                 let slot = cqn.checked_sub(fw.cqn(FIRST_PROVIDER_CQ)).ok_or(EINVAL)? as usize;
-                if slot >= CQ_SLOTS - FIRST_PROVIDER_CQ || !st.live.cq(FIRST_PROVIDER_CQ + slot) {
+                if !st.live.cq(FIRST_PROVIDER_CQ + slot) {
                     return Err(EINVAL);
                 }
             }
@@ -304,7 +318,7 @@ impl Adapter {
         let m = qp_context::modify(&dev, &facts, &qp.soft, attr).map_err(errno)?;
         if let Some(c) = m.command {
             let fw = &*self.firmware;
-            user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), qp.slot, &c)?;
+            user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), &c)?;
         }
         qp.soft = m.next;
         Ok(())
@@ -321,19 +335,21 @@ impl Adapter {
             context: QpFields::default(),
         };
         let fw = &*self.firmware;
-        user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), qp.slot, &c)?;
+        user_qp::modify(&fw.cmd, &mut fw.cmd.lock(), &c)?;
         qp.soft = QpSoft::new();
         Ok(())
     }
 
-    /// Gives the QP's number and slot back. `-EBUSY` if the device still
-    /// has the QP (its 2RST failed): the slot stays taken, and the caller
-    /// keeps its memory.
+    /// Gives the QP's number back. `-EBUSY` if the device still has the
+    /// QP (its 2RST failed): the number stays taken, and the caller keeps
+    /// its memory.
     pub(crate) fn release_qp(&self, qp: QpHandle) -> Result {
-        if self.firmware.qp_in_hw(qp.slot) {
+        if self.firmware.user_qp_in_hw(qp.qpn) {
             return Err(EBUSY);
         }
-        self.free_qp(qp.slot);
+        if let Some(index) = wqe::bf_safe_index(KERNEL_QPN_END, qp.qpn) {
+            self.user_qpns.lock().0.free(index);
+        }
         Ok(())
     }
 

@@ -13,7 +13,7 @@ use crate::{
 pub(crate) struct QpTable {
     used_slots: u64,
     next_qpn: u32,
-    /// QPNs handed out lie in `FIRST_QPN..qpn_limit`.
+    /// QPNs handed out lie in `FIRST_QPN..qpn_limit` (`KERNEL_QPN_END`).
     qpn_limit: u32,
     /// The QPN of each slot in use (0: free).
     qpns: [u32; MAX_QPS],

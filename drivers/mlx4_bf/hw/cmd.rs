@@ -15,9 +15,11 @@
 pub(crate) mod be_fields;
 pub(crate) mod be_mmio;
 mod command;
+mod live;
 pub(crate) mod regs;
 
 pub(crate) use command::{Command, Input, Op, HW2SW_NO_OUTPUT};
+pub(crate) use live::Live;
 
 use kernel::{
     device,
@@ -30,7 +32,6 @@ use kernel::{
     time::Delta,
 };
 
-use crate::geometry::{CQ_SLOTS, MAX_MPTS, MAX_QPS};
 use be_mmio::BeMmio;
 use regs::{
     HCR_CTRL, HCR_IN_MODIFIER, HCR_IN_PARAM_HI, HCR_IN_PARAM_LO, HCR_OUT_PARAM_HI,
@@ -51,54 +52,6 @@ pub(crate) const MAILBOX_SIZE: usize = crate::icm::map_cmd::MAILBOX_SIZE;
 pub(crate) struct Mailboxes {
     inbox: Coherent<[u8]>,
     outbox: Coherent<[u8]>,
-}
-
-/// What exists in the device, so that unbind can take it down.
-#[derive(Default)]
-pub(crate) struct Live {
-    pub(crate) eq: bool,
-    /// Port 1 is up (INIT_PORT); not a context, so not in [`Live::any`].
-    pub(crate) port: bool,
-    /// CQ slots with a CQ in hardware (bit = slot): the contexts' send
-    /// CQs, the receive CQs, the provider's (`geometry::CQ_SLOTS`).
-    pub(crate) cqs: [u64; CQ_SLOTS / 64],
-    /// QPN of the QP in hardware per send-queue slot (0: none).
-    pub(crate) qps: [u32; MAX_QPS],
-    /// MPTs in hardware ownership (bit = MPT index).
-    pub(crate) mpts: [u64; MAX_MPTS / 64],
-}
-
-impl Live {
-    /// Whether anything is (still) in the adapter.
-    pub(crate) fn any(&self) -> bool {
-        self.eq
-            || self.cqs.iter().any(|&c| c != 0)
-            || self.qps.iter().any(|&q| q != 0)
-            || self.mpts.iter().any(|&m| m != 0)
-    }
-
-    /// Whether a CQ is in hardware under CQ slot `slot`.
-    pub(crate) fn cq(&self, slot: usize) -> bool {
-        self.cqs
-            .get(slot / 64)
-            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
-    }
-
-    /// Records CQ slot `slot` (< `CQ_SLOTS`) as in hardware, or not.
-    pub(crate) fn set_cq(&mut self, slot: usize, live: bool) {
-        if let Some(w) = self.cqs.get_mut(slot / 64) {
-            if live {
-                *w |= 1 << (slot % 64);
-            } else {
-                *w &= !(1 << (slot % 64));
-            }
-        }
-    }
-
-    /// The first CQ slot of `slots` with no CQ in hardware.
-    pub(crate) fn free_cq(&self, slots: core::ops::Range<usize>) -> Option<usize> {
-        slots.into_iter().find(|&s| s < CQ_SLOTS && !self.cq(s))
-    }
 }
 
 pub(crate) struct CmdState {
@@ -132,6 +85,7 @@ impl CmdIf {
             inbox: Coherent::zeroed_slice(dev, MAILBOX_SIZE, GFP_KERNEL)?,
             outbox: Coherent::zeroed_slice(dev, MAILBOX_SIZE, GFP_KERNEL)?,
         };
+        let live = Live::new()?;
         KBox::pin_init(
             try_pin_init!(CmdIf {
                 bar0,
@@ -140,13 +94,7 @@ impl CmdIf {
                     toggle: true,
                     dead: false,
                     owned: false,
-                    live: Live {
-                        eq: false,
-                        port: false,
-                        cqs: [0; CQ_SLOTS / 64],
-                        qps: [0; MAX_QPS],
-                        mpts: [0; MAX_MPTS / 64],
-                    },
+                    live,
                 }),
                 dev: dev.into(),
             }),

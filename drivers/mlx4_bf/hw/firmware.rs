@@ -51,16 +51,17 @@ use kernel::{
 
 use crate::{
     geometry::{
-        CQ_LOG_ENTRIES, CQ_SLOTS, FIRST_QPN, MAX_CQS, MAX_MPTS, MAX_QPS, RCQ_LOG_ENTRIES,
-        SQ_ENTRIES,
+        CQ_LOG_ENTRIES, FIRST_PROVIDER_CQ, FIRST_QPN, KERNEL_QPN_END, MAX_CQS, MAX_QPS,
+        RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
-    hw::cmd::{CmdIf, CmdState, Command, Live, Op, BAR0_SIZE},
+    hw::cmd::{CmdIf, CmdState, Command, Op, BAR0_SIZE},
     hw::memory::mr,
     hw::memory::mtt::Pool,
     hw::queues::cq::{self, Cq, CqParams},
     hw::queues::eq::{self, Eq},
     hw::queues::kernel_mem::{QueueDma, QueueMem},
     hw::queues::qp::{self, QpParams},
+    hw::queues::user_qp,
     stats::QueueStats,
     wqe,
 };
@@ -92,8 +93,6 @@ pub(crate) struct Firmware {
     dma: QueueDma,
     /// CQ slot `i` is CQ number `first_cqn + i`.
     first_cqn: u32,
-    /// QPNs handed out lie below this.
-    pub(crate) qpn_limit: u32,
     /// Posts to the device run inside this; unbind revokes it first.
     #[pin]
     pub(crate) posting: Revocable<()>,
@@ -143,7 +142,6 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
         try_pin_init!(Firmware {
             cmd,
             fw,
-            qpn_limit: profile.num_qps,
             dev_cap,
             profile,
             icm <- new_mutex!(Some(icm)),
@@ -181,6 +179,9 @@ fn bring_up(
         u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
     let profile = icm.init_hca(dev, cmd, &dev_cap, num_uars)?;
     let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
+    cmd.lock()
+        .live
+        .size(profile.num_cqs - first_cqn, profile.num_qps, profile.num_mpts)?;
     let mem = QueueMem::new(dev)?;
     let mtt = &profile.queue_mtt;
     let fw = &*icm;
@@ -211,7 +212,7 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
     }
     let first_cqn = cap.reserved_cqs;
     // Send CQs (one per context), receive CQs (one per QP), the provider's.
-    if first_cqn as usize + CQ_SLOTS > p.num_cqs as usize {
+    if first_cqn as usize + FIRST_PROVIDER_CQ >= p.num_cqs as usize {
         dev_err!(
             dev,
             "too few CQs ({} reserved of {})\n",
@@ -220,8 +221,8 @@ fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u
         );
         return Err(ENODEV);
     }
-    // QPNs skip 64 of every 256 (BlueFlame-safe); leave room to wrap.
-    if FIRST_QPN < cap.reserved_qps || FIRST_QPN as usize + 4 * MAX_QPS > p.num_qps as usize {
+    // The kernel's QPNs, then the provider's.
+    if FIRST_QPN < cap.reserved_qps || KERNEL_QPN_END >= p.num_qps {
         dev_err!(
             dev,
             "too few QPs ({} reserved of {})\n",
@@ -319,13 +320,18 @@ impl Firmware {
         for slot in 0..MAX_QPS {
             qp::destroy(&self.cmd, &mut st, slot);
         }
-        for slot in 0..CQ_SLOTS {
+        user_qp::reset_all(&self.cmd, &mut st);
+        let mut next = 0;
+        while let Some(slot) = st.live.cqs.next(next) {
             // A CQ left in the device is what `live.any()` finds below.
             let _ = cq::destroy(&self.cmd, &mut st, slot, self.cqn(slot));
+            next = slot + 1;
         }
         // No QP is left to use them: the memory regions go last.
-        for slot in 0..MAX_MPTS {
+        let mut next = 0;
+        while let Some(slot) = st.live.mpts.next(next) {
             let _ = mr::mpt_destroy(&self.cmd, &mut st, slot);
+            next = slot + 1;
         }
         if core::mem::take(&mut st.live.port) {
             // A failure is logged; CLOSE_HCA takes the port down anyway.
@@ -342,7 +348,7 @@ impl Firmware {
         if !given_back {
             crate::sys::reset::last_resort(pdev, || self.cmd.write_reset());
             // The reset took everything out of the adapter.
-            st.live = Live::default();
+            st.live.forget_all();
         }
         // Nothing of it is the adapter's any more.
         drop(Option::take(&mut icm));
@@ -351,9 +357,14 @@ impl Firmware {
         self.cmd.free_ownership();
     }
 
-    /// The CQ number of CQ slot `slot` (`geometry::CQ_SLOTS`).
+    /// The CQ number of CQ slot `slot` (below [`Firmware::cq_slots`]).
     pub(crate) fn cqn(&self, slot: usize) -> u32 {
         self.first_cqn + slot as u32
+    }
+
+    /// CQ slots: every CQ of the profile above the firmware's.
+    pub(crate) fn cq_slots(&self) -> usize {
+        (self.profile.num_cqs - self.first_cqn) as usize
     }
 
     /// A CQ for the context owning UAR `uar`. `clear` empties the buffer of
@@ -453,6 +464,11 @@ impl Firmware {
     /// Whether a QP is (still) in the device under send-queue slot `slot`.
     pub(crate) fn qp_in_hw(&self, slot: usize) -> bool {
         self.cmd.lock().live.qps.get(slot).is_some_and(|&q| q != 0)
+    }
+
+    /// Whether the provider's QP `qpn` is (still) in the device.
+    pub(crate) fn user_qp_in_hw(&self, qpn: u32) -> bool {
+        self.cmd.lock().live.user_qps.contains(qpn as usize)
     }
 }
 

@@ -381,6 +381,31 @@ pub fn next_bf_safe_qpn(qpn: u32) -> u32 {
     q
 }
 
+/// BlueFlame-safe QPNs per 256: those with bits 6 and 7 clear.
+pub const BF_SAFE_PER_256: u32 = 64;
+
+/// The `index`th BlueFlame-safe QPN from `base` (a multiple of 256): the
+/// provider's QPNs numbered densely, for a bitmap of `index`es.
+pub fn bf_safe_qpn(base: u32, index: u32) -> Option<u32> {
+    let block = (index / BF_SAFE_PER_256).checked_mul(256)?;
+    let qpn = base.checked_add(block)?.checked_add(index % BF_SAFE_PER_256)?;
+    (base % 256 == 0 && qpn < (1 << 24)).then_some(qpn)
+}
+
+/// The inverse of [`bf_safe_qpn`]: the index of `qpn` above `base`, if it
+/// is a BlueFlame-safe QPN there.
+pub fn bf_safe_index(base: u32, qpn: u32) -> Option<u32> {
+    let off = qpn.checked_sub(base)?;
+    (base % 256 == 0 && qpn_is_bf_safe(qpn))
+        .then_some(off / 256 * BF_SAFE_PER_256 + off % 256)
+}
+
+/// BlueFlame-safe QPNs in `base..limit` (`base` a multiple of 256).
+pub fn bf_safe_count(base: u32, limit: u32) -> u32 {
+    let span = limit.saturating_sub(base);
+    span / 256 * BF_SAFE_PER_256 + (span % 256).min(BF_SAFE_PER_256)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,5 +662,22 @@ mod tests {
         assert_eq!(next_bf_safe_qpn(0x40), 0x100);
         assert_eq!(next_bf_safe_qpn(0x3f), 0x3f);
         assert_eq!(next_bf_safe_qpn(0xff_ffc0), 0);
+    }
+
+    #[test]
+    fn dense_bf_safe_numbers_are_the_safe_qpns_in_order() {
+        let base = 0x400;
+        let safe = (base..0x1000).filter(|&q| qpn_is_bf_safe(q));
+        assert_eq!(bf_safe_count(base, 0x1000) as usize, safe.clone().count());
+        for (i, q) in safe.enumerate() {
+            assert_eq!(bf_safe_qpn(base, i as u32), Some(q));
+            assert_eq!(bf_safe_index(base, q), Some(i as u32));
+        }
+        assert_eq!(bf_safe_index(base, 0x440), None);
+        assert_eq!(bf_safe_index(base, 0x3ff), None);
+        assert_eq!(bf_safe_qpn(0x401, 0), None);
+        assert_eq!(bf_safe_qpn(base, u32::MAX), None);
+        assert_eq!(bf_safe_count(base, 0x420), 0x20);
+        assert_eq!(bf_safe_count(base, base), 0);
     }
 }

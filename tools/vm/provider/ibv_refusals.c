@@ -26,8 +26,6 @@
 
 #include "../upstream/verbs_util.h"
 
-#define MAX_OBJECTS 512
-
 static struct ibv_context *ctx;
 static struct ibv_device_attr dev_attr;
 static struct ibv_pd *pd;
@@ -260,12 +258,19 @@ static void unmake(enum kind k, void *o)
 		ibv_destroy_qp(o);
 }
 
-static void exhaust(const char *name, enum kind k, int min)
+/*
+ * Objects of kind K until the device has none left: exactly as many as
+ * ibv_query_device says (MAX, less the HELD this context has already),
+ * then ENOSPC or ENOMEM; all are destroyed again.
+ */
+static void exhaust(const char *name, enum kind k, int max, int held)
 {
-	static void *made[MAX_OBJECTS];
-	int n = 0, err = 0, ok;
+	int want = max - held, n = 0, err = 0, ok;
+	void **made = calloc(want + 1, sizeof(*made));
 
-	while (n < MAX_OBJECTS) {
+	if (!made)
+		die("calloc", ENOMEM);
+	while (n <= want) {
 		errno = 0;
 		made[n] = make(k);
 		if (!made[n]) {
@@ -274,13 +279,14 @@ static void exhaust(const char *name, enum kind k, int min)
 		}
 		n++;
 	}
-	ok = n >= min && n < MAX_OBJECTS && (err == ENOSPC || err == ENOMEM);
-	printf("# %s: %d made, then errno %d (%s); want at least %d, then ENOSPC or ENOMEM\n",
-	       name, n, err, strerror(err), min);
+	ok = n == want && (err == ENOSPC || err == ENOMEM);
+	printf("# %s: %d made, then errno %d (%s); want %d (max %d less %d held), then ENOSPC or ENOMEM\n",
+	       name, n, err, strerror(err), want, max, held);
 	printf("%s %d %s\n", ok ? "ok" : "not ok", ++results, name);
 	failures += !ok;
 	while (n--)
 		unmake(k, made[n]);
+	free(made);
 }
 
 int main(int argc, char **argv)
@@ -314,9 +320,9 @@ int main(int argc, char **argv)
 	transitions();
 	mr_and_mmap_refusals();
 	/* Besides this context's PD and CQ. */
-	exhaust("pds_until_none_is_left", PD, 8);
-	exhaust("cqs_until_none_is_left", CQ, 8);
-	exhaust("qps_until_none_is_left", QP, 8);
+	exhaust("pds_until_none_is_left", PD, dev_attr.max_pd, 1);
+	exhaust("cqs_until_none_is_left", CQ, dev_attr.max_cq, 1);
+	exhaust("qps_until_none_is_left", QP, dev_attr.max_qp, 0);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -14,8 +14,11 @@
 //! CLOSE_HCA, UNMAP_ICM x tables, UNMAP_ICM_AUX, UNMAP_FA
 //! ```
 //!
-//! The profile is this driver's, not mlx4_core's 2^18 QPs: the QPs, CQs,
-//! EQ, MPTs and MTT entries it creates ([`Profile`]). The rules (layout,
+//! The profile is this driver's, not mlx4_core's 2^17 QPs: every table is
+//! mapped whole at INIT_HCA (mainline maps QP, CQ and MPT contexts a chunk
+//! at a time as objects appear, `mlx4_table_get()`), so it asks for what
+//! a test machine's adapter serves: [`LOG_NUM_QPS`], [`LOG_NUM_CQS`] and
+//! `MAX_MPTS`, each within the adapter's limits ([`Profile`]). The rules (layout,
 //! INIT_HCA mailbox, page lists) are the pure `icm` module; this file
 //! allocates, posts and records what the adapter holds, so that the
 //! teardown gives back exactly that.
@@ -26,7 +29,7 @@ use kernel::{
 };
 
 use crate::{
-    geometry::{CQ_SLOTS, FIRST_QPN, MAX_MPTS, MAX_QPS},
+    geometry::MAX_MPTS,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
     hw::firmware::dev_cap::DevCap,
     hw::firmware::icm_pages::IcmPages,
@@ -44,6 +47,12 @@ use crate::{
 /// RDMA reads a QP may have outstanding as responder (log2): one RDMARC
 /// entry per QP (`caps.max_qp_dest_rdma`, mlx4_core's `rdmarc_shift`).
 pub(crate) const LOG_RDMARC_PER_QP: u8 = 0;
+/// QPNs: the firmware's, the kernel's and about 3 800 of the provider's
+/// (BlueFlame-safe ones, `geometry::KERNEL_QPN_END`); 6.5 MiB of contexts
+/// with the model's entry sizes.
+const LOG_NUM_QPS: u8 = 14;
+/// CQs: the firmware's, the kernel's, the provider's.
+const LOG_NUM_CQS: u8 = 12;
 /// MTT entries: the queues' (`QueueMtt`) and 256 MiB of memory regions.
 const LOG_NUM_MTTS: u8 = 16;
 /// A two-entry multicast table of 1 KiB entries (the default
@@ -140,17 +149,16 @@ fn plan(dev: &Device<Bound>, cap: &DevCap) -> Result<IcmPlan> {
     })
 }
 
-/// The request: room for the driver's objects above the firmware's.
+/// The request: the driver's sizes, each no more than the adapter has.
 fn request(cap: &DevCap) -> ProfileRequest {
+    let at_most = |log: u8, max: u32| log.min(max.max(1).ilog2() as u8);
     ProfileRequest {
-        // QPNs from FIRST_QPN skip 64 of every 256 (BlueFlame-safe).
-        log_num_qps: ceil_log2(FIRST_QPN + 4 * MAX_QPS as u32),
+        log_num_qps: at_most(LOG_NUM_QPS, cap.max_qps),
         log_rdmarc_per_qp: LOG_RDMARC_PER_QP,
         log_num_srqs: ceil_log2(cap.reserved_srqs),
-        // A send CQ per context, a receive CQ per QP, the provider's.
-        log_num_cqs: ceil_log2(cap.reserved_cqs + CQ_SLOTS as u32),
+        log_num_cqs: at_most(LOG_NUM_CQS, cap.max_cqs),
         log_num_eqs: ceil_log2(cap.reserved_eqs + 1),
-        log_num_mpts: ceil_log2(MAX_MPTS as u32),
+        log_num_mpts: at_most(ceil_log2(MAX_MPTS as u32), cap.max_mpts),
         log_num_mtts: LOG_NUM_MTTS,
         log_num_mcgs: LOG_NUM_MCGS,
     }

@@ -457,28 +457,31 @@ fn mpt_create(cmd: &CmdIf, st: &mut CmdState, slot: usize, m: &Mpt) -> Result {
     if st.dead {
         return Err(ENODEV);
     }
+    // Recorded below, or it would outlive unbind in the device.
+    if slot >= st.live.mpts.len() {
+        return Err(EINVAL);
+    }
     let entry = region::mpt_entry(m);
     cmd.exec(
         st,
         Command::new(Op::Sw2HwMpt, slot as u32).input(Input::Mailbox(&entry)),
     )?;
-    st.live.mpts[slot / 64] |= 1 << (slot % 64);
+    st.live.mpts.set(slot, true);
     Ok(())
 }
 
 /// HW2SW_MPT of `slot`, unless unbind already did it.
 pub(crate) fn mpt_destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize) -> Result {
-    let bit = 1u64 << (slot % 64);
-    let Some(word) = st.live.mpts.get(slot / 64).copied() else {
+    if slot >= st.live.mpts.len() {
         return Err(EINVAL);
-    };
-    if word & bit == 0 {
+    }
+    if !st.live.mpts.contains(slot) {
         return Ok(());
     }
     cmd.exec(
         st,
         Command::new(Op::Hw2SwMpt, slot as u32).op_mod(HW2SW_NO_OUTPUT),
     )?;
-    st.live.mpts[slot / 64] &= !bit;
+    st.live.mpts.set(slot, false);
     Ok(())
 }

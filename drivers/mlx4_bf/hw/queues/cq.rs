@@ -17,7 +17,7 @@ use zerocopy_derive::Immutable;
 
 use crate::{
     abi::{Cqe, CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER},
-    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, CQ_SLOTS, DB_REC_WORDS, MAX_CQS},
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::memory::mtt::{Pool, QueueMtt},
@@ -151,7 +151,7 @@ pub(crate) struct CqParams {
 /// no SW_CQ_INIT) with `mlx4_cq_alloc()`'s context; the command lock
 /// records it under `p.live_bit`.
 pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result {
-    if p.live_bit >= CQ_SLOTS || st.live.cq(p.live_bit) {
+    if p.live_bit >= st.live.cqs.len() || st.live.cq(p.live_bit) {
         return Err(EINVAL);
     }
     let mut ctx = CqContext::new_zeroed();

@@ -4,9 +4,9 @@
 //! `qp_context::modify()` chose, posted as `__mlx4_qp_modify()` posts it
 //! (drivers/net/ethernet/mellanox/mlx4/qp.c): 2RST with op_mod 2 and no
 //! mailbox, every other with the optpar word and the context. The command
-//! lock records the QP under its table slot from the first command that
-//! puts it in the device until its 2RST, as the contexts' QPs (`qp.rs`),
-//! so that unbind resets whatever the provider left.
+//! lock records the QP by its QPN from the first command that puts it in
+//! the device until its 2RST, so that unbind resets whatever the provider
+//! left.
 
 use kernel::prelude::*;
 use zerocopy::IntoBytes;
@@ -17,24 +17,20 @@ use crate::{
     qp_context::{QpCommand, QpOp},
 };
 
-/// Posts `c` for the QP in table slot `slot`. The QP is recorded as in
-/// the device once a command other than 2RST succeeded, and no longer
+/// Posts `c` for a QP of the provider's. The QP is recorded as in the
+/// device (by QPN) once a command other than 2RST succeeded, and no longer
 /// once a 2RST did; a QP the device does not have (never modified, or
 /// reset by unbind) needs no 2RST. A failed 2RST leaves it recorded: the
 /// device may still use its queues.
-pub(crate) fn modify(cmd: &CmdIf, st: &mut CmdState, slot: usize, c: &QpCommand) -> Result {
-    let qpn = c.in_mod & 0xff_ffff;
-    let recorded = *st.live.qps.get(slot).ok_or(EINVAL)?;
-    if recorded != 0 && recorded != qpn {
+pub(crate) fn modify(cmd: &CmdIf, st: &mut CmdState, c: &QpCommand) -> Result {
+    let qpn = (c.in_mod & 0xff_ffff) as usize;
+    if qpn >= st.live.user_qps.len() {
         return Err(EINVAL);
     }
+    let recorded = st.live.user_qps.contains(qpn);
     if c.op == QpOp::ToRst {
-        if recorded != 0 {
-            cmd.exec(
-                st,
-                Command::new(Op::ToRstQp, c.in_mod).op_mod(TO_RST_OP_MOD),
-            )?;
-            st.live.qps[slot] = 0;
+        if recorded {
+            reset(cmd, st, qpn)?;
         }
         return Ok(());
     }
@@ -45,6 +41,27 @@ pub(crate) fn modify(cmd: &CmdIf, st: &mut CmdState, slot: usize, c: &QpCommand)
             .op_mod(c.op_mod)
             .input(Input::Mailbox(mbox.as_bytes())),
     )?;
-    st.live.qps[slot] = qpn;
+    st.live.user_qps.set(qpn, true);
     Ok(())
+}
+
+/// 2RST of a QP recorded as in the device.
+fn reset(cmd: &CmdIf, st: &mut CmdState, qpn: usize) -> Result {
+    cmd.exec(
+        st,
+        Command::new(Op::ToRstQp, qpn as u32).op_mod(TO_RST_OP_MOD),
+    )?;
+    st.live.user_qps.set(qpn, false);
+    Ok(())
+}
+
+/// At unbind: 2RST of every QP of the provider's still in the device. One
+/// that fails stays recorded (the adapter is then reset).
+pub(crate) fn reset_all(cmd: &CmdIf, st: &mut CmdState) {
+    let mut next = 0;
+    while let Some(qpn) = st.live.user_qps.next(next) {
+        // A failure is logged by the command path.
+        let _ = reset(cmd, st, qpn);
+        next = qpn + 1;
+    }
 }
