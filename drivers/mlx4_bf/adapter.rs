@@ -15,7 +15,7 @@ use kernel::{
     dma::Coherent,
     prelude::*,
     revocable::RevocableGuard,
-    sync::{atomic::Atomic, poll::PollCondVar, rcu, Arc, Mutex, MutexGuard},
+    sync::{atomic::Atomic, poll::PollCondVar, rcu, Arc, Mutex},
 };
 
 use crate::{
@@ -29,7 +29,6 @@ use crate::{
     layout::Caps,
     region::Mpt,
     stats::DeviceStats,
-    sys::{pin::Pinned, usermap::UserMaps},
     uar_alloc::UarAllocator,
 };
 
@@ -54,8 +53,6 @@ pub(crate) struct Resources {
     pub(crate) bar2: Bar2,
     /// `MAX_QPS` QP buffers of `QP_BUF_BYTES`.
     pub(crate) qp_pool: Coherent<[u8]>,
-    /// `MAX_QPS` times `SEND_BUFS_BYTES`: messages POST_SEND copied in.
-    pub(crate) send_pool: Coherent<[u8]>,
     /// The EQ and CQ memory.
     pub(crate) queues: QueueMem,
     /// `KPING_ENDS` times `KPING_END_BYTES`: the kernel ping's buffers.
@@ -81,11 +78,6 @@ pub(crate) struct Adapter {
     /// Memory regions of all contexts (`hw/memory/mr.rs`).
     #[pin]
     mrs: Mutex<MrTable>,
-    /// Where BAR2 starts, for the pages contexts map (`usermap.rs`).
-    bar2_start: u64,
-    /// The files that map BAR pages, zapped at unbind.
-    #[pin]
-    user_maps: Mutex<UserMaps>,
     /// Woken by completion events and by unbind: pollers look at their CQs.
     #[pin]
     events: PollCondVar,
@@ -229,33 +221,8 @@ impl Adapter {
         *self.areas_used.lock() &= !(1 << area);
     }
 
-    /// The areas contexts share with their processes.
-    pub(crate) fn areas(&self) -> &UserAreas {
-        &self.areas
-    }
-
     pub(crate) fn area(&self, area: usize) -> Result<Area<'_>> {
         self.areas.area(area)
-    }
-
-    /// Registers the pinned user pages of `[start, start + len)` as a
-    /// region of protection domain `pd`; returns its key.
-    pub(crate) fn register_mr(
-        &self,
-        pinned: Pinned,
-        pd: u32,
-        (start, len): (u64, u64),
-        perm: u32,
-    ) -> Result<u32> {
-        let fw = &*self.firmware;
-        self.mrs.lock().register(
-            (&fw.cmd, |first, pages: &[u64]| fw.write_mtt(first, pages)),
-            pinned,
-            pd,
-            start,
-            len,
-            perm,
-        )
     }
 
     /// Registers memory its owner mapped for DMA (the kernel ping's
@@ -271,22 +238,9 @@ impl Adapter {
         )
     }
 
-    /// Takes region `key` of protection domain `pd` out of the device; its
-    /// pinned pages, if user memory, come back for the caller to unpin
-    /// outside the lock.
-    pub(crate) fn deregister_mr(&self, pd: u32, key: u32) -> Result<Option<Pinned>> {
+    /// Takes region `key` of protection domain `pd` out of the device;
+    /// its owner may unmap its pages once this returned `Ok`.
+    pub(crate) fn deregister_mr(&self, pd: u32, key: u32) -> Result {
         self.mrs.lock().deregister(&self.firmware.cmd, pd, key)
-    }
-
-    /// Where BAR2 starts, for the pages contexts map.
-    pub(crate) fn bar2_start(&self) -> u64 {
-        self.bar2_start
-    }
-
-    /// The files that map the adapter's pages. Held around nothing but
-    /// preparing, faulting in and zapping them: it is taken under
-    /// `mmap_lock`.
-    pub(crate) fn user_maps(&self) -> MutexGuard<'_, UserMaps> {
-        self.user_maps.lock()
     }
 }

@@ -33,7 +33,7 @@
 //! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use crate::{
-    abi::{self, Reject},
+    abi::Reject,
     adapter::{Adapter, Resources},
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hw::firmware::Firmware,
@@ -43,8 +43,6 @@ use crate::{
 };
 use kernel::{
     debugfs::Scope,
-    fs::File,
-    mm::virt::VmaNew,
     new_mutex,
     prelude::*,
     str::CString,
@@ -54,16 +52,12 @@ use kernel::{
     },
 };
 
-mod device;
 mod kernel_user;
-mod mmap;
-mod mr;
 mod post;
 mod qps;
 mod receive;
 
-pub(crate) use post::{SendRequest, WqeSource};
-pub(crate) use receive::Readiness;
+pub(crate) use post::SendRequest;
 use receive::Recv;
 mod send_cq;
 
@@ -117,8 +111,6 @@ struct State {
     /// Offset of the next BlueFlame buffer in the register: 0 or bf_buf_size.
     bf_half: u32,
     wqe: WqeBuf,
-    /// A message of POST_SEND's PAYLOAD on its way to a send buffer.
-    payload: [u8; abi::MAX_PAYLOAD],
     /// Its memory regions, for the checks of its posts (the adapter's
     /// table has them all).
     mrs: CtxMrs,
@@ -173,7 +165,6 @@ impl Context {
                 area_in_hw: false,
                 bf_half: 0,
                 wqe: WqeBuf([0; SQ_STRIDE]),
-                payload: [0; abi::MAX_PAYLOAD],
                 mrs: CtxMrs::new(),
             }),
             stats: ctx_stats.clone(),
@@ -186,28 +177,6 @@ impl Context {
         // Dropping `ctx` on failure gives everything back (PinnedDrop).
         adapter.stats().attach(ctx.stats.clone())?;
         Ok(ctx)
-    }
-
-    /// `mmap()` of the file: its UAR or BlueFlame page, or part of its area.
-    ///
-    /// Runs under the process's `mmap_lock`, so it takes no lock that is
-    /// held around copies from and to user space (the context's mutex is:
-    /// they may fault and take `mmap_lock`, lockdep saw the cycle); the
-    /// adapter's `user_maps` lock is held around nothing but preparing,
-    /// faulting in and zapping BAR pages.
-    pub(crate) fn mmap(self: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
-        // SAFETY: `vma` is the VMA being set up by this mmap() call.
-        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
-        let offset = pgoff.checked_mul(4096).ok_or(EINVAL)?;
-        if offset as u64 == abi::MMAP_UAR_PAGE || offset as u64 == abi::MMAP_BF_PAGE {
-            return self.map_bar_page(file, vma, offset as u64);
-        }
-        self.map_area(file, vma, offset)
-    }
-
-    /// `-ENODEV` once the adapter was unbound.
-    pub(crate) fn check_bound(&self) -> Result {
-        self.hw().map(drop)
     }
 }
 
@@ -223,8 +192,8 @@ impl PinnedDrop for Context {
         self.release_cq_if_idle(&mut state);
         // No QP of ours uses them any more.
         while let Some(m) = state.mrs.pop() {
-            let pinned = self.adapter.deregister_mr(self.uar_index, m.key);
-            drop(pinned);
+            // A failure leaves the region to the adapter (`deregister`).
+            let _ = self.adapter.deregister_mr(self.uar_index, m.key);
         }
         if let Some(area) = state.area.take() {
             if state.area_in_hw {
@@ -234,7 +203,6 @@ impl PinnedDrop for Context {
             }
         }
         drop(state);
-        self.adapter.user_maps().forget(self.uar_index);
         self.adapter.stats().detach(&*self.stats);
         self.adapter.close_uar(self.uar_index);
     }

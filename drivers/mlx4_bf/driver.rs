@@ -18,7 +18,6 @@ use crate::{
     adapter::{new_adapter, show_stats, Adapter, Running},
     ib::IbRegistration,
     kping::Kping,
-    node::DeviceNode,
 };
 
 /// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).
@@ -72,8 +71,6 @@ pub(crate) struct AdapterBinding {
     /// The ib_device (`ib.rs`), taken and unregistered first at unbind.
     #[pin]
     ib: Mutex<Option<IbRegistration>>,
-    #[pin]
-    node: DeviceNode,
     /// The adapter's interrupt and teardown.
     running: Running,
     /// `/sys/kernel/debug/mlx4_bf<N>/device/`: `stats`, and `kping`, the
@@ -167,7 +164,6 @@ impl pci::Driver for Mlx4BfDriver {
                 }
             ),
             running: up?,
-            node <- DeviceNode::new(adapter.clone(), name),
             ib <- new_mutex!(register_ib(pdev, adapter)),
         })
     }
@@ -179,8 +175,6 @@ impl pci::Driver for Mlx4BfDriver {
         // destroys what user space still has and disassociates its verbs
         // contexts (their mappings zapped).
         let retired = this.ib.lock().take().and_then(IbRegistration::unregister);
-        // No process writes to the BAR from here on.
-        this.running.adapter.user_maps().revoke();
         this.running.shutdown(pdev.as_ref());
         // The adapter is reset: the memory of objects whose destroy command
         // failed is released, and the device let go.

@@ -2,8 +2,6 @@
 
 //! Queue geometry: the sizes every layer agrees on, and their checks.
 
-use crate::abi;
-
 /// Send-queue slots per QP, and bytes per slot (the largest WQE, rounded).
 pub(crate) const SQ_ENTRIES: u32 = 16;
 pub(crate) const SQ_STRIDE: usize = 1024;
@@ -17,8 +15,6 @@ pub(crate) const RQ_OFFSET: usize = SQ_ENTRIES as usize * SQ_STRIDE;
 pub(crate) const RQ_DB_OFFSET: usize = RQ_OFFSET + 2048;
 pub(crate) const QP_BUF_BYTES: usize = RQ_OFFSET + 4096;
 const _: () = assert!(RQ_ENTRIES as usize * RQ_STRIDE <= RQ_DB_OFFSET - RQ_OFFSET);
-/// A QP's kernel send buffers in `Resources::send_pool`, one per send-queue slot.
-pub(crate) const SEND_BUFS_BYTES: usize = SQ_ENTRIES as usize * abi::MAX_PAYLOAD;
 /// QPs per adapter; their send queues come from one DMA pool set up at probe.
 pub(crate) const MAX_QPS: usize = 32;
 pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;

@@ -70,11 +70,9 @@ mod geometry;
 mod hw;
 mod ib;
 mod kping;
-mod node;
 mod rdma;
 mod stats;
 mod sys;
-mod uverbs;
 
 kernel::module_pci_driver! {
     type: driver::Mlx4BfDriver,

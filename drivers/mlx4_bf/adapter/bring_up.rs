@@ -23,7 +23,6 @@ use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Reso
 use crate::{
     geometry::{
         FIRST_PROVIDER_CQ, KERNEL_QPN_END, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QP_BUF_BYTES,
-        SEND_BUFS_BYTES,
     },
     hw::{
         self,
@@ -39,7 +38,6 @@ use crate::{
     layout::{self, Caps},
     module_parameters,
     stats::{self, DeviceStats},
-    sys::usermap::UserMaps,
     uar_alloc::{self, UarAllocator},
 };
 
@@ -66,10 +64,8 @@ impl Running {
         );
         // The interrupt is quiet: no event is recorded any more.
         self.adapter.router.stop();
-        // Every MPT is out of the device: unmap while still bound, unpin
-        // outside the lock.
-        let pinned = self.adapter.mrs.lock().release_all();
-        drop(pinned);
+        // Every MPT is out of the device: no region is registered any more.
+        self.adapter.mrs.lock().close();
         // Pollers see the adapter gone (POLLHUP).
         self.adapter.events.notify_all();
     }
@@ -96,7 +92,6 @@ pub(crate) fn show_stats(
     {
         let mrs = adapter.mrs.lock();
         writeln!(f, "mrs {}", mrs.count())?;
-        writeln!(f, "pinned_pages {}", mrs.pinned_pages())?;
     }
     stats::show(&adapter.stats.snapshot(), f)?;
     adapter.firmware.stats.show(f)
@@ -192,12 +187,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     for area in 0..AREAS {
         firmware.write_pool_mtt(Pool::Area(area), areas.area(area)?.dma_base())?;
     }
-    #[allow(
-        clippy::useless_conversion,
-        reason = "resource_size_t is u32 on some 32-bit configs"
-    )]
-    let bar2_start = u64::from(pdev.resource_start(Bar2::BAR)?);
-    let mrs = MrTable::new(pdev.as_ref(), &firmware.dev_cap, &firmware.profile)?;
+    let mrs = MrTable::new(&firmware.dev_cap, &firmware.profile)?;
     let kernel_uars = firmware.kernel_uars();
     let router = EventRouter::new(
         firmware.cqn(FIRST_PROVIDER_CQ),
@@ -218,8 +208,6 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
             areas,
             areas_used <- new_mutex!(0),
             mrs <- new_mutex!(mrs),
-            bar2_start,
-            user_maps <- new_mutex!(UserMaps::new()),
             events <- new_poll_condvar!("mlx4_bf events"),
             stats <- DeviceStats::new(),
             debugfs: Dir::new(name),
@@ -245,7 +233,6 @@ fn alloc_resources(
     Ok(Resources {
         bar2: Bar2::new(pdev, caps, writer.mapping())?,
         qp_pool: Coherent::zeroed_slice(dev, MAX_QPS * QP_BUF_BYTES, GFP_KERNEL)?,
-        send_pool: Coherent::zeroed_slice(dev, MAX_QPS * SEND_BUFS_BYTES, GFP_KERNEL)?,
         queues,
         kping_pool: Coherent::zeroed_slice(dev, KPING_ENDS * KPING_END_BYTES, GFP_KERNEL)?,
     })

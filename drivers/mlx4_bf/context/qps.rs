@@ -285,27 +285,6 @@ impl Context {
             .ok_or(ENOENT)
     }
 
-    pub(crate) fn destroy_qp(&self, handle: u32) -> Result {
-        let mut state = self.state.lock();
-        let index = self.find_qp(&state, handle)?;
-        if let Some(q) = state.qps[index].take() {
-            self.set_qp_mapped(index, false);
-            state.area_in_hw |= !self.destroy_hw_qp(&q);
-            // Its CQEs left in the CQ (a post reaps only a full queue) name
-            // a QPN a new QP may get: consume them now that the reset QP
-            // writes no more; they match no QP. Unbound: nothing to reap.
-            let _ = self.reap(self.firmware(), &mut state);
-            self.release_cq_if_idle(&mut state);
-            // Its QPN may go to another context's QP now.
-            for p in state.qps.iter_mut().flatten() {
-                if p.remote_qpn == q.qpn {
-                    p.peer_local = false;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Takes QP `handle` through RESET to RTS again, connected to QPN
     /// `remote` (24 bits).
     pub(crate) fn connect_qp(&self, handle: u32, remote: u32) -> Result {

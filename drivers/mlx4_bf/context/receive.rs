@@ -20,10 +20,8 @@
 use core::mem::offset_of;
 use kernel::{
     dma::Coherent,
-    fs::File,
     io::{Io, Mmio},
     prelude::*,
-    sync::poll::PollTable,
 };
 
 use crate::{
@@ -38,16 +36,6 @@ use crate::{
 };
 
 use super::{Context, State};
-
-/// What `poll()` finds on a context's file.
-pub(crate) enum Readiness {
-    /// No receive CQ has a completion for its process.
-    Idle,
-    /// One has.
-    Readable,
-    /// The adapter is gone.
-    Gone,
-}
 
 /// UAR +0x20: the CQ doorbell (arm), 8 bytes.
 const UAR_CQ_DOORBELL: usize = 0x20;
@@ -191,14 +179,6 @@ impl Recv {
         self.write_doorbell_record(pool, qp_off)
     }
 
-    /// Is there a CQE at the consumer index user space published?
-    pub(crate) fn readable(&self, area: &Area<'_>) -> Result<bool> {
-        let ci = area.read_be32(self.area_off(CQ_DB_OFFSET))? & 0xff_ffff;
-        let at = self.area_off(CQ_OFFSET) + (ci % RCQ_ENTRIES) as usize * CQE_SIZE;
-        let op_own = area.read8(at + offset_of!(Cqe, owner_sr_opcode))?;
-        Ok(ring::sw_owned(op_own & CQE_OWNER != 0, ci, RCQ_ENTRIES))
-    }
-
     /// The kernel as the CQ's consumer (a kernel ping's QP: no process
     /// maps it): the CQE at the consumer index, if the device wrote it,
     /// consumed; its message (`len` bytes, at most `out.len()`, a multiple
@@ -330,28 +310,5 @@ impl Context {
         self.adapter.posting_in(&rcu)?;
         let uar = self.adapter.caps().uar_offset(self.uar_index) as usize;
         qp.recv.arm(&area, hw.bar2.uar(), uar, solicited)
-    }
-
-    /// `poll()`: readable when a receive CQ has a CQE at the consumer index
-    /// its process published; gone once the adapter is.
-    pub(crate) fn poll(&self, file: &File, table: &PollTable<'_>) -> Readiness {
-        table.register_wait(file, self.adapter.events());
-        if self.hw().is_err() {
-            return Readiness::Gone;
-        }
-        let state = self.state.lock();
-        let Ok(area) = self.user_area(&state) else {
-            return Readiness::Idle;
-        };
-        let ready = state
-            .qps
-            .iter()
-            .flatten()
-            .any(|q| q.recv.readable(&area).unwrap_or(false));
-        if ready {
-            Readiness::Readable
-        } else {
-            Readiness::Idle
-        }
     }
 }

@@ -110,7 +110,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
     // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and
     // an area or a memory region's pages are mapped in longer ones.
     // SAFETY: As above.
-    unsafe { pdev.dma_set_max_seg_size(crate::sys::pin::MAX_SEGMENT) };
+    unsafe { pdev.dma_set_max_seg_size(crate::sys::dma_pages::MAX_SEGMENT) };
     let bar0 = pdev
         .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
         .into_devres()?;

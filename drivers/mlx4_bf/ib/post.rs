@@ -45,6 +45,9 @@ use crate::{
     wqe::{self, Path},
 };
 
+// SAFETY: `repr(C)` integers without padding.
+unsafe impl kernel::transmute::AsBytes for abi::PostResult {}
+
 /// The largest WQE the method takes, as its description's `u16`. Built with
 /// `--cfg mlx4_bf_method_mismatch` (the provider suite's second module),
 /// the declaration says less than `ib/methods.c` does, and the device must

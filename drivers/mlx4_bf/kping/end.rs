@@ -17,7 +17,7 @@ use super::{Kping, Msg, MSG_LEN};
 use crate::{
     abi,
     adapter::Adapter,
-    context::{Context, SendRequest, WqeSource},
+    context::{Context, SendRequest},
     geometry::{KPING_BUF_BYTES, KPING_END_BYTES, RQ_ENTRIES},
     hw::memory::mr::MappedRegion,
     kping_rules::command::{Command, MemMode, Path},
@@ -188,15 +188,11 @@ impl End {
     }
 
     fn post(&self, wqe_bytes: &[u8], flags: u32) -> Result {
-        self.ctx.post_send(
-            SendRequest {
-                handle: self.qpn,
-                flags,
-                wqe: WqeSource::Kernel(wqe_bytes),
-                payload: None,
-            },
-            None::<fn(&abi::PostResult) -> Result>,
-        )
+        self.ctx.post_send(SendRequest {
+            handle: self.qpn,
+            flags,
+            wqe: wqe_bytes,
+        })
     }
 
     /// SENDs `msg`, inline: BlueFlame (`path=bf`) or doorbell.

@@ -247,46 +247,6 @@ fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject>
     Ok((info, padding))
 }
 
-/// Appends one data segment `(addr, lkey, len)` to a validated WQE of
-/// `len` bytes in `buf`, for a payload the kernel copied into its own
-/// buffer, and updates the control segment's size; returns what
-/// [`validate`] says of the longer WQE (its length is `size16 * 16`), so it
-/// need not be validated again. The WQE must carry no payload of its own
-/// (no inline data, no data segment) and leave room for 16 more bytes.
-pub fn append_kernel_gather(
-    buf: &mut [u8],
-    len: usize,
-    info: &WqeInfo,
-    seg: (u64, u32, u32),
-) -> Result<WqeInfo, Reject> {
-    // An RDMA read would land in the kernel's buffer: not a payload.
-    if info.inline_bytes != 0 || info.gather_segs != 0 || info.opcode == OPCODE_RDMA_READ {
-        return Err(Reject::Gather);
-    }
-    let new_len = len + GATHER_LEN;
-    if new_len > MAX_WQE_LEN || buf.len() < new_len || len != info.size16 as usize * 16 {
-        return Err(Reject::Length);
-    }
-    // A byte count with the inline bit would make it an inline segment.
-    if seg.2 & INLINE_SEG != 0 {
-        return Err(Reject::Length);
-    }
-    put_be32(buf, len, seg.2);
-    put_be32(buf, len + 4, seg.1);
-    buf[len + 8..new_len].copy_from_slice(&seg.0.to_be_bytes());
-    let fence_size = be32(buf, 4);
-    put_be32(
-        buf,
-        4,
-        (fence_size & !CTRL_SIZE_MASK) | (new_len / 16) as u32,
-    );
-    Ok(WqeInfo {
-        size16: (new_len / 16) as u32,
-        gather_segs: 1,
-        ..*info
-    })
-}
-
 /// The way a WQE reaches the adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
@@ -426,34 +386,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn a_kernel_gather_is_appended_to_a_wqe_without_payload() {
-        let mut buf = [0u8; MAX_WQE_LEN];
-        buf[..16].fill(0);
-        put_be32(&mut buf, 0, OPCODE_SEND);
-        put_be32(&mut buf, 4, 1 | CTRL_FENCE);
-        let info = validate(&buf[..16], MAX_WQE_LEN).unwrap();
-        let appended = append_kernel_gather(&mut buf, 16, &info, (0x1234_5000, 8, 1000)).unwrap();
-        let len = appended.size16 as usize * 16;
-        assert_eq!(len, 32);
-        assert_eq!(
-            validate(&buf[..len], MAX_WQE_LEN),
-            Ok(appended),
-            "no second validate needed"
-        );
-        assert_eq!((appended.size16, appended.gather_segs), (2, 1));
-        assert_eq!(be32(&buf, 4), 2 | CTRL_FENCE, "the fence bit stays");
-        assert_eq!((be32(&buf, 16), be32(&buf, 20)), (1000, 8));
-        assert_eq!(&buf[24..32], &0x1234_5000u64.to_be_bytes());
-
-        let len = build_inline(&mut buf, OPCODE_SEND, None, &[1u8; 20]).unwrap();
-        let info = validate(&buf[..len], MAX_WQE_LEN).unwrap();
-        assert_eq!(
-            append_kernel_gather(&mut buf, len, &info, (0, 8, 4)),
-            Err(Reject::Gather)
-        );
     }
 
     #[test]

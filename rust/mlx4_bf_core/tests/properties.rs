@@ -120,36 +120,6 @@ proptest! {
         prop_assert_eq!(&queued[..len], &expect[..len]);
     }
 
-    /// A kernel payload's data segment appended to a WQE that carries none
-    /// of its own gives the info that validating the longer WQE would: the
-    /// post does not validate it twice.
-    #[test]
-    fn an_appended_gather_is_what_validate_says(
-        opcode in prop::sample::select(vec![
-            wqe::OPCODE_SEND, wqe::OPCODE_SEND_IMM, wqe::OPCODE_RDMA_WRITE, wqe::OPCODE_RDMA_WRITE_IMM,
-        ]),
-        fence in any::<bool>(),
-        seg in (any::<u64>(), any::<u32>(), any::<u32>()),
-    ) {
-        let mut buf = [0u8; wqe::MAX_WQE_LEN];
-        let raddr = (opcode != wqe::OPCODE_SEND && opcode != wqe::OPCODE_SEND_IMM).then_some((0x1000, 7));
-        let len = wqe_build::build_inline(&mut buf, opcode, raddr, &[]).unwrap();
-        // The fence bit is the user's to set, and stays.
-        let fence_size = (len / 16) as u32 | if fence { wqe::CTRL_FENCE } else { 0 };
-        buf[4..8].copy_from_slice(&fence_size.to_be_bytes());
-        let info = wqe::validate(&buf[..len], wqe::MAX_WQE_LEN).unwrap();
-        let appended = match wqe::append_kernel_gather(&mut buf, len, &info, seg) {
-            Ok(appended) => appended,
-            Err(why) => {
-                prop_assert!(seg.2 & wqe::INLINE_SEG != 0, "refused: {:?}", why);
-                return Ok(());
-            }
-        };
-        let new_len = appended.size16 as usize * 16;
-        prop_assert_eq!(new_len, len + wqe::GATHER_LEN);
-        prop_assert_eq!(wqe::validate(&buf[..new_len], wqe::MAX_WQE_LEN), Ok(appended));
-    }
-
     /// The store-block plan covers the copy exactly, with pieces whose
     /// memory source never crosses 4 KiB (zpci_memcpy_toio's rule), at most
     /// 128 bytes, blocks only above 8 bytes.

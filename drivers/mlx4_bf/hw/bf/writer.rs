@@ -41,13 +41,6 @@ impl Writer {
         }
     }
 
-    /// Its ABI value, as QUERY_DEVICE reports it.
-    pub(crate) fn abi(self) -> u32 {
-        match self {
-            Writer::StoreBlock => abi::WRITER_STORE_BLOCK,
-            Writer::WriteCombining => abi::WRITER_WRITE_COMBINING,
-        }
-    }
 
     pub(crate) fn name(self) -> &'static str {
         match self {

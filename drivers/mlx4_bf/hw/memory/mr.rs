@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: user memory pinned and mapped (`pin.rs`), or memory its
-//! owner mapped (the kernel ping's buffers, the RDMA provider's `ib_umem`s),
-//! its page list written to the adapter's MTT and an MPT entry naming it
+//! Memory regions: memory its owner mapped (the kernel ping's buffers, the
+//! RDMA provider's `ib_umem`s), its page list written to the adapter's MTT and an MPT entry naming it
 //! handed to the adapter (SW2HW_MPT), as `mlx4_mr_enable()` does; the
 //! table, one per adapter, that every key a WQE names is checked against;
 //! and the MTT ranges of the provider's queues (`mlx4_mtt_init()`), from
@@ -14,12 +13,12 @@
 //! the adapter refuses a key of another context on its own too.
 //!
 //! Lifetime: a region is taken out of the adapter (HW2SW_MPT) before its
-//! pages are unmapped and unpinned: at DEREG_MR, at close, and at unbind,
-//! when `Firmware::shutdown()` returns every MPT still in hardware and
-//! [`MrTable::release_all`] then unmaps and unpins what remains while the
-//! device is still bound. The table's lock is taken before the command lock.
+//! owner unmaps its pages: at deregistration, and at unbind, when
+//! `Firmware::shutdown()` returns every MPT still in hardware and
+//! [`MrTable::close`] refuses new ones. The table's lock is taken before the
+//! command lock.
 
-use kernel::{device::Device, prelude::*, sync::aref::ARef};
+use kernel::prelude::*;
 
 use crate::{
     geometry::MAX_MPTS,
@@ -28,15 +27,12 @@ use crate::{
     hw::firmware::icm::Profile,
     hw::memory::mtt::QueueMtt,
     region::{self, Mpt, RangeAlloc},
-    sys::pin::{DmaMap, Pinned},
 };
 
 /// MTT entries (4 KiB pages) this driver uses at most: 256 MiB registered.
 const MTT_WORDS: usize = 1024;
 /// Per open file.
 pub(crate) const MAX_MRS_PER_CONTEXT: usize = 16;
-pub(crate) const MAX_CONTEXT_PAGES: u32 = 32768;
-pub(crate) const MAX_MR_SIZE: u64 = 64 << 20;
 
 /// One region in the adapter.
 struct Entry {
@@ -45,9 +41,6 @@ struct Entry {
     owner: u32,
     /// Its MTT entries (0 for a PHYSICAL region).
     pages: usize,
-    /// Pinned user memory, mapped for DMA; `None` for the kernel's own
-    /// memory (the kernel ping's buffers), which its owner maps and frees.
-    user: Option<(DmaMap, Pinned)>,
 }
 
 /// Memory its owner mapped for DMA, to register
@@ -137,7 +130,6 @@ impl CtxMrs {
 }
 
 pub(crate) struct MrTable {
-    dev: ARef<Device>,
     /// Set at unbind: nothing is mapped any more, nothing may be.
     closed: bool,
     entries: KVVec<Option<Entry>>,
@@ -151,7 +143,7 @@ impl MrTable {
     /// The table for a device with capabilities `cap` and the MPTs and
     /// MTT entries of `profile`: those after the firmware's and the queues'.
     /// Registering fails with `-EOPNOTSUPP` without MPTs to spare.
-    pub(crate) fn new(dev: &Device, cap: &DevCap, profile: &Profile) -> Result<Self> {
+    pub(crate) fn new(cap: &DevCap, profile: &Profile) -> Result<Self> {
         let slots = (profile.num_mpts as usize).min(MAX_MPTS);
         let mut entries = KVVec::with_capacity(slots, GFP_KERNEL)?;
         let mut tags = KVVec::with_capacity(slots, GFP_KERNEL)?;
@@ -160,7 +152,6 @@ impl MrTable {
             tags.push(0, GFP_KERNEL)?;
         }
         Ok(MrTable {
-            dev: dev.into(),
             closed: false,
             entries,
             tags,
@@ -179,14 +170,6 @@ impl MrTable {
         self.entries.iter().flatten()
     }
 
-    /// Pages pinned by all regions (debugfs).
-    pub(crate) fn pinned_pages(&self) -> usize {
-        self.regions()
-            .filter_map(|e| e.user.as_ref())
-            .map(|(_, pinned)| pinned.count())
-            .sum()
-    }
-
     /// Regions the table can hold.
     pub(crate) fn capacity(&self) -> usize {
         self.entries.len().saturating_sub(self.first_slot)
@@ -195,60 +178,6 @@ impl MrTable {
     /// Regions registered (debugfs).
     pub(crate) fn count(&self) -> usize {
         self.regions().count()
-    }
-
-    /// Registers `pinned` (the pages of `[start, start + len)`) for context
-    /// `owner` with `perm` (`region::perm()`); returns its key. On failure
-    /// the pages are unpinned.
-    pub(crate) fn register(
-        &mut self,
-        (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
-        mut pinned: Pinned,
-        owner: u32,
-        start: u64,
-        len: u64,
-        perm: u32,
-    ) -> Result<u32> {
-        let slot = self.free_slot()?;
-        let pages = pinned.count();
-        let mtt = self.mtt.alloc(pages).ok_or(ENOSPC)?;
-        // SAFETY: Not closed, so unbind has not run `release_all()`: the
-        // device is bound, and stays so until this lock is dropped.
-        let mapped = unsafe { DmaMap::map(&self.dev, &mut pinned) };
-        let mut dma = match mapped {
-            Ok(d) => d,
-            Err(e) => {
-                self.mtt.free(mtt, pages);
-                return Err(e);
-            }
-        };
-        let mpt = Mpt {
-            key: self.next_key(slot),
-            pd: owner,
-            start,
-            len,
-            perm,
-            mtt: mtt as u32,
-            page_shift: region::PAGE_SHIFT,
-            physical: false,
-        };
-        let written = Self::write_mtt(write_mtt, &dma, mtt as u32, pages);
-        let created = written.and_then(|()| mpt_create(cmd, &mut cmd.lock(), slot, &mpt));
-        if let Err(e) = created {
-            // SAFETY: Still bound (as above); mapped in this call.
-            unsafe { dma.unmap(&self.dev) };
-            self.mtt.free(mtt, pages);
-            return Err(e);
-        }
-        Ok(self.record(
-            slot,
-            Entry {
-                mpt,
-                owner,
-                pages,
-                user: Some((dma, pinned)),
-            },
-        ))
     }
 
     /// An MPT slot for a new region: `-ENODEV` once closed, `-EOPNOTSUPP`
@@ -325,78 +254,33 @@ impl MrTable {
                 mpt,
                 owner,
                 pages,
-                user: None,
             },
         );
         Ok(mpt)
     }
 
-    /// The MTT entries of the page addresses of `dma` from entry `first` on,
-    /// through `write` (`Firmware::write_mtt`: into ICM).
-    fn write_mtt(
-        write: impl Fn(u32, &[u64]) -> Result,
-        dma: &DmaMap,
-        first: u32,
-        pages: usize,
-    ) -> Result {
-        let mut addrs = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut pushed = Ok(());
-        dma.for_each_page(|a| {
-            if pushed.is_ok() {
-                pushed = addrs.push(a, GFP_KERNEL);
-            }
-        });
-        pushed?;
-        if addrs.len() != pages {
-            return Err(EINVAL);
-        }
-        write(first, &addrs)
-    }
-
-    /// Takes context `owner`'s region `key` out of the adapter and unmaps
-    /// it; its pages, if user memory, come back to be unpinned outside the
-    /// lock.
-    pub(crate) fn deregister(
-        &mut self,
-        cmd: &CmdIf,
-        owner: u32,
-        key: u32,
-    ) -> Result<Option<Pinned>> {
+    /// Takes protection domain `owner`'s region `key` out of the adapter;
+    /// its owner may unmap its pages once this returned `Ok`.
+    pub(crate) fn deregister(&mut self, cmd: &CmdIf, owner: u32, key: u32) -> Result {
         let slot = region::key_slot(key) as usize;
         match self.entries.get(slot) {
             Some(Some(e)) if e.mpt.key == key && e.owner == owner => (),
             _ => return Err(ENOENT),
         }
-        // A failed HW2SW_MPT leaves the region to the adapter: still mapped
-        // and pinned, its slot never reused (as a QP that would not reset).
+        // A failed HW2SW_MPT leaves the region to the adapter: its slot is
+        // never reused (as a QP that would not reset).
         mpt_destroy(cmd, &mut cmd.lock(), slot)?;
         let e = self.entries[slot].take().ok_or(ENOENT)?;
         if e.pages != 0 {
             self.mtt.free(e.mpt.mtt as usize, e.pages);
         }
-        Ok(e.user.map(|(mut dma, pinned)| {
-            // SAFETY: Entries exist only while not closed (`release_all()`
-            // empties the table at unbind), so the device is bound.
-            unsafe { dma.unmap(&self.dev) };
-            pinned
-        }))
+        Ok(())
     }
 
-    /// At unbind, after `Firmware::shutdown()` returned every MPT: unmaps every
-    /// region and hands the pages back to be unpinned (outside the lock).
-    pub(crate) fn release_all(&mut self) -> KVec<Pinned> {
+    /// At unbind, after `Firmware::shutdown()` returned every MPT: no region
+    /// is registered any more.
+    pub(crate) fn close(&mut self) {
         self.closed = true;
-        let mut out = KVec::new();
-        for slot in 0..self.entries.len() {
-            if let Some((mut dma, pinned)) = self.entries[slot].take().and_then(|e| e.user) {
-                // SAFETY: Called from unbind, while the device is bound.
-                unsafe { dma.unmap(&self.dev) };
-                // Without room to hand them out, push() drops them: they
-                // are unpinned here, under the lock.
-                let _ = out.push(pinned, GFP_KERNEL);
-            }
-        }
-        out
     }
 
     /// An MTT range for `pages` (DMA addresses of pages of `1 <<

@@ -34,20 +34,18 @@
 //! kind, so the mapping's permissions follow from the context.
 
 use kernel::{
-    bindings,
     device::{Bound, Device},
     devres::Devres,
-    mm::virt::VmaNew,
     prelude::*,
     sync::aref::ARef,
 };
 
 use crate::{
     geometry::{
-        CQE_SIZE, MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_ENTRIES,
+        MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES,
         SQ_ENTRIES, SQ_STRIDE,
     },
-    sys::pin::{DmaMap, KernelPages},
+    sys::dma_pages::{DmaMap, KernelPages},
 };
 
 const PAGE: usize = 4096;
@@ -132,44 +130,6 @@ impl UserAreas {
         })
     }
 
-    /// Checks what `vma` asks to map of area `area` and sets it up for
-    /// [`UserAreas::page`] to fill at fault time: one region of a QP index,
-    /// read-only unless it is the doorbell record or WQE page, or the QP
-    /// buffer of a context whose QPs user space posts to. `start` is the
-    /// mapping's file offset (`vm_pgoff` in bytes).
-    pub(crate) fn check_mmap(
-        &self,
-        area: usize,
-        vma: &VmaNew,
-        start: usize,
-        user_send: bool,
-    ) -> Result {
-        self.areas.get(area).ok_or(EINVAL)?;
-        let len = vma.end() - vma.start();
-        let within = start % QP_AREA_BYTES;
-        let (region, writable) = match within {
-            CQ_OFFSET => (RCQ_ENTRIES as usize * CQE_SIZE, false),
-            USER_QP_OFFSET if user_send => (QP_BUF_BYTES, true),
-            CQ_DB_OFFSET | WQE_OFFSET => (PAGE, true),
-            RECV_OFFSET => (RECV_BYTES, false),
-            _ => return Err(EINVAL),
-        };
-        if start >= AREA_BYTES || len == 0 || len > region {
-            return Err(EINVAL);
-        }
-        if !writable {
-            if vma.writable() {
-                return Err(EPERM);
-            }
-            vma.try_clear_maywrite()?;
-        }
-        Ok(())
-    }
-
-    /// The page at byte `offset` of area `area`, for a process to map.
-    pub(crate) fn page(&self, area: usize, offset: usize) -> Option<*mut bindings::page> {
-        self.areas.get(area)?.page(offset / PAGE)
-    }
 }
 
 /// One context's area, read and written by the kernel.

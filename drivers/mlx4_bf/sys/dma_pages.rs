@@ -1,28 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! User memory pinned for the adapter and mapped for its DMA: the one place
-//! that calls the mm and DMA-mapping C API through `kernel::bindings`.
-//!
-//! The 7.2 kernel crate has no wrapper for `pin_user_pages_fast()`,
-//! `unpin_user_pages_dirty_lock()` or `account_locked_vm()`, and its
-//! `scatterlist::SGTable<Owned>` maps only pages it owns (vmalloc memory),
-//! not pinned user pages; so this file does what `ib_umem_get()` does with
-//! the C calls: pin with `FOLL_LONGTERM`, charge the pages to the process's
-//! RLIMIT_MEMLOCK (`mm->locked_vm`, as VFIO does; `CAP_IPC_LOCK` exempts),
-//! build an `sg_table` over them and map it. Reading the mapped table goes
-//! through the crate's `SGTable::from_raw()`.
+//! Kernel pages a process could map and the adapter reads and writes:
+//! the one place that calls the page allocator and the DMA-mapping C API
+//! through `kernel::bindings` (the 7.2 kernel crate's
+//! `scatterlist::SGTable<Owned>` maps only vmalloc memory it owns, not
+//! order-0 pages split from one contiguous allocation). Reading the mapped
+//! table goes through the crate's `SGTable::from_raw()`.
 
 use kernel::{
     bindings,
     device::Device,
     dma::DataDirection,
     error::to_result,
-    ffi::{c_int, c_ulong},
-    mm::Mm,
+    ffi::c_ulong,
     page::PAGE_SIZE,
     prelude::*,
     scatterlist::SGTable,
-    sync::aref::ARef,
     types::Opaque,
 };
 
@@ -33,108 +26,15 @@ const _: () = assert!(
     "MTT entries are 4 KiB pages"
 );
 
-/// Pages `pin_user_pages_fast()` is asked for at a time (its count is an int).
-const PIN_CHUNK: usize = 1 << 16;
 /// The longest DMA segment, set as the device's at probe (mlx4_core's).
 pub(crate) const MAX_SEGMENT: u32 = 1 << 30;
-
-/// Pinned pages of a process, charged to its `locked_vm` until dropped.
-pub(crate) struct Pinned {
-    pages: KVVec<*mut bindings::page>,
-    writable: bool,
-    /// The process's mm (a `mmgrab()` reference), charged `charged` pages.
-    mm: ARef<Mm>,
-    charged: usize,
-}
-
-// SAFETY: The page pointers are only handed back to the mm and DMA calls,
-// which may run on any thread.
-unsafe impl Send for Pinned {}
-// SAFETY: Shared references only read the pointers.
-unsafe impl Sync for Pinned {}
-
-impl Pinned {
-    /// Pins the `npages` pages from user address `start` (page aligned) of
-    /// the calling process, for the adapter to write too if `writable`.
-    /// `-ENOMEM` beyond RLIMIT_MEMLOCK, `-EFAULT` for a range not mapped (or
-    /// not writable when it must be).
-    pub(crate) fn pin(start: u64, npages: usize, writable: bool) -> Result<Self> {
-        let task = kernel::current!();
-        let mm: ARef<Mm> = ARef::from(&**task.mm().ok_or(EFAULT)?);
-        let count = c_ulong::try_from(npages)?;
-        // SAFETY: `mm` is a live mm (we hold a reference).
-        to_result(unsafe { bindings::account_locked_vm(mm.as_raw(), count, true) })?;
-        // From here on, dropping `pinned` uncharges and unpins what is there.
-        let mut pinned = Pinned {
-            pages: KVVec::new(),
-            writable,
-            mm,
-            charged: npages,
-        };
-        pinned.pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
-        let mut flags = bindings::FOLL_LONGTERM;
-        if writable {
-            flags |= bindings::FOLL_WRITE;
-        }
-        while pinned.pages.len() < npages {
-            let done = pinned.pages.len();
-            let want = (npages - done).min(PIN_CHUNK);
-            let addr = usize::try_from(start + (done as u64) * region::PAGE_SIZE)?;
-            // SAFETY: The vector has room for `npages` pointers; at most `want`
-            // are written after the `done` already there.
-            let got = unsafe {
-                bindings::pin_user_pages_fast(
-                    addr,
-                    want as c_int,
-                    flags,
-                    pinned.pages.as_mut_ptr().add(done),
-                )
-            };
-            if got <= 0 {
-                return Err(if got < 0 {
-                    Error::from_errno(got)
-                } else {
-                    EFAULT
-                });
-            }
-            // SAFETY: `pin_user_pages_fast()` stored `got` (<= `want`) pointers.
-            unsafe { pinned.pages.inc_len(got as usize) };
-        }
-        Ok(pinned)
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.pages.len()
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if !self.pages.is_empty() {
-            // SAFETY: Each pointer was pinned by `pin_user_pages_fast()` and is
-            // unpinned exactly once, here.
-            unsafe {
-                bindings::unpin_user_pages_dirty_lock(
-                    self.pages.as_mut_ptr(),
-                    self.pages.len() as c_ulong,
-                    self.writable,
-                )
-            };
-        }
-        // Uncharge the process if it still exists (VFIO's `vfio_lock_acct()`).
-        if let Some(mm) = self.mm.mmget_not_zero() {
-            // SAFETY: `mm` is live; these pages were charged to it in `pin()`.
-            unsafe { bindings::account_locked_vm(mm.as_raw(), self.charged as c_ulong, false) };
-        }
-    }
-}
 
 /// The `struct device` of `dev` (`Device` is a transparent wrapper of it).
 fn raw_dev(dev: &Device) -> *mut bindings::device {
     core::ptr::from_ref(dev).cast_mut().cast()
 }
 
-/// A `Pinned`'s pages mapped for the adapter's DMA. Must be unmapped with
+/// Pages mapped for the adapter's DMA. Must be unmapped with
 /// [`DmaMap::unmap`] while the device is still bound.
 pub(crate) struct DmaMap {
     sgt: KBox<Opaque<bindings::sg_table>>,
@@ -149,20 +49,6 @@ unsafe impl Send for DmaMap {}
 unsafe impl Sync for DmaMap {}
 
 impl DmaMap {
-    /// Maps `pinned` for `dev`: both directions if its pages were pinned
-    /// writable (the adapter may write them), else to the device only (an
-    /// IOMMU then refuses the adapter's writes), in segments no longer than
-    /// the device can map at once.
-    ///
-    /// # Safety
-    ///
-    /// `dev` is bound to this driver now and until [`DmaMap::unmap`].
-    pub(crate) unsafe fn map(dev: &Device, pinned: &mut Pinned) -> Result<Self> {
-        // SAFETY: The pages are pinned until `pinned` is dropped, which its
-        // owner does only after unmapping; `dev` as the caller guarantees.
-        unsafe { Self::map_pages(dev, &mut pinned.pages, pinned.writable) }
-    }
-
     /// # Safety
     ///
     /// `pages` stay allocated while mapped; `dev` is bound to this driver
@@ -324,11 +210,6 @@ impl KernelPages {
 
     pub(crate) fn len(&self) -> usize {
         self.pages.len() * PAGE_SIZE
-    }
-
-    /// Page `i`, for a process to map.
-    pub(crate) fn page(&self, i: usize) -> Option<*mut bindings::page> {
-        self.pages.get(i).copied()
     }
 
     /// The pages mapped for `dev`'s DMA (both ways) as one range; its DMA
