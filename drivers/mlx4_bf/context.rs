@@ -46,10 +46,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     str::CString,
-    sync::{
-        atomic::{Acquire, Atomic},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
 };
 
 mod kernel_user;
@@ -63,13 +60,6 @@ mod send_cq;
 
 /// Bytes of one send queue at the start of a QP buffer in `Resources::qp_pool`.
 const SQ_BYTES: usize = SQ_ENTRIES as usize * SQ_STRIDE;
-/// `Context::area_index` before the context has an area.
-const NO_AREA: u32 = u32::MAX;
-/// `Context::send_mode`: how its QPs post, fixed by the first QP or by a
-/// mapping of its UAR or BlueFlame page, never changed after.
-const SEND_UNSET: u32 = 0;
-const SEND_KERNEL: u32 = 1;
-const SEND_USER: u32 = 2;
 /// How long a post waits for the device to free a slot of a full send queue.
 const SQ_FULL_WAIT_US: i64 = 5000;
 
@@ -122,13 +112,6 @@ pub(crate) struct Context {
     uar_index: u32,
     #[pin]
     state: Mutex<State>,
-    /// `State::area` for `mmap()`, which may not take the mutex; set once.
-    area_index: Atomic<u32>,
-    /// The QP indices of the area with a QP now (bit = index), for
-    /// `mmap()`; written under `state`'s mutex.
-    qp_mask: Atomic<u32>,
-    /// `SEND_UNSET`, `SEND_KERNEL` or `SEND_USER`; set once.
-    send_mode: Atomic<u32>,
     stats: Arc<Stats>,
     /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
     #[pin]
@@ -155,9 +138,6 @@ impl Context {
         let init = try_pin_init!(Context {
             adapter: owner,
             uar_index,
-            area_index: Atomic::new(NO_AREA),
-            qp_mask: Atomic::new(0),
-            send_mode: Atomic::new(SEND_UNSET),
             state <- new_mutex!(State {
                 qps: [const { None }; MAX_QPS_PER_CONTEXT],
                 cq: None,
@@ -213,24 +193,6 @@ impl Context {
     /// an RCU read-side section: nothing may sleep while it is held.
     fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Resources>> {
         self.adapter.resources()
-    }
-
-    /// User space owns the send queues of this context's QPs
-    /// (`abi::QP_F_USER_SEND`): all of them, or none.
-    fn user_posted(&self) -> bool {
-        self.send_mode.load(Acquire) == SEND_USER
-    }
-
-    /// Fixes how the context's QPs post, unless it was fixed the other way.
-    fn claim_send_mode(&self, mode: u32) -> Result {
-        match self
-            .send_mode
-            .cmpxchg(SEND_UNSET, mode, kernel::sync::atomic::Full)
-        {
-            Ok(_) => Ok(()),
-            Err(m) if m == mode => Ok(()),
-            Err(_) => Err(EINVAL),
-        }
     }
 
     fn firmware(&self) -> &Firmware {

@@ -4,81 +4,32 @@
 //! device (as mlx4_ib's qp.c): its send-queue slot, its receive CQ and its
 //! part of the context's area.
 
-use super::{receive::Recv, Context, Qp, State, SEND_KERNEL, SEND_USER, SQ_BYTES};
+use super::{receive::Recv, Context, Qp, State, SQ_BYTES};
 use crate::{
-    abi,
-    geometry::{
-        CQE_SIZE, QP_BUF_BYTES, RCQ_ENTRIES, RECV_BUF_SIZE, RQ_DB_OFFSET, RQ_ENTRIES, SQ_ENTRIES,
-        SQ_STRIDE,
-    },
+    geometry::{QP_BUF_BYTES, RQ_DB_OFFSET},
     hw::memory::mtt::Pool,
     hw::memory::user_area::{self, Area, QP_AREA_BYTES},
     hw::queues::qp,
 };
-use kernel::{
-    prelude::*,
-    sync::atomic::{Relaxed, Release},
-};
+use kernel::prelude::*;
 
 impl Context {
-    /// A QP in RTS with its receive queue and CQ; `user_send`: its process
-    /// posts its sends itself. `report` tells the process where its queues
-    /// are; if it fails, the QP is destroyed again and the call fails.
-    pub(crate) fn create_qp(
-        &self,
-        user_send: bool,
-        report: impl FnOnce(&abi::QpInfo, &abi::QpSendInfo) -> Result,
-    ) -> Result {
+    /// A QP in RTS with its receive queue and CQ, connected to itself;
+    /// returns its QPN.
+    pub(crate) fn create_qp(&self) -> Result<u32> {
         let mut state = self.state.lock();
-        self.claim_send_mode(if user_send { SEND_USER } else { SEND_KERNEL })?;
         let index = state.qps.iter().position(Option::is_none).ok_or(ENOSPC)?;
         let area = self.area(&mut state)?;
         let (slot, qpn) = self.adapter.alloc_qp(self.uar_index).ok_or(ENOSPC)?;
-        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn, user_send) {
+        let qp = match self.create_hw_qp(&mut state, area, index, slot, qpn) {
             Ok(qp) => qp,
             Err(e) => {
                 self.free_slot(slot);
                 return Err(e);
             }
         };
-        let base = (index * QP_AREA_BYTES) as u64;
-        let info = abi::QpInfo {
-            qp_handle: qpn,
-            qpn,
-            rq_entries: RQ_ENTRIES,
-            recv_buf_size: RECV_BUF_SIZE as u32,
-            cq_entries: RCQ_ENTRIES,
-            cqe_size: CQE_SIZE as u32,
-            cq_offset: base + user_area::CQ_OFFSET as u64,
-            cq_db_offset: base + user_area::CQ_DB_OFFSET as u64,
-            recv_offset: base + user_area::RECV_OFFSET as u64,
-            wqe_offset: base + user_area::WQE_OFFSET as u64,
-        };
-        let caps = &self.adapter.caps();
-        let send_info = abi::QpSendInfo {
-            sq_offset: base + user_area::USER_QP_OFFSET as u64,
-            sq_entries: SQ_ENTRIES,
-            sq_stride: SQ_STRIDE as u32,
-            bf_buf_size: caps.bf_buf_size(),
-            bf_reg_offset: 0,
-        };
-        if let Err(e) = report(&info, &send_info) {
-            state.area_in_hw |= !self.destroy_hw_qp(&qp);
-            self.release_cq_if_idle(&mut state);
-            return Err(e);
-        }
         state.qps[index] = Some(qp);
-        self.set_qp_mapped(index, true);
-        Ok(())
-    }
-
-    /// Whether `mmap()` may map QP index `index` (under `state`'s mutex,
-    /// the only writer).
-    pub(super) fn set_qp_mapped(&self, index: usize, created: bool) {
-        let mask = self.qp_mask.load(Relaxed);
-        let bit = 1u32 << index;
-        self.qp_mask
-            .store(if created { mask | bit } else { mask & !bit }, Release);
+        Ok(qpn)
     }
 
     /// The context's area of shared memory, taken with its first QP and
@@ -90,7 +41,6 @@ impl Context {
         }
         let area = self.adapter.take_area()?;
         state.area = Some(area);
-        self.area_index.store(area as u32, Release);
         Ok(area)
     }
 
@@ -98,70 +48,36 @@ impl Context {
         self.adapter.area(state.area.ok_or(EINVAL)?)
     }
 
-    /// The QP context of the QP in buffer `slot` (or, posted to by user
-    /// space, at QP index `index` of the context's area) as QP `qpn`.
+    /// The QP context of the QP in buffer `slot` as QP `qpn`.
     pub(super) fn qp_params(
         &self,
         state: &State,
-        (slot, index, user_send): (usize, usize, bool),
+        slot: usize,
         qpn: u32,
         remote_qpn: u32,
         cqn_recv: u32,
     ) -> Result<qp::QpParams> {
-        let (buf_mtt, rq_db_dma) = if user_send {
-            let area = self.user_area(state)?;
-            let off = index * QP_AREA_BYTES + user_area::USER_QP_OFFSET;
-            (
-                self.firmware()
-                    .profile
-                    .queue_mtt
-                    .addr(Pool::Area(area.index), off)?,
-                area.dma(off + RQ_DB_OFFSET),
-            )
-        } else {
-            let hw = self.hw()?;
-            let base = slot * QP_BUF_BYTES;
-            if base + QP_BUF_BYTES > hw.qp_pool.size() {
-                return Err(EINVAL);
-            }
-            (
-                self.firmware()
-                    .profile
-                    .queue_mtt
-                    .addr(Pool::KernelQps, base)?,
-                hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
-            )
-        };
+        let hw = self.hw()?;
+        let base = slot * QP_BUF_BYTES;
+        if base + QP_BUF_BYTES > hw.qp_pool.size() {
+            return Err(EINVAL);
+        }
         Ok(qp::QpParams {
             qpn,
             remote_qpn,
             uar: self.uar_index,
             pd: self.uar_index,
-            // User space polls its send completions in the QP's own CQ.
-            cqn_send: if user_send {
-                cqn_recv
-            } else {
-                state.cq.as_ref().ok_or(EINVAL)?.cqn
-            },
+            cqn_send: state.cq.as_ref().ok_or(EINVAL)?.cqn,
             cqn_recv,
-            buf_mtt,
-            rq_db_dma,
+            buf_mtt: self
+                .firmware()
+                .profile
+                .queue_mtt
+                .addr(Pool::KernelQps, base)?,
+            rq_db_dma: hw.qp_pool.dma_handle() + (base + RQ_DB_OFFSET) as u64,
             rlid: self.firmware().lid(),
-            rlkey: !user_send,
+            rlkey: true,
         })
-    }
-
-    /// A QP's buffer as a new QP's: in the QP pool, or in the area.
-    pub(super) fn init_any_qp_buffer(
-        &self,
-        state: &State,
-        (slot, index, user_send): (usize, usize, bool),
-    ) -> Result {
-        if user_send {
-            self.user_area(state)?.init_user_qp(index)
-        } else {
-            self.init_qp_buffer(slot)
-        }
     }
 
     /// Sets the send queue of the QP buffer in `slot` to its initial
@@ -198,7 +114,6 @@ impl Context {
         index: usize,
         slot: usize,
         qpn: u32,
-        user_send: bool,
     ) -> Result<Qp> {
         let fw = self.firmware();
         if state.cq.is_none() {
@@ -232,10 +147,9 @@ impl Context {
             tail: 0,
             failed: false,
         };
-        let at = (slot, index, user_send);
         let created = self
-            .init_any_qp_buffer(state, at)
-            .and_then(|()| self.qp_params(state, at, qpn, qpn, cqn))
+            .init_qp_buffer(slot)
+            .and_then(|()| self.qp_params(state, slot, qpn, qpn, cqn))
             .and_then(|p| fw.create_qp(&p, slot));
         if let Err(e) = created {
             fw.close_recv_cq(cqn, live_bit);
@@ -307,11 +221,8 @@ impl Context {
             // Sends or receives outstanding: RESET would drop them.
             return Err(EBUSY);
         }
-        // A user-posted QP's sends in flight are dropped, as by a verbs
-        // modify to RESET: its send queue starts again at WQE 0.
-        let at = (slot, index, self.user_posted());
-        let params = self.qp_params(state, at, qpn, remote, cqn_recv)?;
-        self.init_any_qp_buffer(state, at)?;
+        let params = self.qp_params(state, slot, qpn, remote, cqn_recv)?;
+        self.init_qp_buffer(slot)?;
         let reconnected = fw.reconnect_qp(&params, slot);
         let local = state.qps.iter().flatten().any(|q| q.qpn == remote);
         let hw = self.hw()?;

@@ -275,10 +275,6 @@ impl Context {
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
-        if self.user_posted() {
-            // Its buffer holds no receive buffers (`hw/memory/user_area.rs`).
-            return Err(crate::sys::errno::eopnotsupp());
-        }
         if qp.failed {
             return Err(EIO);
         }

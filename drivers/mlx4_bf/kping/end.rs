@@ -83,12 +83,7 @@ impl End {
             rkey: [0; 2],
             slot,
         };
-        let mut qpn = 0;
-        end.ctx.as_ref().create_qp(false, |info, _| {
-            qpn = info.qpn;
-            Ok(())
-        })?;
-        end.qpn = qpn;
+        end.qpn = end.ctx.as_ref().create_qp()?;
         end.register(adapter, cmd)?;
         Ok(end)
     }

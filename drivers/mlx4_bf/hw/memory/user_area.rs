@@ -43,7 +43,6 @@ use kernel::{
 use crate::{
     geometry::{
         MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES,
-        SQ_ENTRIES, SQ_STRIDE,
     },
     sys::dma_pages::{DmaMap, KernelPages},
 };
@@ -176,29 +175,6 @@ impl Area<'_> {
         // may read it (or write the doorbell page) meanwhile, which only
         // affects itself.
         unsafe { core::ptr::write_bytes(p, 0, QP_AREA_BYTES) };
-        Ok(())
-    }
-
-    /// Starts the QP buffer of a user-posted QP at index `qp` as
-    /// `qp::init_sq_ownership()` does: cleared, every send WQE's owner bit
-    /// set. Only the process that maps it may be writing it meanwhile
-    /// (raw stores, no reference to the memory), which harms only itself:
-    /// the adapter checks every WQE of such a QP.
-    pub(crate) fn init_user_qp(&self, qp: usize) -> Result {
-        let p = self.ptr(qp * QP_AREA_BYTES + USER_QP_OFFSET, QP_BUF_BYTES)?;
-        // SAFETY: In bounds (`ptr`), and not read by the device: the QP
-        // that will use it is not created yet, or was just reset.
-        unsafe { core::ptr::write_bytes(p, 0, QP_BUF_BYTES) };
-        for i in 0..SQ_ENTRIES as usize {
-            // SAFETY: Slot `i` lies in the send queue, at the start of the
-            // buffer (`SQ_ENTRIES * SQ_STRIDE < QP_BUF_BYTES`), 4-byte aligned.
-            unsafe {
-                core::ptr::write_volatile(
-                    p.add(i * SQ_STRIDE).cast::<u32>(),
-                    crate::hw::queues::qp::CTRL_OWNER.to_be(),
-                )
-            };
-        }
         Ok(())
     }
 
