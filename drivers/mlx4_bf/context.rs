@@ -33,7 +33,7 @@
 //! without a system call, or sleeps in `poll()` after arming the CQ.
 
 use crate::{
-    abi::Reject,
+    reject::Reject,
     adapter::{Adapter, Resources},
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hw::firmware::Firmware,

@@ -17,6 +17,9 @@
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]
 #[allow(unreachable_pub)]
 mod abi;
+#[path = "../../rust/mlx4_bf_core/src/cqe.rs"]
+#[allow(unreachable_pub)]
+mod cqe;
 #[path = "../../rust/mlx4_bf_core/src/eqe.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod eqe;
@@ -44,6 +47,9 @@ mod qp_size;
 #[path = "../../rust/mlx4_bf_core/src/region.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod region;
+#[path = "../../rust/mlx4_bf_core/src/reject.rs"]
+#[allow(unreachable_pub)]
+mod reject;
 #[path = "../../rust/mlx4_bf_core/src/ring.rs"]
 #[allow(unreachable_pub)]
 mod ring;

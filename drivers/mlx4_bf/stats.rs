@@ -15,7 +15,7 @@ use kernel::{
     },
 };
 
-use crate::abi::{self, Reject, REJECT_MAX};
+use crate::reject::{self, Reject, REJECT_MAX};
 
 pub(crate) struct Stats {
     bf_posts: Atomic<u64>,
@@ -51,8 +51,8 @@ impl Stats {
         self.rejects[why as usize].add(1u64, Relaxed);
     }
 
-    pub(crate) fn snapshot(&self) -> abi::Stats {
-        abi::Stats {
+    pub(crate) fn snapshot(&self) -> reject::Stats {
+        reject::Stats {
             bf_posts: self.bf_posts.load(Relaxed),
             db_posts: self.db_posts.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
@@ -62,7 +62,7 @@ impl Stats {
     }
 
     /// Adds the counts of `s` to these.
-    fn absorb(&self, s: &abi::Stats) {
+    fn absorb(&self, s: &reject::Stats) {
         self.bf_posts.add(s.bf_posts, Relaxed);
         self.db_posts.add(s.db_posts, Relaxed);
         self.bytes.add(s.bytes, Relaxed);
@@ -74,7 +74,7 @@ impl Stats {
 }
 
 impl Counted for Stats {
-    fn counts(&self) -> abi::Stats {
+    fn counts(&self) -> reject::Stats {
         self.snapshot()
     }
 }
@@ -83,7 +83,7 @@ impl Counted for Stats {
 /// plain integers, written under that lock (no atomic read-modify-write on
 /// the post's path).
 #[derive(Default)]
-pub(crate) struct Counts(abi::Stats);
+pub(crate) struct Counts(reject::Stats);
 
 impl Counts {
     #[inline(always)]
@@ -104,17 +104,17 @@ impl Counts {
         self.0.rejects[why as usize] += 1;
     }
 
-    pub(crate) fn snapshot(&self) -> abi::Stats {
+    pub(crate) fn snapshot(&self) -> reject::Stats {
         self.0
     }
 }
 
 /// A context's post counters as the device's sum reads them.
 pub(crate) trait Counted: Send + Sync {
-    fn counts(&self) -> abi::Stats;
+    fn counts(&self) -> reject::Stats;
 }
 
-fn add(total: &mut abi::Stats, s: &abi::Stats) {
+fn add(total: &mut reject::Stats, s: &reject::Stats) {
     total.bf_posts += s.bf_posts;
     total.db_posts += s.db_posts;
     total.bytes += s.bytes;
@@ -169,7 +169,7 @@ impl DeviceStats {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> abi::Stats {
+    pub(crate) fn snapshot(&self) -> reject::Stats {
         let mut total = self.closed.snapshot();
         for s in self.open.lock().iter() {
             add(&mut total, &s.counts());
@@ -199,7 +199,7 @@ pub(crate) const NAMES: [&CStr; 4 + REJECT_MAX] = [
 ];
 
 /// The counts of `s` in the order of [`NAMES`].
-pub(crate) fn values(s: &abi::Stats) -> [u64; NAMES.len()] {
+pub(crate) fn values(s: &reject::Stats) -> [u64; NAMES.len()] {
     let [length, size_field, opcode, ctrl, inline, gather, fault, qp, lkey, range, rkey] =
         s.rejects;
     [
@@ -222,7 +222,7 @@ pub(crate) fn values(s: &abi::Stats) -> [u64; NAMES.len()] {
 }
 
 /// The counters as debugfs shows them, one `name value` per line.
-pub(crate) fn show(s: &abi::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+pub(crate) fn show(s: &reject::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     for (name, count) in NAMES.iter().zip(values(s)) {
         // ASCII, as written above.
         writeln!(f, "{} {count}", name.to_str().unwrap_or("?"))?;

@@ -8,7 +8,7 @@
 
 use super::{Context, State};
 use crate::{
-    abi::Reject,
+    reject::Reject,
     adapter::{Placement, Posted, Resources},
     geometry::{QP_BUF_BYTES, SQ_ENTRIES, SQ_STRIDE},
     hw::queues::qp,

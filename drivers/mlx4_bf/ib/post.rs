@@ -34,7 +34,8 @@ use kernel::{
 
 use super::Provider;
 use crate::{
-    abi::{self, Reject},
+    abi,
+    reject::{self, Reject},
     adapter::{Adapter, Posted},
     geometry::SQ_STRIDE,
     layout,
@@ -120,7 +121,7 @@ struct PostState {
 }
 
 impl Counted for Mutex<PostState> {
-    fn counts(&self) -> abi::Stats {
+    fn counts(&self) -> reject::Stats {
         self.lock().counts.snapshot()
     }
 }

@@ -89,7 +89,7 @@ impl End {
     }
 
     fn register(&mut self, adapter: &Adapter, cmd: &Command) -> Result {
-        let all = abi::ACCESS_LOCAL_WRITE | abi::ACCESS_REMOTE_WRITE | abi::ACCESS_REMOTE_READ;
+        let all = region::ACCESS_ALL;
         let perm = region::perm(all).ok_or(EINVAL)?;
         match cmd.mem_mode {
             MemMode::Dma => {

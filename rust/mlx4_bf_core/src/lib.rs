@@ -9,6 +9,7 @@
 #![no_std]
 
 pub mod abi;
+pub mod cqe;
 pub mod eqe;
 pub mod ib_device;
 pub mod icm;
@@ -18,6 +19,7 @@ pub mod mad;
 pub mod qp_context;
 pub mod qp_size;
 pub mod region;
+pub mod reject;
 pub mod ring;
 pub mod store_block;
 pub mod uar_alloc;

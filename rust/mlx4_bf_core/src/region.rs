@@ -10,7 +10,13 @@
 //! a key is `slot << 8 | tag` and goes stale when the slot is reused with
 //! the next tag. lkey and rkey are the same key.
 
-use crate::abi::{Reject, ACCESS_ALL, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
+use crate::reject::Reject;
+
+/// The access flags [`perm`] takes: `enum ib_access_flags`' low bits.
+pub const ACCESS_LOCAL_WRITE: u32 = 1 << 0;
+pub const ACCESS_REMOTE_WRITE: u32 = 1 << 1;
+pub const ACCESS_REMOTE_READ: u32 = 1 << 2;
+pub const ACCESS_ALL: u32 = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ;
 use crate::wqe::{self, WqeInfo};
 
 pub const PAGE_SHIFT: u32 = 12;

@@ -13,7 +13,8 @@
 //! gather   byte_count | lkey | addr (64)                 doorbell path only
 //! ```
 
-use crate::abi::{Reject, POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF};
+use crate::abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF};
+use crate::reject::Reject;
 
 pub const OPCODE_NOP: u32 = 0x00;
 pub const OPCODE_RDMA_WRITE: u32 = 0x08;
