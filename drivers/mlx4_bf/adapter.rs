@@ -158,7 +158,7 @@ impl Adapter {
     pub(crate) fn open_uar(&self) -> Result<u32> {
         self.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(
-                "all {} UARs in use: open() fails with -EBUSY\n",
+                "all {} UARs in use: a new context fails with -EBUSY\n",
                 self.caps.num_uars - 1
             );
             EBUSY

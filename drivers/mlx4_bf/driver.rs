@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The PCI driver: which functions it binds, what a bound adapter holds
-//! (its number, device node, debugfs and teardown), probe and unbind.
+//! (its number, RDMA device, debugfs and teardown), probe and unbind.
 
 use kernel::{
     debugfs::Scope,
@@ -20,13 +20,13 @@ use crate::{
     kping::Kping,
 };
 
-/// Adapters one module instance serves (each gets `/dev/mlx4_bf<N>`).
+/// Adapters one module instance serves (each gets debugfs `mlx4_bf<N>/`).
 const MAX_ADAPTERS: usize = 4;
 
 static DEVICE_NAMES: [&CStr; MAX_ADAPTERS] = [c"mlx4_bf0", c"mlx4_bf1", c"mlx4_bf2", c"mlx4_bf3"];
 static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
 
-/// An adapter number (`/dev/mlx4_bf<N>`), held while the adapter is bound.
+/// An adapter number (debugfs `mlx4_bf<N>/`), held while the adapter is bound.
 struct DeviceNumber(u32);
 
 impl DeviceNumber {
@@ -58,14 +58,13 @@ impl Drop for DeviceNumber {
     }
 }
 
-/// Driver data of a bound adapter. Dropped on unbind: the misc device and
-/// the debugfs files go away (no new opens) and `Adapter::hw` is revoked,
-/// while open contexts keep their `Arc<Adapter>` and get `-ENODEV`.
+/// Driver data of a bound adapter. Dropped on unbind: the debugfs files go
+/// away and `Adapter::hw` is revoked, while the kernel ping's ends keep
+/// their `Arc<Adapter>` and get `-ENODEV`.
 ///
-/// Fields drop in declaration order: the device node first, so no `open()`
-/// can still be looking at the adapter when it goes, and the number last, so
-/// its name is free only once the misc device is gone. They are initialized
-/// the other way round.
+/// Fields drop in declaration order, the number last, so its name is free
+/// only once the debugfs directory is gone. They are initialized the other
+/// way round.
 #[pin_data]
 pub(crate) struct AdapterBinding {
     /// The ib_device (`ib.rs`), taken and unregistered first at unbind.
@@ -84,8 +83,9 @@ pub(crate) struct AdapterBinding {
 
 pub(crate) struct Mlx4BfDriver;
 
-/// The ib_device of an adapter that is up. Without one the misc device
-/// still serves; the reason is logged.
+/// The ib_device of an adapter that is up. Without one (the reason is
+/// logged) the adapter stays bound with only the kernel ping, as mlx4_core
+/// stays bound when mlx4_ib fails.
 fn register_ib(pdev: &pci::Device<Core<'_>>, adapter: &Arc<Adapter>) -> Option<IbRegistration> {
     IbRegistration::new(pdev, adapter)
         .inspect_err(|e| dev_err!(pdev.as_ref(), "no RDMA device: {:?}\n", e))

@@ -3,10 +3,10 @@
 //! The adapter as an RDMA provider: an ib_device with mainline mlx4_ib's
 //! user ABI (`include/uapi/rdma/mlx4-abi.h`, ABI 4, `RDMA_DRIVER_MLX4`), so
 //! that unmodified rdma-core (libmlx4) and perftest run over this driver.
-//! It is written over the same adapter and hardware layer as the misc
-//! device: a verbs context owns a UAR and its BlueFlame page, PDs, CQs and
-//! QPs live in user memory described by MTT entries, and user space posts
-//! and polls by itself, as with mlx4_ib.
+//! It is written over the adapter and hardware layers: a verbs context owns
+//! a UAR and its BlueFlame page, PDs, CQs and QPs live in user memory
+//! described by MTT entries, and user space posts and polls by itself, as
+//! with mlx4_ib, or posts through the QP_POST method (`ib/post.rs`).
 //!
 //! | file | verbs |
 //! |---|---|

@@ -4,8 +4,8 @@
 //! `drivers/infiniband/core/`), written as `rust/kernel/rdma` would be.
 //!
 //! A provider implements [`Driver`], a `#[vtable]` trait of the verbs it
-//! offers (as [`kernel::miscdevice::MiscDevice`] is of the file operations;
-//! the ops table is a constant with only the ops the provider has), makes
+//! offers (as `kernel::drm::Driver` is of a DRM driver's; the ops table is
+//! a constant with only the ops the provider has), makes
 //! its device as DRM does ([`device`]: allocated and initialized unregistered,
 //! then registered; unregistered and its data dropped in the core's
 //! `dealloc_driver`; the rest released when the provider says its hardware

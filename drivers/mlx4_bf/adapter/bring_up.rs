@@ -258,7 +258,7 @@ fn announce(
     );
     dev_info!(
         pdev.as_ref(),
-        "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, /dev/{}\n",
+        "BAR2 {} KiB: {} UARs, BlueFlame register {} B, {} writer, debugfs {}\n",
         caps.bar2_len / 1024,
         caps.num_uars,
         caps.bf_reg_size,

@@ -48,7 +48,7 @@ const RING: u32 = 64;
 /// Where an EQE goes (`EventRouter::record`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Routed {
-    /// A completion of a context's CQ: the device file's pollers.
+    /// A completion of a kernel ping context's CQ: its waiters.
     Contexts,
     /// Recorded for the provider: queue the work.
     Provider,

@@ -14,11 +14,11 @@
 //! `-ENOENT`), a destroy waits for a post under way, and the state rule
 //! (RTS, SQD, SQE or ERR) is the table's.
 //!
-//! The phases are the misc device's POST_SEND's: copy in, look up, check
+//! The phases are the kernel ping's sends': copy in, look up, check
 //! (the queue's rules, [`wqe::validate_queued`]: the owner bit and WQE
 //! counter are user space's), check regions (a data segment's lkey names a
 //! region of the QP's PD), place and write (the adapter's, shared with
-//! POST_SEND). The kernel does not write the send queue: libmlx4 did, and
+//! the kernel ping). The kernel does not write the send queue: libmlx4 did, and
 //! a WQE that does not fit the BlueFlame buffer, or a QP whose number
 //! cannot be stamped, gets the send doorbell, after which the adapter reads
 //! the queue. What an RDMA names remotely is the responder's to check, as

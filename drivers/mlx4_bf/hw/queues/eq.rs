@@ -10,7 +10,7 @@
 //! (`eqe::decode`, as `mlx4_eq_int()` reads it); it re-arms the EQ through
 //! its doorbell in UAR page `eqn / 4`, the kernel's (no context gets it,
 //! `Firmware::kernel_uars`), and on a completion event of a context's CQ
-//! wakes the pollers of the device file; the RDMA provider's events go to
+//! wakes the kernel ping's waiters; the RDMA provider's events go to
 //! its dispatcher (`adapter/events.rs`). The EQ's buffer is named by its
 //! MTT entries (`memory/mtt.rs`).
 
