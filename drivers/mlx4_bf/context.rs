@@ -1,36 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One open of `/dev/mlx4_bf<N>` (or one end of the kernel ping): a context
-//! owning one UAR, its BlueFlame page and up to `MAX_QPS_PER_CONTEXT` QPs,
-//! and the methods of the ioctl.
+//! A kernel context: one end of the kernel ping (`kping/end.rs`), owning
+//! one UAR, its BlueFlame page and up to `MAX_QPS_PER_CONTEXT` QPs whose
+//! WQEs the kernel builds, posts and completes itself. (A verbs context of
+//! the RDMA provider is `ib/ucontext.rs`.)
 //!
 //! Where `Context`'s methods are, by file (each file holds one verb's
 //! family, as mlx4_ib splits its objects):
 //!
 //! | file | methods |
 //! |---|---|
-//! | `context.rs` | `open`, `mmap`, `check_bound`, close (`drop`) |
-//! | `context/qps.rs` | `create_qp`, `destroy_qp`, `connect_qp`; a QP's buffer, CQs and area |
+//! | `context.rs` | `open`, close (`drop`: its QPs, CQs and regions out of the device) |
+//! | `context/qps.rs` | `create_qp`, `connect_qp`; a QP's buffer, CQs and area |
 //! | `context/post.rs` | `post_send` and its phases: copy in, check regions, make room, stamp, place, commit |
 //! | `context/send_cq.rs` | `make_room`, `reap`: the send CQ |
-//! | `context/receive.rs` | `post_recv`, `arm_cq`, `poll`; a QP's receive queue and CQ (`Recv`) |
-//! | `context/mr.rs` | `reg_mr`, `dereg_mr` |
-//! | `context/mmap.rs` | the UAR, BlueFlame and area mappings and their faults |
-//! | `context/device.rs` | `device_info`, `device_stats`, `context_stats`, `context_info` |
-//! | `context/kernel_user.rs` | the kernel ping's: `take_message`, `sends_done`, `reg_kernel_mr` |
+//! | `context/receive.rs` | `post_recv`, `arm_cq`; a QP's receive queue and CQ (`Recv`) |
+//! | `context/kernel_user.rs` | `take_message`, `sends_done`, `reg_kernel_mr` |
 //!
 //! Locking: a context's QPs, send-queue heads, BlueFlame half and WQE buffer
-//! are under its own mutex (the per-UAR lock of mlx4), held across the
-//! `copy_from_user` of the WQE, so posts on different contexts never share a
+//! are under its own mutex (the per-UAR lock of mlx4), held from the copy
+//! of the WQE to the write, so posts on different contexts never share a
 //! lock. The hardware is reached through `Devres::try_access()`, an RCU read
 //! section, not a lock; commands take the command lock after the context's.
 //!
 //! A context also has a send CQ while it has QPs, and each QP exists in the
 //! device (RTS) with a receive queue and its own receive CQ. Posts stamp
-//! CQ_UPDATE and reap the send CQ first (see `hw/queues/cq.rs`): a send-queue slot is
-//! reused only after its CQE arrived. Receive completions are the process's:
-//! it maps the receive CQ and buffers (`hw/memory/user_area.rs`, `context/receive.rs`) and polls them
-//! without a system call, or sleeps in `poll()` after arming the CQ.
+//! CQ_UPDATE and reap the send CQ when the send queue is full (see
+//! `hw/queues/cq.rs`): a send-queue slot is reused only after its CQE
+//! arrived. Receive completions are the kernel's too: the receive CQ and
+//! buffers lie in the context's area (`hw/memory/user_area.rs`), and
+//! `take_message` polls them, or the kernel ping sleeps on the adapter's
+//! events after arming the CQ.
 
 use crate::{
     reject::Reject,

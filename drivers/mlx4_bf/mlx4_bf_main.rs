@@ -2,16 +2,26 @@
 
 //! BlueFlame send path for Mellanox ConnectX (mlx4) adapters.
 //!
-//! Each open of `/dev/mlx4_bf<N>` is a context owning one UAR and the
-//! BlueFlame page of the same index. User space posts send WQEs through a
-//! uverbs-style ioctl; the kernel validates them, stamps what only it may set
-//! and writes them to the BlueFlame page with store-block (zPCI) or
-//! write-combining (x86) semantics, or rings the doorbell. See
-//! Documentation/mlx4_bf.rst.
+//! A PCI driver for mlx4 functions (`driver.rs`) whose interface is an
+//! RDMA device, `mlx4_bf<N>`, with mainline mlx4_ib's user ABI
+//! (`include/uapi/rdma/mlx4-abi.h`), so that unmodified rdma-core (libmlx4)
+//! and perftest run over it (`ib/`), and one driver-specific uverbs method,
+//! QP_POST (`uapi/mlx4_bf.h`): the kernel takes a WQE libmlx4 built in its
+//! send queue, finds the QP it names among the caller's own, checks it and
+//! writes it to the context's BlueFlame page with store-block (zPCI) or
+//! write-combining (x86) semantics, or rings the doorbell, for a process
+//! that cannot store to that page (s390 without MIO) or chooses not to.
+//! Each adapter also has a kernel ping in the manner of krping, run from
+//! debugfs (`/sys/kernel/debug/mlx4_bf<N>/device/kping`, `kping/`), whose
+//! kernel QPs (`context/`) post on the same path.
 //!
-//! The adapter, a Mellanox mlx4 function, is driven through mlx4's command
-//! interface (`hw/firmware.rs`): its capabilities come from QUERY_DEV_CAP, and each
-//! context gets a CQ and QPs in the device.
+//! The layers, lowest first, each importing only from those below: the
+//! pure rules (`rust/mlx4_bf_core`, included here with `#[path]`), `sys/`
+//! (what the kernel crate lacks), `rdma/` (the RDMA core for a provider),
+//! `stats.rs`, `hw/` (the adapter as mlx4 describes it, brought up through
+//! its command interface as mlx4_core does: QUERY_DEV_CAP, ICM, INIT_HCA),
+//! `adapter/` (the bound adapter its users share), `context/` and `ib/`,
+//! `kping/`, and `driver.rs`. See Documentation/mlx4_bf.rst.
 
 // The pure rules, shared with the host tools (rust/mlx4_bf_core).
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]

@@ -9,8 +9,11 @@
 //!
 //! Keys (`region`): MPT slot << 8 | tag; slot 0 is the firmware's (the
 //! reserved lkey 0x8 names it) and never handed out. An MPT's protection
-//! domain is the owning context's UAR index, as is the PD of its QPs, so
-//! the adapter refuses a key of another context on its own too.
+//! domain is its owner's: a PD of the RDMA provider, or a kernel context's
+//! UAR index (the provider's PDs are numbered above every UAR index). QPs
+//! carry theirs too, so the adapter refuses a key of another PD on its own.
+//! A kernel context keeps its own regions (`CtxMrs`, at most
+//! `MAX_MRS_PER_CONTEXT`) to check its posts without this table's lock.
 //!
 //! Lifetime: a region is taken out of the adapter (HW2SW_MPT) before its
 //! owner unmaps its pages: at deregistration, and at unbind, when

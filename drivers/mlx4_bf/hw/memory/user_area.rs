@@ -1,37 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory a context shares with its process: for each of its QPs the
-//! receive CQ ring, the CQ doorbell record and the receive buffers, mapped
-//! with `mmap()` on the device file (RAM, so s390 may map it too).
+//! The kernel QPs' receive memory: for each QP of a kernel context (the
+//! kernel ping's, `context/receive.rs`) its receive CQ ring, the CQ
+//! doorbell record and the receive buffers, in one area per context. The
+//! adapter writes it; the kernel reads it (no process maps it).
 //!
 //! Each area is kernel memory mapped as one DMA range, allocated at probe
 //! and mapped for the adapter's DMA in a `Devres`: the DMA mapping ends when
 //! the device is unbound, after unbind has quiesced or reset the adapter.
 //! The memory itself is plain pages that live in the `Adapter` until its
-//! last context closes, so no kernel path that raced with unbind touches
-//! freed memory. Processes map it page by page at fault time, while the
-//! adapter is bound (`usermap.rs`, which zaps every mapping at unbind), each
-//! page with a reference of its own: even a mapping unbind missed could only
-//! keep a page alive, never see it reused.
+//! last holder drops it, so no kernel path that raced with unbind touches
+//! freed memory. The adapter finds an area through the MTT entries written
+//! at probe (`mtt::Pool::Area`).
 //!
 //! Like `ib_umem`, the areas rely on DMA that is cache-coherent and not
-//! bounced (x86, s390): what the adapter writes is what the process reads.
+//! bounced (x86, s390): what the adapter writes is what the kernel reads.
 //!
-//! Layout of one area (offsets are also the mmap offsets):
+//! Layout of one area:
 //!
 //! ```text
 //! QP index i at i * QP_AREA_BYTES:
-//!   +0      receive CQ ring, RCQ_ENTRIES * CQE_SIZE     read-only
-//!   +4 KiB  CQ doorbell record page (set_ci at +0)      read-write
-//!   +8 KiB  RQ_ENTRIES receive buffers of RECV_BUF_SIZE read-only
-//!   +24 KiB the WQE page: POST_SEND's staged WQE        read-write
+//!   +0      receive CQ ring, RCQ_ENTRIES * CQE_SIZE
+//!   +4 KiB  CQ doorbell record page (set_ci at +0, the arm word at +4)
+//!   +8 KiB  RQ_ENTRIES receive buffers of RECV_BUF_SIZE
+//!   +24 KiB a page no one uses (`WQE_OFFSET`: the retired device file's
+//!           staged WQE), still counted in QP_AREA_BYTES
 //! ```
-//!
-//! A QP whose send queue user space owns (`abi::QP_F_USER_SEND`) receives
-//! nothing and posts no staged WQE: its QP buffer (send queue, receive
-//! queue, RQ doorbell record, `QP_BUF_BYTES`) takes the place of the receive
-//! buffers and the WQE page, read-write. All QPs of a context are of one
-//! kind, so the mapping's permissions follow from the context.
 
 use kernel::{
     device::{Bound, Device},
