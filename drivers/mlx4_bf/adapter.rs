@@ -44,8 +44,8 @@ pub(crate) use bring_up::{new_adapter, show_stats, Running};
 pub(crate) use events::EventDispatch;
 use events::EventRouter;
 pub(crate) use post::{Placement, Posted};
-use provider::{PdPool, QpnPool};
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
+use provider::{PdPool, QpnPool};
 use qp_table::QpTable;
 
 /// The hardware resources that go away when the device is unbound.

@@ -33,12 +33,12 @@
 //! events after arming the CQ.
 
 use crate::{
-    reject::Reject,
     adapter::{Adapter, Resources},
     geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hw::firmware::Firmware,
     hw::memory::mr::CtxMrs,
     hw::queues::cq::Cq,
+    reject::Reject,
     stats::Stats,
 };
 use kernel::{

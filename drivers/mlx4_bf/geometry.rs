@@ -24,7 +24,8 @@ pub(crate) const MAX_QPS_PER_CONTEXT: usize = 4;
 /// are used (64 of every 256, `wqe::qpn_is_bf_safe`).
 pub(crate) const FIRST_QPN: u32 = 0x200;
 pub(crate) const KERNEL_QPN_END: u32 = 0x400;
-const _: () = assert!(FIRST_QPN + 4 * MAX_QPS as u32 <= KERNEL_QPN_END && KERNEL_QPN_END % 256 == 0);
+const _: () =
+    assert!(FIRST_QPN + 4 * MAX_QPS as u32 <= KERNEL_QPN_END && KERNEL_QPN_END % 256 == 0);
 
 /// The send CQ of a context.
 pub(crate) const CQ_LOG_ENTRIES: u32 = 7;

@@ -27,9 +27,7 @@ use kernel::{
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
-use crate::{
-    eqe::{AsyncEvent, Eqe},
-};
+use crate::eqe::{AsyncEvent, Eqe};
 
 /// What the RDMA provider does with its events, in process context.
 pub(crate) trait EventDispatch: Send + Sync {

@@ -30,7 +30,11 @@ impl NumberPool {
     /// A free number; `None` when all are taken.
     pub(super) fn alloc(&mut self) -> Option<u32> {
         let len = self.used.len();
-        let from = |start: usize| (start < len).then(|| self.used.next_zero_bit(start)).flatten();
+        let from = |start: usize| {
+            (start < len)
+                .then(|| self.used.next_zero_bit(start))
+                .flatten()
+        };
         let n = from(self.next).or_else(|| from(0))?;
         self.used.set_bit(n);
         self.next = n + 1;

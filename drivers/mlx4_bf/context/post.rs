@@ -8,11 +8,11 @@
 
 use super::{Context, State};
 use crate::{
-    reject::Reject,
     adapter::{Placement, Posted, Resources},
     geometry::{QP_BUF_BYTES, SQ_ENTRIES, SQ_STRIDE},
     hw::queues::qp,
     layout, region,
+    reject::Reject,
     wqe::{self, Path, WqeInfo},
 };
 use kernel::prelude::*;

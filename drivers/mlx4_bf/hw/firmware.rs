@@ -179,9 +179,11 @@ fn bring_up(
         u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
     let profile = icm.init_hca(dev, cmd, &dev_cap, num_uars)?;
     let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
-    cmd.lock()
-        .live
-        .size(profile.num_cqs - first_cqn, profile.num_qps, profile.num_mpts)?;
+    cmd.lock().live.size(
+        profile.num_cqs - first_cqn,
+        profile.num_qps,
+        profile.num_mpts,
+    )?;
     let mem = QueueMem::new(dev)?;
     let mtt = &profile.queue_mtt;
     let fw = &*icm;

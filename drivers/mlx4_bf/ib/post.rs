@@ -35,12 +35,12 @@ use kernel::{
 use super::Provider;
 use crate::{
     abi,
-    reject::{self, Reject},
     adapter::{Adapter, Posted},
     geometry::SQ_STRIDE,
     layout,
     rdma::method::{uapi_definitions, uverbs_method, Bundle, Flags, PtrIn, PtrOut, OBJECT_DEVICE},
     region,
+    reject::{self, Reject},
     stats::{Counted, Counts},
     verbs::QpState,
     wqe::{self, Path},

@@ -8,15 +8,8 @@
 //! table goes through the crate's `SGTable::from_raw()`.
 
 use kernel::{
-    bindings,
-    device::Device,
-    dma::DataDirection,
-    error::to_result,
-    ffi::c_ulong,
-    page::PAGE_SIZE,
-    prelude::*,
-    scatterlist::SGTable,
-    types::Opaque,
+    bindings, device::Device, dma::DataDirection, error::to_result, ffi::c_ulong, page::PAGE_SIZE,
+    prelude::*, scatterlist::SGTable, types::Opaque,
 };
 
 use crate::region;

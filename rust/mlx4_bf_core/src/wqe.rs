@@ -349,15 +349,17 @@ pub const BF_SAFE_PER_256: u32 = 64;
 /// provider's QPNs numbered densely, for a bitmap of `index`es.
 pub fn bf_safe_qpn(base: u32, index: u32) -> Option<u32> {
     let block = (index / BF_SAFE_PER_256).checked_mul(256)?;
-    let qpn = base.checked_add(block)?.checked_add(index % BF_SAFE_PER_256)?;
-    (base % 256 == 0 && qpn < (1 << 24)).then_some(qpn)
+    let qpn = base
+        .checked_add(block)?
+        .checked_add(index % BF_SAFE_PER_256)?;
+    (base.is_multiple_of(256) && qpn < (1 << 24)).then_some(qpn)
 }
 
 /// The inverse of [`bf_safe_qpn`]: the index of `qpn` above `base`, if it
 /// is a BlueFlame-safe QPN there.
 pub fn bf_safe_index(base: u32, qpn: u32) -> Option<u32> {
     let off = qpn.checked_sub(base)?;
-    (base % 256 == 0 && qpn_is_bf_safe(qpn))
+    (base.is_multiple_of(256) && qpn_is_bf_safe(qpn))
         .then_some(off / 256 * BF_SAFE_PER_256 + off % 256)
 }
 

@@ -74,7 +74,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((49 + WALK))"
+echo "1..$((50 + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -118,6 +118,8 @@ for tool in ib_send_bw ib_write_bw; do
 	bandwidth $tool
 	result $? "${tool}_size_4096" "see the lines above"
 done
+bandwidth_qps ib_write_bw 64
+result $? ib_write_bw_qps_64 "see the lines above"
 
 # Refusals: one result per request (nested), and none of them a WARN.
 from=$(($(dmesg | wc -l) + 1))

@@ -124,3 +124,25 @@ bandwidth() { # tool
 	esac
 	return $rc
 }
+
+# bandwidth()'s run with QPS QPs a side (perftest's -q; 64 of them make 128
+# QPs in the adapter at once, server's and client's), QPS_ITERS messages of
+# 4096 bytes on each (perftest's -n counts per QP): every message of every
+# QP written (ib_write_bw) or delivered (ib_send_bw), no protocol error.
+QPS_ITERS=10
+bandwidth_qps() { # tool qps
+	name=$1-qps-$2
+	args="-d $DEV -i 1 -F -s 4096 -n $QPS_ITERS -q $2"
+	snap before
+	server_client "$name" "$1 $args" "$1 $args 127.0.0.1"
+	rc=$?
+	snap after
+	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$name".out >>/tmp/results/provider-"$name".txt
+	echo "# $1 -q $2 4096 bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
+	[ "$(delta protocol_errors)" = 0 ] || rc=1
+	case $1 in
+	ib_send_bw) [ "$(delta deliveries)" -ge $((QPS_ITERS * $2)) ] || rc=1 ;;
+	*) [ "$(delta rdma_writes)" -ge $((QPS_ITERS * $2)) ] || rc=1 ;;
+	esac
+	return $rc
+}

@@ -41,7 +41,6 @@ impl Writer {
         }
     }
 
-
     pub(crate) fn name(self) -> &'static str {
         match self {
             Writer::StoreBlock => "store-block",

@@ -25,7 +25,9 @@ impl Numbers {
 
     /// The first member at or after `start`.
     pub(crate) fn next(&self, start: usize) -> Option<usize> {
-        (start < self.len()).then(|| self.0.next_bit(start)).flatten()
+        (start < self.len())
+            .then(|| self.0.next_bit(start))
+            .flatten()
     }
 
     pub(crate) fn contains(&self, n: usize) -> bool {

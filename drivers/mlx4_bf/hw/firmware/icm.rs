@@ -14,7 +14,7 @@
 //! CLOSE_HCA, UNMAP_ICM x tables, UNMAP_ICM_AUX, UNMAP_FA
 //! ```
 //!
-//! The profile is this driver's, not mlx4_core's 2^17 QPs: every table is
+//! The profile is this driver's, not mlx4_core's 2^18 QPs: every table is
 //! mapped whole at INIT_HCA (mainline maps QP, CQ and MPT contexts a chunk
 //! at a time as objects appear, `mlx4_table_get()`), so it asks for what
 //! a test machine's adapter serves: [`LOG_NUM_QPS`], [`LOG_NUM_CQS`] and

@@ -251,14 +251,7 @@ impl MrTable {
             }
             return Err(e);
         }
-        self.record(
-            slot,
-            Entry {
-                mpt,
-                owner,
-                pages,
-            },
-        );
+        self.record(slot, Entry { mpt, owner, pages });
         Ok(mpt)
     }
 

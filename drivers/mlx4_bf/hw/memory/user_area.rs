@@ -35,9 +35,7 @@ use kernel::{
 };
 
 use crate::{
-    geometry::{
-        MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES,
-    },
+    geometry::{MAX_QPS_PER_CONTEXT, QP_BUF_BYTES, RECV_BUF_SIZE, RQ_ENTRIES},
     sys::dma_pages::{DmaMap, KernelPages},
 };
 
@@ -122,7 +120,6 @@ impl UserAreas {
             dma: *self.dma_bases.get(area).ok_or(EINVAL)?,
         })
     }
-
 }
 
 /// One context's area, read and written by the kernel.
