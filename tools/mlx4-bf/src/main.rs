@@ -27,16 +27,13 @@ mod errors;
 mod kping;
 mod mr;
 mod progress;
-#[cfg(verbs)]
 mod qp_post;
 mod rdma_write;
 mod report;
 mod stats;
 mod sweep;
 mod userqp;
-#[cfg(verbs)]
 mod verbs;
-#[cfg(verbs)]
 mod verbs_post;
 mod write_scratch;
 
@@ -127,7 +124,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-#[cfg(verbs)]
 fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Info(a) => info::run_verbs(name, a),
@@ -141,11 +137,6 @@ fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
             "{name}: this subcommand speaks only the misc device (/dev/mlx4_bf<N>) so far"
         ),
     }
-}
-
-#[cfg(not(verbs))]
-fn run_verbs(name: &str, _cli: &Cli) -> anyhow::Result<()> {
-    anyhow::bail!("{name}: this helper was built without rdma-core (MLX4_BF_RDMA unset)")
 }
 
 fn main() -> ExitCode {

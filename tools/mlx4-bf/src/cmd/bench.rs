@@ -137,12 +137,10 @@ impl Paths for MiscPaths<'_> {
 /// The RDMA device: QP_POST of a WQE stamped in the QP's own send queue,
 /// every WQE signaled and its completion reaped off the clock; against
 /// the uverbs floor (QUERY_CONTEXT, which the provider leaves to the core).
-#[cfg(verbs)]
 struct VerbsPaths<'a, 'q> {
     qp: &'a mut crate::verbs_post::SelfQp<'q>,
 }
 
-#[cfg(verbs)]
 impl Paths for VerbsPaths<'_, '_> {
     fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize> {
         self.qp.build(buf, size, false).map(|(len, _)| len)
@@ -295,7 +293,6 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
 /// The same bench on the RDMA device `name`: each post an RDMA write
 /// stamped in a QP's own send queue and handed to QP_POST, the sizes
 /// those the kernel still posts by BlueFlame.
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let out_dir = args.out_dir.as_path();
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;

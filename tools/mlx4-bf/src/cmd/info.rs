@@ -93,7 +93,6 @@ fn stats_json(s: &abi::Stats) -> serde_json::Value {
 
 /// The RDMA device `name`'s facts, through libibverbs
 /// (`ibv_query_device()`, `ibv_query_port()` of port 1).
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     use anyhow::Context as _;
 
@@ -159,7 +158,6 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
 
 /// The RDMA device `name`'s hardware counters, as the RDMA core shows them
 /// in sysfs (`hw_counters/`, the provider's `rdma_hw_stats`), by name.
-#[cfg(verbs)]
 fn hw_counters(name: &str) -> Result<Vec<(String, u64)>> {
     use anyhow::Context as _;
 

@@ -209,7 +209,6 @@ fn gathered_caption(lkey: u32, len: usize, list: &str) -> String {
 /// write staged in the QP's own send queue, the QP_POST call timed, its
 /// completion reaped outside the clock. On `bf` a size whose WQE the
 /// kernel will not take by BlueFlame (`REQUIRE_BF`: EINVAL) is skipped.
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let (sweep, out) = (&args.sweep, args.out.as_deref());
     let sizes = sweep.sizes()?;

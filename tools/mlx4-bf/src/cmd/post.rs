@@ -59,7 +59,6 @@ pub fn run(dev: &Device, args: &Args) -> Result<()> {
 /// The same post through the RDMA device `name`'s QP_POST method: the WQE
 /// stamped in the QP's own send queue, as libmlx4 would; the write's bytes
 /// checked where they landed.
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     let size = args.size as usize;
     crate::verbs_post::with_self_qp(name, size, |s| {

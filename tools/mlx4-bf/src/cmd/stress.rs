@@ -93,7 +93,6 @@ fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
 /// One thread on the RDMA device `name`: its own context and QP, posting
 /// through the method until `seconds` have passed; then every outstanding
 /// WQE completed and the last write's bytes checked.
-#[cfg(verbs)]
 fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
     crate::verbs_post::with_self_qp(name, size as usize, |s| {
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
@@ -135,7 +134,6 @@ fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
 
 /// The verbs run: the same table, each thread on its own context of the
 /// RDMA device `name`.
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     run_with(args, |seconds, size| one_verbs_thread(name, seconds, size))
 }

@@ -134,10 +134,6 @@ fn columns(iters: u32) -> String {
 #[derive(Clone, Copy)]
 enum Step {
     Call(usize),
-    #[cfg_attr(
-        not(verbs),
-        expect(dead_code, reason = "only the RDMA device's posts settle")
-    )]
     Settle(usize),
 }
 
@@ -211,7 +207,6 @@ fn write_row(
 /// doorbell for the payload gathered (not inline: libmlx4 rings the
 /// doorbell); `noop` the uverbs floor; `kernel_bf` the kernel ping's post.
 /// Every completion is reaped off the clock.
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     use crate::verbs_post::with_self_qp;
 
@@ -298,7 +293,6 @@ fn pingpong(path: &Path, args: &Args) -> Result<()> {
 
 /// The same on the RDMA device `name`, up to the largest payload the
 /// kernel posts by BlueFlame.
-#[cfg(verbs)]
 fn pingpong_verbs(name: &str, args: &Args) -> Result<()> {
     let sweep = &args.sweep;
     let (cutoff, writer) =

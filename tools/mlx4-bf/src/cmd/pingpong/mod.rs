@@ -52,7 +52,6 @@ mod peer;
 mod plan;
 mod rdma;
 mod roles;
-#[cfg(verbs)]
 mod verbs;
 
 use std::{
@@ -132,7 +131,6 @@ pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
 /// The same run with both endpoints on the RDMA device `name`: sends
 /// through QP_POST, receives through libibverbs (events on a completion
 /// channel).
-#[cfg(verbs)]
 pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     run_on(&verbs::Verbs(name), args)
 }

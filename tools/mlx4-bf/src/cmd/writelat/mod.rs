@@ -18,7 +18,6 @@ use std::{
 use anyhow::{anyhow, bail, Result};
 
 pub mod misc;
-#[cfg(verbs)]
 pub mod verbs;
 
 /// How long a side waits for the peer's write before giving up.
