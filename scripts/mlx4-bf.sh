@@ -141,7 +141,7 @@ build_selftests() {
 # rustc has no s390x standard library: cargo builds it from rust-src
 # (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc). It is
 # linked with rdma-core's static libraries for $ARCH (MLX4_BF_RDMA,
-# tools/mlx4-bf/build.rs) and also speaks the RDMA device.
+# tools/mlx4-bf/build.rs): it speaks the RDMA device only.
 build_helper() {
 	local target=x86_64-unknown-linux-gnu build_std=() rdma
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
