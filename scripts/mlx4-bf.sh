@@ -141,7 +141,7 @@ build_selftests() {
 # rustc has no s390x standard library: cargo builds it from rust-src
 # (-Zbuild-std, which needs RUSTC_BOOTSTRAP=1 on a stable rustc). It is
 # linked with rdma-core's static libraries for $ARCH (MLX4_BF_RDMA,
-# tools/mlx4-bf/build.rs) and also speaks the RDMA device.
+# tools/mlx4-bf/build.rs): it speaks the RDMA device only.
 build_helper() {
 	local target=x86_64-unknown-linux-gnu build_std=() rdma
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
@@ -206,9 +206,16 @@ versions() {
 	fi
 }
 
+# rdma-core for the host's own builds of the helper (cargo test, clippy),
+# which always links it (tools/mlx4-bf/build.rs): the x86_64 build, whatever
+# ARCH the guest is.
+host_rdma() {
+	ARCH=x86_64 "$TOP/scripts/build-rdma-core.sh"
+}
+
 host_test() {
 	log "host: cargo test (pure rules, ABI against uapi/mlx4_bf.h, tools)"
-	CARGO_TARGET_DIR=$CARGO_TARGET \
+	CARGO_TARGET_DIR=$CARGO_TARGET MLX4_BF_RDMA=$(host_rdma) \
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
 	log "host: the QEMU runner's console parsing"
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
@@ -593,7 +600,8 @@ lint)      need_kdir
 	   log "lint: rustfmt (kernel config), cargo fmt, clippy (workspace and module), checkpatch, import cycles, the driver's map"
 	   rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$TOP"/drivers/mlx4_bf/*.rs
 	   (cd "$TOP" && cargo fmt --all --check)
-	   CARGO_TARGET_DIR=$CARGO_TARGET cargo clippy --quiet --workspace --all-targets \
+	   CARGO_TARGET_DIR=$CARGO_TARGET MLX4_BF_RDMA=$(host_rdma) \
+		cargo clippy --quiet --workspace --all-targets \
 		--manifest-path "$TOP/Cargo.toml" -- -D warnings
 	   out=$(make -s -C "$KDIR" M="$TOP" "${KMAKE_FLAGS[@]}" CLIPPY=1 W=1 modules 2>&1) || { echo "$out"; exit 1; }
 	   # The s390 kernel's own rustc flags (-Ctarget-feature=+backchain)

@@ -15,7 +15,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::device::Mapping;
+use crate::mapping::Mapping;
 
 pub const DIAG_OFFSET: u64 = 0xe0000;
 pub const MAGIC: u32 = 0x4d4c_584d;

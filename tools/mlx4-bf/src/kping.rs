@@ -2,22 +2,17 @@
 
 //! The driver's kernel ping (`/sys/kernel/debug/mlx4_bf<N>/device/kping`,
 //! Documentation/mlx4_bf.rst): a command written, its statistics line read
-//! back. `userpost` uses it for the in-kernel post, the ioctl's work
+//! back. `userpost` uses it for the in-kernel post, QP_POST's work
 //! without the system call.
 
 use std::{fs, path::Path, path::PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 
-/// The command file of the adapter whose device node is `dev`.
-pub fn command_file(dev: &Path) -> Result<PathBuf> {
-    let name = dev
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| anyhow!("{}: not a device node", dev.display()))?;
-    Ok(PathBuf::from(format!(
-        "/sys/kernel/debug/{name}/device/kping"
-    )))
+/// The command file of the adapter whose RDMA device is `name`: its
+/// debugfs directory has the same name (`mlx4_bf<N>`).
+pub fn command_file(name: &str) -> PathBuf {
+    PathBuf::from(format!("/sys/kernel/debug/{name}/device/kping"))
 }
 
 /// Column of the statistics line with the median in-kernel post of an RDMA
@@ -55,7 +50,7 @@ mod tests {
     #[test]
     fn the_command_file_is_the_adapters() {
         assert_eq!(
-            command_file(Path::new("/dev/mlx4_bf1")).unwrap(),
+            command_file("mlx4_bf1"),
             PathBuf::from("/sys/kernel/debug/mlx4_bf1/device/kping")
         );
     }

@@ -1,86 +1,87 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `mlx4-bf`: exercise and measure the mlx4_bf BlueFlame driver.
+//! `mlx4-bf`: exercise and measure the mlx4_bf BlueFlame driver through its
+//! RDMA device, `mlx4_bf<N>` (`--device`; `mlx4_bf0` by default): verbs
+//! objects through the project's static libibverbs and libmlx4, each WQE
+//! built and stamped in its QP's own send queue as libmlx4 does and posted
+//! through the driver's `QP_POST` method (`qp_post`). The misc device
+//! (`/dev/mlx4_bf<N>`) is gone: `--device` refuses a path.
 //!
-//! - `info`: device and context facts (QUERY_DEVICE, QUERY_CONTEXT, QUERY_STATS)
+//! - `info`: the device's and port's facts, its post counters (sysfs)
 //! - `post`: build one WQE the way libmlx4 does and post it
 //! - `lat`: the classic latency sweep over payload sizes
-//! - `bench`: BlueFlame, doorbell and a no-op ioctl interleaved, as ratios
+//! - `bench`: BlueFlame, doorbell and the uverbs floor interleaved, as ratios
 //! - `stress`: several contexts posting at once
 //! - `pingpong`: perftest ib_send_lat between two contexts, SENDs or RDMA
 //!   writes with immediate
+//! - `userpost`: `QP_POST` against libmlx4's own stores
+//! - `counters`: the device model's analyzer counters (no device needed)
 //!
 //! `post`, `lat`, `bench` and `stress` post RDMA writes into a memory
-//! region of their own context (`mr.rs`; ABI 3), registered for remote
-//! writes: a new QP is connected to itself. Each subcommand lives in
-//! `cmd/`; what they share sits beside this file, one concern a module
-//! (`device`, `errors`, `sweep`, `rdma_write`, `write_scratch`,
-//! `back_pressure`, `progress`, `report`, ...); this file is the command
-//! line.
+//! region of their own context: a new QP is connected to itself
+//! (`verbs_post`). Each subcommand lives in `cmd/`; what they share sits
+//! beside this file, one concern a module (`device`, `verbs`, `qp_post`,
+//! `verbs_post`, `errors`, `sweep`, `rdma_write`, `progress`, `report`,
+//! ...); this file is the command line.
 
 mod analyzer;
-mod back_pressure;
 mod cmd;
-mod cq;
 mod device;
 mod errors;
 mod kping;
-mod mr;
+mod mapping;
 mod progress;
-#[cfg(verbs)]
 mod qp_post;
 mod rdma_write;
 mod report;
 mod stats;
 mod sweep;
-mod userqp;
-#[cfg(verbs)]
 mod verbs;
-#[cfg(verbs)]
 mod verbs_post;
-mod write_scratch;
 
-use std::{path::PathBuf, process::ExitCode};
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use cmd::{bench, counters, info, lat, pingpong, post, stress, userpost};
-use device::open;
 
 #[derive(Parser)]
 #[command(version, about = "Exercise and measure the mlx4_bf BlueFlame driver")]
 struct Cli {
-    /// The adapter: its misc device node (/dev/mlx4_bf<N>), or its RDMA
-    /// device's name (mlx4_bf<N>, through libibverbs and the QP_POST
-    /// method).
-    #[arg(long, short, global = true, default_value = "/dev/mlx4_bf0")]
-    device: PathBuf,
+    /// The adapter's RDMA device (mlx4_bf<N>, as /sys/class/infiniband
+    /// lists it), through libibverbs and the QP_POST method. The misc
+    /// device /dev/mlx4_bf<N> is gone: a path is refused.
+    #[arg(long, short, global = true, default_value = device::DEFAULT,
+          value_parser = device::parse_name)]
+    device: String,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show device and context facts and counters.
+    /// Show the device's and port 1's facts and the device's post counters.
     Info(info::Args),
-    /// Post one RDMA-write WQE and show what the driver did.
+    /// Post one RDMA-write WQE through QP_POST and show what the driver did.
     ///
     /// The write goes into a memory region of the same context (a new QP is
     /// connected to itself), registered with REMOTE_WRITE; a gathered
     /// payload (--gather, or too large for an inline WQE) is read from it.
+    /// The WQE is stamped in the QP's send queue as libmlx4 stamps it; the
+    /// bytes are checked where the write put them.
     Post(post::Args),
-    /// Latency sweep: one POST_SEND round trip per iteration, per payload size.
+    /// Latency sweep: one QP_POST call per iteration, per payload size.
     ///
     /// Each post is an RDMA write into a memory region of the same context,
-    /// registered with REMOTE_WRITE before the sweep. Payloads too large
-    /// for an inline WQE (above 912 bytes with 1008-byte WQEs) are gathered
-    /// from that registered buffer by a data segment naming its lkey:
-    /// doorbell path only, so the bf path skips them. A "# gathered" line
-    /// before the tables lists those sizes.
+    /// registered with REMOTE_WRITE before the sweep, its completion reaped
+    /// off the clock. Payloads too large for an inline WQE (above 912 bytes
+    /// with 1008-byte WQEs) are gathered from that registered buffer by a
+    /// data segment naming its lkey: doorbell path only, so the bf path
+    /// skips them. A "# gathered" line before the tables lists those sizes.
     Lat(lat::Args),
-    /// BlueFlame, doorbell and no-op ioctl interleaved per size: ratios to the no-op.
+    /// BlueFlame, doorbell and the uverbs floor interleaved per size: ratios to the floor.
     Bench(bench::Args),
-    /// Several contexts (threads with their own fd) posting for a while.
+    /// Several contexts (threads with their own context) posting for a while.
     Stress(stress::Args),
     /// perftest ib_send_lat: SEND ping-pong between two contexts, per payload size.
     ///
@@ -91,61 +92,32 @@ enum Command {
     /// reposts one receive WQE, as for a SEND. Tables and files are headed
     /// and named with the op.
     Pingpong(pingpong::Args),
-    /// The post's cost by ioctl against rdma-core's way, per payload size.
+    /// The post's cost through QP_POST against libmlx4's own, per payload size.
     ///
-    /// A second context posts to a QP whose send queue it owns
-    /// (MLX4_BF_QP_F_USER_SEND): the WQE into the mapped send queue, then
-    /// to the mapped BlueFlame page (or the doorbell), by stores on x86 and
-    /// by the s390_pci_mmio_write system call on s390. Interleaved with the
-    /// ioctl's staged BlueFlame and doorbell posts and the no-op ioctl.
+    /// A second context posts with libmlx4's ibv_post_send() and its own
+    /// stores to the BlueFlame page (or the doorbell), by stores on x86 and
+    /// by the s390_pci_mmio_write system call on s390. Interleaved with
+    /// QP_POST's BlueFlame and doorbell posts and the uverbs floor; beside
+    /// them the kernel ping's post of the same write (debugfs).
     /// --pingpong: ib_write_lat-style RDMA-write ping-pong both ways instead.
     Userpost(userpost::Args),
     /// The device model's analyzer counters, whichever driver owns the
-    /// adapter (no /dev/mlx4_bf0 needed): one `name value` line each.
+    /// adapter (no RDMA device needed): one `name value` line each.
     Counters(counters::Args),
 }
 
-/// The RDMA device `--device` names, if it names one (not a path).
-fn rdma_device(cli: &Cli) -> Option<&str> {
-    let name = cli.device.to_str()?;
-    (!name.contains('/')).then_some(name)
-}
-
 fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(name) = rdma_device(&cli) {
-        return run_verbs(name, &cli);
-    }
+    let name = cli.device.as_str();
     match &cli.command {
-        Command::Info(a) => info::run(&open(&cli.device)?, a),
-        Command::Post(a) => post::run(&open(&cli.device)?, a),
-        Command::Lat(a) => lat::run(&open(&cli.device)?, a),
-        Command::Bench(a) => bench::run(&open(&cli.device)?, a),
-        Command::Stress(a) => stress::run(&cli.device, a),
-        Command::Pingpong(a) => pingpong::run(&cli.device, a),
-        Command::Userpost(a) => userpost::run(&cli.device, a),
+        Command::Info(a) => info::run(name, a),
+        Command::Post(a) => post::run(name, a),
+        Command::Lat(a) => lat::run(name, a),
+        Command::Bench(a) => bench::run(name, a),
+        Command::Stress(a) => stress::run(name, a),
+        Command::Pingpong(a) => pingpong::run(name, a),
+        Command::Userpost(a) => userpost::run(name, a),
         Command::Counters(a) => counters::run(a),
     }
-}
-
-#[cfg(verbs)]
-fn run_verbs(name: &str, cli: &Cli) -> anyhow::Result<()> {
-    match &cli.command {
-        Command::Info(a) => info::run_verbs(name, a),
-        Command::Post(a) => post::run_verbs(name, a),
-        Command::Lat(a) => lat::run_verbs(name, a),
-        Command::Stress(a) => stress::run_verbs(name, a),
-        Command::Bench(a) => bench::run_verbs(name, a),
-        Command::Userpost(a) => userpost::run_verbs(name, a),
-        Command::Pingpong(a) => pingpong::run_verbs(name, a),
-        _ => anyhow::bail!(
-            "{name}: this subcommand speaks only the misc device (/dev/mlx4_bf<N>) so far"
-        ),
-    }
-}
-
-#[cfg(not(verbs))]
-fn run_verbs(name: &str, _cli: &Cli) -> anyhow::Result<()> {
-    anyhow::bail!("{name}: this helper was built without rdma-core (MLX4_BF_RDMA unset)")
 }
 
 fn main() -> ExitCode {
@@ -181,10 +153,21 @@ mod tests {
     }
 
     #[test]
+    fn the_device_is_the_rdma_device_mlx4_bf0_unless_named() {
+        let cli = Cli::try_parse_from(["mlx4-bf", "info"]).unwrap();
+        assert_eq!(cli.device, "mlx4_bf0");
+        let e = Cli::try_parse_from(["mlx4-bf", "--device", "/dev/mlx4_bf0", "post"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.lines().next().unwrap().contains("misc device"), "{e}");
+    }
+
+    #[test]
     fn the_documented_command_lines_parse() {
         for line in [
             "mlx4-bf info",
-            "mlx4-bf --device /dev/mlx4_bf9 info",
+            "mlx4-bf --device mlx4_bf9 info",
             "mlx4-bf post --size 100 --hexdump",
             "mlx4-bf post --size 100 --force-doorbell",
             "mlx4-bf --device mlx4_bf0 post --size 208 --hexdump",
@@ -216,6 +199,8 @@ mod tests {
             "mlx4-bf pingpong --op rdma-write",
             "mlx4-bf stress --size 70000",
             "mlx4-bf userpost --icount --pingpong",
+            "mlx4-bf --device /dev/mlx4_bf0 info",
+            "mlx4-bf --device /dev/mlx4_bf0 counters",
         ] {
             let words: Vec<&str> = bad.split_whitespace().collect();
             assert!(Cli::try_parse_from(&words).is_err(), "{bad}");

@@ -24,26 +24,13 @@ fn interactive_stderr() -> bool {
 pub struct Progress {
     bar: ProgressBar,
     tty: bool,
-    /// Without the bar: a line per quarter ([`Progress::new`]) or silence
-    /// ([`Progress::terminal_only`]).
-    quarters: bool,
+    /// Without the bar: the last quarter a line was printed for.
     shown: u64,
     what: &'static str,
 }
 
 impl Progress {
     pub fn new(total: usize, what: &'static str) -> Self {
-        Self::with(total, what, true)
-    }
-
-    /// The bar on an interactive terminal, nothing elsewhere: for a table
-    /// read where stdout and stderr meet (the guest's console, a `2>&1`
-    /// log), which the quarter lines would cut into.
-    pub fn terminal_only(total: usize, what: &'static str) -> Self {
-        Self::with(total, what, false)
-    }
-
-    fn with(total: usize, what: &'static str, quarters: bool) -> Self {
         let tty = interactive_stderr();
         let bar = if tty {
             let style = ProgressStyle::with_template(
@@ -61,7 +48,6 @@ impl Progress {
         Progress {
             bar,
             tty,
-            quarters,
             shown: 0,
             what,
         }
@@ -72,9 +58,6 @@ impl Progress {
         self.bar.set_position(done as u64);
         if self.tty {
             self.bar.set_message(msg.to_owned());
-            return;
-        }
-        if !self.quarters {
             return;
         }
         let total = self.bar.length().unwrap_or(0).max(1);

@@ -4,28 +4,57 @@
 //! device object, called on a verbs context's command file with
 //! `RDMA_VERBS_IOCTL`, as libmlx4's patch calls it (tools/rdma-core/0001):
 //! the WQE (already in the QP's send queue, which it names by its QPN),
-//! optional flags, an optional result.
+//! optional flags, an optional result. The method's IDs, flags and result
+//! are `uapi/mlx4_bf.h`'s (`mlx4_bf_core::abi`); the call's header and
+//! attributes the RDMA core's, mirrored here.
 
 use std::{io, os::fd::RawFd};
 
-use mlx4_bf_core::abi::{self, Attr, IoctlHdr, PostResult};
+use mlx4_bf_core::abi::{self, PostResult};
 
 /// `include/uapi/rdma/rdma_user_ioctl_cmds.h`.
 const RDMA_IOCTL_MAGIC: u32 = 0x1b;
 /// `_IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr)`.
 const RDMA_VERBS_IOCTL: u32 =
-    (3 << 30) | ((size_of::<IoctlHdr>() as u32) << 16) | (RDMA_IOCTL_MAGIC << 8) | 1;
+    (3 << 30) | ((size_of::<Hdr>() as u32) << 16) | (RDMA_IOCTL_MAGIC << 8) | 1;
 /// `UVERBS_OBJECT_DEVICE`, its `UVERBS_METHOD_QUERY_CONTEXT`
 /// (include/uapi/rdma/ib_user_ioctl_cmds.h) and `RDMA_DRIVER_MLX4`.
 const UVERBS_OBJECT_DEVICE: u16 = 0;
 const UVERBS_METHOD_QUERY_CONTEXT: u16 = 4;
 const RDMA_DRIVER_MLX4: u32 = 2;
 
-/// `struct ib_uverbs_ioctl_hdr` and its attributes (the misc ABI mirrors
-/// both: `abi::IoctlHdr`, `abi::Attr`).
+/// `struct ib_uverbs_ioctl_hdr` without its flexible `attrs` array
+/// (`include/uapi/rdma/rdma_user_ioctl_cmds.h`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Hdr {
+    length: u16,
+    object_id: u16,
+    method_id: u16,
+    num_attrs: u16,
+    reserved1: u64,
+    driver_id: u32,
+    reserved2: u32,
+}
+
+/// `struct ib_uverbs_attr`: its `attr_data` union (an enum attribute's
+/// element) unused here, so zero; `data` the value, or a pointer to it.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Attr {
+    attr_id: u16,
+    len: u16,
+    flags: u16,
+    attr_data: u16,
+    data: u64,
+}
+
+const _: () = assert!(size_of::<Hdr>() == 24 && size_of::<Attr>() == 16);
+
+/// A call: the header and room for the method's three attributes.
 #[repr(C)]
 struct Call {
-    hdr: IoctlHdr,
+    hdr: Hdr,
     attrs: [Attr; 3],
 }
 
@@ -38,7 +67,7 @@ pub fn qp_post(
     result: Option<&mut PostResult>,
 ) -> io::Result<()> {
     let mut call = Call {
-        hdr: IoctlHdr {
+        hdr: Hdr {
             object_id: UVERBS_OBJECT_DEVICE,
             method_id: abi::IB_METHOD_QP_POST,
             driver_id: RDMA_DRIVER_MLX4,
@@ -80,7 +109,7 @@ pub fn qp_post(
 /// the provider has no `query_ucontext` (ours has none).
 pub fn uverbs_floor(cmd_fd: RawFd) -> io::Result<()> {
     let mut call = Call {
-        hdr: IoctlHdr {
+        hdr: Hdr {
             object_id: UVERBS_OBJECT_DEVICE,
             method_id: UVERBS_METHOD_QUERY_CONTEXT,
             driver_id: RDMA_DRIVER_MLX4,
@@ -98,7 +127,7 @@ pub fn uverbs_floor(cmd_fd: RawFd) -> io::Result<()> {
 /// attributes.
 fn verbs_ioctl(cmd_fd: RawFd, call: &mut Call) -> io::Result<()> {
     let n = usize::from(call.hdr.num_attrs).min(call.attrs.len());
-    call.hdr.length = (size_of::<IoctlHdr>() + n * size_of::<Attr>()) as u16;
+    call.hdr.length = (size_of::<Hdr>() + n * size_of::<Attr>()) as u16;
     // SAFETY: `call` is a complete header with `n` attributes; what they
     // point to is the caller's and lives across the call.
     let rc = unsafe { libc::ioctl(cmd_fd, RDMA_VERBS_IOCTL as _, call as *mut Call) };

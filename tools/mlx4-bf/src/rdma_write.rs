@@ -4,7 +4,7 @@
 //! payload fits: inline in a WQE (else gathered from registered memory), or
 //! in a BlueFlame buffer (a SEND's too).
 
-use mlx4_bf_core::{abi, wqe, wqe_build};
+use mlx4_bf_core::{wqe, wqe_build};
 
 /// How a payload travels in a WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,14 +14,6 @@ pub enum Carry {
     /// DMA-read by the adapter from a registered buffer named by a gather
     /// segment (lkey, address, length): doorbell path only.
     Gather,
-}
-
-/// The largest WQE the device takes (on the doorbell path).
-pub fn max_wqe(info: &abi::DeviceInfo) -> usize {
-    match info.max_db_wqe_size as usize {
-        0 => wqe::MAX_WQE_LEN,
-        n => n.min(wqe::MAX_WQE_LEN),
-    }
 }
 
 /// How a `payload`-byte message goes: inline if its WQE (with a remote
@@ -74,7 +66,7 @@ pub fn payload(len: usize) -> Vec<u8> {
 
 /// Asks for a CQE when the WQE completes: `MLX4_WQE_CTRL_CQ_UPDATE` in the
 /// control segment's `srcrb_flags` (be32 at +0x08), what libmlx4 sets for
-/// `IBV_SEND_SIGNALED` (the misc device's kernel sets it on its own).
+/// `IBV_SEND_SIGNALED`.
 pub fn set_signaled(wqe: &mut [u8]) {
     const CQ_UPDATE: u32 = 3 << 2;
     let flags = u32::from_be_bytes([wqe[8], wqe[9], wqe[10], wqe[11]]) | CQ_UPDATE;
@@ -99,22 +91,12 @@ pub fn gathered_sizes(sizes: &[usize], carry_of: impl Fn(usize) -> Carry) -> Opt
 }
 
 /// The largest inline payload whose WQE (with a remote-address segment for
-/// an RDMA write: `raddr`) still fits a BlueFlame buffer.
-pub fn bf_cutoff_for(info: &abi::DeviceInfo, raddr: bool) -> usize {
-    bf_cutoff_within(info.bf_buf_size as usize, raddr)
-}
-
-/// The largest inline payload whose WQE fits `bf_len` bytes.
+/// an RDMA write: `raddr`) fits `bf_len` bytes, a BlueFlame buffer.
 pub fn bf_cutoff_within(bf_len: usize, raddr: bool) -> usize {
     (1..4096)
         .take_while(|&p| wqe_build::inline_size16(p, raddr) * 16 <= bf_len)
         .last()
         .unwrap_or(0)
-}
-
-/// The largest RDMA-write inline payload that still fits a BlueFlame buffer.
-pub fn bf_cutoff(info: &abi::DeviceInfo) -> usize {
-    bf_cutoff_for(info, true)
 }
 
 #[cfg(test)]
@@ -141,12 +123,6 @@ mod tests {
         assert_eq!(inline_max(false, wqe::MAX_WQE_LEN), 928);
         // A device with smaller WQEs gathers sooner.
         assert_eq!(inline_max(true, 256), 208);
-        let info = abi::DeviceInfo {
-            max_db_wqe_size: 512,
-            ..Default::default()
-        };
-        assert_eq!(max_wqe(&info), 512);
-        assert_eq!(max_wqe(&abi::DeviceInfo::default()), wqe::MAX_WQE_LEN);
     }
 
     #[test]
@@ -234,12 +210,8 @@ mod tests {
 
     #[test]
     fn bf_cutoff_is_208_for_256_byte_buffers() {
-        let info = abi::DeviceInfo {
-            bf_buf_size: 256,
-            ..Default::default()
-        };
-        assert_eq!(bf_cutoff(&info), 208);
+        assert_eq!(bf_cutoff_within(256, true), 208);
         // A SEND has no remote-address segment: 16 more bytes.
-        assert_eq!(bf_cutoff_for(&info, false), 224);
+        assert_eq!(bf_cutoff_within(256, false), 224);
     }
 }

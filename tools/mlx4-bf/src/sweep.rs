@@ -3,9 +3,6 @@
 //! The payload sizes a measuring subcommand sweeps, and its warm-up.
 
 use anyhow::{bail, Result};
-use mlx4_bf_core::abi;
-
-use crate::rdma_write::bf_cutoff;
 
 /// The size sweep of `lat`, `bench` and `pingpong`.
 #[derive(clap::Args, Clone, Copy)]
@@ -25,12 +22,6 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// The sweep's sizes that fit a BlueFlame post, and that limit.
-    pub fn bf_sizes(&self, info: &abi::DeviceInfo) -> Result<(Vec<usize>, usize)> {
-        let cutoff = bf_cutoff(info);
-        Ok((self.sizes_up_to(cutoff)?, cutoff))
-    }
-
     /// The sweep's sizes up to `cutoff`, the largest BlueFlame payload;
     /// an error if none is.
     pub fn sizes_up_to(&self, cutoff: usize) -> Result<Vec<usize>> {

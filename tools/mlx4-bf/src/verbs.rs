@@ -5,10 +5,10 @@
 //! this process fills itself (mlx4dv's layout), as libmlx4 would. The calls
 //! are `verbs/verbs_shim.c`'s (flat: no libibverbs structure is mirrored
 //! here); each object borrows the one it was made on, so they go in the
-//! order the verbs want. Only with `cfg(verbs)` (build.rs). The objects,
-//! one file each: `cq` (completions, polled or awaited on a channel),
-//! `mr` (registered memory of the process's own), `qp` (RC QPs: the send
-//! queue as mlx4dv lays it out, libmlx4's posts, receives).
+//! order the verbs want. The objects, one file each: `cq` (completions,
+//! polled or awaited on a channel), `mr` (registered memory of the
+//! process's own), `qp` (RC QPs: the send queue as mlx4dv lays it out,
+//! libmlx4's posts, receives).
 
 use std::{
     ffi::{c_char, c_int, c_void, CStr, CString},

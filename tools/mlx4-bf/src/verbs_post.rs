@@ -8,13 +8,14 @@
 
 use std::{io, os::fd::RawFd, time::Duration};
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{anyhow, bail, Result};
 use mlx4_bf_core::{
     abi::{self, PostResult},
     wqe,
 };
 
 use crate::{
+    device,
     errors::ioerr,
     qp_post::qp_post,
     rdma_write::{build_rdma_write, payload, set_signaled, Carry},
@@ -258,7 +259,7 @@ pub fn with_self_qp<T>(
     max_payload: usize,
     f: impl FnOnce(&mut SelfQp<'_>) -> Result<T>,
 ) -> Result<T> {
-    let ctx = Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+    let ctx = device::open(name)?;
     let pd = ctx.alloc_pd().map_err(ioerr("ibv_alloc_pd"))?;
     let cq = ctx.create_cq(2 * SEND_WR).map_err(ioerr("ibv_create_cq"))?;
     let qp = pd

@@ -22,8 +22,7 @@ if [ -x /work/mlx4-bf ]; then
 	/work/mlx4-bf --device $DEV post --size 100 --force-doorbell
 	echo "== mlx4-bf lat (4, 72, 140, 208 bytes, each path; shown after the boot)"
 	mkdir -p /tmp/results
-	# Its stderr only on failure: the s390 console is a sized terminal,
-	# where its progress bar would draw.
+	# Its tables go to the data files, its stderr only on failure.
 	/work/mlx4-bf --device $DEV lat --min 4 --max 208 --step 68 --iters 200 \
 		--out /tmp/results/lat.dat >/dev/null 2>/tmp/lat.err ||
 		{ cat /tmp/lat.err; exit 1; }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `bench`: BlueFlame, doorbell and a no-op ioctl interleaved per size, as
-//! ratios to the no-op; beside them, what the analyzer saw per post.
+//! `bench`: BlueFlame and doorbell posts through QP_POST and the uverbs
+//! floor (a no-op method call) interleaved per size, as ratios to the
+//! no-op; beside them, what the analyzer saw per post.
 
 use std::{fmt::Write as _, fs, io, path::PathBuf, time::Instant};
 
@@ -10,14 +11,13 @@ use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::{self, Analyzer, PerPost},
-    back_pressure::{post_staged_timed, post_timed},
-    device::{Device, Mapping},
     errors::ioerr,
     progress::Progress,
-    report::{self, writer_name},
+    qp_post::uverbs_floor,
+    report,
     stats::{self, summarize, Summary},
     sweep::{Sweep, WARMUP},
-    write_scratch::WriteScratch,
+    verbs_post::{with_self_qp, SelfQp},
 };
 
 #[derive(clap::Args)]
@@ -86,80 +86,39 @@ fn ratio_spread(num: &[f64], den: &[f64]) -> [f64; 3] {
 /// few enough to stay short under TCG.
 const ANALYZER_POSTS: u32 = 200;
 
-/// The calls a bench round times, on whichever device.
-trait Paths {
+/// The calls a bench round times: QP_POST of a WQE stamped in the QP's
+/// own send queue, every WQE signaled and its completion reaped off the
+/// clock; against the uverbs floor (QUERY_CONTEXT, which the provider
+/// leaves to the core).
+struct Paths<'a, 'q> {
+    qp: &'a mut SelfQp<'q>,
+}
+
+impl Paths<'_, '_> {
     /// The WQE of an RDMA write of `size` bytes into the context's own
     /// region: its length, or None if it fits no WQE.
-    fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize>;
-    /// The call the posts are compared with: a round trip through the same
-    /// dispatch that does nothing.
-    fn noop(&mut self) -> io::Result<()>;
-    /// One post of `wqe` with `flags` as a verbs user makes it: staged in
-    /// the send queue, then the call.
-    fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()>;
-    /// After a timed call, off the clock (a verbs QP reaps its completion).
-    fn settle(&mut self) -> Result<()>;
-    /// One post of the analyzer's pass.
-    fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()>;
-}
-
-/// The misc device: POST_SEND of a WQE staged in the QP's WQE page,
-/// against QUERY_CONTEXT without outputs.
-struct MiscPaths<'a> {
-    dev: &'a Device,
-    qp: &'a abi::QpInfo,
-    page: &'a Mapping,
-    scratch: &'a WriteScratch,
-}
-
-impl Paths for MiscPaths<'_> {
-    fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize> {
-        self.scratch.build(buf, size, false).map(|(len, _)| len)
-    }
-
-    fn noop(&mut self) -> io::Result<()> {
-        self.dev.noop()
-    }
-
-    fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
-        post_staged_timed(self.dev, self.qp, self.page, wqe, flags)
-    }
-
-    fn settle(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()> {
-        post_timed(self.dev, self.qp, wqe, flags).map_err(ioerr("POST_SEND"))
-    }
-}
-
-/// The RDMA device: QP_POST of a WQE stamped in the QP's own send queue,
-/// every WQE signaled and its completion reaped off the clock; against
-/// the uverbs floor (QUERY_CONTEXT, which the provider leaves to the core).
-#[cfg(verbs)]
-struct VerbsPaths<'a, 'q> {
-    qp: &'a mut crate::verbs_post::SelfQp<'q>,
-}
-
-#[cfg(verbs)]
-impl Paths for VerbsPaths<'_, '_> {
     fn build(&self, buf: &mut [u8; wqe::MAX_WQE_LEN], size: usize) -> Option<usize> {
         self.qp.build(buf, size, false).map(|(len, _)| len)
     }
 
+    /// The call the posts are compared with: a round trip through the same
+    /// dispatch that does nothing.
     fn noop(&mut self) -> io::Result<()> {
-        crate::qp_post::uverbs_floor(self.qp.cmd_fd())
+        uverbs_floor(self.qp.cmd_fd())
     }
 
+    /// One post of `wqe` with `flags` as a verbs user makes it: staged in
+    /// the send queue, then the call.
     fn post(&mut self, wqe: &[u8], flags: u32) -> io::Result<()> {
         self.qp.submit(wqe, flags)
     }
 
+    /// After a timed call, off the clock: its completion reaped.
     fn settle(&mut self) -> Result<()> {
         self.qp.await_completion()
     }
 
+    /// One post of the analyzer's pass.
     fn untimed(&mut self, wqe: &[u8], flags: u32) -> Result<()> {
         self.post(wqe, flags).map_err(ioerr("QP_POST"))?;
         self.settle()
@@ -170,7 +129,7 @@ impl Paths for VerbsPaths<'_, '_> {
 /// snapshots (trapped MMIO reads: never inside the timed rounds).
 fn analyzer_pass(
     a: Option<&Analyzer>,
-    paths: &mut dyn Paths,
+    paths: &mut Paths<'_, '_>,
     wqe: &[u8],
     flags: u32,
     posts: u32,
@@ -187,7 +146,7 @@ fn analyzer_pass(
 
 /// The timed rounds and the analyzer's pass of every size.
 fn measure(
-    paths: &mut dyn Paths,
+    paths: &mut Paths<'_, '_>,
     sizes: &[usize],
     args: &Args,
     analyzer: Option<&Analyzer>,
@@ -255,57 +214,19 @@ impl Args {
     }
 }
 
-pub fn run(dev: &Device, args: &Args) -> Result<()> {
-    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let (sizes, cutoff) = args.sweep.bf_sizes(&info)?;
-    let out_dir = args.out_dir.as_path();
-    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    // Every post is an RDMA write into a region of this context (the QP is
-    // connected to itself), registered before the timed rounds.
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let scratch = WriteScratch::new(dev, &info, largest)?;
-    let analyzer = Analyzer::open();
-    // The timed posts stage their WQE in the QP's WQE page and ask for no
-    // result: the post as a verbs user would make it.
-    let page = dev
-        .map(qp.wqe_offset, 4096, true)
-        .map_err(ioerr("mmap of the WQE page"))?;
-    let mut paths = MiscPaths {
-        dev,
-        qp: &qp,
-        page: &page,
-        scratch: &scratch,
-    };
-    let rows = measure(&mut paths, &sizes, args, analyzer.as_ref())?;
-    let b = Bench {
-        what: format!("POST_SEND, {} writer", writer_name(info.writer)),
-        call: "POST_SEND",
-        args,
-        rows: &rows,
-        cutoff,
-    };
-    b.write()?;
-    b.write_analyzer(analyzer.as_ref())?;
-    scratch.close()?;
-    b.wrote();
-    Ok(())
-}
-
-/// The same bench on the RDMA device `name`: each post an RDMA write
-/// stamped in a QP's own send queue and handed to QP_POST, the sizes
-/// those the kernel still posts by BlueFlame.
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+/// The bench on the RDMA device `name`: each post an RDMA write stamped
+/// in a QP's own send queue and handed to QP_POST, the sizes those the
+/// kernel still posts by BlueFlame.
+pub fn run(name: &str, args: &Args) -> Result<()> {
     let out_dir = args.out_dir.as_path();
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let largest = args.sweep.sizes()?.into_iter().max().unwrap_or(0);
-    crate::verbs_post::with_self_qp(name, largest, |s| {
+    with_self_qp(name, largest, |s| {
         let cutoff = s.bf_cutoff()?;
         let sizes = args.sweep.sizes_up_to(cutoff)?;
         let writer = s.writer()?;
         let analyzer = Analyzer::open();
-        let mut paths = VerbsPaths { qp: s };
+        let mut paths = Paths { qp: s };
         let rows = measure(&mut paths, &sizes, args, analyzer.as_ref())?;
         let b = Bench {
             what: format!("QP_POST on {name}, {writer} writer"),

@@ -1,78 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `info`: device and context facts (QUERY_DEVICE, QUERY_CONTEXT, QUERY_STATS).
+//! `info`: the RDMA device's facts (`ibv_query_device()`, `ibv_query_port()`
+//! of port 1) and its post counters, as the RDMA core shows them in sysfs
+//! (`hw_counters/`).
 
-use anyhow::Result;
-use mlx4_bf_core::abi;
+use std::{fs, path::Path};
 
-use crate::{device::Device, errors::ioerr, report::writer_name};
+use anyhow::{Context as _, Result};
+
+use crate::{device, errors::ioerr};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
-}
-
-pub fn run(dev: &Device, args: &Args) -> Result<()> {
-    let d = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let c = dev.query_context().map_err(ioerr("QUERY_CONTEXT"))?;
-    let (ds, cs) = dev.query_stats().map_err(ioerr("QUERY_STATS"))?;
-    if args.json {
-        let v = serde_json::json!({
-            "device": {
-                "abi_version": d.abi_version, "num_uars": d.num_uars, "bf_reg_size": d.bf_reg_size,
-                "bf_buf_size": d.bf_buf_size, "max_bf_wqe_size": d.max_bf_wqe_size,
-                "max_db_wqe_size": d.max_db_wqe_size, "writer": writer_name(d.writer),
-                "store_block_max": d.store_block_max, "max_qps_per_context": d.max_qps_per_context,
-                "sq_entries": d.sq_entries, "bar2_len": d.bar2_len,
-                "max_mrs_per_context": d.max_mrs_per_context, "max_mr_pages": d.max_mr_pages,
-                "max_mr_size": d.max_mr_size,
-            },
-            "context": { "uar_index": c.uar_index, "uar_offset": c.uar_offset, "bf_offset": c.bf_offset },
-            "device_stats": stats_json(&ds),
-            "context_stats": stats_json(&cs),
-        });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
-    }
-    println!("ABI version        {}", d.abi_version);
-    println!("BAR2               {} KiB", d.bar2_len / 1024);
-    println!("UARs               {}", d.num_uars);
-    println!(
-        "BlueFlame register {} B ({} B buffers)",
-        d.bf_reg_size, d.bf_buf_size
-    );
-    println!(
-        "largest WQE        {} B BlueFlame, {} B doorbell",
-        d.max_bf_wqe_size, d.max_db_wqe_size
-    );
-    println!(
-        "writer             {} (blocks <= {} B)",
-        writer_name(d.writer),
-        d.store_block_max
-    );
-    if d.abi_version >= 3 {
-        println!(
-            "memory regions     {} per context, {} pages ({} KiB) in all, {} KiB each at most",
-            d.max_mrs_per_context,
-            d.max_mr_pages,
-            u64::from(d.max_mr_pages) * 4,
-            d.max_mr_size / 1024
-        );
-    }
-    println!(
-        "this context       UAR {} at {:#x}, BlueFlame page at {:#x}",
-        c.uar_index, c.uar_offset, c.bf_offset
-    );
-    device_counters([
-        ds.bf_posts,
-        ds.db_posts,
-        ds.bytes,
-        ds.store_blocks,
-        ds.rejects.iter().sum::<u64>(),
-    ]);
-    Ok(())
 }
 
 /// The device's post counters, one line: BlueFlame and doorbell posts,
@@ -84,21 +26,9 @@ fn device_counters([bf, db, bytes, store_blocks, rejected]: [u64; 5]) {
     );
 }
 
-fn stats_json(s: &abi::Stats) -> serde_json::Value {
-    serde_json::json!({
-        "bf_posts": s.bf_posts, "db_posts": s.db_posts, "bytes": s.bytes,
-        "store_blocks": s.store_blocks, "rejects": s.rejects,
-    })
-}
-
-/// The RDMA device `name`'s facts, through libibverbs
-/// (`ibv_query_device()`, `ibv_query_port()` of port 1).
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
-    use anyhow::Context as _;
-
-    let ctx =
-        crate::verbs::Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+/// The RDMA device `name`'s facts, through libibverbs.
+pub fn run(name: &str, args: &Args) -> Result<()> {
+    let ctx = device::open(name)?;
     let f = ctx.facts().map_err(ioerr("ibv_query_device"))?;
     let counters = hw_counters(name)?;
     let count = |n: &str| counters.iter().find(|(k, _)| k == n).map_or(0, |(_, v)| *v);
@@ -159,15 +89,12 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
 
 /// The RDMA device `name`'s hardware counters, as the RDMA core shows them
 /// in sysfs (`hw_counters/`, the provider's `rdma_hw_stats`), by name.
-#[cfg(verbs)]
 fn hw_counters(name: &str) -> Result<Vec<(String, u64)>> {
-    use anyhow::Context as _;
-
-    let dir = std::path::Path::new("/sys/class/infiniband")
+    let dir = Path::new("/sys/class/infiniband")
         .join(name)
         .join("hw_counters");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
+    for entry in fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
         let path = entry?.path();
         let Some(key) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
@@ -176,7 +103,7 @@ fn hw_counters(name: &str) -> Result<Vec<(String, u64)>> {
         if key == "lifespan" {
             continue;
         }
-        let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        let text = fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
         let value: u64 = text
             .trim()
             .parse()

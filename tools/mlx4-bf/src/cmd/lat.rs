@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `lat`: the classic latency sweep, one POST_SEND round trip per
-//! iteration, per payload size.
+//! `lat`: the classic latency sweep, one QP_POST call per iteration, per
+//! payload size.
 //!
 //! Each post is an RDMA write into a memory region of the same context
 //! (a new QP is connected to itself), registered with REMOTE_WRITE before
-//! the sweep. A payload whose WQE would not fit inline (above 912 bytes
-//! with the largest WQE, 1008 bytes) is gathered from that region by a
-//! data segment naming its lkey: doorbell path only, so `--path bf` skips
-//! those sizes. A comment line before the tables lists them.
+//! the sweep, its completion reaped off the clock. A payload whose WQE
+//! would not fit inline (above 912 bytes with the largest WQE, 1008 bytes)
+//! is gathered from that region by a data segment naming its lkey:
+//! doorbell path only, so `--path bf` skips those sizes. A comment line
+//! before the tables lists them.
 //!
 //! The clock is wall time. On the device model (its diagnostic block
 //! answers) every BAR2 write is a trapped MMIO write that QEMU hands to the
@@ -16,26 +17,23 @@
 //! the tables, which keep perftest's format.
 
 use std::{
-    fs, io,
+    fs,
     path::{Path, PathBuf},
     time::Instant,
 };
 
 use anyhow::{anyhow, Context, Result};
 use clap::ValueEnum;
-use mlx4_bf_core::{abi, wqe, wqe_build};
+use mlx4_bf_core::{abi, wqe};
 
 use crate::{
     analyzer::Analyzer,
-    back_pressure::post_timed,
-    device::Device,
     errors::ioerr,
-    progress::Progress,
-    rdma_write::{bf_cutoff, gathered_sizes, Carry},
-    report::{self, writer_name},
+    rdma_write::gathered_sizes,
+    report,
     stats::summarize,
     sweep::{Sweep, WARMUP},
-    write_scratch::WriteScratch,
+    verbs_post::with_self_qp,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,24 +66,10 @@ pub struct Args {
     plot: Option<PathBuf>,
 }
 
-/// Times `iters` calls of `f` after a warm-up, in microseconds.
-fn time_calls(iters: u32, mut f: impl FnMut() -> io::Result<()>) -> io::Result<Vec<f64>> {
-    for _ in 0..WARMUP {
-        f()?;
-    }
-    let mut out = Vec::with_capacity(iters as usize);
-    for _ in 0..iters {
-        let t = Instant::now();
-        f()?;
-        out.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    Ok(out)
-}
-
-/// The comment line that says what lat's clock measures (each `call`);
-/// `model` is the PCI function of the device model when the adapter is one.
-fn clock_caption(model: Option<&str>, call: &str) -> String {
-    let clock = format!("# clock: wall time of each {call} call, in microseconds");
+/// The comment line that says what lat's clock measures; `model` is the
+/// PCI function of the device model when the adapter is one.
+fn clock_caption(model: Option<&str>) -> String {
+    let clock = "# clock: wall time of each QP_POST call, in microseconds".to_owned();
     match model {
         None => clock,
         Some(bdf) => format!(
@@ -138,64 +122,6 @@ fn suffixed(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-pub fn run(dev: &Device, args: &Args) -> Result<()> {
-    let (sweep, out, plot) = (&args.sweep, args.out.as_deref(), args.plot.as_deref());
-    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let sizes = sweep.sizes()?;
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let scratch = WriteScratch::new(dev, &info, largest)?;
-    let paths = paths(args.path);
-    let mut buf = [0u8; wqe::MAX_WQE_LEN];
-    let mut series = Vec::new();
-    // Only a bar: lines of progress would land between the rows.
-    let mut progress = Progress::terminal_only(sizes.len() * paths.len(), "lat");
-    let say = progress.printer();
-    // The model's diagnostic block answers only on the model: one trapped
-    // read, before any timing.
-    let model = Analyzer::open().map(|a| a.bdf);
-    say.line(&clock_caption(model.as_deref(), "POST_SEND"));
-    if let Some(list) = gathered_sizes(&sizes, |s| scratch.carry(s)) {
-        say.line(&gathered_caption(scratch.lkey(), scratch.len(), &list));
-    }
-    for (n, &(name, flags)) in paths.iter().enumerate() {
-        say.line(&format!(
-            "---- path: {name} ({} iterations per size, {} writer)",
-            sweep.iters,
-            writer_name(info.writer)
-        ));
-        say.line(report::PERFTEST_HEADER);
-        let mut rows = Vec::new();
-        for (i, &size) in sizes.iter().enumerate() {
-            let Some((len, how)) = scratch.build(&mut buf, size, false) else {
-                continue;
-            };
-            let fits = how == Carry::Inline
-                && wqe_build::inline_size16(size, true) * 16 <= info.bf_buf_size as usize;
-            if flags == abi::POST_F_REQUIRE_BF && !fits {
-                continue;
-            }
-            let samples = time_calls(sweep.iters, || post_timed(dev, &qp, &buf[..len], flags))
-                .map_err(ioerr("POST_SEND"))?;
-            let s = summarize(&samples).ok_or_else(|| anyhow!("no samples"))?;
-            say.line(&report::perftest_row(size, &s));
-            rows.push((size, s));
-            progress.step(n * sizes.len() + i + 1, name);
-        }
-        if let Some(out) = out {
-            let file = write_data(out, paths.len() > 1, name, &rows, &args.sep)?;
-            say.line(&format!("wrote {}", file.display()));
-        }
-        series.push((name, rows));
-    }
-    if let Some(plot) = plot {
-        plot_series(plot, &series, bf_cutoff(&info))?;
-        say.line(&format!("wrote {}", plot.display()));
-    }
-    drop(progress);
-    scratch.close()
-}
-
 /// The line naming the sizes whose data is gathered from a registered
 /// buffer (`lkey`, `len` bytes) rather than carried inline.
 fn gathered_caption(lkey: u32, len: usize, list: &str) -> String {
@@ -205,19 +131,25 @@ fn gathered_caption(lkey: u32, len: usize, list: &str) -> String {
     )
 }
 
-/// The same sweep on the RDMA device `name`: each iteration an RDMA
-/// write staged in the QP's own send queue, the QP_POST call timed, its
+/// The sweep on the RDMA device `name`: each iteration an RDMA write
+/// staged in the QP's own send queue, the QP_POST call timed, its
 /// completion reaped outside the clock. On `bf` a size whose WQE the
 /// kernel will not take by BlueFlame (`REQUIRE_BF`: EINVAL) is skipped.
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
-    let (sweep, out) = (&args.sweep, args.out.as_deref());
+pub fn run(name: &str, args: &Args) -> Result<()> {
+    let (sweep, out, plot) = (&args.sweep, args.out.as_deref(), args.plot.as_deref());
     let sizes = sweep.sizes()?;
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let paths = paths(args.path);
-    crate::verbs_post::with_self_qp(name, largest, |s| {
+    with_self_qp(name, largest, |s| {
+        // The plot's marker: the largest payload the kernel posts by
+        // BlueFlame, bisected by posts before the sweep.
+        let cutoff = match plot {
+            Some(_) => s.bf_cutoff()?,
+            None => 0,
+        };
+        let mut series = Vec::new();
         let model = Analyzer::open().map(|a| a.bdf);
-        println!("{}", clock_caption(model.as_deref(), "QP_POST"));
+        println!("{}", clock_caption(model.as_deref()));
         if let Some(list) = gathered_sizes(&sizes, |size| s.carry(size)) {
             println!("{}", gathered_caption(s.lkey(), s.gather_len(), &list));
         }
@@ -273,6 +205,11 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                 let file = write_data(out, paths.len() > 1, path, &rows, &args.sep)?;
                 println!("wrote {}", file.display());
             }
+            series.push((path, rows));
+        }
+        if let Some(plot) = plot {
+            plot_series(plot, &series, cutoff)?;
+            println!("wrote {}", plot.display());
         }
         Ok(())
     })
@@ -292,7 +229,7 @@ fn plot_series(
         .collect();
     report::plot_svg(
         plot,
-        "POST_SEND latency (typical)",
+        "QP_POST latency (typical)",
         "latency [us]",
         &lines,
         Some(cutoff as f64),
@@ -305,11 +242,9 @@ mod tests {
 
     #[test]
     fn the_caption_says_when_the_clock_times_the_emulator() {
-        assert!(
-            clock_caption(None, "POST_SEND").starts_with("# clock: wall time of each POST_SEND")
-        );
-        assert!(!clock_caption(None, "QP_POST").contains("emulat"));
-        let c = clock_caption(Some("0000:00:03.0"), "QP_POST");
+        assert!(clock_caption(None).starts_with("# clock: wall time of each QP_POST"));
+        assert!(!clock_caption(None).contains("emulat"));
+        let c = clock_caption(Some("0000:00:03.0"));
         assert!(c.starts_with("# clock: wall time"));
         assert!(c.contains("device model at 0000:00:03.0") && c.contains("not the adapter's"));
         assert_eq!(c.lines().count(), 1);

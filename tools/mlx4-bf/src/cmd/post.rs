@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `post`: build one WQE the way libmlx4 does and post it.
+//! `post`: build one WQE the way libmlx4 does and post it through
+//! QP_POST.
 //!
 //! The WQE is an RDMA write into a memory region of the same context (a
 //! new QP is connected to itself), registered with REMOTE_WRITE; a
@@ -9,10 +10,7 @@
 use anyhow::{bail, Result};
 use mlx4_bf_core::{abi, wqe};
 
-use crate::{
-    device::Device, errors::ioerr, rdma_write::Carry, report::path_name,
-    write_scratch::WriteScratch,
-};
+use crate::{rdma_write::Carry, report::path_name, verbs_post::with_self_qp};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -32,37 +30,12 @@ pub struct Args {
     hexdump: bool,
 }
 
-pub fn run(dev: &Device, args: &Args) -> Result<()> {
-    let size = args.size as usize;
-    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let scratch = WriteScratch::new(dev, &info, size)?;
-    let mut buf = [0u8; wqe::MAX_WQE_LEN];
-    let Some((len, how)) = scratch.build(&mut buf, size, args.gather) else {
-        bail!("a {size}-byte payload does not fit a WQE");
-    };
-    if args.hexdump {
-        hexdump(
-            &buf[..len],
-            how,
-            scratch.lkey(),
-            "before the kernel's stamps",
-        );
-    }
-    let r = dev
-        .post_send(&qp, &buf[..len], flags(args))
-        .map_err(ioerr("POST_SEND"))?;
-    report(qp.qpn, &r);
-    scratch.close()
-}
-
-/// The same post through the RDMA device `name`'s QP_POST method: the WQE
+/// The post through the RDMA device `name`'s QP_POST method: the WQE
 /// stamped in the QP's own send queue, as libmlx4 would; the write's bytes
 /// checked where they landed.
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
+pub fn run(name: &str, args: &Args) -> Result<()> {
     let size = args.size as usize;
-    crate::verbs_post::with_self_qp(name, size, |s| {
+    with_self_qp(name, size, |s| {
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
         let Some((len, how)) = s.build(&mut buf, size, args.gather) else {
             bail!("a {size}-byte payload does not fit a WQE");

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `stress`: several contexts (threads with their own fd) posting at once.
+//! `stress`: several contexts (threads with their own context) posting at
+//! once.
 //!
-//! On the misc device each thread's post is POST_SEND, which refuses a
-//! full send queue (back pressure, retried). On the RDMA device each
-//! thread opens its own context, fills its QP's send queue and posts
-//! through QP_POST with every WQE signaled; when as many WQEs are
-//! outstanding as the queue allows, it waits for the oldest completion
-//! (the same column: "send queue full").
+//! Each thread opens its own context of the RDMA device, fills its QP's
+//! send queue and posts through QP_POST with every WQE signaled; when as
+//! many WQEs are outstanding as the queue allows, it waits for the oldest
+//! completion (the column "send queue full").
 
 use std::{
-    path::Path,
     thread,
     time::{Duration, Instant},
 };
@@ -19,9 +17,7 @@ use anyhow::{anyhow, bail, Result};
 use hdrhistogram::Histogram;
 use mlx4_bf_core::wqe;
 
-use crate::{
-    back_pressure::is_back_pressure, device::open, errors::ioerr, write_scratch::WriteScratch,
-};
+use crate::{errors::ioerr, verbs_post::with_self_qp};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -37,8 +33,8 @@ pub struct Args {
     size: u32,
 }
 
-/// What one thread did: posts, back-pressure retries, and the time of each
-/// successful post (ns; three significant digits).
+/// What one thread did: posts, waits for room in a full send queue, and
+/// the time of each post (ns; three significant digits).
 struct Tally {
     posts: u64,
     full: u64,
@@ -50,52 +46,11 @@ fn new_hist() -> Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).map_err(|e| anyhow!("histogram: {e}"))
 }
 
-fn one_thread(path: &Path, seconds: f64, size: u32) -> Result<Tally> {
-    let dev = open(path)?;
-    let info = dev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let qp = dev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    // RDMA writes into a region of this context (the QP is connected to
-    // itself), registered before the clock starts.
-    let scratch = WriteScratch::new(&dev, &info, size as usize)?;
-    let mut buf = [0u8; wqe::MAX_WQE_LEN];
-    let (len, _) = scratch
-        .build(&mut buf, size as usize, false)
-        .ok_or_else(|| anyhow!("a {size}-byte payload does not fit a WQE"))?;
-    let end = Instant::now() + Duration::from_secs_f64(seconds);
-    let mut t = Tally {
-        posts: 0,
-        full: 0,
-        hist: new_hist()?,
-    };
-    loop {
-        let start = Instant::now();
-        if start >= end {
-            break;
-        }
-        match dev.post_send(&qp, &buf[..len], 0) {
-            Ok(_) => {
-                t.posts += 1;
-                t.hist.saturating_record(start.elapsed().as_nanos() as u64);
-            }
-            // The adapter has not caught up with the send queue yet: back
-            // pressure, try again.
-            Err(e) if is_back_pressure(&e) => {
-                t.full += 1;
-                thread::yield_now();
-            }
-            Err(e) => return Err(ioerr("POST_SEND")(e)),
-        }
-    }
-    scratch.close()?;
-    Ok(t)
-}
-
 /// One thread on the RDMA device `name`: its own context and QP, posting
 /// through the method until `seconds` have passed; then every outstanding
 /// WQE completed and the last write's bytes checked.
-#[cfg(verbs)]
-fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
-    crate::verbs_post::with_self_qp(name, size as usize, |s| {
+fn one_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
+    with_self_qp(name, size as usize, |s| {
         let mut buf = [0u8; wqe::MAX_WQE_LEN];
         let (len, _) = s
             .build(&mut buf, size as usize, false)
@@ -133,19 +88,9 @@ fn one_verbs_thread(name: &str, seconds: f64, size: u32) -> Result<Tally> {
     })
 }
 
-/// The verbs run: the same table, each thread on its own context of the
-/// RDMA device `name`.
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
-    run_with(args, |seconds, size| one_verbs_thread(name, seconds, size))
-}
-
-pub fn run(path: &Path, args: &Args) -> Result<()> {
-    run_with(args, |seconds, size| one_thread(path, seconds, size))
-}
-
-/// The runs of `args.threads`, each thread's work `one` (seconds, size).
-fn run_with(args: &Args, one: impl Fn(f64, u32) -> Result<Tally> + Sync) -> Result<()> {
+/// The runs of `args.threads`, each thread on its own context of the RDMA
+/// device `name`.
+pub fn run(name: &str, args: &Args) -> Result<()> {
     let (threads, seconds, size) = (&args.threads, args.seconds, args.size);
     if !(seconds > 0.0 && seconds <= 3600.0) {
         bail!("--seconds {seconds} is outside 0..3600");
@@ -159,7 +104,9 @@ fn run_with(args: &Args, one: impl Fn(f64, u32) -> Result<Tally> + Sync) -> Resu
     );
     for &n in threads {
         let results: Vec<Result<Tally>> = thread::scope(|s| {
-            let handles: Vec<_> = (0..n).map(|_| s.spawn(|| one(seconds, size))).collect();
+            let handles: Vec<_> = (0..n)
+                .map(|_| s.spawn(|| one_thread(name, seconds, size)))
+                .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("thread panicked"))))

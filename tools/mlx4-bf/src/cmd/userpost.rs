@@ -1,28 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `userpost`: what a post costs through the ioctl (the kernel copies,
-//! checks and writes the WQE) against rdma-core's way (user space writes the
-//! WQE to its send queue and to the BlueFlame page; on s390 through the
-//! `s390_pci_mmio_write` system call), per payload size, interleaved; and
-//! the in-kernel post of the same WQE (the kernel ping's RDMA WRITE, timed
-//! in the kernel): the ioctl without its system call.
+//! `userpost`: what a post costs through the QP_POST method (the kernel
+//! copies, checks and writes the WQE) against rdma-core's way (libmlx4
+//! writes the WQE to its send queue and to the BlueFlame page itself; on
+//! s390 through the `s390_pci_mmio_write` system call), per payload size,
+//! interleaved; and the in-kernel post of the same WQE (the kernel ping's
+//! RDMA WRITE, timed in the kernel): the ioctl without its system call.
 
-use std::{fmt::Write as _, fs, io, path::Path, path::PathBuf, time::Instant};
+use std::{fmt::Write as _, fs, path::Path, path::PathBuf, time::Instant};
 
 use anyhow::{anyhow, Context, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
-    back_pressure::post_staged_timed,
     cmd::writelat,
-    device::open,
     errors::ioerr,
     kping,
-    report::writer_name,
+    qp_post::uverbs_floor,
     stats::summarize,
     sweep::{Sweep, WARMUP},
-    userqp::{self, UserPath, UserQp},
-    write_scratch::WriteScratch,
+    verbs_post::with_self_qp,
+};
+
+/// How this process writes the BAR pages (libmlx4's own posts), for the
+/// tables.
+const BAR_WRITES: &str = if cfg!(target_arch = "s390x") {
+    "s390_pci_mmio_write() to"
+} else {
+    "stores to"
 };
 
 #[derive(clap::Args)]
@@ -45,80 +50,6 @@ pub struct Args {
 /// The paths, in the table's order.
 const PATHS: [&str; 5] = ["noop", "ioctl_bf", "ioctl_db", "user_bf", "user_db"];
 
-pub fn run(path: &Path, args: &Args) -> Result<()> {
-    if args.pingpong {
-        return pingpong(path, args);
-    }
-    let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
-    let (scale, unit) = if args.icount {
-        (1000.0, "guest instructions (QEMU -icount shift=0)")
-    } else {
-        (1.0, "microseconds (wall clock)")
-    };
-    // The ioctl's context, and one whose QP's send queue is user space's:
-    // a context posts one way only.
-    let kdev = open(path)?;
-    let udev = open(path)?;
-    let info = kdev.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let kqp = kdev.create_qp().map_err(ioerr("CREATE_QP"))?;
-    let mut uqp = UserQp::create(&udev)?;
-    let (sizes, _) = sweep.bf_sizes(&info)?;
-    fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let kscratch = WriteScratch::new(&kdev, &info, largest)?;
-    let uscratch = WriteScratch::new(&udev, &info, largest)?;
-    let page = kdev
-        .map(kqp.wqe_offset, 4096, true)
-        .map_err(ioerr("mmap of the WQE page"))?;
-    let kping_file = kping::command_file(path)?;
-    let mut txt = format!(
-        "# mlx4-bf userpost: {} writer, {} interleaved rounds per size\n\
-         # medians in {unit}; ioctl = POST_SEND of a staged WQE, user = rdma-core's\n\
-         # way (WQE into the mapped send queue, then {} the mapped BlueFlame page or doorbell), completions reaped in both;\n\
-         {}",
-        writer_name(info.writer),
-        sweep.iters,
-        userqp::BAR_WRITES,
-        columns(sweep.iters),
-    );
-    let (mut kbuf, mut ubuf) = ([0u8; wqe::MAX_WQE_LEN], [0u8; wqe::MAX_WQE_LEN]);
-    for &size in &sizes {
-        let no_fit = || anyhow!("a {size}-byte payload does not fit a WQE");
-        let (klen, _) = kscratch.build(&mut kbuf, size, false).ok_or_else(no_fit)?;
-        let (ulen, _) = uscratch.build(&mut ubuf, size, false).ok_or_else(no_fit)?;
-        let (kwqe, uwqe) = (&kbuf[..klen], &ubuf[..ulen]);
-        let samples = time_rounds(sweep.iters, scale, |step| {
-            let Step::Call(which) = step else {
-                // The user QP reaps as its queue fills.
-                return Ok(());
-            };
-            match which {
-                0 => kdev.noop(),
-                1 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_REQUIRE_BF),
-                2 => post_staged_timed(&kdev, &kqp, &page, kwqe, abi::POST_F_FORCE_DOORBELL),
-                3 => uqp
-                    .post_waiting(uwqe, UserPath::BlueFlame)
-                    .map_err(io::Error::other),
-                _ => uqp
-                    .post_waiting(uwqe, UserPath::Doorbell)
-                    .map_err(io::Error::other),
-            }
-            .map_err(ioerr("userpost"))
-        })?;
-        write_row(&mut txt, size, &samples, &kping_file, sweep.iters, scale)?;
-    }
-    while uqp.outstanding() != 0 {
-        uqp.reap()?;
-    }
-    print!("{txt}");
-    let p = out_dir.join("userpost.txt");
-    fs::write(&p, &txt).with_context(|| format!("cannot write {}", p.display()))?;
-    kscratch.close()?;
-    uscratch.close()?;
-    println!("wrote userpost.txt to {}", out_dir.display());
-    Ok(())
-}
-
 /// The table's last caption line and its column names.
 fn columns(iters: u32) -> String {
     format!(
@@ -134,10 +65,6 @@ fn columns(iters: u32) -> String {
 #[derive(Clone, Copy)]
 enum Step {
     Call(usize),
-    #[cfg_attr(
-        not(verbs),
-        expect(dead_code, reason = "only the RDMA device's posts settle")
-    )]
     Settle(usize),
 }
 
@@ -202,8 +129,8 @@ fn write_row(
     Ok(())
 }
 
-/// The same comparison on the RDMA device `name`, each way in a context
-/// of its own (each alternates its BlueFlame halves by itself): `ioctl` a
+/// The comparison on the RDMA device `name`, each way in a context of its
+/// own (each alternates its BlueFlame halves by itself): `ioctl` a
 /// WQE this helper stamps in its QP's send queue and hands to QP_POST;
 /// `user` libmlx4's `ibv_post_send()` of the same write with its own
 /// stores (`MLX4DV_QP_BF_POST_USER`: on s390x without MIO one
@@ -211,12 +138,9 @@ fn write_row(
 /// doorbell for the payload gathered (not inline: libmlx4 rings the
 /// doorbell); `noop` the uverbs floor; `kernel_bf` the kernel ping's post.
 /// Every completion is reaped off the clock.
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
-    use crate::verbs_post::with_self_qp;
-
+pub fn run(name: &str, args: &Args) -> Result<()> {
     if args.pingpong {
-        return pingpong_verbs(name, args);
+        return pingpong(name, args);
     }
     let (sweep, out_dir) = (&args.sweep, args.out_dir.as_path());
     let (scale, unit) = if args.icount {
@@ -226,7 +150,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     };
     fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let largest = sweep.sizes()?.into_iter().max().unwrap_or(0);
-    let kping_file = kping::command_file(Path::new(name))?;
+    let kping_file = kping::command_file(name);
     with_self_qp(name, largest, |k| {
         with_self_qp(name, largest, |u| {
             u.set_bf_post(false)
@@ -263,7 +187,7 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
                         abi::POST_F_FORCE_DOORBELL
                     };
                     match which {
-                        0 => crate::qp_post::uverbs_floor(k.cmd_fd()),
+                        0 => uverbs_floor(k.cmd_fd()),
                         1 | 2 => k.submit(&template[..len], flags),
                         3 => u.post_libmlx4(size, true),
                         _ => u.post_libmlx4(size, false),
@@ -284,36 +208,21 @@ pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
     })
 }
 
-/// The two ways of posting in an ib_write_lat ping-pong, per size.
-fn pingpong(path: &Path, args: &Args) -> Result<()> {
+/// The two ways of posting in an ib_write_lat ping-pong on the RDMA device
+/// `name`, per size, up to the largest payload the kernel posts by
+/// BlueFlame.
+fn pingpong(name: &str, args: &Args) -> Result<()> {
     let sweep = &args.sweep;
-    let info = open(path)?.query_device().map_err(ioerr("QUERY_DEVICE"))?;
-    let (sizes, _) = sweep.bf_sizes(&info)?;
-    let sizes: Vec<usize> = sizes.into_iter().map(|s| s.next_multiple_of(4)).collect();
-    let ioctl = writelat::misc::one_way_us(path, &info, false, &sizes, sweep.iters, WARMUP)?;
-    let user = writelat::misc::one_way_us(path, &info, true, &sizes, sweep.iters, WARMUP)?;
-    let ways = format!("ioctl = POST_SEND, user = {}", userqp::BAR_WRITES);
-    write_pingpong(args, writer_name(info.writer), &ways, &sizes, &ioctl, &user)
-}
-
-/// The same on the RDMA device `name`, up to the largest payload the
-/// kernel posts by BlueFlame.
-#[cfg(verbs)]
-fn pingpong_verbs(name: &str, args: &Args) -> Result<()> {
-    let sweep = &args.sweep;
-    let (cutoff, writer) =
-        crate::verbs_post::with_self_qp(name, 1, |s| Ok((s.bf_cutoff()?, s.writer()?)))?;
+    let (cutoff, writer) = with_self_qp(name, 1, |s| Ok((s.bf_cutoff()?, s.writer()?)))?;
     let sizes: Vec<usize> = sweep
         .sizes_up_to(cutoff)?
         .into_iter()
         .map(|s| s.next_multiple_of(4))
         .collect();
-    let ioctl = writelat::verbs::one_way_us(name, false, &sizes, sweep.iters, WARMUP)?;
-    let user = writelat::verbs::one_way_us(name, true, &sizes, sweep.iters, WARMUP)?;
-    let ways = format!(
-        "ioctl = QP_POST on {name}, user = libmlx4's ibv_post_send(), its {}",
-        userqp::BAR_WRITES
-    );
+    let ioctl = writelat::one_way_us(name, false, &sizes, sweep.iters, WARMUP)?;
+    let user = writelat::one_way_us(name, true, &sizes, sweep.iters, WARMUP)?;
+    let ways =
+        format!("ioctl = QP_POST on {name}, user = libmlx4's ibv_post_send(), its {BAR_WRITES}");
     write_pingpong(args, writer, &ways, &sizes, &ioctl, &user)
 }
 

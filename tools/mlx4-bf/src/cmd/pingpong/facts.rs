@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the plan and the tables need to know of an endpoint, whichever
-//! device it is on: the kernel's writer, the WQE limits, the QPs and the
-//! receive side, and the registered regions of an RDMA-write run.
-
-use mlx4_bf_core::abi;
-
-use crate::{rdma_write::max_wqe, report::writer_name};
+//! What the plan and the tables need to know of an endpoint: the kernel's
+//! writer, the WQE limits, the QPs and the receive side, and the
+//! registered regions of an RDMA-write run.
 
 use super::options::Op;
 
@@ -42,21 +38,6 @@ pub(super) struct Regions {
 }
 
 impl Facts {
-    /// The misc device's: its QUERY_DEVICE and the QP's CREATE_QP answer.
-    pub(super) fn of_misc(info: &abi::DeviceInfo, qp: &abi::QpInfo, peer_qpn: u32) -> Self {
-        Facts {
-            writer: writer_name(info.writer),
-            max_wqe: max_wqe(info),
-            max_bf_wqe: (info.bf_buf_size as usize).min(info.max_bf_wqe_size as usize),
-            qpn: qp.qpn,
-            peer_qpn,
-            rq_entries: qp.rq_entries,
-            recv_buf_size: qp.recv_buf_size,
-            cq_entries: qp.cq_entries,
-            regions: None,
-        }
-    }
-
     pub(super) fn op(&self) -> Op {
         if self.regions.is_some() {
             Op::RdmaWriteImm

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `pingpong`: perftest `ib_send_lat` between two endpoints, each its own
-//! context (the device opened twice) with one QP, connected to each other.
+//! context of the RDMA device (opened twice) with one QP, connected to
+//! each other.
 //!
 //! The client posts a SEND with the payload inline and waits for the
 //! server's answer of the same size; the server waits for the SEND, then
-//! answers. Receives are polled in the mapped receive CQ, by spinning on
-//! the owner byte (`--wait busy`) or by arming the CQ and sleeping in
-//! poll(2) (`--wait event`). Timing is perftest's: the client stamps before
-//! each post, and the `iters - 1` deltas are round trips (see
-//! [`crate::stats::perftest_lat`]).
+//! answers. Each endpoint's WQEs are built and stamped in its QP's send
+//! queue as libmlx4 stamps a BlueFlame WQE and posted through QP_POST,
+//! every one signaled (its completion reaped before the queue fills).
+//! Receives are posted and polled through libibverbs, spinning on
+//! `ibv_poll_cq()` (`--wait busy`) or with the receive CQ armed on a
+//! completion channel and asleep in poll(2) (`--wait event`). Timing is
+//! perftest's: the client stamps before each post, and the `iters - 1`
+//! deltas are round trips (see [`crate::stats::perftest_lat`]).
 //!
 //! With `--op rdma-write-imm` each message is an RDMA_WRITE_IMM instead:
 //! each endpoint registers a receive region with REMOTE_WRITE, and the
@@ -29,19 +33,11 @@
 //! wait), `message` (payloads, immediates, buffers), `link` (the control
 //! channel), `facts` (an endpoint as the plan and tables see it), `plan`
 //! (the jobs and the sizes a path skips), `peer` (an endpoint as the roles
-//! use it, and its waits), `rdma` (the misc device's registered regions),
-//! `endpoint` (one side's QP on the misc device: post, wait, check),
-//! `verbs` (the same on the RDMA device), `output` (the tables as
-//! printed), `files` (`--out-dir`), `roles` (server, client, fork); this
-//! one is the command line and the run.
-//!
-//! On the RDMA device (`--device mlx4_bf<N>`) each endpoint is a verbs
-//! context: its WQEs built and stamped in its QP's send queue and posted
-//! through QP_POST, every one signaled (its completion reaped before the
-//! queue fills), receives posted and polled through libibverbs, and
-//! `--wait event` an armed CQ on a completion channel.
+//! use it, and its waits), `verbs` (one side's verbs context: post, wait,
+//! check), `output` (the tables as printed), `files` (`--out-dir`),
+//! `roles` (server, client, fork); this one is the command line and the
+//! run.
 
-mod endpoint;
 mod facts;
 mod files;
 mod link;
@@ -50,17 +46,10 @@ mod options;
 mod output;
 mod peer;
 mod plan;
-mod rdma;
 mod roles;
-#[cfg(verbs)]
 mod verbs;
 
-use std::{
-    os::unix::net::UnixStream,
-    path::{Path, PathBuf},
-    thread,
-    time::Duration,
-};
+use std::{os::unix::net::UnixStream, path::PathBuf, thread, time::Duration};
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -70,7 +59,6 @@ use self::{
     files::write_files,
     options::{Op, PathMode, WaitMode},
     output::Output,
-    peer::Endpoints,
     plan::Plan,
     roles::{client, combine, run_forked, server},
 };
@@ -125,19 +113,10 @@ pub struct Args {
     timeout: f64,
 }
 
-pub fn run(dev_path: &Path, args: &Args) -> Result<()> {
-    run_on(dev_path, args)
-}
-
-/// The same run with both endpoints on the RDMA device `name`: sends
-/// through QP_POST, receives through libibverbs (events on a completion
-/// channel).
-#[cfg(verbs)]
-pub fn run_verbs(name: &str, args: &Args) -> Result<()> {
-    run_on(&verbs::Verbs(name), args)
-}
-
-fn run_on<D: Endpoints + ?Sized>(dev: &D, args: &Args) -> Result<()> {
+/// The run with both endpoints on the RDMA device `name`: sends through
+/// QP_POST, receives through libibverbs (events on a completion channel).
+pub fn run(name: &str, args: &Args) -> Result<()> {
+    let dev = &verbs::Verbs(name);
     if !(args.timeout > 0.0 && args.timeout <= 3600.0) {
         bail!("--timeout {} is outside 0..3600", args.timeout);
     }

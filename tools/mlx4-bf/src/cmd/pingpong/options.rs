@@ -93,9 +93,10 @@ impl PathMode {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WaitMode {
-    /// Spin on the CQE's owner byte
+    /// Spin polling the receive CQ (ibv_poll_cq)
     Busy,
-    /// Arm the CQ (ARM_CQ), check once more, sleep in poll(2)
+    /// Arm the receive CQ (ibv_req_notify_cq), poll once more, sleep in
+    /// poll(2) on its completion channel
     Event,
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An endpoint as the roles use it, whichever device it is on: the misc
-//! device's ([`super::endpoint`]) or the RDMA device's ([`super::verbs`]);
-//! and the waits both make for a receive, spinning or asleep in poll(2),
-//! watching the peer and the deadline meanwhile.
+//! An endpoint as the roles use it (the RDMA device's: [`super::verbs`]),
+//! and the waits it makes for a completion, spinning or asleep in
+//! poll(2), watching the peer and the deadline meanwhile.
 
 use std::{
     io,
@@ -39,7 +38,7 @@ pub(super) trait Peer {
     fn receive(&mut self, expect: &[u8], wait: WaitMode, seq: u32, from: Side) -> Result<()>;
 }
 
-/// Where endpoints are opened: a device, by its node or its name.
+/// Where endpoints are opened: the RDMA device, by its name.
 pub(super) trait Endpoints: Sync {
     /// Sets up an endpoint talking to its peer over `sock`, runs `body` on
     /// it and takes it down.

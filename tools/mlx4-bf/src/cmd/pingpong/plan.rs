@@ -168,7 +168,6 @@ fn skip_reason_rdma(size: usize, path: PathMode, ep: &Facts) -> Option<String> {
 mod tests {
     use super::*;
     use crate::cmd::pingpong::facts::Regions;
-    use mlx4_bf_core::abi;
 
     #[test]
     fn a_job_survives_the_wire_and_done_ends_the_server() {
@@ -189,30 +188,27 @@ mod tests {
         assert_eq!(Job::decode(&Job::DONE), None);
     }
 
-    /// An endpoint of the misc device with 256-byte BlueFlame buffers,
-    /// 1008-byte WQEs and 512-byte receive buffers; `peer`: the peer's
-    /// receive region of an RDMA-write run.
+    /// An endpoint with 256-byte BlueFlame buffers, 1008-byte WQEs and
+    /// `recv_buf_size`-byte receive buffers; `peer`: the peer's receive
+    /// region of an RDMA-write run.
     fn endpoint(recv_buf_size: u32, peer: Option<u64>) -> Facts {
-        let info = abi::DeviceInfo {
-            abi_version: 2,
-            bf_buf_size: 256,
-            max_bf_wqe_size: 256,
-            max_db_wqe_size: 1008,
-            ..Default::default()
-        };
-        let qp = abi::QpInfo {
+        Facts {
+            writer: "store-block",
+            max_wqe: 1008,
+            max_bf_wqe: 256,
+            qpn: 0,
+            peer_qpn: 0,
+            rq_entries: 64,
             recv_buf_size,
-            ..Default::default()
-        };
-        let mut f = Facts::of_misc(&info, &qp, 0);
-        f.regions = peer.map(|peer_len| Regions {
-            recv_len: 0,
-            recv_rkey: 0,
-            send_lkey: 0,
-            peer_len,
-            peer_rkey: 0,
-        });
-        f
+            cq_entries: 64,
+            regions: peer.map(|peer_len| Regions {
+                recv_len: 0,
+                recv_rkey: 0,
+                send_lkey: 0,
+                peer_len,
+                peer_rkey: 0,
+            }),
+        }
     }
 
     #[test]

@@ -18,10 +18,11 @@ use anyhow::{anyhow, bail, Context as _, Error, Result};
 use mlx4_bf_core::{wqe, wqe_build};
 
 use crate::{
+    device,
     errors::ioerr,
     qp_post::qp_post,
     rdma_write::set_signaled,
-    verbs::{Context, Cq, Mr, Qp, QpSize, Wc, WC_RECV, WC_RECV_RDMA_WITH_IMM},
+    verbs::{Cq, Mr, Qp, QpSize, Wc, WC_RECV, WC_RECV_RDMA_WITH_IMM},
     verbs_post::with_self_qp,
 };
 
@@ -84,7 +85,7 @@ impl Endpoints for Verbs<'_> {
         // What the kernel posts by BlueFlame, and how: learnt on a QP of a
         // context of its own, connected to itself.
         let (cutoff, writer) = with_self_qp(name, 1, |s| Ok((s.bf_cutoff()?, s.writer()?)))?;
-        let ctx = Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+        let ctx = device::open(name)?;
         let port = ctx.facts().map_err(ioerr("ibv_query_port"))?;
         if port.port_state != PORT_ACTIVE {
             bail!("port 1 is not ACTIVE (state {})", port.port_state);

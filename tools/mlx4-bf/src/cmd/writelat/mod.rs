@@ -5,9 +5,8 @@
 //! region's last four bytes until they carry the iteration's number and
 //! writes back, A spins likewise; half the round trip is the latency.
 //! `mlx4-bf userpost --pingpong` runs it once with posts through the kernel
-//! and once posted from user space: on the misc device ([`misc`]: POST_SEND
-//! against a user-posted QP), on the RDMA device ([`verbs`]: QP_POST
-//! against libmlx4's own BlueFlame stores). This is the loop both share.
+//! (QP_POST) and once posted from user space (libmlx4's own BlueFlame
+//! stores), each side a verbs context ([`verbs`]). This is the loop.
 
 use std::{
     sync::atomic::{fence, AtomicU32, Ordering},
@@ -17,9 +16,9 @@ use std::{
 
 use anyhow::{anyhow, bail, Result};
 
-pub mod misc;
-#[cfg(verbs)]
-pub mod verbs;
+mod verbs;
+
+pub use verbs::one_way_us;
 
 /// How long a side waits for the peer's write before giving up.
 const LANDING_TIMEOUT: Duration = Duration::from_secs(5);
@@ -34,9 +33,7 @@ pub(super) trait Side {
     fn landed(&self, size: usize) -> &AtomicU32;
 
     /// After a round, off the clock: what the post left to collect.
-    fn settle(&mut self) -> Result<()> {
-        Ok(())
-    }
+    fn settle(&mut self) -> Result<()>;
 }
 
 /// The number iteration `i` of a `size`-byte round carries.

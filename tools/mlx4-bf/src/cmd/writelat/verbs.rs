@@ -12,10 +12,11 @@
 
 use std::sync::{atomic::AtomicU32, mpsc};
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{anyhow, bail, Result};
 use mlx4_bf_core::{abi, wqe};
 
 use crate::{
+    device,
     errors::ioerr,
     qp_post::qp_post,
     rdma_write::{build_rdma_write, set_signaled},
@@ -128,7 +129,7 @@ fn with_side<T>(
     line: Line,
     f: impl FnOnce(&mut Side<'_>) -> Result<T>,
 ) -> Result<T> {
-    let ctx = Context::open(name).with_context(|| format!("ibv_open_device {name}"))?;
+    let ctx = device::open(name)?;
     let port = ctx.facts().map_err(ioerr("ibv_query_port"))?;
     if port.port_state != PORT_ACTIVE {
         bail!("port 1 is not ACTIVE (state {})", port.port_state);
