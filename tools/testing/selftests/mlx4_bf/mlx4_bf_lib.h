@@ -446,6 +446,18 @@ static inline size_t bar2_resource_len(void)
 	return stat(path, &st) ? 0 : st.st_size;
 }
 
+/*
+ * Whether the module writes BlueFlame bursts in store blocks (writer=1, its
+ * default) rather than write-combining (writer=2), as the suite loaded it
+ * (run_guest.sh's MLX4_BF_PARAMS).
+ */
+static inline int store_block_writer(void)
+{
+	const char *params = getenv("MLX4_BF_PARAMS");
+
+	return !(params && strstr(params, "writer=2"));
+}
+
 #define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
 
 /*

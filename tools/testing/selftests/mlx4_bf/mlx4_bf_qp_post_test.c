@@ -83,14 +83,6 @@ FIXTURE_TEARDOWN(qp)
 		model_close(&self->model);
 }
 
-/* The module's writer, as the suite loaded it (run_guest.sh). */
-static int store_block_writer(void)
-{
-	const char *params = getenv("MLX4_BF_PARAMS");
-
-	return !(params && strstr(params, "writer=2"));
-}
-
 /* What the analyzer saw of one post, for a failure message. */
 static const char *seen(struct _test_data_qp *self)
 {
