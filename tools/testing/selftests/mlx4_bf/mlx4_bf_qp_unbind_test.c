@@ -159,8 +159,8 @@ FIXTURE_SETUP(unbind)
 	if (!adapter[0] || !verbs_device_present())
 		SKIP(return, NO_VERBS_DEVICE);
 	/*
-	 * The port too: the suite waits only for the misc device after
-	 * insmod, and a write to self goes nowhere before the link is up.
+	 * The port too, whoever bound the adapter last: a write to self goes
+	 * nowhere before the link is up.
 	 */
 	ASSERT_EQ(0, bind_adapter()) TH_LOG("port 1 of the RDMA device is not ACTIVE");
 	self->have_model = !model_open(&self->model);
@@ -451,8 +451,7 @@ TEST_F(unbind, pinned_pages_are_released_at_unbind)
 /*
  * With a context holding an MR, a CQ and a QP in RTS, the unbind leaves the
  * adapter holding nothing: no MPT, no EQ, CQ or QP, the firmware off with
- * no ICM or firmware page (the model's gauges, as mlx4_bf_unbind_test reads
- * them on the misc device).
+ * no ICM or firmware page (the model's gauges).
  */
 TEST_F(unbind, the_adapter_holds_nothing_after_unbind)
 {
