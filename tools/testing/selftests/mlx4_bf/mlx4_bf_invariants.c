@@ -36,7 +36,7 @@ static void declared(uint64_t *local, uint64_t *remote)
 }
 
 /* A line's value of /proc/vmstat, or -1. */
-static long vmstat(const char *name)
+static long vmstat_line(const char *name)
 {
 	char key[64];
 	long value, found = -1;
@@ -66,8 +66,8 @@ static long pins_now(void)
 			printf("# stat_refresh: %s\n", strerror(errno));
 		close(fd);
 	}
-	taken = vmstat("nr_foll_pin_acquired");
-	released = vmstat("nr_foll_pin_released");
+	taken = vmstat_line("nr_foll_pin_acquired");
+	released = vmstat_line("nr_foll_pin_released");
 	return taken < 0 || released < 0 ? -1 : taken - released;
 }
 
