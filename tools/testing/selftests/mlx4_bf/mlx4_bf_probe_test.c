@@ -54,7 +54,7 @@ TEST(driver_is_bound_to_a_mellanox_function_by_its_id_table)
  */
 TEST(rdma_device_is_registered_on_the_bound_function)
 {
-	char bdf[64], path[PATH_MAX], target[PATH_MAX], ibdev[64] = "", name[64];
+	char bdf[64], path[PATH_MAX], target[PATH_MAX], ibdev[NAME_MAX + 1] = "", name[64];
 	struct dirent *de;
 	int found = 0;
 	DIR *dir;
