@@ -33,13 +33,14 @@ ibdev() {
 	return 1
 }
 
-# Waits (10 s at most) until an mlx4_bf<N> is registered.
+# Waits (10 s at most) until an mlx4_bf<N> is registered. (Its counter is
+# not i: sh has no local variables, and the insmod cycles count with i.)
 wait_ibdev() {
-	i=0
-	while [ $i -lt 50 ]; do
+	t=0
+	while [ $t -lt 50 ]; do
 		ibdev >/dev/null && return 0
 		sleep 0.2
-		i=$((i + 1))
+		t=$((t + 1))
 	done
 	return 1
 }
@@ -56,11 +57,11 @@ uverbs_of() {
 # Waits (10 s at most) until port 1 of an mlx4_bf<N> is ACTIVE: the next
 # program's QPs need its LID.
 wait_active() {
-	i=0
-	while [ $i -lt 50 ]; do
+	t=0
+	while [ $t -lt 50 ]; do
 		grep -qs ACTIVE /sys/class/infiniband/mlx4_bf*/ports/1/state && return 0
 		sleep 0.2
-		i=$((i + 1))
+		t=$((t + 1))
 	done
 	return 1
 }

@@ -299,7 +299,9 @@ TEST_F(refusal, another_process)
  * A QP posts in RTS only: not in RESET, INIT or RTR, not once destroyed. The
  * WQE is a good one in that QP's own send queue: moved on to RTS, the QP
  * posts it (the state alone refused it), and once the QP is destroyed its
- * number is gone.
+ * number is gone. (libmlx4 stamps the whole send queue afresh when the QP
+ * goes from RESET to INIT: the WQE is put in its slot again before each
+ * call.)
  */
 TEST_F(refusal, qp_states)
 {
@@ -323,6 +325,7 @@ TEST_F(refusal, qp_states)
 	ASSERT_EQ(0, ibv_query_port(self->v.ctx, 1, &port));
 	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				   IBV_QP_ACCESS_FLAGS));
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -335,6 +338,7 @@ TEST_F(refusal, qp_states)
 	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				   IBV_QP_MIN_RNR_TIMER));
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -345,6 +349,7 @@ TEST_F(refusal, qp_states)
 	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
 	/* the very WQE the other states refused */
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	memset(self->v.sink, 0, sizeof(want));
 	ASSERT_EQ(0, qp_post_call(&p)) TH_LOG("the same WQE in RTS");
 	ASSERT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(self->v.cq));
