@@ -666,8 +666,9 @@ static int uverbs_pages(uint8_t **at, int max)
 
 /*
  * A mapper: opens contexts (libmlx4 maps each one's UAR and BlueFlame
- * page at ibv_open_device()) and closes the oldest, until the parent says
- * the adapter is unbound; then it stores to every page it still maps,
+ * page at ibv_open_device()) and closes the oldest for each new one, until
+ * the parent says the adapter is unbound (the unbind itself takes a while,
+ * in which opens fail); then it stores to every page it still maps,
  * whenever its mmap() happened, and closes them all. The parent counts
  * the adapter's BAR2 writes around those stores.
  */
@@ -679,15 +680,17 @@ static void mapper(struct race *r, int me)
 
 	for (int round = 1;; round++) {
 		while (__atomic_load_n(&r->unbound, __ATOMIC_ACQUIRE) < round) {
-			struct ibv_context **c = &live[next++ % LIVE_CONTEXTS];
+			/* a context goes only for a new one: not while the device does */
+			struct ibv_context *c = verbs_open_device(), **oldest;
 
-			if (*c)
-				ibv_close_device(*c);
-			*c = verbs_open_device();
-			if (*c) {
-				__atomic_fetch_add(&r->opened, 1, __ATOMIC_RELAXED);
-				__atomic_store_n(&r->opened_in[me], round, __ATOMIC_RELEASE);
-			}
+			if (!c)
+				continue;
+			oldest = &live[next++ % LIVE_CONTEXTS];
+			if (*oldest)
+				ibv_close_device(*oldest);
+			*oldest = c;
+			__atomic_fetch_add(&r->opened, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->opened_in[me], round, __ATOMIC_RELEASE);
 		}
 		n = uverbs_pages(pages, MAX_PAGES);
 		for (int i = 0; i < n; i++)
