@@ -47,7 +47,7 @@
 #include <time.h>
 
 #include "markers.h"
-#include "mlx4_bf_lib.h"
+#include "misc_ioctl.h"
 
 static uint64_t now_ns(void)
 {

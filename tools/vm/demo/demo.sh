@@ -28,5 +28,5 @@ if [ -x /work/mlx4-bf ]; then
 		{ cat /tmp/lat.err; exit 1; }
 else
 	echo "== BlueFlame posts checked by the analyzer"
-	/work/selftests/mlx4_bf_post_test
+	/work/selftests/mlx4_bf_qp_post_test
 fi

@@ -152,9 +152,9 @@ static void put32(uint8_t *at, uint32_t v)
 }
 
 /*
- * QP_POST (tools/vm/provider/qp_post.c): an RDMA write of POST_LEN bytes
- * inline into the region, to the peer, built in the QP's next send-queue
- * slot as libmlx4 builds it, signaled.
+ * QP_POST (as tools/testing/selftests/mlx4_bf/mlx4_bf_verbs.h calls it): an
+ * RDMA write of POST_LEN bytes inline into the region, to the peer, built
+ * in the QP's next send-queue slot as libmlx4 builds it, signaled.
  */
 static int run_qp_post(struct world *w)
 {

@@ -1,52 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# The QP_POST uverbs method (issue 38), sourced by provider.sh: its good
-# path and refusals (ibv_qp_post), a fuzz of its attributes, and perftest
+# The QP_POST uverbs method (issue 38), sourced by provider.sh: perftest
 # linked against the patched libmlx4 (tools/rdma-core/, MLX4_KERNEL_BF=1),
-# whose BlueFlame posts all go through the method. Each function prints
+# whose BlueFlame posts all go through the method; the helper posting
+# through it; the device's post counters in hw_counters/. The method's
+# paths, refusals and fuzzing are the kselftests' (mlx4_bf_qp_post_test,
+# mlx4_bf_qp_post_refusal_test, mlx4_bf_qp_post_fuzz). Each function prints
 # what it saw as "#" lines and returns 0 if it went as it must.
-
-# The fuzz's seed: fixed, so that a failure replays (ibv_qp_post -s).
-FUZZ_SEED=${FUZZ_SEED:-7}
-FUZZ_CALLS=3000
-
-# ibv_qp_post's own KTAP, nested.
-qp_post_method() {
-	./ibv_qp_post -d $DEV >/tmp/qp_post.out 2>&1
-	rc=$?
-	sed 's/^/    /' /tmp/qp_post.out
-	return $rc
-}
-
-# FUZZ_CALLS calls with random attributes; the kernel survives and a new QP
-# still posts (ibv_qp_post checks that last). A fuzzed WQE the kernel
-# passes is still the process's own, on its own QP: a flipped rkey or
-# remote address is the responder's to refuse (a remote access fault), a
-# flipped WQE counter sends the adapter to the send queue for a WQE that
-# is not there (a BlueFlame fallback with nothing to fetch). The adapter's
-# protocol errors meanwhile are expected ones (the model's EXPECT), and
-# its faults are declared for suite_invariants (mlx4_bf_model.h's
-# DECLARED_FAULTS): both are the process wrecking its own QP.
-qp_post_fuzz() {
-	snap before
-	./mlx4-bf counters --expect 1 >/dev/null
-	./ibv_qp_post -d $DEV -f $FUZZ_CALLS -s "$FUZZ_SEED" >/tmp/qp_post_fuzz.out 2>&1
-	rc=$?
-	./mlx4-bf counters --expect 0 >/tmp/counters.after
-	sed 's/^/# /' /tmp/qp_post_fuzz.out | tail -n 5
-	echo "# the adapter meanwhile: protocol errors $(delta protocol_errors), local protection faults $(delta local_prot_faults), remote access faults $(delta remote_access_faults), BlueFlame fallbacks $(delta bf_fallbacks)"
-	i=0
-	while [ $i -lt "$(delta local_prot_faults)" ]; do
-		echo local >>/tmp/mlx4_bf_declared_faults
-		i=$((i + 1))
-	done
-	i=0
-	while [ $i -lt "$(delta remote_access_faults)" ]; do
-		echo remote >>/tmp/mlx4_bf_declared_faults
-		i=$((i + 1))
-	done
-	return $rc
-}
 
 # perftest's TOOL at SIZE bytes (inline) through the method: every WQE of
 # both ends a BlueFlame post of the kernel's (the device's bf_posts), none

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the guest's verbs programs (tools/vm/upstream/ibv_post_cost.c,
- * tools/vm/provider/ibv_hold.c, ibv_refusals.c and ibv_qp_post) share: the
- * device opened by name, the port's LID, an RC QP connected to itself.
+ * tools/vm/provider/ibv_hold.c, ibv_refusals.c and ibv_fault_walk) share:
+ * the device opened by name, the port's LID, an RC QP connected to itself.
  *
  * On a failure these call die(), which each program defines: it prints the
  * program's own line (its name, WHAT, strerror(ERR); KTAP programs a

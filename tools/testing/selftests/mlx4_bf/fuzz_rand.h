@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The fuzzers' random numbers (mlx4_bf_fuzz.c; tools/vm/provider/
- * qp_post_fuzz.c): xorshift64*, seeded by setting rng_state (not to 0),
- * so that a seed replays the same calls; and the pointers user space may
- * hand the kernel.
+ * The fuzzer's random numbers (mlx4_bf_qp_post_fuzz.c): xorshift64*,
+ * seeded by setting rng_state (not to 0), so that a seed replays the same
+ * calls; and the pointers user space may hand the kernel.
  */
 #ifndef FUZZ_RAND_H
 #define FUZZ_RAND_H

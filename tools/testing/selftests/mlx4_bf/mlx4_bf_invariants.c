@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What must hold once every selftest program has ended (run_guest.sh runs
- * it last, as the result "suite_invariants"): with every context closed the
- * device has no page pinned (debugfs pinned_pages), and the adapter never
- * saw a local protection or remote access fault (the device model's diag
- * registers 0x5a0 and 0x5a8, version 4, never reset) other than those a
- * test declared (DECLARED_FAULTS: WQEs user space wrote to a user-posted
- * QP, which the adapter alone checks).
+ * it last, as the result "suite_invariants"): with every context closed
+ * no page is pinned, neither by the driver (debugfs pinned_pages, where it
+ * has the file) nor by anyone (the kernel's FOLL_PIN pins, /proc/vmstat:
+ * pins taken less pins released, ib_umem's among them, back at
+ * MLX4_BF_PINS_AT_START, which run_guest.sh read before the first
+ * program); and the adapter never saw a local protection or remote access
+ * fault (the device model's diag registers 0x5a0 and 0x5a8, version 4,
+ * never reset) other than those a test declared (DECLARED_FAULTS: WQEs
+ * that the adapter alone checks, libmlx4's own posts or a fuzzed WQE's
+ * remote address).
  *
  * Prints what it read as "#" lines and exits 0 if all of it holds, 1 if not,
  * 4 (SKIP) without a version 4 diagnostic block and nothing failed.
@@ -31,12 +35,60 @@ static void declared(uint64_t *local, uint64_t *remote)
 	fclose(f);
 }
 
+/* A line's value of /proc/vmstat, or -1. */
+static long vmstat_line(const char *name)
+{
+	char key[64];
+	long value, found = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &value) == 2)
+		if (!strcmp(key, name))
+			found = value;
+	fclose(f);
+	return found;
+}
+
+/*
+ * Pages pinned now by anyone: the counters are per CPU and folded into
+ * /proc/vmstat lazily, so stat_refresh folds them first. -1 if unknown.
+ */
+static long pins_now(void)
+{
+	int fd = open("/proc/sys/vm/stat_refresh", O_RDONLY);
+	char c;
+	long taken, released;
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) < 0)
+			printf("# stat_refresh: %s\n", strerror(errno));
+		close(fd);
+	}
+	taken = vmstat_line("nr_foll_pin_acquired");
+	released = vmstat_line("nr_foll_pin_released");
+	return taken < 0 || released < 0 ? -1 : taken - released;
+}
+
 int main(void)
 {
 	long pinned = debugfs_counter("device", "pinned_pages");
 	long mrs = debugfs_counter("device", "mrs");
+	const char *at_start = getenv("MLX4_BF_PINS_AT_START");
+	long pins = pins_now();
 	int failed = 0, v4 = 0;
 	struct model m;
+
+	if (!at_start || !*at_start || pins < 0) {
+		printf("# pins: none counted before the suite, or no nr_foll_pin_* in /proc/vmstat: not checked\n");
+	} else {
+		printf("# pages pinned %ld, before the suite %s\n", pins, at_start);
+		if (pins != atol(at_start)) {
+			printf("# pages are pinned that were not before the suite\n");
+			failed = 1;
+		}
+	}
 
 	if (pinned < 0) {
 		printf("# no pinned_pages in " DEBUGFS_DIR "/device/stats: not checked\n");

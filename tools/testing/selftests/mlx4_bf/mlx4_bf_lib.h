@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers of the mlx4_bf selftests: the ioctl calls, a libmlx4-style WQE
- * builder written independently of the driver's Rust one, and what the
- * adapter must see of a post. The oracle, the device model's analyzer, is
- * in mlx4_bf_model.h.
+ * Helpers of the mlx4_bf selftests: a libmlx4-style WQE builder written
+ * independently of the driver's Rust one, the bound adapter and its sysfs
+ * and debugfs files, what a process holds (pinned pages, capabilities) and
+ * its page tables. The RDMA device's side (verbs, QP_POST) is
+ * mlx4_bf_verbs.h; the oracle, the device model's analyzer, is
+ * mlx4_bf_model.h.
  */
 #ifndef MLX4_BF_LIB_H
 #define MLX4_BF_LIB_H
@@ -15,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,11 +24,9 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/capability.h>
-
-#include <mlx4_bf.h>
+#include <linux/types.h>
 
 #define DRIVER_DIR	"/sys/bus/pci/drivers/mlx4_bf"
-#define DEV_PATH	"/dev/mlx4_bf0"
 
 #define OP_RDMA_WRITE	0x08
 #define OP_RDMA_WRITE_IMM	0x09
@@ -37,164 +36,9 @@
 #define INLINE_SEG	0x80000000u
 #define MAX_WQE		1008
 
-struct call {
-	struct mlx4_bf_ioctl_hdr hdr;
-	struct mlx4_bf_attr attrs[MLX4_BF_MAX_ATTRS];
-};
-
-static inline void call_init(struct call *c, __u16 object, __u16 method)
-{
-	memset(c, 0, sizeof(*c));
-	c->hdr.object_id = object;
-	c->hdr.method_id = method;
-	c->hdr.length = sizeof(c->hdr);
-}
-
-static inline struct mlx4_bf_attr *call_attr(struct call *c, __u16 id, __u16 len, __u64 data)
-{
-	struct mlx4_bf_attr *a = &c->attrs[c->hdr.num_attrs++];
-
-	a->attr_id = id;
-	a->len = len;
-	a->data = data;
-	c->hdr.length += sizeof(*a);
-	return a;
-}
-
-static inline void call_inline_u32(struct call *c, __u16 id, __u32 v)
-{
-	struct mlx4_bf_attr *a = call_attr(c, id, 4, 0);
-
-	memcpy(&a->data, &v, 4);
-}
-
-static inline void call_inline_u64(struct call *c, __u16 id, __u64 v)
-{
-	call_attr(c, id, 8, v);
-}
-
-/* Returns 0 or -errno. */
-static inline int call_do(int fd, struct call *c)
-{
-	return ioctl(fd, MLX4_BF_IOCTL, c) ? -errno : 0;
-}
-
-static inline int query_device(int fd, struct mlx4_bf_device_info *info)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_DEVICE, MLX4_BF_METHOD_QUERY_DEVICE);
-	call_attr(&c, MLX4_BF_ATTR_DEVICE_INFO, sizeof(*info), (uintptr_t)info);
-	return call_do(fd, &c);
-}
-
-static inline int query_context(int fd, struct mlx4_bf_context_info *info)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_CONTEXT, MLX4_BF_METHOD_QUERY_CONTEXT);
-	call_attr(&c, MLX4_BF_ATTR_CONTEXT_INFO, sizeof(*info), (uintptr_t)info);
-	return call_do(fd, &c);
-}
-
-static inline int query_stats(int fd, struct mlx4_bf_stats *dev, struct mlx4_bf_stats *ctx)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_DEVICE, MLX4_BF_METHOD_QUERY_STATS);
-	if (dev)
-		call_attr(&c, MLX4_BF_ATTR_DEVICE_STATS, sizeof(*dev), (uintptr_t)dev);
-	if (ctx)
-		call_attr(&c, MLX4_BF_ATTR_CONTEXT_STATS, sizeof(*ctx), (uintptr_t)ctx);
-	return call_do(fd, &c);
-}
-
-static inline int create_qp(int fd, struct mlx4_bf_qp_info *qp)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_CREATE_QP);
-	call_attr(&c, MLX4_BF_ATTR_QP_INFO, sizeof(*qp), (uintptr_t)qp);
-	return call_do(fd, &c);
-}
-
-static inline int destroy_qp(int fd, __u32 handle)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_DESTROY_QP);
-	call_inline_u32(&c, MLX4_BF_ATTR_QP_HANDLE, handle);
-	return call_do(fd, &c);
-}
-
-static inline void post_call(struct call *c, __u32 handle, const void *wqe, __u16 len,
-			     __u32 flags, struct mlx4_bf_post_result *res)
-{
-	call_init(c, MLX4_BF_OBJECT_QP, MLX4_BF_METHOD_POST_SEND);
-	call_inline_u32(c, MLX4_BF_ATTR_QP_HANDLE, handle);
-	call_attr(c, MLX4_BF_ATTR_WQE, len, (uintptr_t)wqe);
-	if (flags)
-		call_inline_u32(c, MLX4_BF_ATTR_POST_FLAGS, flags);
-	if (res)
-		call_attr(c, MLX4_BF_ATTR_POST_RESULT, sizeof(*res), (uintptr_t)res);
-}
-
-/*
- * POST_SEND. -EAGAIN is back pressure, as ibv_post_send()'s ENOMEM: the send
- * queue was still full when the kernel stopped waiting for completions (the
- * device model, behind QEMU's posted writes on a loaded host, can lag that
- * far). Like any verbs user, retry: for up to a second.
- */
-/* call_do(), retrying -EAGAIN (back pressure) for up to a second. */
-static inline int call_retry(int fd, struct call *c)
-{
-	int ret, tries = 0;
-
-	while ((ret = call_do(fd, c)) == -EAGAIN && tries++ < 1000)
-		usleep(1000);
-	return ret;
-}
-
-static inline int post_send(int fd, __u32 handle, const void *wqe, __u16 len, __u32 flags,
-			    struct mlx4_bf_post_result *res)
-{
-	struct call c;
-
-	post_call(&c, handle, wqe, len, flags, res);
-	return call_retry(fd, &c);
-}
-
-/*
- * REG_MR of the user virtual range [@addr, @addr + @len) with @access (enum
- * mlx4_bf_access_flags; 0 leaves the attribute out); 0 or -errno.
- */
-static inline int reg_mr(int fd, __u64 addr, __u64 len, __u32 access,
-			 struct mlx4_bf_mr_info *mr)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_MR, MLX4_BF_METHOD_REG_MR);
-	call_inline_u64(&c, MLX4_BF_ATTR_MR_ADDR, addr);
-	call_inline_u64(&c, MLX4_BF_ATTR_MR_LENGTH, len);
-	if (access)
-		call_inline_u32(&c, MLX4_BF_ATTR_MR_ACCESS, access);
-	call_attr(&c, MLX4_BF_ATTR_MR_INFO, sizeof(*mr), (uintptr_t)mr);
-	return call_do(fd, &c);
-}
-
-static inline int dereg_mr(int fd, __u32 handle)
-{
-	struct call c;
-
-	call_init(&c, MLX4_BF_OBJECT_MR, MLX4_BF_METHOD_DEREG_MR);
-	call_inline_u32(&c, MLX4_BF_ATTR_MR_HANDLE, handle);
-	return call_do(fd, &c);
-}
-
-/* Read and write access for the adapter, and for the connected peer. */
-#define ACCESS_RDMA	(MLX4_BF_ACCESS_LOCAL_WRITE | MLX4_BF_ACCESS_REMOTE_WRITE)
-#define SINK_BYTES	4096
 #define PAGE		4096
+/* The region a context's RDMA writes land in (mlx4_bf_verbs.h's sink). */
+#define SINK_BYTES	4096
 /* The adapter's reserved lkey (the model's QUERY_DEV_CAP 0x98). */
 #define RESERVED_LKEY	0x00000008
 
@@ -208,36 +52,6 @@ static inline uint8_t *map_pages(int pages, int prot)
 	uint8_t *p = mmap(NULL, (size_t)pages * PAGE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
-}
-
-/*
- * Where a QP's RDMA writes land: a page of this process registered
- * remote-writable in the context @fd. A new QP is connected to itself, so its
- * RDMA writes must name an MR of its own context that way: anything else is
- * refused with -EACCES. The page is mapped on first use and kept, so one
- * sink serves one context after another. 0 or -errno.
- */
-struct sink {
-	uint8_t *buf;
-	struct mlx4_bf_mr_info mr;
-};
-
-static inline int sink_open(int fd, struct sink *s)
-{
-	if (!s->buf) {
-		void *p = mmap(NULL, SINK_BYTES, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED)
-			return -errno;
-		s->buf = p;
-	}
-	return reg_mr(fd, (uintptr_t)s->buf, SINK_BYTES, ACCESS_RDMA, &s->mr);
-}
-
-static inline __u64 sink_addr(const struct sink *s)
-{
-	return (uintptr_t)s->buf;
 }
 
 static inline void put_be32(uint8_t *p, uint32_t v)
@@ -371,48 +185,16 @@ static inline int build_gather(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rk
 	return pos;
 }
 
-/* What the adapter must see for a BlueFlame post: the kernel's stamps. */
-static inline int expected_bf(uint8_t *out, const uint8_t *wqe, int len, uint32_t qpn,
-			      uint32_t head, uint32_t entries)
-{
-	int burst = (len + 63) / 64 * 64;
-
-	memset(out, 0, burst);
-	memcpy(out, wqe, len);
-	put_be32(out, get_be32(out) | ((head & entries) ? 1u << 31 : 0) | (head & 0xffff) << 8);
-	put_be32(out + 4, get_be32(out + 4) | qpn << 8);
-	return burst;
-}
-
 /*
- * CQ_UPDATE in srcrb_flags (bytes 8..11). The driver creates its QPs in the
- * device and reuses a send-queue slot only after the slot's CQE came back,
- * so it asks for a CQE on every WQE: post_send() in
- * drivers/mlx4_bf/context.rs ORs CQ_UPDATE in on both paths before the other
- * stamps.
+ * CQ_UPDATE in srcrb_flags (bytes 8..11): a CQE for the WQE, which libmlx4
+ * asks for on a signaled send (IBV_SEND_SIGNALED) and the tests on every
+ * WQE they post.
  */
 #define CQ_UPDATE	(3u << 2)
 
 static inline void stamp_cq_update(uint8_t *wqe)
 {
 	put_be32(wqe + 8, get_be32(wqe + 8) | CQ_UPDATE);
-}
-
-/*
- * What the send queue holds after a doorbell post: the kernel stamps only
- * the owner bit (no WQE counter, no QPN: the doorbell names the QP).
- */
-static inline void expected_doorbell_wqe(uint8_t *out, const uint8_t *wqe, int len,
-					 uint32_t head, uint32_t entries)
-{
-	memcpy(out, wqe, len);
-	put_be32(out, get_be32(out) | ((head & entries) ? 1u << 31 : 0));
-}
-
-/* Offset in BAR2 of the BlueFlame page of UAR @uar: after num_uars UAR pages. */
-static inline size_t bf_page(const struct mlx4_bf_device_info *dev, __u32 uar)
-{
-	return ((size_t)dev->num_uars + uar) * 4096;
 }
 
 /* The PCI address of the first function bound to mlx4_bf; 0 on success. */
@@ -446,6 +228,18 @@ static inline size_t bar2_resource_len(void)
 	return stat(path, &st) ? 0 : st.st_size;
 }
 
+/*
+ * Whether the module writes BlueFlame bursts in store blocks (writer=1, its
+ * default) rather than write-combining (writer=2), as the suite loaded it
+ * (run_guest.sh's MLX4_BF_PARAMS).
+ */
+static inline int store_block_writer(void)
+{
+	const char *params = getenv("MLX4_BF_PARAMS");
+
+	return !(params && strstr(params, "writer=2"));
+}
+
 #define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
 
 /*
@@ -469,7 +263,7 @@ static inline long debugfs_counter(const char *dir, const char *name)
 	return found;
 }
 
-/* The line @key ("VmLck", "VmPin") of /proc/self/status in KiB, or -1. */
+/* The line @key ("VmPin") of /proc/self/status in KiB, or -1. */
 static inline long proc_status_kb(const char *key)
 {
 	size_t n = strlen(key);
@@ -484,15 +278,6 @@ static inline long proc_status_kb(const char *key)
 			sscanf(line + n + 1, "%ld", &kb);
 	fclose(f);
 	return kb;
-}
-
-/*
- * This process's locked memory in KiB (VmLck in /proc/self/status: REG_MR
- * accounts its pages there, as VFIO does), or -1.
- */
-static inline long vm_locked_kb(void)
-{
-	return proc_status_kb("VmLck");
 }
 
 /*

@@ -168,15 +168,15 @@ static inline void mmio_store32(uint8_t *addr, uint32_t raw)
 }
 #endif
 
-#define NO_DEVICE	DEV_PATH " is missing: mlx4_bf not loaded or not bound"
 #define NO_ANALYZER	"no device model behind mlx4_bf (no analyzer)"
 
 /*
- * Protection faults a test makes the adapter see on purpose: a WQE that user
- * space wrote itself (a user-posted QP, which the kernel does not check).
- * Each is one line, "local" or "remote", in this file, which the suite's
- * last check (mlx4_bf_invariants) subtracts from the model's fault counters:
- * every other fault is one the kernel let through.
+ * Protection faults a test makes the adapter see on purpose: what the
+ * adapter alone checks (libmlx4's own posts, which never reach the kernel;
+ * what an RDMA names remotely, the responder's). Each is one line, "local"
+ * or "remote", in this file, which the suite's last check
+ * (mlx4_bf_invariants) subtracts from the model's fault counters: every
+ * other fault is one the kernel let through.
  */
 #define DECLARED_FAULTS	"/tmp/mlx4_bf_declared_faults"
 
@@ -219,26 +219,6 @@ static inline int model_open(struct model *m)
 		return -1;
 	}
 	return 0;
-}
-
-/*
- * Opens a context on the adapter and maps the model's diagnostic block.
- * Returns the file descriptor, or -1 with @why set to the reason to SKIP.
- */
-static inline int open_on_model(struct model *m, const char **why)
-{
-	int fd = open(DEV_PATH, O_RDWR);
-
-	if (fd < 0) {
-		*why = NO_DEVICE;
-		return -1;
-	}
-	if (model_open(m)) {
-		close(fd);
-		*why = NO_ANALYZER;
-		return -1;
-	}
-	return fd;
 }
 
 static inline void model_close(struct model *m)

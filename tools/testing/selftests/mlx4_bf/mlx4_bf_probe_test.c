@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What probe left behind: mlx4_bf bound to the adapter by its ID table (a
- * Mellanox function, nothing bound by hand), and BAR2 mapped with the memory
- * types the writer needs, as PAT itself records them.
+ * Mellanox function, nothing bound by hand), its RDMA device registered on
+ * that function with a uverbs file to open, and BAR2 mapped with the
+ * memory types the writer needs, as PAT itself records them.
  */
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +45,61 @@ TEST(driver_is_bound_to_a_mellanox_function_by_its_id_table)
 	/* "(null)" or empty: no driver_override, the ID table matched */
 	EXPECT_TRUE(!strcmp(override, "(null)") || !override[0])
 		TH_LOG("%s was bound through driver_override \"%s\"", bdf, override);
+}
+
+/*
+ * The adapter's RDMA device: an mlx4_bf<N> in /sys/class/infiniband whose
+ * device is the bound function, and its uverbs character device (the one
+ * of /sys/class/infiniband_verbs whose ibdev it is) in /dev/infiniband.
+ */
+TEST(rdma_device_is_registered_on_the_bound_function)
+{
+	char bdf[64], path[PATH_MAX], target[PATH_MAX], ibdev[NAME_MAX + 1] = "", name[64];
+	struct dirent *de;
+	int found = 0;
+	DIR *dir;
+
+	if (bound_device(bdf, sizeof(bdf)))
+		SKIP(return, "no adapter bound to mlx4_bf");
+	dir = opendir("/sys/class/infiniband");
+	ASSERT_NE(NULL, dir) TH_LOG("no RDMA device at all");
+	while ((de = readdir(dir)))
+		if (!strncmp(de->d_name, "mlx4_bf", 7)) {
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", de->d_name);
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = 0;
+				if (!strcmp(basename(target), bdf))
+					snprintf(ibdev, sizeof(ibdev), "%s", de->d_name);
+			}
+		}
+	closedir(dir);
+	ASSERT_STRNE("", ibdev) TH_LOG("no mlx4_bf<N> on %s", bdf);
+	dir = opendir("/sys/class/infiniband_verbs");
+	ASSERT_NE(NULL, dir) TH_LOG("no uverbs device at all");
+	while (!found && (de = readdir(dir))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "uverbs", 6))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = 0;
+			if (!strcmp(name, ibdev)) {
+				snprintf(path, sizeof(path), "/dev/infiniband/%s", de->d_name);
+				found = 1;
+			}
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	ASSERT_TRUE(found) TH_LOG("no uverbs device of %s", ibdev);
+	EXPECT_EQ(0, access(path, R_OK | W_OK)) TH_LOG("%s", path);
 }
 
 /* The physical start of BAR2, from sysfs; 0 if unknown. */
@@ -81,30 +140,26 @@ static void pat_type(unsigned long long start, unsigned long long end, char *typ
 
 /*
  * The UAR area is mapped uncached and the BlueFlame area write-combining
- * (writer=2) or uncached (writer=1), as PAT itself records it.
+ * (writer=2) or uncached (writer=1), as PAT itself records it. The areas
+ * are BAR2's halves (the model's layout: as many BlueFlame pages as UAR
+ * pages); the writer is the one the suite loaded the module with.
  */
 TEST(bar2_areas_have_the_memory_type_of_the_writer)
 {
-	struct mlx4_bf_device_info dev;
 	unsigned long long start, half;
 	char bdf[64], type[32];
-	int fd;
 
 	if (bound_device(bdf, sizeof(bdf)) || access(PAT_LIST, R_OK))
 		SKIP(return, "no device bound, or no " PAT_LIST " (x86 PAT, debugfs)");
-	fd = open(DEV_PATH, O_RDWR);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, query_device(fd, &dev));
-	close(fd);
 	start = bar2_start(bdf);
 	ASSERT_NE(0, start);
-	half = (unsigned long long)dev.num_uars * 4096;
+	half = bar2_resource_len() / 2;
+	ASSERT_NE(0, half);
 
 	pat_type(start, start + half, type, sizeof(type));
 	EXPECT_STREQ("uncached-minus", type) TH_LOG("UAR area %#llx+%#llx", start, half);
 	pat_type(start + half, start + 2 * half, type, sizeof(type));
-	EXPECT_STREQ(dev.writer == MLX4_BF_WRITER_WRITE_COMBINING ? "write-combining" :
-		     "uncached-minus", type)
+	EXPECT_STREQ(store_block_writer() ? "uncached-minus" : "write-combining", type)
 		TH_LOG("BlueFlame area %#llx+%#llx", start + half, half);
 }
 

@@ -6,7 +6,27 @@
  * its own context's QPs in RTS (or later states), with WQEs that name them,
  * are whole and well formed, and gather only from regions of the QP's PD;
  * the verbs commands the WQEs depend on refuse bad input with clean errnos.
+ * A context takes a UAR of its own: when none is left the next is refused
+ * cleanly, and each comes back at close.
+ *
+ * Ported from the misc device's mlx4_bf_abi_test (and the refusal in
+ * mlx4_bf_analyzer_test), every rule a post through the method still has.
+ * Dropped:
+ * - the owner bit and the QPN field as the kernel's alone
+ *   (owner_bit_is_the_kernels, qpn_field_is_the_kernels): libmlx4 stamps
+ *   its WQEs, and the QPN is how the method finds the QP
+ *   (qp_numbers_not_the_contexts here);
+ * - the misc ioctl's framing (unknown method, unknown mandatory or
+ *   optional attribute, reserved fields, header length, output length,
+ *   header at an unmapped address, ioctl number) and the largest length
+ *   its attribute carried: RDMA_VERBS_IOCTL is the RDMA core's to parse
+ *   (ib_uverbs_ioctl()), the WQE's length checked against the method's
+ *   description (malformed_wqes), its attributes fuzzed by
+ *   mlx4_bf_qp_post_fuzz;
+ * - open/close cycles round the UAR allocator: run_out_cleanly_and_come_back
+ *   opens every UAR twice over instead.
  */
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -130,10 +150,43 @@ TEST_F(refusal, malformed_wqes)
 	p.len = 64;
 	put_be32(slot, (get_be32(slot) & ~0x1fu) | 0x1f);
 	expect_refused(_metadata, self, &p, EINVAL);
+	/* no WQE at all: the core checks the attribute's least length */
+	p.len = 0;
+	expect_refused(_metadata, self, &p, EINVAL);
+	/* an inline segment crossing 64 bytes: at 32, 29 bytes would end at 65 */
+	slot = good_wqe(self);
+	put_be32(slot + 32, INLINE_SEG | 29);
+	p.wqe = slot;
+	p.len = 64;
+	expect_refused(_metadata, self, &p, EINVAL);
+	/* an inline byte count past the WQE's end: 28 bytes in a WQE of 48 */
+	build_rdma_write(self->wqe, 10, 1, verbs_sink_addr(&self->v), self->v.sink_mr->rkey);
+	slot = verbs_put_wqe(&self->v, self->wqe, 48);
+	put_be32(slot + 32, INLINE_SEG | 28);
+	p.wqe = slot;
+	p.len = 48;
+	expect_refused(_metadata, self, &p, EINVAL);
 	/* a WQE the kernel cannot read */
 	good_wqe(self);
 	p.wqe = (void *)16;
+	p.len = 64;
 	expect_refused(_metadata, self, &p, EFAULT);
+	expect_still_posts(_metadata, self);
+}
+
+/* A whole WQE whose last bytes lie on an unmapped page: none of it is posted. */
+TEST_F(refusal, wqe_ending_on_an_unmapped_page)
+{
+	uint8_t *pages = map_pages(2, PROT_READ | PROT_WRITE);
+	struct qp_post p = { .fd = self->v.ctx->cmd_fd, .len = 64 };
+
+	ASSERT_NE(NULL, pages);
+	/* its first 32 bytes at the end of the first page, the rest unmapped */
+	memcpy(pages + PAGE - 32, good_wqe(self), 32);
+	ASSERT_EQ(0, munmap(pages + PAGE, PAGE));
+	p.wqe = pages + PAGE - 32;
+	expect_refused(_metadata, self, &p, EFAULT);
+	munmap(pages, PAGE);
 	expect_still_posts(_metadata, self);
 }
 
@@ -242,39 +295,69 @@ TEST_F(refusal, another_process)
 	expect_still_posts(_metadata, self);
 }
 
-/* A QP posts in RTS only: not in RESET or RTR, not once destroyed. */
+/*
+ * A QP posts in RTS only: not in RESET, INIT or RTR, not once destroyed. The
+ * WQE is a good one in that QP's own send queue: moved on to RTS, the QP
+ * posts it (the state alone refused it), and once the QP is destroyed its
+ * number is gone. (libmlx4 stamps the whole send queue afresh when the QP
+ * goes from RESET to INIT: the WQE is put in its slot again before each
+ * call.)
+ */
 TEST_F(refusal, qp_states)
 {
 	struct qp_post p = { .fd = self->v.ctx->cmd_fd, .len = 64 };
-	struct ibv_qp *qp = verbs_rc_qp(self->v.pd, self->v.cq);
+	struct verbs w = { .ctx = self->v.ctx, .pd = self->v.pd, .cq = self->v.cq };
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
 	};
 	struct ibv_port_attr port;
+	uint8_t want[16];
 
-	ASSERT_NE(NULL, qp);
-	p.wqe = good_wqe(self);
-	name_qpn((uint8_t *)p.wqe, qp->qp_num);
+	w.qp = verbs_rc_qp(self->v.pd, self->v.cq);
+	ASSERT_NE(NULL, w.qp);
+	ASSERT_EQ(0, verbs_qp_queue(w.qp, &w.dv));
+	build_rdma_write(self->wqe, 16, 9, verbs_sink_addr(&self->v), self->v.sink_mr->rkey);
+	/* stamped for w's QP, its first slot; the bytes stay in self->wqe */
+	p.wqe = verbs_put_wqe(&w, self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
 	ASSERT_EQ(0, ibv_query_port(self->v.ctx, 1, &port));
-	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				   IBV_QP_ACCESS_FLAGS));
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = w.qp->qp_num;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.dlid = port.lid;
 	a.ah_attr.port_num = 1;
-	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				   IBV_QP_MIN_RNR_TIMER));
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
-	ASSERT_EQ(0, ibv_destroy_qp(qp));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+	/* the very WQE the other states refused */
+	memcpy(verbs_slot(&w, 0), self->wqe, 64);
+	memset(self->v.sink, 0, sizeof(want));
+	ASSERT_EQ(0, qp_post_call(&p)) TH_LOG("the same WQE in RTS");
+	ASSERT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(self->v.cq));
+	rdma_write_pattern(want, sizeof(want), 9);
+	EXPECT_EQ(0, memcmp(self->v.sink, want, sizeof(want)));
+	ASSERT_EQ(0, ibv_destroy_qp(w.qp));
+	/* libmlx4 freed the queue with the QP: the same bytes from here */
+	p.wqe = self->wqe;
 	expect_refused(_metadata, self, &p, ENOENT);
 	expect_still_posts(_metadata, self);
 }
@@ -320,6 +403,84 @@ TEST_F(refusal, verbs_commands)
 	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &rts, IBV_QP_STATE));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 	expect_still_posts(_metadata, self);
+}
+
+/* The most contexts a test opens: past the model's 1024 UARs. */
+#define MAX_CONTEXTS	4096
+
+/*
+ * Opens contexts on @dev until one fails, into @ctxs; how many opened. The
+ * failed open's errno stays in errno.
+ */
+static int open_until_refused(struct ibv_device *dev, struct ibv_context **ctxs)
+{
+	int n = 0;
+
+	errno = 0;
+	while (n < MAX_CONTEXTS && (ctxs[n] = ibv_open_device(dev)))
+		n++;
+	return n;
+}
+
+static void close_all(struct ibv_context **ctxs, int n)
+{
+	while (n > 0)
+		ibv_close_device(ctxs[--n]);
+}
+
+/*
+ * Each verbs context takes a UAR of its own (its doorbell and BlueFlame
+ * pages): once none is left, a new one is refused with EBUSY and nothing
+ * else; closed, every one comes back, so the same number opens again and
+ * then a context posts.
+ */
+/* A fixture only for its timeout: two thousand contexts under TCG. */
+FIXTURE(contexts) {};
+FIXTURE_SETUP(contexts) {}
+FIXTURE_TEARDOWN(contexts) {}
+
+TEST_F_TIMEOUT(contexts, run_out_cleanly_and_come_back, 180)
+{
+	struct rlimit rl = { 65536, 65536 };
+	struct ibv_context **ctxs = calloc(MAX_CONTEXTS, sizeof(*ctxs));
+	struct ibv_device **list;
+	struct ibv_device *dev = NULL;
+	uint8_t wqe[MAX_WQE + 64];
+	struct verbs v;
+	int first, again, err;
+
+	if (!verbs_device_present())
+		SKIP(return, NO_VERBS_DEVICE);
+	ASSERT_NE(NULL, ctxs);
+	/* a context holds two files, its command and its async events */
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	list = ibv_get_device_list(NULL);
+	ASSERT_NE(NULL, list);
+	for (int i = 0; list[i] && !dev; i++)
+		if (!strncmp(ibv_get_device_name(list[i]), VERBS_DEV_PREFIX,
+			     strlen(VERBS_DEV_PREFIX)))
+			dev = list[i];
+	ASSERT_NE(NULL, dev);
+
+	first = open_until_refused(dev, ctxs);
+	err = errno;
+	close_all(ctxs, first);
+	ASSERT_GT(MAX_CONTEXTS, first) TH_LOG("%d contexts and no refusal", first);
+	EXPECT_EQ(EBUSY, err) TH_LOG("context %d refused with %s", first + 1, strerror(err));
+	EXPECT_LT(1, first);
+	again = open_until_refused(dev, ctxs);
+	err = errno;
+	close_all(ctxs, again);
+	EXPECT_EQ(first, again) TH_LOG("UARs not given back at close");
+	EXPECT_EQ(EBUSY, err);
+	printf("# %d contexts at once\n", first);
+	ibv_free_device_list(list);
+	free(ctxs);
+	ASSERT_EQ(0, verbs_open(&v));
+	build_rdma_write(wqe, 16, 1, verbs_sink_addr(&v), v.sink_mr->rkey);
+	EXPECT_EQ(0, verbs_send_wqe(&v, wqe, 64));
+	EXPECT_EQ(IBV_WC_SUCCESS, verbs_wait_cqe(v.cq));
+	EXPECT_EQ(0, verbs_close(&v));
 }
 
 TEST_HARNESS_MAIN

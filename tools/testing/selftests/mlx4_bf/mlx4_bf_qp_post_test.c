@@ -9,7 +9,23 @@
  * The process builds and stamps its WQEs in the send queue of a QP libmlx4
  * created (mlx4_bf_verbs.h), as libmlx4 does; the kernel checks them and
  * writes them out. The oracle is the device model's analyzer
- * (mlx4_bf_model.h); without it every test SKIPs.
+ * (mlx4_bf_model.h); without it every test SKIPs. The device's post
+ * counters are the RDMA core's hw_counters.
+ *
+ * Ported from the misc device's mlx4_bf_post_test and mlx4_bf_analyzer_test,
+ * every rule a post through the method still has; their refusals are
+ * mlx4_bf_qp_post_refusal_test's. Dropped:
+ * - the device and context the misc device's QUERY_DEVICE and
+ *   QUERY_CONTEXT reported (layout, writer, the context's UAR and
+ *   BlueFlame page): the method's result names the offset of each burst,
+ *   checked against where the adapter saw it, and the writer shows in the
+ *   store blocks (and in mlx4_bf_probe_test's memory types);
+ * - QUERY_STATS and the per-context debugfs directory (ctx-N/stats, gone
+ *   at close): the misc device's own; the device's counters are the RDMA
+ *   core's hw_counters here (hw_counters_count_posts_and_rejects);
+ * - the kernel's stamps of owner bit, WQE counter and QPN: libmlx4's here,
+ *   which the kernel leaves as they are (expect_last_wqe() compares the
+ *   bytes as the process stamped them).
  */
 #include "kselftest_harness.h"
 #include "mlx4_bf_model.h"
@@ -17,8 +33,9 @@
 
 /*
  * One buffer of the BlueFlame register, half of the device's bf_reg_size
- * (the model's default layout; mlx4_bf_post_test checks it as the misc
- * device reports it). libmlx4 keeps its own to itself.
+ * (the model's default layout: the offsets the kernel reports, checked
+ * against where the adapter saw each burst, prove it). libmlx4 keeps its
+ * own to itself.
  */
 #define BF_BUF_SIZE	256
 
@@ -64,14 +81,6 @@ FIXTURE_TEARDOWN(qp)
 		verbs_close(&self->v);
 	if (self->have_model)
 		model_close(&self->model);
-}
-
-/* The module's writer, as the suite loaded it (run_guest.sh). */
-static int store_block_writer(void)
-{
-	const char *params = getenv("MLX4_BF_PARAMS");
-
-	return !(params && strstr(params, "writer=2"));
 }
 
 /* What the analyzer saw of one post, for a failure message. */
@@ -350,6 +359,63 @@ TEST_F(qp, fallback_finds_the_whole_wqe_in_the_send_queue)
 	EXPECT_EQ(8, after.cqes - before.cqes) TH_LOG("%s", model_delta_str(&before, &after));
 	EXPECT_EQ(0, after.errors - before.errors) TH_LOG("%s", model_delta_str(&before, &after));
 	EXPECT_EQ(0, after.unexpected - before.unexpected);
+}
+
+/* The RDMA device's counter @name (hw_counters/), or -1. */
+static long hw_counter(struct verbs *v, const char *name)
+{
+	char path[256];
+	long value = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/hw_counters/%s",
+		 ibv_get_device_name(v->ctx->device), name);
+	/* the core refreshes what it shows once its lifespan (10 ms) is over */
+	usleep(50000);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &value) != 1)
+		value = -1;
+	fclose(f);
+	return value;
+}
+
+/*
+ * The device's post counters (the RDMA core's hw_counters, the driver's
+ * debugfs stats under the same names) count each post by its path, the
+ * bytes written (a burst padded to 64, a doorbell's WQE), the store blocks
+ * of the store-block writer, and each refusal by its reason.
+ */
+TEST_F(qp, hw_counters_count_posts_and_rejects)
+{
+	static const char * const names[] = {
+		"bf_posts", "db_posts", "bytes", "store_blocks", "rejects_opcode",
+	};
+	long before[ARRAY_SIZE(names)], after[ARRAY_SIZE(names)];
+	struct mlx4_bf_post_result res;
+	int len;
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		before[i] = hw_counter(&self->v, names[i]);
+		if (before[i] < 0)
+			SKIP(return, "no hw_counters/%s", names[i]);
+	}
+	/* a burst of 192 bytes (two store blocks), then a doorbell WQE of 272 */
+	post_and_check(_metadata, self, 100, 0, &res);
+	post_and_check(_metadata, self, 209, 0, &res);
+	len = build_rdma_write(self->wqe, 16, 1, verbs_sink_addr(&self->v),
+			       self->v.sink_mr->rkey);
+	put_be32(self->wqe, 0x1f);
+	EXPECT_EQ(EINVAL, verbs_post(&self->v, verbs_put_wqe(&self->v, self->wqe, len), len, 0,
+				     NULL));
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		after[i] = hw_counter(&self->v, names[i]);
+	EXPECT_EQ(before[0] + 1, after[0]) TH_LOG("bf_posts");
+	EXPECT_EQ(before[1] + 1, after[1]) TH_LOG("db_posts");
+	EXPECT_EQ(before[2] + 192 + 272, after[2]) TH_LOG("bytes");
+	EXPECT_EQ(before[3] + (store_block_writer() ? 2 : 0), after[3]) TH_LOG("store_blocks");
+	EXPECT_EQ(before[4] + 1, after[4]) TH_LOG("rejects_opcode");
 }
 
 /*

@@ -20,7 +20,23 @@
  * - nothing stays pinned or held while the process still runs: VmPin is
  *   back where it was, the adapter holds no MPT, queue, ICM or firmware
  *   page;
- * - processes posting through QP_POST in a loop see EIO and exit cleanly.
+ * - processes posting through QP_POST in a loop see EIO and exit cleanly;
+ * - a teardown command that fails, or never completes, at unbind still
+ *   ends with the adapter holding nothing (given back, or the adapter
+ *   reset), nothing pinned, no DMA tried without bus mastering, and the
+ *   adapter working after the rebind;
+ * - contexts opened (libmlx4 maps its pages) racing unbind: no page a
+ *   process mapped before or while the adapter went reaches BAR2 after;
+ *   contexts opened, posted on and closed racing unbind and bind leave a
+ *   kernel that works.
+ *
+ * Ported from the misc device's mlx4_bf_unbind_test, every rule with a
+ * verbs counterpart. Dropped: the misc context's area (its kernel memory
+ * mapped into the process: the receive CQ and doorbell record) zapped at
+ * unbind: the RDMA device maps no kernel memory into a process, its queues
+ * and CQs being libmlx4's own; and the ping-pong and poll() woken by the
+ * unbind, which the provider boot does with ibv_rc_pingpong -e and
+ * ibv_hold (tools/vm/provider/lifecycle.sh).
  *
  * Every test leaves the adapter bound again (the fixture's teardown runs
  * in the harness's process, after the test's process ended however it
@@ -144,8 +160,8 @@ FIXTURE_SETUP(unbind)
 	if (!adapter[0] || !verbs_device_present())
 		SKIP(return, NO_VERBS_DEVICE);
 	/*
-	 * The port too: the suite waits only for the misc device after
-	 * insmod, and a write to self goes nowhere before the link is up.
+	 * The port too, whoever bound the adapter last: a write to self goes
+	 * nowhere before the link is up.
 	 */
 	ASSERT_EQ(0, bind_adapter()) TH_LOG("port 1 of the RDMA device is not ACTIVE");
 	self->have_model = !model_open(&self->model);
@@ -308,6 +324,14 @@ static void stores_after_unbind(struct __test_metadata *_metadata, uint8_t *uar,
 	EXPECT_EQ(-1, syscall(__NR_s390_pci_mmio_write, (unsigned long)(bf + 0x100), &mark, 8));
 	EXPECT_EQ(EFAULT, errno) TH_LOG("the BlueFlame page");
 }
+
+/* One 8-byte store to @p, a page of libmlx4's; whatever happens to it. */
+static void page_store(uint8_t *p)
+{
+	static const uint64_t zero;
+
+	syscall(__NR_s390_pci_mmio_write, (unsigned long)p, &zero, 8);
+}
 #else
 static sigjmp_buf bus_error;
 
@@ -363,6 +387,14 @@ static void stores_after_unbind(struct __test_metadata *_metadata, uint8_t *uar,
 	ASSERT_EQ(0, guarded_copy(bf + 0x100, &mark, 8)) TH_LOG("SIGBUS storing to the BF page");
 	if (!access(PAGE_TABLES, R_OK))
 		EXPECT_EQ(1, user_pte(uar)) TH_LOG("the fault mapped no page");
+}
+
+/* One 8-byte store to @p, a page of libmlx4's; a SIGBUS is no failure here. */
+static void page_store(uint8_t *p)
+{
+	static const uint64_t zero;
+
+	guarded_copy(p, &zero, 8);
 }
 #endif
 
@@ -420,8 +452,7 @@ TEST_F(unbind, pinned_pages_are_released_at_unbind)
 /*
  * With a context holding an MR, a CQ and a QP in RTS, the unbind leaves the
  * adapter holding nothing: no MPT, no EQ, CQ or QP, the firmware off with
- * no ICM or firmware page (the model's gauges, as mlx4_bf_unbind_test reads
- * them on the misc device).
+ * no ICM or firmware page (the model's gauges).
  */
 TEST_F(unbind, the_adapter_holds_nothing_after_unbind)
 {
@@ -509,6 +540,309 @@ TEST_F_TIMEOUT(unbind, posters_see_eio_and_exit_cleanly, 120)
 			TH_LOG("poster %d: %s %d", i, WIFEXITED(status) ? "exit" : "signal",
 			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	}
+}
+
+/* mlx4's opcodes of the teardown commands the model is told to break. */
+#define OP_HW2SW_CQ	0x17
+#define OP_2RST_QP	0x21
+
+/*
+ * Unbind with a context's QP in RTS, its CQ and region in the adapter, the
+ * model told to break one teardown command (@mode: fail it, or never
+ * complete it). The core destroys the context's objects first; what the
+ * adapter keeps of a failed destroy (a CQ whose HW2SW_CQ failed) stays
+ * pinned, and the driver's own teardown then takes it back or, if the
+ * adapter does not give it up (a stalled command leaves the HCR busy),
+ * resets the adapter: at most one reset, one for a stall, and either way
+ * no DMA tried without bus mastering, nothing left in the adapter and
+ * nothing pinned while the process still runs; the adapter works after
+ * the rebind.
+ */
+static void unbind_with_a_broken_teardown(struct __test_metadata *_metadata,
+					  struct _test_data_unbind *self, uint16_t opcode,
+					  int mode)
+{
+	uint64_t resets, no_master;
+	struct model *m = &self->model;
+	long pinned;
+
+	if (!self->have_model)
+		SKIP(return, NO_ANALYZER);
+	if (model_version(m) < 7)
+		SKIP(return, "the model has no command faults or firmware gauges (diag version 7)");
+	/* what this process pins with no context open */
+	ASSERT_EQ(0, verbs_close(&self->v));
+	pinned = vm_pinned_kb();
+	ASSERT_LE(0, pinned) TH_LOG("no VmPin in /proc/self/status");
+	ASSERT_EQ(0, verbs_open(&self->v));
+	post_and_land(_metadata, &self->v, self->wqe, 1);
+	resets = model_read(m, MODEL_RESETS);
+	no_master = model_read(m, MODEL_NO_MASTER_DMA);
+	model_cmd_fault(m, opcode, mode);
+
+	ASSERT_EQ(0, unbind_adapter());
+	EXPECT_EQ(0, (uint32_t)model_read(m, MODEL_CMD_FAULT)) TH_LOG("the fault fired");
+	/* a stall: one reset; a failure: the teardown's HW2SW_CQ may take the CQ back */
+	EXPECT_LE(resets + (mode == CMD_FAULT_STALL), model_read(m, MODEL_RESETS))
+		TH_LOG("resets at unbind");
+	EXPECT_GE(resets + 1, model_read(m, MODEL_RESETS)) TH_LOG("one reset at most");
+	EXPECT_EQ(0, model_read(m, MODEL_LIVE)) TH_LOG("nothing left in the adapter");
+	EXPECT_EQ(0, model_read(m, MODEL_MPTS)) TH_LOG("no MPT left in the adapter");
+	EXPECT_EQ(0, model_read(m, MODEL_FW_PAGES) + model_read(m, MODEL_ICM_PAGES))
+		TH_LOG("the firmware's pages taken back");
+	EXPECT_EQ(no_master, model_read(m, MODEL_NO_MASTER_DMA))
+		TH_LOG("no DMA tried without bus mastering");
+	EXPECT_EQ(pinned, vm_pinned_kb()) TH_LOG("VmPin after the unbind, the context open");
+	/* disarmed, whether it fired or not */
+	model_cmd_fault(m, 0, 0);
+	EXPECT_EQ(EIO, post_write(&self->v, self->wqe, 2));
+	EXPECT_EQ(0, verbs_close(&self->v));
+
+	ASSERT_EQ(0, bind_adapter());
+	ASSERT_EQ(0, verbs_open(&self->v));
+	post_and_land(_metadata, &self->v, self->wqe, 3);
+	EXPECT_EQ(0, verbs_close(&self->v));
+}
+
+TEST_F(unbind, a_failed_hw2sw_cq_at_unbind_leaves_nothing_behind)
+{
+	unbind_with_a_broken_teardown(_metadata, self, OP_HW2SW_CQ, CMD_FAULT_FAIL);
+}
+
+/* The command times out (10 s); the later ones find the HCR busy. */
+TEST_F_TIMEOUT(unbind, a_2rst_qp_that_never_completes_at_unbind_resets_the_adapter, 90)
+{
+	unbind_with_a_broken_teardown(_metadata, self, OP_2RST_QP, CMD_FAULT_STALL);
+}
+
+/* Binds the adapter and waits (10 s at most) for its RDMA device; 0 or -1. */
+static int bind_quickly(void)
+{
+	if (write_sysfs(DRIVER_DIR "/bind", adapter))
+		return -1;
+	for (int ms = 0; ms < 10000; ms += 10) {
+		if (rdma_device_up(0))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+#define MAPPERS		2
+#define RACE_ROUNDS	20
+#define RACE_MIN_ROUNDS	5
+#define RACE_BUDGET_S	60
+#define LIVE_CONTEXTS	4
+/* The uverbs pages a mapper's live contexts have, at most. */
+#define MAX_PAGES	(2 * LIVE_CONTEXTS + 8)
+
+/* What the parent and the mappers share (MAP_SHARED anonymous memory). */
+struct race {
+	int unbound;			/* the round whose unbind has completed */
+	int bound;			/* the round whose rebind has completed */
+	int done;			/* the last round (the parent's budget) */
+	int opened_in[MAPPERS];		/* the last round a mapper opened a context in */
+	int checked[MAPPERS];		/* the last round a mapper checked */
+	int opened;			/* contexts opened, over all rounds */
+	int stored;			/* pages stored to after an unbind */
+};
+
+/* The start of every uverbs page this process maps, into @at; how many. */
+static int uverbs_pages(uint8_t **at, int max)
+{
+	unsigned long start;
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-", &start) == 1)
+			at[n++] = (uint8_t *)start;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A mapper: opens contexts (libmlx4 maps each one's UAR and BlueFlame
+ * page at ibv_open_device()) and closes the oldest for each new one, until
+ * the parent says the adapter is unbound (the unbind itself takes a while,
+ * in which opens fail); then it stores to every page it still maps,
+ * whenever its mmap() happened, and closes them all. The parent counts
+ * the adapter's BAR2 writes around those stores.
+ */
+static void mapper(struct race *r, int me)
+{
+	struct ibv_context *live[LIVE_CONTEXTS] = { NULL };
+	uint8_t *pages[MAX_PAGES];
+	int next = 0, n;
+
+	for (int round = 1;; round++) {
+		while (__atomic_load_n(&r->unbound, __ATOMIC_ACQUIRE) < round) {
+			/* a context goes only for a new one: not while the device does */
+			struct ibv_context *c = verbs_open_device(), **oldest;
+
+			if (!c)
+				continue;
+			oldest = &live[next++ % LIVE_CONTEXTS];
+			if (*oldest)
+				ibv_close_device(*oldest);
+			*oldest = c;
+			__atomic_fetch_add(&r->opened, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->opened_in[me], round, __ATOMIC_RELEASE);
+		}
+		n = uverbs_pages(pages, MAX_PAGES);
+		for (int i = 0; i < n; i++)
+			page_store(pages[i] + 0x100);
+		__atomic_fetch_add(&r->stored, n, __ATOMIC_RELAXED);
+		for (int i = 0; i < LIVE_CONTEXTS; i++) {
+			if (live[i])
+				ibv_close_device(live[i]);
+			live[i] = NULL;
+		}
+		__atomic_store_n(&r->checked[me], round, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&r->bound, __ATOMIC_ACQUIRE) < round)
+			usleep(1000);
+		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == round)
+			_exit(0);
+	}
+}
+
+/*
+ * Waits (10 s at most) until every mapper has opened a context in @round:
+ * the unbind then finds contexts whose pages are mapped, as well as opens
+ * under way.
+ */
+static void mappers_opened(struct race *r, int round)
+{
+	for (int ms = 0; ms < 10000; ms++) {
+		int all = 1;
+
+		for (int i = 0; i < MAPPERS; i++)
+			all &= __atomic_load_n(&r->opened_in[i], __ATOMIC_ACQUIRE) >= round;
+		if (all)
+			return;
+		usleep(1000);
+	}
+}
+
+/*
+ * ibv_open_device()'s mmap() of libmlx4's two pages, and the process's use
+ * of them, racing unbind, round after round: no page a process mapped
+ * before, or while, the adapter was unbound reaches it afterwards (the
+ * adapter counts no BAR2 write while the mappers store to every page they
+ * still have).
+ */
+TEST_F_TIMEOUT(unbind, bar_page_mappings_racing_unbind_never_outlive_it, 180)
+{
+	struct race *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct model_posts before, after;
+	struct timespec t0, t1;
+	pid_t pids[MAPPERS];
+	int status, round;
+
+	if (!self->have_model)
+		SKIP(return, NO_ANALYZER);
+	ASSERT_EQ(0, verbs_close(&self->v));
+	ASSERT_NE(MAP_FAILED, r);
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < MAPPERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i])
+			mapper(r, i);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	for (round = 1; round <= RACE_ROUNDS; round++) {
+		mappers_opened(r, round);
+		usleep(5000 + 2000 * (round % 7));
+		ASSERT_EQ(0, unbind_adapter()) TH_LOG("round %d", round);
+		model_posts(&self->model, &before);
+		__atomic_store_n(&r->unbound, round, __ATOMIC_RELEASE);
+		for (int i = 0; i < MAPPERS; i++)
+			while (__atomic_load_n(&r->checked[i], __ATOMIC_ACQUIRE) < round)
+				usleep(1000);
+		model_posts(&self->model, &after);
+		EXPECT_EQ(before.bar2_writes, after.bar2_writes) TH_LOG("round %d", round);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* as many rounds as the budget allows past the first few */
+		if (round == RACE_ROUNDS ||
+		    (round >= RACE_MIN_ROUNDS && t1.tv_sec - t0.tv_sec >= RACE_BUDGET_S))
+			__atomic_store_n(&r->done, round, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, bind_quickly()) TH_LOG("round %d", round);
+		__atomic_store_n(&r->bound, round, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) == round)
+			break;
+	}
+	for (int i = 0; i < MAPPERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	printf("# %d contexts opened, %d pages stored to after an unbind, in %d rounds\n",
+	       r->opened, r->stored, round);
+	EXPECT_LT(round, r->opened) TH_LOG("the mappers hardly opened anything");
+	EXPECT_LT(0, r->stored) TH_LOG("no mapping outlived its context's device to be tried");
+	munmap(r, sizeof(*r));
+}
+
+/* Opens a context, posts on its QP and closes it, in a loop until killed. */
+static void churn(void)
+{
+	uint8_t wqe[MAX_WQE + 64];
+
+	for (;;) {
+		struct verbs v;
+
+		if (verbs_open(&v))
+			continue;
+		post_write(&v, wqe, 7);
+		verbs_close(&v);
+	}
+}
+
+/* Contexts opened and closed racing unbind and bind must not hurt the kernel. */
+TEST_F_TIMEOUT(unbind, open_and_close_race_unbind_and_bind, 180)
+{
+	struct timespec t0, t1;
+	pid_t pids[POSTERS];
+	int cycle;
+
+	ASSERT_EQ(0, verbs_close(&self->v));
+	for (int i = 0; i < POSTERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			churn();
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	/*
+	 * 20 cycles, or as many as RACE_BUDGET_S allows past the first
+	 * RACE_MIN_ROUNDS: a debug kernel under load takes seconds a cycle.
+	 */
+	for (cycle = 0; cycle < RACE_ROUNDS; cycle++) {
+		if (cycle >= RACE_MIN_ROUNDS && t1.tv_sec - t0.tv_sec >= RACE_BUDGET_S)
+			break;
+		usleep(20000);
+		ASSERT_EQ(0, unbind_adapter()) TH_LOG("cycle %d", cycle);
+		usleep(5000);
+		ASSERT_EQ(0, bind_quickly()) TH_LOG("cycle %d", cycle);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	printf("# %d unbind/bind cycles in %.1f s\n", cycle,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	for (int i = 0; i < POSTERS; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	/* every context is gone: the adapter works as before */
+	ASSERT_EQ(0, bind_adapter());
+	ASSERT_EQ(0, verbs_open(&self->v));
+	post_and_land(_metadata, &self->v, self->wqe, 4);
+	EXPECT_EQ(0, verbs_close(&self->v));
 }
 
 TEST_HARNESS_MAIN

@@ -19,7 +19,10 @@
 #include <infiniband/mlx4dv.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_user_ioctl.h>
+#include <sys/ioctl.h>
 #include <time.h>
+
+#include <mlx4_bf.h>
 
 #include "mlx4_bf_lib.h"
 

@@ -20,6 +20,10 @@
  *   fault never happens for a WQE the kernel accepted: the last test
  *   compares the model's counters over the whole program.
  *
+ * libmlx4's own posts (ibv_post_send()) never reach the kernel: the
+ * adapter alone refuses their gathers and landings, the reserved lkey
+ * among them, as local protection errors (declared).
+ *
  * Ported from the misc device's mlx4_bf_mr_post_test, every rule with a
  * verbs counterpart. Changed: every rkey rule (without REMOTE_WRITE or
  * REMOTE_READ, a context that is not the peer's, stale, past the end) was a
@@ -33,6 +37,12 @@
  *   then unpin); see dereg_with_sends_outstanding_succeeds_at_once;
  * - the debugfs pinned_pages check of fork: the misc device's regions
  *   only; VmPin (ib_umem's pinned_vm) stands for it.
+ *
+ * From the misc device's mlx4_bf_user_send_test (QPs whose send queue user
+ * space owned, posting as libmlx4 does) come the adapter's own refusals of
+ * such posts: the reserved lkey, and an RDMA read into memory without
+ * LOCAL_WRITE; its foreign rkey is
+ * rkey_of_a_context_that_is_not_the_peer_is_a_remote_access_error.
  */
 #include <sys/wait.h>
 
@@ -48,11 +58,11 @@
 static struct {
 	int v4;
 	uint64_t local, remote;
-	long declared;
+	long declared_local, declared_remote;
 } at_start;
 
-/* The remote faults declared in DECLARED_FAULTS so far. */
-static long declared_remote(void)
+/* The faults of @kind ("local", "remote") declared in DECLARED_FAULTS so far. */
+static long declared(const char *kind)
 {
 	FILE *f = fopen(DECLARED_FAULTS, "r");
 	char line[32];
@@ -61,7 +71,7 @@ static long declared_remote(void)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		n += !strncmp(line, "remote", 6);
+		n += !strncmp(line, kind, strlen(kind));
 	fclose(f);
 	return n;
 }
@@ -75,7 +85,8 @@ static void __attribute__((constructor)) read_faults_at_start(void)
 	at_start.v4 = 1;
 	at_start.local = model_read(&m, MODEL_LOCAL_PROT_FAULTS);
 	at_start.remote = model_read(&m, MODEL_REMOTE_ACCESS_FAULTS);
-	at_start.declared = declared_remote();
+	at_start.declared_local = declared("local");
+	at_start.declared_remote = declared("remote");
 	model_close(&m);
 }
 
@@ -782,20 +793,84 @@ TEST_F(pair, fork_keeps_the_parents_region_and_its_pages)
 	EXPECT_EQ(pinned, vm_pinned_kb()) TH_LOG("the parent's VmPin");
 }
 
+/*
+ * libmlx4's own posts (ibv_post_send(): its stores to its BlueFlame page
+ * or its doorbell, no call of the kernel) are checked by the adapter
+ * alone: what the kernel refuses on QP_POST, the adapter must refuse on
+ * them, as a local protection error that writes nothing. @sge is the
+ * WQE's one gather or landing; the fault is declared as it happens.
+ */
+static void expect_libmlx4_local_fault(struct __test_metadata *_metadata, struct pair *p,
+				       enum ibv_wr_opcode opcode, struct ibv_sge *sge,
+				       uint8_t *remote, uint32_t rkey)
+{
+	struct ibv_send_wr wr = {
+		.opcode = opcode,
+		.send_flags = IBV_SEND_SIGNALED,
+		.sg_list = sge,
+		.num_sge = 1,
+		.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rkey },
+	}, *bad;
+	uint64_t local = model_read(&p->m, MODEL_LOCAL_PROT_FAULTS);
+	uint64_t writes = model_read(&p->m, MODEL_RDMA_WRITES);
+	uint64_t faults;
+
+	ASSERT_EQ(0, ibv_post_send(p->a.qp, &wr, &bad));
+	expect_a_cqe(_metadata, p, IBV_WC_LOC_PROT_ERR, 0);
+	faults = model_read(&p->m, MODEL_LOCAL_PROT_FAULTS) - local;
+	for (uint64_t i = 0; i < faults; i++)
+		declare_fault("local");
+	EXPECT_EQ(1, faults) TH_LOG("local protection faults");
+	EXPECT_EQ(writes, model_read(&p->m, MODEL_RDMA_WRITES));
+	EXPECT_TRUE(verbs_cq_quiet(p->b.cq)) TH_LOG("b saw the refused WQE");
+}
+
+/*
+ * The adapter's reserved lkey reaches any memory of the host: a user QP's
+ * WQE that names it, which the kernel never sees, is the adapter's to
+ * refuse.
+ */
+TEST_F(pair, libmlx4s_own_gather_with_the_reserved_lkey_is_a_local_protection_error)
+{
+	struct pair *p = &self->p;
+	struct ibv_sge sge = { (uintptr_t)p->abuf, 64, RESERVED_LKEY };
+
+	expect_libmlx4_local_fault(_metadata, p, IBV_WR_RDMA_WRITE, &sge, p->bbuf, p->bmr->rkey);
+	EXPECT_EQ(0, p->bbuf[0]);
+}
+
+/* libmlx4's own RDMA READ into a region without LOCAL_WRITE: nothing lands. */
+TEST_F(pair, libmlx4s_own_rdma_read_into_a_region_without_local_write_is_refused)
+{
+	struct pair *p = &self->p;
+	struct ibv_mr *readable = readable_source(p, p->bbuf, 64);
+	struct ibv_mr *read_only = ibv_reg_mr(p->a.pd, p->abuf, BUF_BYTES, 0);
+	struct ibv_sge sge;
+	uint8_t before[64];
+
+	ASSERT_NE(NULL, readable);
+	ASSERT_NE(NULL, read_only);
+	memcpy(before, p->abuf + 64, 64);
+	sge = (struct ibv_sge){ (uintptr_t)p->abuf + 64, 64, read_only->lkey };
+	expect_libmlx4_local_fault(_metadata, p, IBV_WR_RDMA_READ, &sge, p->bbuf,
+				   readable->rkey);
+	EXPECT_EQ(0, memcmp(p->abuf + 64, before, 64)) TH_LOG("the read landed");
+}
+
 /* Last: the fault counters over every test before. */
 FIXTURE(program) {};
 FIXTURE_SETUP(program) {}
 FIXTURE_TEARDOWN(program) {}
 
-TEST_F(program, no_local_fault_and_every_remote_fault_declared)
+TEST_F(program, every_fault_declared)
 {
 	struct model m;
 
 	if (!at_start.v4 || !analyzer_v4(&m))
 		SKIP(return, NO_V4);
-	EXPECT_EQ(at_start.local, model_read(&m, MODEL_LOCAL_PROT_FAULTS))
-		TH_LOG("local protection faults");
-	EXPECT_EQ(at_start.remote + declared_remote() - at_start.declared,
+	EXPECT_EQ(at_start.local + declared("local") - at_start.declared_local,
+		  model_read(&m, MODEL_LOCAL_PROT_FAULTS)) TH_LOG("local protection faults");
+	EXPECT_EQ(at_start.remote + declared("remote") - at_start.declared_remote,
 		  model_read(&m, MODEL_REMOTE_ACCESS_FAULTS)) TH_LOG("remote access faults");
 	model_close(&m);
 }
