@@ -530,29 +530,12 @@ pingpong)  need_kdir; build_selftests "$KDIR"
 			${USERPOST_PINGPONG_ARGS:---min 4 --max 208 --step 68 --iters 300}; rc=\$?;
 		  $send_back; exit \$rc; }" \
 		--save-files "$RESULTS" -- "$OUT/guest" ;;
-profile)   need_kdir
+profile|profile-post) need_kdir
 	   # Instructions per call by function, under -icount with
 	   # tools/profile/insn_profile.so counting inside the guest program's
 	   # window (Documentation/performance.rst, "Profiling a post"); one
-	   # vCPU: the plugin cannot tell which vCPU runs an instruction.
-	   pdir=$OUT/profile
-	   rm -rf "$pdir"
-	   mkdir -p "$pdir/guest" "$pdir/back" "$RESULTS"
-	   log "profile: building tools/profile (the TCG plugin, the guest program)"
-	   build_profile "$pdir" "$pdir/mlx4_bf_profile"
-	   cp "$pdir/mlx4_bf_profile" "$pdir/guest/"
-	   # The module's symbols and _text (the kernel's load address) from
-	   # kallsyms; the kernel's others from System.map.
-	   vm_boot run "mkdir -p /tmp/results &&
-		/work/mlx4_bf_profile ${PROFILE_ARGS:--n 2000} ${PROFILE:-bf:64 noop} >/tmp/results/windows.txt;
-		rc=\$?; cat /tmp/results/windows.txt;
-		grep -e '\[mlx4_bf\]' -e ' _text\$' /proc/kallsyms >/tmp/results/kallsyms.txt;
-		$send_back; exit \$rc" \
-		--icount --smp 1 --append nokaslr --plugin "$pdir/insn_profile.so,out=$pdir/counts.txt" \
-		--save-files "$pdir/back" -- "$pdir/guest"
-	   profile_report "$pdir" "$pdir/mlx4_bf_profile" ;;
-profile-post) need_kdir
-	   # make profile's counting around libmlx4's ibv_post_send() over
+	   # vCPU: the plugin cannot tell which vCPU runs an instruction. It
+	   # counts around libmlx4's ibv_post_send() over
 	   # mlx4_bf0, through QP_POST and by its own stores
 	   # (tools/vm/provider/profile_post.sh): where the uverbs path's
 	   # instructions go. On s390x libmlx4's own post is the

@@ -21,7 +21,7 @@
  *
  * so a program can measure each call (S call P), look at the call (its guest
  * clock, for instance) and keep or drop it (K or D), and end the window
- * after the last one (E). tools/profile/mlx4_bf_profile.c does this, with
+ * after the last one (E). tools/vm/upstream/ibv_post_cost.c does this, with
  * the markers' asm text of tools/profile/markers.h.
  *
  * Between S and P every instruction the guest executes (user space, the

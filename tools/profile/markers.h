@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The markers of tools/profile/insn_profile.c (the TCG plugin) as asm
- * text, for the guest programs it counts (mlx4_bf_profile.c,
- * tools/vm/upstream/ibv_post_cost.c): no-ops whose operand no compiler
+ * text, for the guest program it counts
+ * (tools/vm/upstream/ibv_post_cost.c): no-ops whose operand no compiler
  * emits, 0x4d4c42XX with XX one of the plugin's letters. Each goes in
  * asm volatile(MARKER ::: "memory"), a compiler barrier too. TWO_NOPS
  * stands where the markers are when a program measures its clock's own

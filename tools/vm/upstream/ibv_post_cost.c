@@ -13,10 +13,9 @@
  *                      [-i INLINE] [-p NAME [-W FIRST]]
  * Prints "#bytes path median" lines (path bf: inline, db: gathered).
  *
- * -p NAME (x86 and s390x) is for make profile-post: each measured post is
- * bracketed by tools/profile/insn_profile.so's markers (markers.h), as
- * tools/profile/mlx4_bf_profile.c brackets its calls (a post whose clock
- * exceeds 1.5 times the fastest is dropped), one window per size, and a
+ * -p NAME (x86 and s390x) is for make profile: each measured post is
+ * bracketed by tools/profile/insn_profile.so's markers (markers.h) (a post
+ * whose clock exceeds 1.5 times the fastest is dropped), one window per size, and a
  * "profile: window K config NAME:BYTES ..." line for tools/profile/report.py
  * follows each size's line. The plugin numbers the windows of the whole
  * boot: -W is this run's first (default 1).
