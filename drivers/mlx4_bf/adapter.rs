@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The adapter: one bound mlx4 function, shared by its contexts, the kernel
-//! ping and the driver. Its state is private; what a caller may do with it
+//! The adapter: one bound mlx4 function, shared by the RDMA provider, the
+//! kernel ping's contexts and the driver. Its state is private; what a caller may do with it
 //! is a method here: take a UAR, a QP buffer or an area, register a memory
 //! region, look up a peer's region, reach the hardware while it is bound.
 //! How it is brought up and taken down: `adapter/bring_up.rs`. What the
@@ -59,7 +59,7 @@ pub(crate) struct Resources {
     pub(crate) kping_pool: Coherent<[u8]>,
 }
 
-/// One bound adapter, shared by its open contexts.
+/// One bound adapter, shared by the provider and the kernel ping's contexts.
 #[pin_data]
 pub(crate) struct Adapter {
     caps: Caps,
@@ -69,8 +69,8 @@ pub(crate) struct Adapter {
     uars: Mutex<UarAllocator>,
     #[pin]
     qps: Mutex<QpTable>,
-    /// The memory contexts map (outside `resources`: mappings may outlive
-    /// unbind).
+    /// The kernel ping's contexts' receive areas (outside `resources`: an
+    /// area the adapter may still write is kept past unbind).
     areas: UserAreas,
     /// Areas of `areas` in use (bit = area).
     #[pin]
@@ -78,7 +78,8 @@ pub(crate) struct Adapter {
     /// Memory regions of all contexts (`hw/memory/mr.rs`).
     #[pin]
     mrs: Mutex<MrTable>,
-    /// Woken by completion events and by unbind: pollers look at their CQs.
+    /// Woken by completion events and by unbind: the kernel ping's waiters
+    /// look at their CQs.
     #[pin]
     events: PollCondVar,
     #[pin]
@@ -206,7 +207,7 @@ impl Adapter {
         let area = (!*used).trailing_zeros() as usize;
         if area >= AREAS {
             kernel::pr_warn_once!(
-                "more than {} contexts with QPs: CREATE_QP fails with -ENOSPC\n",
+                "more than {} contexts with QPs: a new one fails with -ENOSPC\n",
                 AREAS
             );
             return Err(ENOSPC);

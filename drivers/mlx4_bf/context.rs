@@ -123,7 +123,7 @@ fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel:
 }
 
 impl Context {
-    /// A new context of `adapter`, for an `open()`: its UAR, its counters
+    /// A new context of `adapter`, for a kernel ping end: its UAR, its counters
     /// and their debugfs file.
     pub(crate) fn open(adapter: &Arc<Adapter>) -> Result<Pin<KBox<Self>>> {
         let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;

@@ -73,7 +73,3 @@ const _: () = assert!(
     MAX_QPS <= u64::BITS as usize,
     "QpTable::used_slots is a u64"
 );
-const _: () = assert!(
-    MAX_QPS_PER_CONTEXT <= u32::BITS as usize,
-    "Context::qp_mask is a u32"
-);

@@ -7,8 +7,8 @@
 //! Documentation/mlx4_bf.rst ("Kernel ping").
 //!
 //! Each end is a context of its own with one QP (`end.rs`): the ping is a
-//! second user of the adapter layer, posting through the same
-//! `Context::post_send()` and BlueFlame writer as the ioctl. The command's
+//! user of the adapter layer beside the RDMA provider, posting through
+//! `Context::post_send()` and the BlueFlame writer QP_POST uses. The command's
 //! grammar and the latency histogram are the pure `kping_rules`.
 
 use kernel::{

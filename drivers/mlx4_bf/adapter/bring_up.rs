@@ -66,7 +66,7 @@ impl Running {
         self.adapter.router.stop();
         // Every MPT is out of the device: no region is registered any more.
         self.adapter.mrs.lock().close();
-        // Pollers see the adapter gone (POLLHUP).
+        // Waiters see the adapter gone.
         self.adapter.events.notify_all();
     }
 }
@@ -326,7 +326,7 @@ impl irq::Handler for EqHandler {
             });
         let _ = fw.eq.arm(hw.bar2.uar());
         if contexts {
-            // Pollers look at their receive CQs; the CQ that fired is one of them.
+            // Waiters look at their receive CQs; the CQ that fired is one of them.
             self.adapter.events.notify_all();
         }
         if provider {

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The kernel as a context's user: what the kernel ping (`kping/`) needs
-//! beyond the methods the ioctl calls. Its WQEs go through the same
-//! `post_send()` (`WqeSource::Kernel`); here it consumes its receive CQ
-//! itself, as a process does in its mapping, learns when its sends
-//! completed, and registers its own memory.
+//! beyond posting (`post_send()`): it consumes its receive CQ, learns when
+//! its sends completed, and registers its own memory.
 
 use super::Context;
 use crate::hw::memory::mr::{CtxMr, MappedRegion};

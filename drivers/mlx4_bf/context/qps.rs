@@ -34,7 +34,7 @@ impl Context {
 
     /// The context's area of shared memory, taken with its first QP and
     /// cleared whole then: it may hold the bytes of the context that had
-    /// it before (receive buffers, WQE pages, user send queues).
+    /// it before (its receive buffers and CQs).
     pub(super) fn area(&self, state: &mut State) -> Result<usize> {
         if let Some(area) = state.area {
             return Ok(area);

@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The receive half of a QP: its receive queue (owned by the kernel, each
-//! WQE naming one kernel receive buffer) and its receive CQ (polled by user
-//! space in its mapping, see `hw/memory/user_area.rs`).
+//! The receive half of a QP: its receive queue (each WQE naming one kernel
+//! receive buffer) and its receive CQ in the context's area
+//! (`hw/memory/user_area.rs`), consumed by the kernel ping.
 //!
-//! The kernel still has to know two things the process's CQ says: how many
+//! The kernel has to know two things the receive CQ says: how many
 //! receive WQEs the device consumed (so the RQ never holds more than
 //! `RQ_ENTRIES`) and whether the QP went to ERR (so no send reaches a QP
 //! the device stopped). It reads the receive CQEs without consuming them
 //! before each post. The device writes CQE `n + RCQ_ENTRIES` over CQE `n` only
 //! for a receive WQE posted after the kernel saw CQE `n` (at most
 //! `RQ_ENTRIES` are outstanding), so a CQE is never overwritten unseen.
-//! The consumer index user space publishes bounds the posts too: no more
-//! CQEs are outstanding than the CQ holds.
+//! The consumer index the kernel ping publishes bounds the posts too: no
+//! more CQEs are outstanding than the CQ holds.
 //!
-//! The context's side of it: POST_RECV, the scan of a receive CQ before a
-//! post, ARM_CQ and `poll()`.
+//! The context's side of it: posting receives, the scan of a receive CQ
+//! before a post, arming the CQ.
 
 use core::mem::offset_of;
 use kernel::{

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One end of a kernel ping: a context of its own (a UAR, a QP, its
-//! receive queue and CQs, its regions), as a process's would be, and two
-//! buffers of `Resources::kping_pool`, its source and its sink. Everything goes
-//! through the context's methods, as the ioctl's do: the same checks, the
-//! same BlueFlame writer. Dropping it closes the context (QP, CQs and
+//! receive queue and CQs, its regions) and two buffers of
+//! `Resources::kping_pool`, its source and its sink. Everything goes
+//! through the context's methods: the checks and the BlueFlame writer a
+//! post of QP_POST's gets too. Dropping it closes the context (QP, CQs and
 //! regions out of the device) before the buffers are given back.
 
 use kernel::{
@@ -216,7 +216,7 @@ impl End {
     /// RDMA WRITEs this end's buffer `from` (`size` bytes) into the peer's
     /// `to`: inline by BlueFlame (`path=bf`), or gathered after a doorbell.
     /// Returns how long `post_send()` took, in ns: the in-kernel post, the
-    /// WQE built before it (as user space builds it before the ioctl).
+    /// WQE built before it (as libmlx4 builds it before QP_POST).
     pub(super) fn write(&self, from: Buf, to: &Msg, path: Path) -> Result<u64> {
         let raddr = Some((to.addr, to.rkey));
         let size = to.size as usize;

@@ -28,7 +28,7 @@ pub(crate) struct RunStats {
     /// Round-trip latency in ns: min, median, p99, max (0: no sample yet).
     pub(crate) latency: [u64; 4],
     /// The median time of an RDMA WRITE's in-kernel post (`post_send()`
-    /// alone), in ns: the ioctl's cost without the system call.
+    /// alone), in ns: a post's kernel cost without the system call.
     pub(crate) write_post: u64,
     /// A server waiting for its client.
     pub(crate) listening: bool,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The post's copies of a WQE: from the QP's WQE page (memory user space may
-//! be writing), into the send queue (DMA memory) and to the BlueFlame
+//! The post's copies of a WQE: from a send queue in user memory (which user
+//! space may be writing), into the send queue (DMA memory) and to the BlueFlame
 //! register (MMIO). Whole 64-bit words, never a merged or split access, which
 //! MMIO and memory others write at the same time need: on x86 one `rep
 //! movsq` (what `memcpy_toio()` does there with `movsl`; a `memcpy` would be
@@ -69,8 +69,7 @@ pub(crate) unsafe fn qwords(dst: *mut u64, src: *const u64, n: usize) {
 
 /// Copies `src` into `dst` (as long): by whole words (`qwords`) when both
 /// are 8-byte aligned and a multiple of 8 long, as a WQE built in an
-/// aligned buffer is; else as `copy_from_slice()`. A WQE the kernel built
-/// itself is copied as the ioctl copies a staged one.
+/// aligned buffer is; else as `copy_from_slice()`.
 #[inline(always)]
 pub(crate) fn words(dst: &mut [u8], src: &[u8]) {
     let aligned = |p: *const u8| (p as usize).is_multiple_of(8);

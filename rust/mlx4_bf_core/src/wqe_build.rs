@@ -2,8 +2,8 @@
 
 //! WQEs as user space builds them (libmlx4's way): what the helper posts,
 //! what the tests feed `wqe::validate()`, and what the kernel ping posts
-//! (the module's one builder of WQEs; the ioctl path only checks and stamps
-//! them, `wqe.rs`).
+//! (the module's one builder of WQEs; QP_POST only checks and stamps them,
+//! `wqe.rs`).
 
 use crate::wqe::{
     be32, put_be32, WqeInfo, CTRL_LEN, GATHER_LEN, INLINE_ALIGN, INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,

@@ -79,7 +79,7 @@ pub(crate) struct CtxMr {
 pub(crate) struct CtxMrs {
     list: [CtxMr; MAX_MRS_PER_CONTEXT],
     len: usize,
-    /// Pages they pin.
+    /// Pages they name.
     pub(crate) pages: u32,
 }
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A context's completion queue (`mlx4/cq.c`, libmlx4's `cq.c`).
+//! A kernel ping context's completion queue (`mlx4/cq.c`, libmlx4's
+//! `cq.c`), and SW2HW_CQ/HW2SW_CQ of the provider's.
 //!
-//! The kernel owns the send queues, so it must learn when their slots are
-//! free: every WQE it posts asks for a CQE (CQ_UPDATE), and a post that
-//! finds its send queue full reaps the context's CQ (so do CONNECT_QP,
-//! DEREG_MR and DESTROY_QP). Reaping reads DMA memory only (the
+//! The kernel owns its contexts' send queues, so it must learn when their
+//! slots are free: every WQE it posts asks for a CQE (CQ_UPDATE), and a post
+//! that finds its send queue full reaps the context's CQ (so does a
+//! reconnect). Reaping reads DMA memory only (the
 //! CQE owner bit, `wqe_index`) and writes the consumer index into the CQ's
 //! doorbell record, also DMA memory: the hot path never reads MMIO. The CQ is
 //! never armed, so it raises no completion events.
@@ -72,8 +73,8 @@ bitfield! {
     }
 }
 
-// The send CQ's CQEs are laid out as the receive CQ's (the ABI's
-// `struct mlx4_bf_cqe`), from the start of each CQE_SIZE entry. `poll()` reads
+// The send CQ's CQEs are laid out as the receive CQ's (`cqe::Cqe`,
+// `struct mlx4_cqe`), from the start of each CQE_SIZE entry. `poll()` reads
 // big-endian words: the owner byte and the syndrome are each the low byte of
 // theirs, wqe_index the high half of the syndrome's, my_qpn a whole word.
 const _: () = {
