@@ -119,7 +119,7 @@ for tool in ib_send_bw ib_write_bw; do
 	bandwidth $tool
 	result $? "${tool}_size_4096" "see the lines above"
 done
-bandwidth_qps ib_write_bw 64
+bandwidth ib_write_bw 64
 result $? ib_write_bw_qps_64 "see the lines above"
 
 # Refusals: one result per request (nested), and none of them a WARN.

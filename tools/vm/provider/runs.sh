@@ -107,42 +107,29 @@ perftest() { # tool size
 	return $rc
 }
 
-# perftest's TOOL (ib_send_bw, ib_write_bw) at 4096 bytes, briefly: every
-# message delivered or written, no protocol error.
-bandwidth() { # tool
-	args="-d $DEV -i 1 -F -s 4096 -n $ITERS"
-	snap before
-	server_client "$1" "$1 $args" "$1 $args 127.0.0.1"
-	rc=$?
-	snap after
-	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$1".out >>/tmp/results/provider-"$1".txt
-	echo "# $1 4096 bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
-	[ "$(delta protocol_errors)" = 0 ] || rc=1
-	case $1 in
-	ib_send_bw) [ "$(delta deliveries)" -ge $ITERS ] || rc=1 ;;
-	*) [ "$(delta rdma_writes)" -ge $ITERS ] || rc=1 ;;
-	esac
-	return $rc
-}
-
-# bandwidth()'s run with QPS QPs a side (perftest's -q; 64 of them make 128
-# QPs in the adapter at once, server's and client's), QPS_ITERS messages of
-# 4096 bytes on each (perftest's -n counts per QP): every message of every
-# QP written (ib_write_bw) or delivered (ib_send_bw), no protocol error.
+# perftest's TOOL (ib_send_bw, ib_write_bw) at 4096 bytes, briefly, with
+# QPS QPs a side (perftest's -q, 1 if not given; 64 make 128 QPs in the
+# adapter at once, server's and client's): every message of every QP
+# delivered (ib_send_bw) or written (ib_write_bw), no protocol error. One
+# QP sends ITERS messages, several QPS_ITERS each (perftest's -n counts per
+# QP).
 QPS_ITERS=10
-bandwidth_qps() { # tool qps
-	name=$1-qps-$2
-	args="-d $DEV -i 1 -F -s 4096 -n $QPS_ITERS -q $2"
+bandwidth() { # tool [qps]
+	qps=${2:-1} n=$ITERS name=$1 what="$1"
+	if [ "$qps" -gt 1 ]; then
+		n=$QPS_ITERS name=$1-qps-$qps what="$1 -q $qps"
+	fi
+	args="-d $DEV -i 1 -F -s 4096 -n $n -q $qps"
 	snap before
 	server_client "$name" "$1 $args" "$1 $args 127.0.0.1"
 	rc=$?
 	snap after
 	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$name".out >>/tmp/results/provider-"$name".txt
-	echo "# $1 -q $2 4096 bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
+	echo "# $what 4096 bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
 	[ "$(delta protocol_errors)" = 0 ] || rc=1
 	case $1 in
-	ib_send_bw) [ "$(delta deliveries)" -ge $((QPS_ITERS * $2)) ] || rc=1 ;;
-	*) [ "$(delta rdma_writes)" -ge $((QPS_ITERS * $2)) ] || rc=1 ;;
+	ib_send_bw) [ "$(delta deliveries)" -ge $((n * qps)) ] || rc=1 ;;
+	*) [ "$(delta rdma_writes)" -ge $((n * qps)) ] || rc=1 ;;
 	esac
 	return $rc
 }
