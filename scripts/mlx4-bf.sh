@@ -598,7 +598,7 @@ lint)      need_kdir
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf_main.rs \
 		"abi cqe eqe ib_device icm kping_rules layout mad qp_context qp_size region reject ring store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
 		 sys rdma | stats | hw |
-		 adapter | context ib | kping | driver crate"
+		 adapter | kernel_context ib | kping | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-model/src" lib.rs
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/rust/mlx4_bf_core/src" lib.rs

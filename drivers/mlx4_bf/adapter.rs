@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The adapter: one bound mlx4 function, shared by the RDMA provider, the
-//! kernel ping's contexts and the driver. Its state is private; what a caller may do with it
-//! is a method here: take a UAR, a QP buffer or an area, register a memory
-//! region, look up a peer's region, reach the hardware while it is bound.
+//! kernel ping's kernel contexts and the driver. Its state is private;
+//! what a caller may do with it is a method here: take a UAR, a QP buffer
+//! or a receive area, register a memory region, look up a peer's region,
+//! reach the hardware while it is bound.
 //! How it is brought up and taken down: `adapter/bring_up.rs`. What the
 //! RDMA provider does with it (PDs, MTT ranges, CQs and QPs in user
 //! memory, the device's facts, its events): `adapter/provider.rs`,
@@ -15,7 +16,7 @@ use kernel::{
     dma::Coherent,
     prelude::*,
     revocable::RevocableGuard,
-    sync::{atomic::Atomic, poll::PollCondVar, rcu, Arc, Mutex},
+    sync::{atomic::Atomic, rcu, Arc, CondVar, Mutex},
 };
 
 use crate::{
@@ -23,7 +24,7 @@ use crate::{
     hw::firmware::Firmware,
     hw::memory::{
         mr::{MappedRegion, MrTable},
-        user_area::{Area, UserAreas, AREAS},
+        recv_area::{Area, AREAS},
     },
     hw::queues::kernel_mem::QueueMem,
     layout::Caps,
@@ -51,15 +52,24 @@ use qp_table::QpTable;
 /// The hardware resources that go away when the device is unbound.
 pub(crate) struct Resources {
     pub(crate) bar2: Bar2,
-    /// `MAX_QPS` QP buffers of `QP_BUF_BYTES`.
+    /// `KERNEL_QPS` QP buffers of `QP_BUF_BYTES`.
     pub(crate) qp_pool: Coherent<[u8]>,
     /// The EQ and CQ memory.
     pub(crate) queues: QueueMem,
     /// `KPING_ENDS` times `KPING_END_BYTES`: the kernel ping's buffers.
     pub(crate) kping_pool: Coherent<[u8]>,
+    /// `AREAS` receive areas of the kernel contexts (`hw/memory/recv_area.rs`).
+    pub(crate) recv_areas: Coherent<[u8]>,
 }
 
-/// One bound adapter, shared by the provider and the kernel ping's contexts.
+impl Resources {
+    /// Receive area `index`, which the caller's kernel context owns.
+    pub(crate) fn recv_area(&self, index: usize) -> Result<Area<'_>> {
+        Area::of(&self.recv_areas, index)
+    }
+}
+
+/// One bound adapter, shared by the provider and the kernel ping's kernel contexts.
 #[pin_data]
 pub(crate) struct Adapter {
     caps: Caps,
@@ -69,22 +79,20 @@ pub(crate) struct Adapter {
     uars: Mutex<UarAllocator>,
     #[pin]
     qps: Mutex<QpTable>,
-    /// The kernel ping's contexts' receive areas (outside `resources`: an
-    /// area the adapter may still write is kept past unbind).
-    areas: UserAreas,
-    /// Areas of `areas` in use (bit = area).
+    /// Receive areas (`Resources::recv_areas`) in use (bit = area). An
+    /// area the adapter may still write stays taken until unbind.
     #[pin]
     areas_used: Mutex<u64>,
-    /// Memory regions of all contexts (`hw/memory/mr.rs`).
+    /// Memory regions of the kernel contexts and the provider (`hw/memory/mr.rs`).
     #[pin]
     mrs: Mutex<MrTable>,
     /// Woken by completion events and by unbind: the kernel ping's waiters
     /// look at their CQs.
     #[pin]
-    events: PollCondVar,
+    events: CondVar,
     #[pin]
     stats: DeviceStats,
-    /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each context's counters.
+    /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each kernel context's counters.
     debugfs: Dir,
     /// The command interface, the EQ and the posting gate.
     firmware: Pin<KBox<Firmware>>,
@@ -124,7 +132,7 @@ impl Adapter {
     }
 
     /// Woken by completion events and by unbind.
-    pub(crate) fn events(&self) -> &PollCondVar {
+    pub(crate) fn events(&self) -> &CondVar {
         &self.events
     }
 
@@ -155,7 +163,7 @@ impl Adapter {
             .ok_or(ENODEV)
     }
 
-    /// A UAR for a new context; `-EBUSY` when all are taken.
+    /// A UAR for a new verbs or kernel context; `-EBUSY` when all are taken.
     pub(crate) fn open_uar(&self) -> Result<u32> {
         self.uars.lock().alloc().ok_or_else(|| {
             kernel::pr_warn_once!(
@@ -170,7 +178,7 @@ impl Adapter {
         self.uars.lock().free(uar_index);
     }
 
-    /// Contexts open now.
+    /// Verbs and kernel contexts open now (each holds one UAR).
     pub(crate) fn contexts(&self) -> u32 {
         self.uars.lock().in_use()
     }
@@ -186,7 +194,7 @@ impl Adapter {
     }
 
     /// `(start, len, region::perm() bits)` of the region `rkey` names, if it
-    /// is one of the context QP `qpn` belongs to: where an RDMA to that QP
+    /// is one of the kernel context QP `qpn` belongs to: where an RDMA to that QP
     /// may reach.
     pub(crate) fn remote_region(&self, qpn: u32, rkey: u32) -> Option<(u64, u64, u32)> {
         let pd = self.qps.lock().pd(qpn)?;
@@ -200,19 +208,19 @@ impl Adapter {
         self.mrs.lock().remote(key, pd)
     }
 
-    /// A free area for a context's QPs, cleared whole (it may hold the
-    /// bytes of the context that had it before).
+    /// A free receive area for a kernel context's QPs, cleared whole (it
+    /// may hold the bytes of the context that had it before).
     pub(crate) fn take_area(&self) -> Result<usize> {
         let mut used = self.areas_used.lock();
         let area = (!*used).trailing_zeros() as usize;
         if area >= AREAS {
             kernel::pr_warn_once!(
-                "more than {} contexts with QPs: a new one fails with -ENOSPC\n",
+                "more than {} kernel contexts with QPs: a new one fails with -ENOSPC\n",
                 AREAS
             );
             return Err(ENOSPC);
         }
-        self.areas.area(area)?.clear_all();
+        self.resources()?.recv_area(area)?.clear_all()?;
         *used |= 1 << area;
         Ok(area)
     }
@@ -220,10 +228,6 @@ impl Adapter {
     /// Gives area `area` back; nothing in the device writes it any more.
     pub(crate) fn release_area(&self, area: usize) {
         *self.areas_used.lock() &= !(1 << area);
-    }
-
-    pub(crate) fn area(&self, area: usize) -> Result<Area<'_>> {
-        self.areas.area(area)
     }
 
     /// Registers memory its owner mapped for DMA (the kernel ping's

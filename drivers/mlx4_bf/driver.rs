@@ -20,13 +20,14 @@ use crate::{
     kping::Kping,
 };
 
-/// Adapters one module instance serves (each gets debugfs `mlx4_bf<N>/`).
+/// Adapters one module instance serves (each named `mlx4_bf<N>`).
 const MAX_ADAPTERS: usize = 4;
 
 static DEVICE_NAMES: [&CStr; MAX_ADAPTERS] = [c"mlx4_bf0", c"mlx4_bf1", c"mlx4_bf2", c"mlx4_bf3"];
 static DEVICE_NUMBERS: Atomic<u32> = Atomic::new(0);
 
-/// An adapter number (debugfs `mlx4_bf<N>/`), held while the adapter is bound.
+/// An adapter number, held while the adapter is bound: the name of its RDMA
+/// device and of its debugfs directory, `mlx4_bf<N>`.
 struct DeviceNumber(u32);
 
 impl DeviceNumber {
@@ -63,7 +64,7 @@ impl Drop for DeviceNumber {
 /// their `Arc<Adapter>` and get `-ENODEV`.
 ///
 /// Fields drop in declaration order, the number last, so its name is free
-/// only once the debugfs directory is gone. They are initialized the other
+/// only once the RDMA device and the debugfs directory are gone. They are initialized the other
 /// way round.
 #[pin_data]
 pub(crate) struct AdapterBinding {
@@ -86,8 +87,12 @@ pub(crate) struct Mlx4BfDriver;
 /// The ib_device of an adapter that is up. Without one (the reason is
 /// logged) the adapter stays bound with only the kernel ping, as mlx4_core
 /// stays bound when mlx4_ib fails.
-fn register_ib(pdev: &pci::Device<Core<'_>>, adapter: &Arc<Adapter>) -> Option<IbRegistration> {
-    IbRegistration::new(pdev, adapter)
+fn register_ib(
+    pdev: &pci::Device<Core<'_>>,
+    adapter: &Arc<Adapter>,
+    name: &'static CStr,
+) -> Option<IbRegistration> {
+    IbRegistration::new(pdev, adapter, name)
         .inspect_err(|e| dev_err!(pdev.as_ref(), "no RDMA device: {:?}\n", e))
         .ok()
 }
@@ -164,16 +169,16 @@ impl pci::Driver for Mlx4BfDriver {
                 }
             ),
             running: up?,
-            ib <- new_mutex!(register_ib(pdev, adapter)),
+            ib <- new_mutex!(register_ib(pdev, adapter, name)),
         })
     }
 
     /// The adapter is taken down here, while the device is still bound:
-    /// open contexts then get -ENODEV (see `hw/firmware.rs`).
+    /// open kernel contexts then get -ENODEV (see `hw/firmware.rs`).
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
         // The ib_device goes while the adapter is up: unregistering it
         // destroys what user space still has and disassociates its verbs
-        // contexts (their mappings zapped).
+        // verbs contexts (their mappings zapped).
         let retired = this.ib.lock().take().and_then(IbRegistration::unregister);
         this.running.shutdown(pdev.as_ref());
         // The adapter is reset: the memory of objects whose destroy command

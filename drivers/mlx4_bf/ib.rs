@@ -19,8 +19,8 @@
 //! | `ib/post.rs`, `ib/methods.c` | the QP_POST method: a BlueFlame post through the kernel |
 //! | `ib/user_abi.rs` | mlx4_ib's udata, as typed values |
 //!
-//! The device is named `mlx4_bf<N>`: beside mainline mlx4_ib's `mlx4_<N>`
-//! in one boot. It has no MAD agent: the port is InfiniBand without the
+//! The device is named `mlx4_bf<N>`, `N` the adapter's number (its debugfs
+//! directory's too): beside mainline mlx4_ib's `mlx4_<N>` in one boot. It has no MAD agent: the port is InfiniBand without the
 //! MAD, CM and SA capabilities (`RDMA_CORE_CAP_PROT_IB`), because the
 //! provider offers no kernel verbs (QP0/QP1 would be kernel QPs), and
 //! user space learns the LID from `query_port` (PortInfo through MAD_IFC)
@@ -77,7 +77,7 @@ fn errno(e: crate::verbs::VerbsError) -> Error {
 }
 
 /// The device's data: the adapter it drives, and its BAR2, whose UAR and
-/// BlueFlame pages contexts map.
+/// BlueFlame pages verbs contexts map.
 pub(crate) struct IbDevice {
     adapter: Arc<Adapter>,
     bar2: IoRegion,
@@ -143,7 +143,7 @@ impl rdma::Driver for Provider {
         ucontext::Context::new(&d.adapter, &d.bar2, udata, mmaps)
     }
 
-    /// Nothing of a context outlives its objects and mappings, which the
+    /// Nothing of a verbs context outlives its objects and mappings, which the
     /// core destroys and zaps: the device may go while processes hold it
     /// open (they get `IB_EVENT_DEVICE_FATAL`, then `EIO`).
     fn disassociate_ucontext(_ctx: &UContext<Self>) {}
@@ -234,10 +234,16 @@ pub(crate) struct IbRegistration {
 }
 
 impl IbRegistration {
-    pub(crate) fn new(pdev: &pci::Device<Bound>, adapter: &Arc<Adapter>) -> Result<Self> {
+    /// Registers the device as `name`, the adapter's own (`mlx4_bf<N>`,
+    /// as its debugfs directory).
+    pub(crate) fn new(
+        pdev: &pci::Device<Bound>,
+        adapter: &Arc<Adapter>,
+        name: &'static CStr,
+    ) -> Result<Self> {
         let node = adapter.node_info()?;
         let info = DeviceInfo {
-            name: c"mlx4_bf%d",
+            name,
             node_type: NodeType::IbCa,
             node_guid: u64::from_be_bytes(node.node_guid),
             node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",

@@ -8,7 +8,7 @@
 //!
 //! Each end is a context of its own with one QP (`end.rs`): the ping is a
 //! user of the adapter layer beside the RDMA provider, posting through
-//! `Context::post_send()` and the BlueFlame writer QP_POST uses. The command's
+//! `KernelContext::post_send()` and the BlueFlame writer QP_POST uses. The command's
 //! grammar and the latency histogram are the pure `kping_rules`.
 
 use kernel::{

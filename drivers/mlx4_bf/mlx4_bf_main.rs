@@ -13,14 +13,14 @@
 //! that cannot store to that page (s390 without MIO) or chooses not to.
 //! Each adapter also has a kernel ping in the manner of krping, run from
 //! debugfs (`/sys/kernel/debug/mlx4_bf<N>/device/kping`, `kping/`), whose
-//! kernel QPs (`context/`) post on the same path.
+//! kernel QPs (`kernel_context/`) post on the same path.
 //!
 //! The layers, lowest first, each importing only from those below: the
 //! pure rules (`rust/mlx4_bf_core`, included here with `#[path]`), `sys/`
 //! (what the kernel crate lacks), `rdma/` (the RDMA core for a provider),
 //! `stats.rs`, `hw/` (the adapter as mlx4 describes it, brought up through
 //! its command interface as mlx4_core does: QUERY_DEV_CAP, ICM, INIT_HCA),
-//! `adapter/` (the bound adapter its users share), `context/` and `ib/`,
+//! `adapter/` (the bound adapter its users share), `kernel_context/` and `ib/`,
 //! `kping/`, and `driver.rs`. See Documentation/mlx4_bf.rst.
 
 // The pure rules, shared with the host tools (rust/mlx4_bf_core).
@@ -80,11 +80,11 @@ mod wqe;
 mod wqe_build;
 
 mod adapter;
-mod context;
 mod driver;
 mod geometry;
 mod hw;
 mod ib;
+mod kernel_context;
 mod kping;
 mod rdma;
 mod stats;

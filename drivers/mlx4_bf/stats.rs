@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The counters: posts, kept per context (the device's are the sum of its
-//! contexts', so no post writes a line that other CPUs' posts write too),
-//! and the queues' events and completions ([`QueueStats`]). A context whose
-//! posts are serialized by a lock of its own counts under it ([`Counts`]);
-//! others count without one ([`Stats`]).
+//! The counters: posts, kept per poster (a verbs context, a kernel
+//! context) so no post writes a line that other CPUs' posts write too, the
+//! device's being their sum ([`DeviceStats`]); and the queues' events and
+//! completions ([`QueueStats`]). A poster whose posts are serialized by a
+//! lock of its own counts under it ([`Counts`]); others count without one
+//! ([`AtomicCounts`]).
 
 use kernel::{
     fmt, new_mutex,
@@ -17,7 +18,7 @@ use kernel::{
 
 use crate::reject::{self, Reject, REJECT_MAX};
 
-pub(crate) struct Stats {
+pub(crate) struct AtomicCounts {
     bf_posts: Atomic<u64>,
     db_posts: Atomic<u64>,
     bytes: Atomic<u64>,
@@ -25,9 +26,9 @@ pub(crate) struct Stats {
     rejects: [Atomic<u64>; REJECT_MAX],
 }
 
-impl Stats {
+impl AtomicCounts {
     pub(crate) fn new() -> Self {
-        Stats {
+        AtomicCounts {
             bf_posts: Atomic::new(0),
             db_posts: Atomic::new(0),
             bytes: Atomic::new(0),
@@ -51,8 +52,8 @@ impl Stats {
         self.rejects[why as usize].add(1u64, Relaxed);
     }
 
-    pub(crate) fn snapshot(&self) -> reject::Stats {
-        reject::Stats {
+    pub(crate) fn snapshot(&self) -> reject::PostCounts {
+        reject::PostCounts {
             bf_posts: self.bf_posts.load(Relaxed),
             db_posts: self.db_posts.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
@@ -62,7 +63,7 @@ impl Stats {
     }
 
     /// Adds the counts of `s` to these.
-    fn absorb(&self, s: &reject::Stats) {
+    fn absorb(&self, s: &reject::PostCounts) {
         self.bf_posts.add(s.bf_posts, Relaxed);
         self.db_posts.add(s.db_posts, Relaxed);
         self.bytes.add(s.bytes, Relaxed);
@@ -73,17 +74,17 @@ impl Stats {
     }
 }
 
-impl Counted for Stats {
-    fn counts(&self) -> reject::Stats {
+impl Counted for AtomicCounts {
+    fn counts(&self) -> reject::PostCounts {
         self.snapshot()
     }
 }
 
-/// Post counters of a context whose posts hold one lock from start to end:
+/// Post counters of a poster whose posts hold one lock from start to end:
 /// plain integers, written under that lock (no atomic read-modify-write on
 /// the post's path).
 #[derive(Default)]
-pub(crate) struct Counts(reject::Stats);
+pub(crate) struct Counts(reject::PostCounts);
 
 impl Counts {
     #[inline(always)]
@@ -104,17 +105,17 @@ impl Counts {
         self.0.rejects[why as usize] += 1;
     }
 
-    pub(crate) fn snapshot(&self) -> reject::Stats {
+    pub(crate) fn snapshot(&self) -> reject::PostCounts {
         self.0
     }
 }
 
-/// A context's post counters as the device's sum reads them.
+/// A poster's post counters as the device's sum reads them.
 pub(crate) trait Counted: Send + Sync {
-    fn counts(&self) -> reject::Stats;
+    fn counts(&self) -> reject::PostCounts;
 }
 
-fn add(total: &mut reject::Stats, s: &reject::Stats) {
+fn add(total: &mut reject::PostCounts, s: &reject::PostCounts) {
     total.bf_posts += s.bf_posts;
     total.db_posts += s.db_posts;
     total.bytes += s.bytes;
@@ -131,11 +132,11 @@ pub(crate) enum EqeKind {
     Async,
 }
 
-/// The device's post counters: those of its closed contexts plus the
+/// The device's post counters: those of its closed posters plus the
 /// open ones'.
 #[pin_data]
 pub(crate) struct DeviceStats {
-    closed: Stats,
+    closed: AtomicCounts,
     #[pin]
     open: Mutex<KVec<Arc<dyn Counted>>>,
 }
@@ -143,18 +144,18 @@ pub(crate) struct DeviceStats {
 impl DeviceStats {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(DeviceStats {
-            closed: Stats::new(),
+            closed: AtomicCounts::new(),
             open <- new_mutex!(KVec::new()),
         })
     }
 
-    /// Counts a new context's counters in.
+    /// Counts a new poster's counters in.
     pub(crate) fn attach(&self, s: Arc<dyn Counted>) -> Result {
         self.open.lock().push(s, GFP_KERNEL)?;
         Ok(())
     }
 
-    /// A context closes: its counts stay in the device's. `s` is the one
+    /// A poster closes: its counts stay in the device's. `s` is the one
     /// attached, found by its address.
     pub(crate) fn detach(&self, s: &dyn Counted) {
         let mut open = self.open.lock();
@@ -169,7 +170,7 @@ impl DeviceStats {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> reject::Stats {
+    pub(crate) fn snapshot(&self) -> reject::PostCounts {
         let mut total = self.closed.snapshot();
         for s in self.open.lock().iter() {
             add(&mut total, &s.counts());
@@ -199,7 +200,7 @@ pub(crate) const NAMES: [&CStr; 4 + REJECT_MAX] = [
 ];
 
 /// The counts of `s` in the order of [`NAMES`].
-pub(crate) fn values(s: &reject::Stats) -> [u64; NAMES.len()] {
+pub(crate) fn values(s: &reject::PostCounts) -> [u64; NAMES.len()] {
     let [length, size_field, opcode, ctrl, inline, gather, fault, qp, lkey, range, rkey] =
         s.rejects;
     [
@@ -222,7 +223,7 @@ pub(crate) fn values(s: &reject::Stats) -> [u64; NAMES.len()] {
 }
 
 /// The counters as debugfs shows them, one `name value` per line.
-pub(crate) fn show(s: &reject::Stats, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+pub(crate) fn show(s: &reject::PostCounts, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     for (name, count) in NAMES.iter().zip(values(s)) {
         // ASCII, as written above.
         writeln!(f, "{} {count}", name.to_str().unwrap_or("?"))?;

@@ -10,7 +10,7 @@ use kernel::{
     devres::Devres,
     dma::Coherent,
     irq::{self, IrqReturn},
-    new_mutex, new_poll_condvar, pci,
+    new_condvar, new_mutex, pci,
     prelude::*,
     sync::{
         aref::ARef,
@@ -22,7 +22,7 @@ use kernel::{
 use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Resources};
 use crate::{
     geometry::{
-        FIRST_PROVIDER_CQ, KERNEL_QPN_END, KPING_ENDS, KPING_END_BYTES, MAX_QPS, QP_BUF_BYTES,
+        FIRST_PROVIDER_CQ, KERNEL_QPN_END, KERNEL_QPS, KPING_ENDS, KPING_END_BYTES, QP_BUF_BYTES,
     },
     hw::{
         self,
@@ -31,7 +31,7 @@ use crate::{
         memory::{
             mr::MrTable,
             mtt::Pool,
-            user_area::{UserAreas, AREAS},
+            recv_area::{AREAS, AREAS_BYTES},
         },
         queues::kernel_mem::QueueMem,
     },
@@ -181,11 +181,10 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     let (caps, writer) = probe_caps(pdev, &firmware.dev_cap)?;
     let resources = alloc_resources(pdev, &caps, writer, queues)?;
     announce(pdev, &firmware, &caps, writer, name);
-    let areas = UserAreas::new(pdev.as_ref())?;
     // The adapter finds the queues in these pools through the MTT.
     firmware.write_pool_mtt(Pool::KernelQps, resources.qp_pool.dma_handle())?;
     for area in 0..AREAS {
-        firmware.write_pool_mtt(Pool::Area(area), areas.area(area)?.dma_base())?;
+        firmware.write_pool_mtt(Pool::Area(area), resources.recv_area(area)?.dma_base())?;
     }
     let mrs = MrTable::new(&firmware.dev_cap, &firmware.profile)?;
     let kernel_uars = firmware.kernel_uars();
@@ -193,7 +192,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
         firmware.cqn(FIRST_PROVIDER_CQ),
         firmware.cq_slots() - FIRST_PROVIDER_CQ,
     )?;
-    // The provider's PDs above every context's (a UAR index) and the
+    // The provider's PDs above every kernel context's (a UAR index) and the
     // firmware's reserved ones.
     let rdma = &firmware.dev_cap.rdma;
     let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
@@ -205,10 +204,9 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
             resources: Devres::new(pdev.as_ref(), resources)?,
             uars <- new_mutex!(UarAllocator::with_reserved(caps.num_uars, kernel_uars)),
             qps <- new_mutex!(QpTable::new(KERNEL_QPN_END)),
-            areas,
             areas_used <- new_mutex!(0),
             mrs <- new_mutex!(mrs),
-            events <- new_poll_condvar!("mlx4_bf events"),
+            events <- new_condvar!("mlx4_bf events"),
             stats <- DeviceStats::new(),
             debugfs: Dir::new(name),
             firmware,
@@ -232,9 +230,10 @@ fn alloc_resources(
     let dev = pdev.as_ref();
     Ok(Resources {
         bar2: Bar2::new(pdev, caps, writer.mapping())?,
-        qp_pool: Coherent::zeroed_slice(dev, MAX_QPS * QP_BUF_BYTES, GFP_KERNEL)?,
+        qp_pool: Coherent::zeroed_slice(dev, KERNEL_QPS * QP_BUF_BYTES, GFP_KERNEL)?,
         queues,
         kping_pool: Coherent::zeroed_slice(dev, KPING_ENDS * KPING_END_BYTES, GFP_KERNEL)?,
+        recv_areas: Coherent::zeroed_slice(dev, AREAS_BYTES, GFP_KERNEL)?,
     })
 }
 
@@ -315,17 +314,17 @@ impl irq::Handler for EqHandler {
             return IrqReturn::None;
         };
         let router = &self.adapter.router;
-        let (mut contexts, mut provider) = (false, false);
+        let (mut kernel, mut provider) = (false, false);
         // An EQE the driver cannot read is a driver bug; still re-arm.
         let _ = fw
             .eq
             .poll(&hw.queues, &fw.stats, |e| match router.record(e) {
-                Routed::Contexts => contexts = true,
+                Routed::KernelContexts => kernel = true,
                 Routed::Provider => provider = true,
                 Routed::Nothing => (),
             });
         let _ = fw.eq.arm(hw.bar2.uar());
-        if contexts {
+        if kernel {
             // Waiters look at their receive CQs; the CQ that fired is one of them.
             self.adapter.events.notify_all();
         }

@@ -35,7 +35,7 @@ pub(crate) trait EventDispatch: Send + Sync {
     /// last call for it (`ib_cq.comp_handler`).
     fn completion(&self, cqn: u32);
     /// An asynchronous event (`ib_dispatch_event()`, or the QP's or CQ's
-    /// event handler): a QP event may name a context's QP, and its QP or
+    /// event handler): a QP event may name a kernel context's QP, and its QP or
     /// CQ may be gone by now; look it up and ignore what is not there.
     fn event(&self, e: AsyncEvent);
 }
@@ -46,8 +46,8 @@ const RING: u32 = 64;
 /// Where an EQE goes (`EventRouter::record`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Routed {
-    /// A completion of a kernel ping context's CQ: its waiters.
-    Contexts,
+    /// A completion of a kernel context's CQ: the kernel ping's waiters.
+    KernelContexts,
     /// Recorded for the provider: queue the work.
     Provider,
     /// Nothing to do.
@@ -123,14 +123,14 @@ impl EventRouter {
                     self.pending.set_bit_atomic(slot);
                     Routed::Provider
                 }
-                None => Routed::Contexts,
+                None => Routed::KernelContexts,
             },
-            // A context's CQ has no handler for its errors (counted only).
+            // A kernel context's CQ has no handler for its errors (counted only).
             Eqe::Async(AsyncEvent::CqError { cqn, .. }) if self.slot(cqn).is_none() => {
                 Routed::Nothing
             }
             // QP and port events: the provider looks the QPN up and ignores
-            // one it does not know (a context's QP, or one destroyed).
+            // one it does not know (a kernel context's QP, or one destroyed).
             Eqe::Async(a) => {
                 self.push(a);
                 Routed::Provider

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The last two phases every post shares, whoever checked and stamped the
-//! WQE: the kernel ping's sends (`context/post.rs`) and the RDMA
+//! WQE: the kernel ping's sends (`kernel_context/post.rs`) and the RDMA
 //! provider's QP_POST method. Place: where the WQE goes in BAR2,
 //! worked out and checked before the device sees anything. Write: the send
 //! queue's slot (when the kernel owns the queue), then the burst to the

@@ -43,8 +43,8 @@ pub(super) fn errno(e: VerbsError) -> Error {
     }
 }
 
-/// The provider's PD numbers: `base..limit`, above every context's (a
-/// context's PD is its UAR index) and the firmware's reserved ones, below
+/// The provider's PD numbers: `base..limit`, above every kernel
+/// context's (its UAR index) and the firmware's reserved ones, below
 /// the device's limit (`mlx4_pd_alloc()`'s bitmap).
 pub(crate) struct PdPool {
     base: u32,
@@ -91,12 +91,12 @@ pub(crate) struct MttRange {
 }
 
 impl MttRange {
-    /// The MTT byte address a context names it by (`mlx4_mtt_addr()`).
+    /// The MTT byte address a verbs context names it by (`mlx4_mtt_addr()`).
     pub(crate) fn addr(&self) -> u64 {
         u64::from(self.first) * MTT_ENTRY_LEN
     }
 
-    /// The contexts' `log_page_size`: `page_shift - MLX4_ICM_PAGE_SHIFT`.
+    /// The verbs contexts' `log_page_size`: `page_shift - MLX4_ICM_PAGE_SHIFT`.
     pub(crate) fn log_page_size(&self) -> u8 {
         (self.page_shift - PAGE_SHIFT) as u8
     }
@@ -209,7 +209,7 @@ impl Adapter {
         self.mrs.lock().free_mtt(range.first, range.count);
     }
 
-    /// Whether `uar` may be a provider object's: a UAR contexts get, not
+    /// Whether `uar` may be a provider object's: a UAR verbs contexts get, not
     /// the kernel's (`Firmware::kernel_uars`).
     fn user_uar(&self, uar: u32) -> Result {
         if uar < self.firmware.kernel_uars() || uar >= self.caps.num_uars {
@@ -264,7 +264,7 @@ impl Adapter {
         Ok(())
     }
 
-    /// A QP number (BlueFlame-safe, as the contexts' are) for a QP of
+    /// A QP number (BlueFlame-safe, as the kernel contexts' are) for a QP of
     /// protection domain `pd`, in RESET (`create_qp_common()`'s
     /// `mlx4_qp_reserve_range()`); `-ENOSPC` when all are taken.
     pub(crate) fn reserve_qp(&self, pd: u32) -> Result<QpHandle> {

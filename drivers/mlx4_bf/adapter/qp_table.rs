@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The adapter's QP buffers (send-queue slots) and QP numbers: which slot
-//! and QPN each QP has, and its protection domain (its context's UAR
+//! and QPN each QP has, and its protection domain (its kernel context's UAR
 //! index), by which an RDMA's rkey is checked against the peer's regions.
 
 use crate::{
-    geometry::{FIRST_QPN, MAX_QPS},
+    geometry::{FIRST_QPN, KERNEL_QPS},
     wqe,
 };
 
@@ -16,9 +16,9 @@ pub(crate) struct QpTable {
     /// QPNs handed out lie in `FIRST_QPN..qpn_limit` (`KERNEL_QPN_END`).
     qpn_limit: u32,
     /// The QPN of each slot in use (0: free).
-    qpns: [u32; MAX_QPS],
-    /// Protection domain of each slot's QP: its context's UAR index.
-    pds: [u32; MAX_QPS],
+    qpns: [u32; KERNEL_QPS],
+    /// Protection domain of each slot's QP: its kernel context's UAR index.
+    pds: [u32; KERNEL_QPS],
 }
 
 impl QpTable {
@@ -27,8 +27,8 @@ impl QpTable {
             used_slots: 0,
             next_qpn: FIRST_QPN,
             qpn_limit,
-            qpns: [0; MAX_QPS],
-            pds: [0; MAX_QPS],
+            qpns: [0; KERNEL_QPS],
+            pds: [0; KERNEL_QPS],
         }
     }
 
@@ -36,12 +36,12 @@ impl QpTable {
     /// wrap back to `FIRST_QPN` at the limit.
     pub(crate) fn alloc(&mut self, pd: u32) -> Option<(usize, u32)> {
         let slot = (!self.used_slots).trailing_zeros() as usize;
-        if slot >= MAX_QPS {
+        if slot >= KERNEL_QPS {
             return None;
         }
         let mut qpn = wqe::next_bf_safe_qpn(self.next_qpn);
-        // At most MAX_QPS - 1 others are in use: this ends on a free QPN.
-        for _ in 0..=MAX_QPS {
+        // At most KERNEL_QPS - 1 others are in use: this ends on a free QPN.
+        for _ in 0..=KERNEL_QPS {
             if !(FIRST_QPN..self.qpn_limit).contains(&qpn) {
                 qpn = wqe::next_bf_safe_qpn(FIRST_QPN);
             }
@@ -58,7 +58,7 @@ impl QpTable {
     }
 
     pub(crate) fn free(&mut self, slot: usize) {
-        if slot < MAX_QPS {
+        if slot < KERNEL_QPS {
             self.used_slots &= !(1 << slot);
             self.qpns[slot] = 0;
             self.pds[slot] = 0;

@@ -22,7 +22,7 @@
 //! and the firmware's memory taken back (CLOSE_HCA, UNMAP_ICM,
 //! UNMAP_ICM_AUX, UNMAP_FA), the command interface marked dead and the
 //! ownership word cleared. If the adapter kept any of them, it is reset
-//! first (`reset.rs`). Contexts still open then get -ENODEV. A probe that
+//! first (`reset.rs`). Verbs and kernel contexts still open then get -ENODEV. A probe that
 //! fails half-way, or an adapter dropped without unbind, goes the same way
 //! (`Firmware`'s drop).
 
@@ -51,7 +51,7 @@ use kernel::{
 
 use crate::{
     geometry::{
-        CQ_LOG_ENTRIES, FIRST_PROVIDER_CQ, FIRST_QPN, KERNEL_QPN_END, MAX_CQS, MAX_QPS,
+        CQ_LOG_ENTRIES, FIRST_PROVIDER_CQ, FIRST_QPN, KERNEL_QPN_END, KERNEL_QPS, KERNEL_SEND_CQS,
         RCQ_LOG_ENTRIES, SQ_ENTRIES,
     },
     hw::cmd::{CmdIf, CmdState, Command, Op, BAR0_SIZE},
@@ -99,6 +99,9 @@ pub(crate) struct Firmware {
     pub(crate) stats: QueueStats,
 }
 
+/// The longest DMA segment, set as the device's at probe (mlx4_core's).
+const MAX_DMA_SEGMENT: u32 = 1 << 30;
+
 /// Maps BAR0, takes ownership, starts the firmware, sets up ICM and the
 /// HCA, and allocates the queue memory. If anything fails after the
 /// ownership was taken, what was done is undone (`abort`) and `CmdIf`'s
@@ -108,9 +111,9 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
     // SAFETY: Called once in probe, before any DMA allocation for `pdev`.
     unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
     // mlx4_core's 1 GiB: the PCI core's default is 64 KiB per segment, and
-    // an area or a memory region's pages are mapped in longer ones.
+    // a memory region's pages (`ib_umem_get()`) are mapped in longer ones.
     // SAFETY: As above.
-    unsafe { pdev.dma_set_max_seg_size(crate::sys::dma_pages::MAX_SEGMENT) };
+    unsafe { pdev.dma_set_max_seg_size(MAX_DMA_SEGMENT) };
     let bar0 = pdev
         .iomap_region_sized::<BAR0_SIZE>(0, c"mlx4_bf")?
         .into_devres()?;
@@ -319,7 +322,7 @@ impl Firmware {
         if st.dead {
             return;
         }
-        for slot in 0..MAX_QPS {
+        for slot in 0..KERNEL_QPS {
             qp::destroy(&self.cmd, &mut st, slot);
         }
         user_qp::reset_all(&self.cmd, &mut st);
@@ -381,7 +384,7 @@ impl Firmware {
         if st.dead {
             return Err(ENODEV);
         }
-        let slot = st.live.free_cq(0..MAX_CQS).ok_or(ENOSPC)?;
+        let slot = st.live.free_cq(0..KERNEL_SEND_CQS).ok_or(ENOSPC)?;
         clear(slot, &st)?;
         let p = Cq::send_cq_params(
             (&self.dma, &self.profile.queue_mtt),
@@ -408,10 +411,10 @@ impl Firmware {
         (pool, off): (Pool, usize),
         db_rec: u64,
     ) -> Result<(u32, usize)> {
-        if qp_slot >= MAX_QPS {
+        if qp_slot >= KERNEL_QPS {
             return Err(EINVAL);
         }
-        let live_bit = MAX_CQS + qp_slot;
+        let live_bit = KERNEL_SEND_CQS + qp_slot;
         let cqn = self.cqn(live_bit);
         let mut st = self.cmd.lock();
         if st.dead {
@@ -460,7 +463,7 @@ impl Firmware {
     /// Whether the receive CQ recorded under `live_bit` is (still) in the
     /// device: its HW2SW_CQ failed, and it may still write its ring.
     pub(crate) fn recv_cq_in_hw(&self, live_bit: usize) -> bool {
-        live_bit < MAX_CQS + MAX_QPS && self.cmd.lock().live.cq(live_bit)
+        live_bit < KERNEL_SEND_CQS + KERNEL_QPS && self.cmd.lock().live.cq(live_bit)
     }
 
     /// Whether a QP is (still) in the device under send-queue slot `slot`.

@@ -7,4 +7,4 @@
 
 pub(crate) mod mr;
 pub(crate) mod mtt;
-pub(crate) mod user_area;
+pub(crate) mod recv_area;

@@ -121,7 +121,7 @@ struct PostState {
 }
 
 impl Counted for Mutex<PostState> {
-    fn counts(&self) -> reject::Stats {
+    fn counts(&self) -> reject::PostCounts {
         self.lock().counts.snapshot()
     }
 }

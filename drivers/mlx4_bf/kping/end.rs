@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One end of a kernel ping: a context of its own (a UAR, a QP, its
+//! One end of a kernel ping: a kernel context of its own (a UAR, a QP, its
 //! receive queue and CQs, its regions) and two buffers of
 //! `Resources::kping_pool`, its source and its sink. Everything goes
-//! through the context's methods: the checks and the BlueFlame writer a
-//! post of QP_POST's gets too. Dropping it closes the context (QP, CQs and
+//! through the kernel context's methods: the checks and the BlueFlame writer a
+//! post of QP_POST's gets too. Dropping it closes the kernel context (QP, CQs and
 //! regions out of the device) before the buffers are given back.
 
 use kernel::{
@@ -17,9 +17,9 @@ use super::{Kping, Msg, MSG_LEN};
 use crate::{
     abi,
     adapter::Adapter,
-    context::{Context, SendRequest},
     geometry::{KPING_BUF_BYTES, KPING_END_BYTES, RQ_ENTRIES},
     hw::memory::mr::MappedRegion,
+    kernel_context::{KernelContext, SendRequest},
     kping_rules::command::{Command, MemMode, Path},
     region, wqe, wqe_build,
 };
@@ -38,7 +38,7 @@ pub(super) enum Buf {
 
 pub(super) struct End {
     /// Dropped before `slot`: the device is done with the buffers then.
-    ctx: Pin<KBox<Context>>,
+    ctx: Pin<KBox<KernelContext>>,
     pub(super) qpn: u32,
     /// The DMA address of its buffers.
     dma: u64,
@@ -62,7 +62,7 @@ impl Drop for EndSlot {
 }
 
 impl End {
-    /// A context with one QP, its buffers registered as `cmd.mem_mode` says.
+    /// A kernel context with one QP, its buffers registered as `cmd.mem_mode` says.
     pub(super) fn new(kping: &Arc<Kping>, cmd: &Command) -> Result<Self> {
         let adapter = &kping.adapter;
         let index = kping.registry.lock().take_end().ok_or(EBUSY)?;
@@ -74,9 +74,9 @@ impl End {
             let hw = adapter.resources()?;
             hw.kping_pool.dma_handle() + (index * KPING_END_BYTES) as u64
         };
-        // From here on, dropping `end` closes the context, then frees the slot.
+        // From here on, dropping `end` closes the kernel context, then frees the slot.
         let mut end = End {
-            ctx: Context::open(adapter)?,
+            ctx: KernelContext::open(adapter)?,
             qpn: 0,
             dma,
             lkey: [0; 2],

@@ -45,7 +45,7 @@ pub(crate) enum NodeType {
 
 /// How the device presents itself.
 pub(crate) struct DeviceInfo<T: Driver> {
-    /// The name, with one `%d` the core fills in (`"mlx4_%d"`).
+    /// The name: as it is, or with one `%d` the core fills in (`"mlx4_%d"`).
     pub(crate) name: &'static CStr,
     pub(crate) node_type: NodeType,
     /// `node_guid`, as the adapter reports it.

@@ -3,7 +3,7 @@
 //! Why a WQE is refused ([`Reject`], what `wqe::validate` and the region
 //! checks return), and the counts the driver keeps of posts and refusals.
 
-/// Why a post was refused; the index into [`Stats::rejects`].
+/// Why a post was refused; the index into [`PostCounts::rejects`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Reject {
@@ -26,7 +26,7 @@ pub const REJECT_MAX: usize = 11;
 /// `hw_counters`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
+pub struct PostCounts {
     pub bf_posts: u64,
     pub db_posts: u64,
     pub bytes: u64,

@@ -9,7 +9,7 @@ use core::ops::Range;
 
 use kernel::{bitmap::BitmapVec, prelude::*};
 
-use crate::geometry::MAX_QPS;
+use crate::geometry::KERNEL_QPS;
 
 /// A set of the numbers `0..len()`.
 pub(crate) struct Numbers(BitmapVec);
@@ -76,7 +76,7 @@ pub(crate) struct Live {
     /// the profile's last CQ (`geometry::FIRST_PROVIDER_CQ`).
     pub(crate) cqs: Numbers,
     /// QPN of the kernel's QP in hardware per send-queue slot (0: none).
-    pub(crate) qps: [u32; MAX_QPS],
+    pub(crate) qps: [u32; KERNEL_QPS],
     /// The provider's QPs in hardware, by QPN.
     pub(crate) user_qps: Numbers,
     /// MPTs in hardware ownership, by MPT index.
@@ -90,7 +90,7 @@ impl Live {
             eq: false,
             port: false,
             cqs: Numbers::new(0)?,
-            qps: [0; MAX_QPS],
+            qps: [0; KERNEL_QPS],
             user_qps: Numbers::new(0)?,
             mpts: Numbers::new(0)?,
         })
@@ -122,7 +122,7 @@ impl Live {
         self.eq = false;
         self.port = false;
         self.cqs.clear();
-        self.qps = [0; MAX_QPS];
+        self.qps = [0; KERNEL_QPS];
         self.user_qps.clear();
         self.mpts.clear();
     }

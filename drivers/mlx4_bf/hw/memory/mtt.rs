@@ -16,8 +16,8 @@
 use kernel::prelude::*;
 
 use crate::{
-    geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, MAX_CQS, MAX_QPS, QP_BUF_BYTES},
-    hw::memory::user_area::{AREAS, AREA_BYTES},
+    geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, KERNEL_QPS, KERNEL_SEND_CQS, QP_BUF_BYTES},
+    hw::memory::recv_area::{AREAS, AREA_BYTES},
 };
 
 const PAGE: usize = 4096;
@@ -38,8 +38,8 @@ pub(crate) enum Pool {
 }
 
 const EQ_PAGES: usize = (EQ_ENTRIES as usize * EQE_SIZE).div_ceil(PAGE);
-const SEND_CQ_PAGES: usize = MAX_CQS * CQ_BYTES / PAGE;
-const QP_POOL_PAGES: usize = MAX_QPS * QP_BUF_BYTES / PAGE;
+const SEND_CQ_PAGES: usize = KERNEL_SEND_CQS * CQ_BYTES / PAGE;
+const QP_POOL_PAGES: usize = KERNEL_QPS * QP_BUF_BYTES / PAGE;
 const AREA_PAGES: usize = AREA_BYTES / PAGE;
 const _: () = assert!(CQ_BYTES % PAGE == 0 && QP_BUF_BYTES % PAGE == 0 && AREA_BYTES % PAGE == 0);
 

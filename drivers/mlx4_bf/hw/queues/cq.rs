@@ -18,7 +18,7 @@ use zerocopy_derive::Immutable;
 
 use crate::{
     cqe::{Cqe, CQE_OPCODE_ERROR, CQE_OPCODE_MASK, CQE_OWNER},
-    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, MAX_CQS},
+    geometry::{CQE_SIZE, CQ_BYTES, CQ_ENTRIES, CQ_LOG_ENTRIES, DB_REC_WORDS, KERNEL_SEND_CQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
     hw::memory::mtt::{Pool, QueueMtt},
@@ -104,7 +104,7 @@ pub(crate) struct Cq {
 /// device; `st` (the command lock) proves no CQ in hardware uses it.
 pub(crate) fn clear(mem: &QueueMem, slot: usize, st: &CmdState) -> Result {
     let base = slot.checked_mul(CQ_BYTES).ok_or(EINVAL)?;
-    if slot >= MAX_CQS || st.live.cq(slot) || base + CQ_BYTES > mem.cqs.size() {
+    if slot >= KERNEL_SEND_CQS || st.live.cq(slot) || base + CQ_BYTES > mem.cqs.size() {
         return Err(EINVAL);
     }
     // SAFETY: The range is inside the pool (checked above) and belongs to no
@@ -181,7 +181,7 @@ impl Cq {
     /// SW2HW_CQ of the send CQ `p` (from [`Cq::send_cq_params`]): its slot
     /// (cleared by [`clear`]) is `p.live_bit`.
     pub(crate) fn create(cmd: &CmdIf, st: &mut CmdState, p: &CqParams) -> Result<Cq> {
-        if p.live_bit >= MAX_CQS {
+        if p.live_bit >= KERNEL_SEND_CQS {
             return Err(EINVAL);
         }
         create(cmd, st, p)?;

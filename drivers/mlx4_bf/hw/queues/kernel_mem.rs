@@ -10,15 +10,15 @@ use kernel::{
     prelude::*,
 };
 
-use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, MAX_CQS};
+use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, KERNEL_SEND_CQS};
 
 /// DMA memory of the queues the device writes; released at unbind.
 pub(crate) struct QueueMem {
     /// `EQ_ENTRIES` EQEs.
     pub(crate) eq: Coherent<[u8]>,
-    /// `MAX_CQS` CQ buffers of one page each, read a 32-bit word at a time.
+    /// `KERNEL_SEND_CQS` CQ buffers of one page each, read a 32-bit word at a time.
     pub(crate) cqs: Coherent<[u32]>,
-    /// `MAX_CQS` doorbell records (set_ci, arm), big-endian.
+    /// `KERNEL_SEND_CQS` doorbell records (set_ci, arm), big-endian.
     pub(crate) cq_db: Coherent<[u32]>,
 }
 
@@ -34,8 +34,8 @@ impl QueueMem {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
         Ok(QueueMem {
             eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
-            cqs: Coherent::zeroed_slice(dev, MAX_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
-            cq_db: Coherent::zeroed_slice(dev, MAX_CQS * DB_REC_WORDS, GFP_KERNEL)?,
+            cqs: Coherent::zeroed_slice(dev, KERNEL_SEND_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
+            cq_db: Coherent::zeroed_slice(dev, KERNEL_SEND_CQS * DB_REC_WORDS, GFP_KERNEL)?,
         })
     }
 

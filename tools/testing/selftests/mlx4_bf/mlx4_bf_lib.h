@@ -243,7 +243,7 @@ static inline int store_block_writer(void)
 #define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
 
 /*
- * A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "ctx-N"),
+ * A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "kernel-uarN"),
  * or -1 if there is no such file (debugfs not mounted) or line.
  */
 static inline long debugfs_counter(const char *dir, const char *name)

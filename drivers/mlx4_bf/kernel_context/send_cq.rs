@@ -3,12 +3,12 @@
 //! The send CQ: completions reaped so that a send-queue slot is reused only
 //! after its CQE arrived (as mlx4_ib's cq.c).
 
-use super::{Context, State, SQ_FULL_WAIT_US};
+use super::{KernelContext, State, SQ_FULL_WAIT_US};
 use crate::{geometry::SQ_ENTRIES, hw::firmware::Firmware};
 use kernel::{io::poll::read_poll_timeout, prelude::*, time::Delta};
 
-impl Context {
-    /// Consumes the context's CQEs (DMA memory only) and moves
+impl KernelContext {
+    /// Consumes the kernel context's CQEs (DMA memory only) and moves
     /// each QP's tail past the WQEs they complete.
     pub(super) fn reap(&self, fw: &Firmware, state: &mut State) -> Result {
         let State { qps, cq, .. } = state;

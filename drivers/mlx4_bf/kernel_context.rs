@@ -1,45 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A kernel context: one end of the kernel ping (`kping/end.rs`), owning
-//! one UAR, its BlueFlame page and up to `MAX_QPS_PER_CONTEXT` QPs whose
-//! WQEs the kernel builds, posts and completes itself. (A verbs context of
-//! the RDMA provider is `ib/ucontext.rs`.)
+//! A kernel context: what one end of the kernel ping (`kping/end.rs`)
+//! posts through, as a verbs context (`ib/ucontext.rs`) is what a process
+//! posts through. It owns one UAR, its BlueFlame page and
+//! `QPS_PER_KERNEL_CONTEXT` QP whose WQEs the kernel builds, posts and
+//! completes itself; its protection domain is its UAR index.
 //!
-//! Where `Context`'s methods are, by file (each file holds one verb's
+//! Where `KernelContext`'s methods are, by file (each file holds one verb's
 //! family, as mlx4_ib splits its objects):
 //!
 //! | file | methods |
 //! |---|---|
 //! | `context.rs` | `open`, close (`drop`: its QPs, CQs and regions out of the device) |
-//! | `context/qps.rs` | `create_qp`, `connect_qp`; a QP's buffer, CQs and area |
-//! | `context/post.rs` | `post_send` and its phases: copy in, check regions, make room, stamp, place, commit |
-//! | `context/send_cq.rs` | `make_room`, `reap`: the send CQ |
-//! | `context/receive.rs` | `post_recv`, `arm_cq`; a QP's receive queue and CQ (`Recv`) |
-//! | `context/kernel_user.rs` | `take_message`, `sends_done`, `reg_kernel_mr` |
+//! | `kernel_context/qps.rs` | `create_qp`, `connect_qp`; a QP's buffer, CQs and area |
+//! | `kernel_context/post.rs` | `post_send` and its phases: copy in, check regions, make room, stamp, place, commit |
+//! | `kernel_context/send_cq.rs` | `make_room`, `reap`: the send CQ |
+//! | `kernel_context/receive.rs` | `post_recv`, `arm_cq`; a QP's receive queue and CQ (`Recv`) |
+//! | `kernel_context/kernel_user.rs` | `take_message`, `sends_done`, `reg_kernel_mr` |
 //!
-//! Locking: a context's QPs, send-queue heads, BlueFlame half and WQE buffer
+//! Locking: a kernel context's QPs, send-queue heads, BlueFlame half and WQE buffer
 //! are under its own mutex (the per-UAR lock of mlx4), held from the copy
 //! of the WQE to the write, so posts on different contexts never share a
 //! lock. The hardware is reached through `Devres::try_access()`, an RCU read
-//! section, not a lock; commands take the command lock after the context's.
+//! section, not a lock; commands take the command lock after the kernel context's.
 //!
-//! A context also has a send CQ while it has QPs, and each QP exists in the
+//! A kernel context also has a send CQ while it has QPs, and each QP exists in the
 //! device (RTS) with a receive queue and its own receive CQ. Posts stamp
 //! CQ_UPDATE and reap the send CQ when the send queue is full (see
 //! `hw/queues/cq.rs`): a send-queue slot is reused only after its CQE
 //! arrived. Receive completions are the kernel's too: the receive CQ and
-//! buffers lie in the context's area (`hw/memory/user_area.rs`), and
+//! buffers lie in the kernel context's area (`hw/memory/recv_area.rs`), and
 //! `take_message` polls them, or the kernel ping sleeps on the adapter's
 //! events after arming the CQ.
 
 use crate::{
     adapter::{Adapter, Resources},
-    geometry::{MAX_QPS_PER_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
+    geometry::{QPS_PER_KERNEL_CONTEXT, SQ_ENTRIES, SQ_STRIDE},
     hw::firmware::Firmware,
     hw::memory::mr::CtxMrs,
     hw::queues::cq::Cq,
     reject::Reject,
-    stats::Stats,
+    stats::AtomicCounts,
 };
 use kernel::{
     debugfs::Scope,
@@ -69,11 +70,11 @@ struct Qp {
     slot: usize,
     /// The QP it is connected to.
     remote_qpn: u32,
-    /// That QP is one of this context's: an RDMA write's rkey is one of
+    /// That QP is one of this kernel context's: an RDMA write's rkey is one of
     /// its regions, checked without the adapter's locks.
     peer_local: bool,
     /// Its receive queue and receive CQ; its memory is at its index in
-    /// `State::qps` within the context's area.
+    /// `State::qps` within the kernel context's area.
     recv: Recv,
     /// Send-queue producer index (not wrapped).
     head: u32,
@@ -90,10 +91,11 @@ struct Qp {
 struct WqeBuf([u8; SQ_STRIDE]);
 
 struct State {
-    qps: [Option<Qp>; MAX_QPS_PER_CONTEXT],
+    qps: [Option<Qp>; QPS_PER_KERNEL_CONTEXT],
     /// The send CQ of all its QPs, while it has any.
     cq: Option<Cq>,
-    /// Its area of `Adapter::umem`, from its first QP until it is closed.
+    /// Its receive area (`Resources::recv_areas`), from its first QP until
+    /// it is closed.
     area: Option<usize>,
     /// A QP or receive CQ of its area could not be taken out of the
     /// device, which may still write there: the area is never reused.
@@ -107,39 +109,42 @@ struct State {
 }
 
 #[pin_data(PinnedDrop)]
-pub(crate) struct Context {
+pub(crate) struct KernelContext {
     adapter: Arc<Adapter>,
     uar_index: u32,
     #[pin]
     state: Mutex<State>,
-    stats: Arc<Stats>,
-    /// `/sys/kernel/debug/mlx4_bf<N>/ctx-<uar_index>/stats`
+    stats: Arc<AtomicCounts>,
+    /// `/sys/kernel/debug/mlx4_bf<N>/kernel-uar<uar_index>/stats`
     #[pin]
-    debugfs: Scope<Arc<Stats>>,
+    debugfs: Scope<Arc<AtomicCounts>>,
 }
 
-fn show_stats(stats: &Arc<Stats>, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+fn show_stats(
+    stats: &Arc<AtomicCounts>,
+    f: &mut kernel::fmt::Formatter<'_>,
+) -> kernel::fmt::Result {
     crate::stats::show(&stats.snapshot(), f)
 }
 
-impl Context {
-    /// A new context of `adapter`, for a kernel ping end: its UAR, its counters
+impl KernelContext {
+    /// A new kernel context of `adapter`, for a kernel ping end: its UAR, its counters
     /// and their debugfs file.
     pub(crate) fn open(adapter: &Arc<Adapter>) -> Result<Pin<KBox<Self>>> {
-        let ctx_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+        let ctx_stats = Arc::new(AtomicCounts::new(), GFP_KERNEL)?;
         let uar_index = adapter.open_uar()?;
         // Every failure from here on gives the UAR back.
         let free_uar = |e: Error| {
             adapter.close_uar(uar_index);
             e
         };
-        let dir_name = CString::try_from_fmt(fmt!("ctx-{uar_index}")).map_err(free_uar)?;
+        let dir_name = CString::try_from_fmt(fmt!("kernel-uar{uar_index}")).map_err(free_uar)?;
         let owner = adapter.clone();
-        let init = try_pin_init!(Context {
+        let init = try_pin_init!(KernelContext {
             adapter: owner,
             uar_index,
             state <- new_mutex!(State {
-                qps: [const { None }; MAX_QPS_PER_CONTEXT],
+                qps: [const { None }; QPS_PER_KERNEL_CONTEXT],
                 cq: None,
                 area: None,
                 area_in_hw: false,
@@ -161,10 +166,10 @@ impl Context {
 }
 
 #[pinned_drop]
-impl PinnedDrop for Context {
+impl PinnedDrop for KernelContext {
     fn drop(self: Pin<&mut Self>) {
         let mut state = self.state.lock();
-        for i in 0..MAX_QPS_PER_CONTEXT {
+        for i in 0..QPS_PER_KERNEL_CONTEXT {
             if let Some(qp) = state.qps[i].take() {
                 state.area_in_hw |= !self.destroy_hw_qp(&qp);
             }
@@ -188,7 +193,7 @@ impl PinnedDrop for Context {
     }
 }
 
-impl Context {
+impl KernelContext {
     /// The hardware, or `-ENODEV` once the adapter was unbound. The guard is
     /// an RCU read-side section: nothing may sleep while it is held.
     fn hw(&self) -> Result<kernel::revocable::RevocableGuard<'_, Resources>> {

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The kernel as a context's user: what the kernel ping (`kping/`) needs
+//! The kernel as a kernel context's user: what the kernel ping (`kping/`) needs
 //! beyond posting (`post_send()`): it consumes its receive CQ, learns when
 //! its sends completed, and registers its own memory.
 
-use super::Context;
+use super::KernelContext;
 use crate::hw::memory::mr::{CtxMr, MappedRegion};
 use kernel::prelude::*;
 
-impl Context {
+impl KernelContext {
     /// The next message received on QP `handle`, copied into `out`, its
     /// receive buffer posted again; `None` if none arrived. `-EIO` once the
     /// QP is in error.
@@ -16,11 +16,14 @@ impl Context {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
-        let area = self.user_area(state)?;
+        let hw = self.hw()?;
+        let area = self.recv_area(&hw, state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
-        let Some(len) = qp.recv.take(&area, out)? else {
+        let taken = qp.recv.take(&area, out)?;
+        drop(hw);
+        let Some(len) = taken else {
             // Nothing yet: unbound, nothing will come.
             self.adapter.posting()?;
             return Ok(None);
@@ -45,9 +48,9 @@ impl Context {
         }
     }
 
-    /// Registers the kernel's memory `r` as a region of this context;
+    /// Registers the kernel's memory `r` as a region of this kernel context;
     /// returns its key (lkey and rkey). The memory must stay mapped until
-    /// the context closes, which deregisters it.
+    /// the kernel context closes, which deregisters it.
     pub(crate) fn reg_kernel_mr(&self, r: &MappedRegion<'_>) -> Result<u32> {
         let mut state = self.state.lock();
         if state.mrs.is_full() {

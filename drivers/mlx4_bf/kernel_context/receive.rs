@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The receive half of a QP: its receive queue (each WQE naming one kernel
-//! receive buffer) and its receive CQ in the context's area
-//! (`hw/memory/user_area.rs`), consumed by the kernel ping.
+//! receive buffer) and its receive CQ in the kernel context's area
+//! (`hw/memory/recv_area.rs`), consumed by the kernel ping.
 //!
 //! The kernel has to know two things the receive CQ says: how many
 //! receive WQEs the device consumed (so the RQ never holds more than
@@ -14,7 +14,7 @@
 //! The consumer index the kernel ping publishes bounds the posts too: no
 //! more CQEs are outstanding than the CQ holds.
 //!
-//! The context's side of it: posting receives, the scan of a receive CQ
+//! The kernel context's side of it: posting receives, the scan of a receive CQ
 //! before a post, arming the CQ.
 
 use core::mem::offset_of;
@@ -31,11 +31,11 @@ use crate::{
         RQ_STRIDE,
     },
     hw::cmd::be_mmio::BeMmio,
-    hw::memory::user_area::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
+    hw::memory::recv_area::{Area, CQ_DB_OFFSET, CQ_OFFSET, QP_AREA_BYTES, RECV_OFFSET},
     ring,
 };
 
-use super::{Context, State};
+use super::{KernelContext, State};
 
 /// UAR +0x20: the CQ doorbell (arm), 8 bytes.
 const UAR_CQ_DOORBELL: usize = 0x20;
@@ -47,7 +47,7 @@ pub(crate) struct Recv {
     /// Its receive CQ, and the `Live::cqs` bit recording it.
     pub(crate) cqn: u32,
     pub(crate) live_bit: usize,
-    /// Its index in the context: where its memory lies in the area.
+    /// Its index in the kernel context: where its memory lies in the area.
     qp_index: usize,
     /// Receive WQEs posted, counted like CQEs (not wrapped).
     posted: u32,
@@ -155,7 +155,7 @@ impl Recv {
             return Err(EINVAL);
         }
         // SAFETY: Inside the pool (checked above), 4-byte aligned, and the
-        // QP's own RQ doorbell record, which only this context writes.
+        // QP's own RQ doorbell record, which only this kernel context writes.
         unsafe {
             core::ptr::write_volatile(
                 pool.as_mut_ptr()
@@ -232,7 +232,7 @@ impl Recv {
     }
 }
 
-impl Context {
+impl KernelContext {
     /// Looks at the receive CQ of QP `index`: an error CQE there means the
     /// QP is in ERR, and sends must not reach it any more.
     #[inline(always)]
@@ -246,7 +246,8 @@ impl Context {
 
     #[inline(never)]
     pub(super) fn scan_recv_cq(&self, state: &mut State, index: usize) -> Result {
-        let area = self.user_area(state)?;
+        let hw = self.hw()?;
+        let area = self.recv_area(&hw, state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
@@ -267,11 +268,13 @@ impl Context {
         self.post_recv_locked(state, index, count)
     }
 
-    /// POST_RECV on QP `index`, the context's lock held.
+    /// POST_RECV on QP `index`, the kernel context's lock held.
     pub(super) fn post_recv_locked(&self, state: &mut State, index: usize, count: u32) -> Result {
         self.scan_recv(state, index)?;
-        let area = self.user_area(state)?;
         let lkey = self.firmware().dev_cap.reserved_lkey;
+        let rcu = kernel::sync::rcu::read_lock();
+        let hw = self.adapter.resources_in(&rcu)?;
+        let area = self.recv_area(hw, state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
@@ -282,8 +285,6 @@ impl Context {
             // Like ibv_post_recv()'s ENOMEM: consume completions first.
             return Err(ENOSPC);
         }
-        let rcu = kernel::sync::rcu::read_lock();
-        let hw = self.adapter.resources_in(&rcu)?;
         self.adapter.posting_in(&rcu)?;
         qp.recv
             .post(&hw.qp_pool, qp.slot * QP_BUF_BYTES, &area, lkey, count)?;
@@ -296,12 +297,12 @@ impl Context {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         let index = self.find_qp(state, handle)?;
-        let area = self.user_area(state)?;
+        let rcu = kernel::sync::rcu::read_lock();
+        let hw = self.adapter.resources_in(&rcu)?;
+        let area = self.recv_area(hw, state)?;
         let Some(qp) = state.qps[index].as_mut() else {
             return Err(ENOENT);
         };
-        let rcu = kernel::sync::rcu::read_lock();
-        let hw = self.adapter.resources_in(&rcu)?;
         // A doorbell like a post's: none after unbind has reset the CQs.
         self.adapter.posting_in(&rcu)?;
         let uar = self.adapter.caps().uar_offset(self.uar_index) as usize;

@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A context's QPs: create, destroy and connect, and what each has in the
+//! A kernel context's QPs: create, destroy and connect, and what each has in the
 //! device (as mlx4_ib's qp.c): its send-queue slot, its receive CQ and its
-//! part of the context's area.
+//! part of the kernel context's area.
 
-use super::{receive::Recv, Context, Qp, State, SQ_BYTES};
+use super::{receive::Recv, KernelContext, Qp, State, SQ_BYTES};
 use crate::{
+    adapter::Resources,
     geometry::{QP_BUF_BYTES, RQ_DB_OFFSET},
     hw::memory::mtt::Pool,
-    hw::memory::user_area::{self, Area, QP_AREA_BYTES},
+    hw::memory::recv_area::{self, Area, QP_AREA_BYTES},
     hw::queues::qp,
 };
 use kernel::prelude::*;
 
-impl Context {
+impl KernelContext {
     /// A QP in RTS with its receive queue and CQ, connected to itself;
     /// returns its QPN.
     pub(crate) fn create_qp(&self) -> Result<u32> {
@@ -32,8 +33,8 @@ impl Context {
         Ok(qpn)
     }
 
-    /// The context's area of shared memory, taken with its first QP and
-    /// cleared whole then: it may hold the bytes of the context that had
+    /// The kernel context's area of shared memory, taken with its first QP and
+    /// cleared whole then: it may hold the bytes of the kernel context that had
     /// it before (its receive buffers and CQs).
     pub(super) fn area(&self, state: &mut State) -> Result<usize> {
         if let Some(area) = state.area {
@@ -44,8 +45,9 @@ impl Context {
         Ok(area)
     }
 
-    pub(super) fn user_area(&self, state: &State) -> Result<Area<'_>> {
-        self.adapter.area(state.area.ok_or(EINVAL)?)
+    /// The kernel context's receive area, in `hw`.
+    pub(super) fn recv_area<'a>(&self, hw: &'a Resources, state: &State) -> Result<Area<'a>> {
+        hw.recv_area(state.area.ok_or(EINVAL)?)
     }
 
     /// The QP context of the QP in buffer `slot` as QP `qpn`.
@@ -89,7 +91,7 @@ impl Context {
             return Err(EINVAL);
         }
         // SAFETY: The range is inside the pool (checked above) and is the
-        // buffer of `slot`, this context's QP, which is not in the device
+        // buffer of `slot`, this kernel context's QP, which is not in the device
         // (new, or reset); a slot whose previous QP the device could not
         // reset is never handed out again (`free_slot`): nobody else reads
         // or writes it.
@@ -104,8 +106,8 @@ impl Context {
         Ok(())
     }
 
-    /// The context's send CQ (with its first QP), the QP's receive CQ in
-    /// the context's area at `index`, and the QP taken to RTS, connected to
+    /// The kernel context's send CQ (with its first QP), the QP's receive CQ in
+    /// the kernel context's area at `index`, and the QP taken to RTS, connected to
     /// itself.
     pub(super) fn create_hw_qp(
         &self,
@@ -120,14 +122,18 @@ impl Context {
             let clear = |slot, st: &_| crate::hw::queues::cq::clear(&self.hw()?.queues, slot, st);
             state.cq = Some(fw.open_cq(self.uar_index, clear)?);
         }
-        let mem = self.adapter.area(area)?;
         let qp_off = index * QP_AREA_BYTES;
-        let opened = mem.clear_qp(index).and_then(|()| {
+        let cq_db = self.hw().and_then(|hw| {
+            let mem = hw.recv_area(area)?;
+            mem.clear_qp(index)?;
+            Ok(mem.dma(qp_off + recv_area::CQ_DB_OFFSET))
+        });
+        let opened = cq_db.and_then(|cq_db| {
             fw.open_recv_cq(
                 slot,
                 self.uar_index,
-                (Pool::Area(mem.index), qp_off + user_area::CQ_OFFSET),
-                mem.dma(qp_off + user_area::CQ_DB_OFFSET),
+                (Pool::Area(area), qp_off + recv_area::CQ_OFFSET),
+                cq_db,
             )
         });
         let (cqn, live_bit) = match opened {
@@ -180,7 +186,7 @@ impl Context {
         !in_hw
     }
 
-    /// HW2SW_CQ once the context has no QP left.
+    /// HW2SW_CQ once the kernel context has no QP left.
     pub(super) fn release_cq_if_idle(&self, state: &mut State) {
         if state.qps.iter().any(Option::is_some) {
             return;

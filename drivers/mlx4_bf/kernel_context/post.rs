@@ -2,11 +2,11 @@
 
 //! The kernel ping's sends, in the phases Documentation/mlx4_bf.rst names:
 //! copy in, check regions, make room, stamp, place, commit. Each phase is a
-//! function of its own, inlined into [`Context::post_send`], so a post is
+//! function of its own, inlined into [`KernelContext::post_send`], so a post is
 //! one frame. Everything that can fail happens before the commit; the
 //! commit writes the send queue and BAR2 in one RCU section.
 
-use super::{Context, State};
+use super::{KernelContext, State};
 use crate::{
     adapter::{Placement, Posted, Resources},
     geometry::{QP_BUF_BYTES, SQ_ENTRIES, SQ_STRIDE},
@@ -27,7 +27,7 @@ pub(crate) struct SendRequest<'a> {
     pub(crate) wqe: &'a [u8],
 }
 
-impl Context {
+impl KernelContext {
     /// Posts one send WQE.
     #[inline(always)]
     pub(crate) fn post_send(&self, req: SendRequest<'_>) -> Result {
@@ -53,7 +53,7 @@ impl Context {
         self.commit(state, qp_index, len, place, head)
     }
 
-    /// Copy in: the WQE into the context's WQE buffer; returns its length.
+    /// Copy in: the WQE into the kernel context's WQE buffer; returns its length.
     #[inline(always)]
     fn copy_in(&self, state: &mut State, wqe: &[u8]) -> usize {
         crate::sys::copy::words(&mut state.wqe.0[..wqe.len()], wqe);
@@ -61,7 +61,7 @@ impl Context {
     }
 
     /// Check regions, local: the WQE is well formed, and every gather names
-    /// one of this context's regions and stays inside it; an RDMA read's
+    /// one of this kernel context's regions and stays inside it; an RDMA read's
     /// segments, where its data lands, name regions registered with
     /// LOCAL_WRITE. The reserved lkey, which makes an address a DMA address
     /// (the kernel's receive and send buffers), names none of them; the
@@ -84,7 +84,7 @@ impl Context {
 
     /// Check regions, remote: an RDMA write lands in a region of the peer's
     /// context that takes remote writes, all of it; an RDMA read reads one
-    /// that allows remote reads. A peer in this context (a QP connected to
+    /// that allows remote reads. A peer in this kernel context (a QP connected to
     /// itself, say) is checked without the adapter's locks.
     #[inline(always)]
     fn check_remote(&self, state: &State, qp_index: usize, info: &WqeInfo) -> Result {
