@@ -33,7 +33,7 @@ void die(const char *what, int err);
 struct held {
 	long vm_pin, vm_lck;	/* kB, this process (/proc/self/status) */
 	long pins;		/* pages pinned: vmstat's taken less released */
-	long contexts, mrs, pinned_pages; /* the driver's debugfs, -1 unbound */
+	long contexts, mrs;	/* the driver's debugfs, -1 unbound */
 	uint64_t mpts, eqs_cqs, qps;	/* the model's gauges */
 	uint64_t fw_phase, fw_pages, icm_pages;
 };

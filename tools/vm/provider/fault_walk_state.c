@@ -71,7 +71,6 @@ void held_now(struct held *h)
 	h->pins = pinned_pages_now();
 	h->contexts = file_value(STATS, "contexts");
 	h->mrs = file_value(STATS, "mrs");
-	h->pinned_pages = file_value(STATS, "pinned_pages");
 	h->mpts = model_read(&model, MODEL_MPTS);
 	h->eqs_cqs = (uint32_t)live;
 	h->qps = live >> 32;
@@ -92,7 +91,6 @@ int held_diff(const struct held *want, const struct held *now, char *buf,
 		{ "pinned pages", want->pins, now->pins },
 		{ "contexts", want->contexts, now->contexts },
 		{ "mrs", want->mrs, now->mrs },
-		{ "pinned_pages", want->pinned_pages, now->pinned_pages },
 		{ "MPTs", want->mpts, now->mpts },
 		{ "EQs+CQs", want->eqs_cqs, now->eqs_cqs },
 		{ "QPs", want->qps, now->qps },

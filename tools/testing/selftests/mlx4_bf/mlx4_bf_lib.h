@@ -243,17 +243,16 @@ static inline int store_block_writer(void)
 #define DEBUGFS_DIR "/sys/kernel/debug/mlx4_bf0"
 
 /*
- * A counter from a debugfs stats file of mlx4_bf0 (@dir: "device", "kernel-uarN"),
- * or -1 if there is no such file (debugfs not mounted) or line.
+ * The value of line @name in @path, a file of "name value" lines
+ * (/proc/vmstat, a debugfs stats file), or -1 if there is no such file or
+ * line.
  */
-static inline long debugfs_counter(const char *dir, const char *name)
+static inline long file_key_value(const char *path, const char *name)
 {
-	char path[128], key[64];
+	char key[64];
 	long value, found = -1;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), DEBUGFS_DIR "/%s/stats", dir);
-	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fscanf(f, "%63s %ld", key, &value) == 2)
@@ -261,6 +260,19 @@ static inline long debugfs_counter(const char *dir, const char *name)
 			found = value;
 	fclose(f);
 	return found;
+}
+
+/*
+ * A counter from a debugfs stats file of mlx4_bf0 (@dir: "device",
+ * "kernel-uarN"), or -1 if there is no such file (debugfs not mounted) or
+ * line.
+ */
+static inline long debugfs_counter(const char *dir, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/%s/stats", dir);
+	return file_key_value(path, name);
 }
 
 /* The line @key ("VmPin") of /proc/self/status in KiB, or -1. */

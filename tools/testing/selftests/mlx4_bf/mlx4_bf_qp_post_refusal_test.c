@@ -307,12 +307,6 @@ TEST_F(refusal, qp_states)
 {
 	struct qp_post p = { .fd = self->v.ctx->cmd_fd, .len = 64 };
 	struct verbs w = { .ctx = self->v.ctx, .pd = self->v.pd, .cq = self->v.cq };
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
-	struct ibv_port_attr port;
 	uint8_t want[16];
 
 	w.qp = verbs_rc_qp(self->v.pd, self->v.cq);
@@ -322,32 +316,13 @@ TEST_F(refusal, qp_states)
 	/* stamped for w's QP, its first slot; the bytes stay in self->wqe */
 	p.wqe = verbs_put_wqe(&w, self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
-	ASSERT_EQ(0, ibv_query_port(self->v.ctx, 1, &port));
-	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS));
+	ASSERT_EQ(0, verbs_to_init(w.qp, IBV_ACCESS_REMOTE_WRITE));
 	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = w.qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = port.lid;
-	a.ah_attr.port_num = 1;
-	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER));
+	ASSERT_EQ(0, verbs_to_rtr(w.qp, w.qp->qp_num));
 	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	expect_refused(_metadata, self, &p, EINVAL);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	ASSERT_EQ(0, ibv_modify_qp(w.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+	ASSERT_EQ(0, verbs_to_rts(w.qp));
 	/* the very WQE the other states refused */
 	memcpy(verbs_slot(&w, 0), self->wqe, 64);
 	memset(self->v.sink, 0, sizeof(want));

@@ -105,46 +105,72 @@ static inline struct ibv_qp *verbs_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 }
 
 /*
- * RESET to RTS, the QP's peer QP @dest_qpn behind port 1 (this adapter's
- * only port, so its LID), the peer's RDMA into this QP's PD allowed as
+ * RESET to INIT on port 1, the peer's RDMA into this QP's PD allowed as
  * @access says (IBV_ACCESS_REMOTE_WRITE, _READ); 0 or an errno.
  */
-static inline int verbs_connect(struct ibv_qp *qp, uint32_t dest_qpn, unsigned int access)
+static inline int verbs_to_init(struct ibv_qp *qp, unsigned int access)
 {
-	struct ibv_port_attr port;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
 		.qp_access_flags = access,
 	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS);
+}
+
+/*
+ * INIT to RTR, the peer QP @dest_qpn behind port 1 (this adapter's only
+ * port, so its LID); 0 or an errno.
+ */
+static inline int verbs_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_port_attr port;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest_qpn,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+		.ah_attr = { .port_num = 1 },
+	};
 	int err = ibv_query_port(qp->context, 1, &port);
 
-	if (!err)
-		err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				    IBV_QP_ACCESS_FLAGS);
 	if (err)
 		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
 	a.ah_attr.dlid = port.lid;
-	a.ah_attr.port_num = 1;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* RTR to RTS, as ibv_rc_pingpong sets it; 0 or an errno. */
+static inline int verbs_to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 1,
+	};
+
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * RESET to RTS, the QP's peer QP @dest_qpn behind port 1, the peer's RDMA
+ * into this QP's PD allowed as @access says; 0 or an errno.
+ */
+static inline int verbs_connect(struct ibv_qp *qp, uint32_t dest_qpn, unsigned int access)
+{
+	int err = verbs_to_init(qp, access);
+
+	if (!err)
+		err = verbs_to_rtr(qp, dest_qpn);
+	return err ? err : verbs_to_rts(qp);
 }
 
 /* RESET to RTS, the QP's peer itself, which may RDMA-write it; 0 or an errno. */
