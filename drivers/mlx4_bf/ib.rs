@@ -49,6 +49,7 @@ use crate::{
         event::{Events, PortEvent, QpEvent},
         mmap::{IoRegion, MmapTable},
         object::{Device, Pd, Qp, UContext},
+        qp_query::QpQuery,
         udata::Udata,
     },
     stats,
@@ -174,6 +175,10 @@ impl rdma::Driver for Provider {
 
     fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, udata: &mut Udata<'_, Provider>) -> Result {
         qp.data().modify(attr, udata)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
+        qp.data().query()
     }
 
     fn reg_user_mr(

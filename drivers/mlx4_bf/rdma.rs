@@ -53,6 +53,7 @@ pub(crate) mod method;
 pub(crate) mod mmap;
 pub(crate) mod object;
 mod ops;
+pub(crate) mod qp_query;
 pub(crate) mod udata;
 pub(crate) mod umem;
 
@@ -63,6 +64,7 @@ use counters::HwCounter;
 use mmap::MmapTable;
 use object::Device;
 use object::{Pd, Qp, UContext};
+use qp_query::QpQuery;
 use udata::Udata;
 
 pub(crate) use device::Registration;
@@ -191,6 +193,12 @@ pub(crate) trait Driver: Sized + 'static {
 
     /// `modify_qp`: a state transition with its attributes.
     fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr, _udata: &mut Udata<'_, Self>) -> Result {
+        Err(not_supported())
+    }
+
+    /// `query_qp`: the QP's attributes as the device has them (also what
+    /// `rdma res show qp` reads).
+    fn query_qp(_qp: &Qp<Self>) -> Result<QpQuery> {
         Err(not_supported())
     }
 

@@ -27,7 +27,9 @@ use crate::{
         cq::{self, CqParams},
         user_qp,
     },
-    qp_context::{self, QpAttr, QpCommand, QpFacts, QpFields, QpOp, QpSoft, Service},
+    qp_context::{
+        self, query::Queried, QpAttr, QpCommand, QpFacts, QpFields, QpOp, QpSoft, Service,
+    },
     qp_size::QpGeometry,
     region::{MTT_ENTRY_LEN, PAGE_SHIFT},
     sys::errno::eopnotsupp,
@@ -322,6 +324,22 @@ impl Adapter {
         }
         qp.soft = m.next;
         Ok(())
+    }
+
+    /// `mlx4_ib_query_qp()`: a QP in RESET as it is, any other as QUERY_QP
+    /// says, its kept state following what the device says (an error may
+    /// have moved it). Any failure of the command is `-EINVAL`, as mainline's.
+    pub(crate) fn query_qp(&self, qp: &mut QpHandle) -> Result<Queried> {
+        if qp.soft.state == QpState::Reset {
+            return Ok(Queried::reset());
+        }
+        let num_ports = self.device_caps()?.qp_device().num_ports;
+        let fw = &*self.firmware;
+        let (fields, alt) =
+            user_qp::query(&fw.cmd, &mut fw.cmd.lock(), qp.qpn).map_err(|_| EINVAL)?;
+        let q = qp_context::query::query(&fields, &alt, &qp.soft, num_ports).map_err(errno)?;
+        qp.soft.state = q.state;
+        Ok(q)
     }
 
     /// 2RST of a QP the device has (`destroy_qp_common()`: any state but

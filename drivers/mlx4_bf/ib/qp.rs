@@ -17,11 +17,12 @@ use super::{
 };
 use crate::{
     adapter::{Adapter, MttRange, QpHandle, QpSpec},
-    qp_context::{self, AhAttr, Grh, Service},
+    qp_context::{self, query::PathAh, AhAttr, Grh, Service},
     qp_size::{self, QpGeometry, UserQpRequest},
     rdma::{
-        attr::{QpAttr, QpCap, QpInit, QpState, QpType},
+        attr::{self, QpAttr, QpCap, QpInit, QpState, QpType},
         object::Pd,
+        qp_query::{PortAh, QpQuery},
         udata::Udata,
         umem::Umem,
         CqData, QpData,
@@ -41,6 +42,9 @@ struct Fixed {
     geometry: QpGeometry,
     sq_no_prefetch: bool,
     db_rec: u64,
+    /// Every send completes (`IB_SIGNAL_ALL_WR`): mainline's
+    /// `sq_signal_bits`, which only `query_qp` reports for a user QP.
+    sq_sig_all: bool,
 }
 
 pub(crate) struct QueuePair {
@@ -114,6 +118,7 @@ impl QueuePair {
                 geometry,
                 sq_no_prefetch: req.sq_no_prefetch != 0,
                 db_rec: 0,
+                sq_sig_all: init.sq_sig_all,
             },
             handle: KBox::pin_init(new_mutex!(None), GFP_KERNEL)?,
             mtt: Some(mtt),
@@ -169,6 +174,75 @@ impl QueuePair {
         // Posts see the state the device has it in now.
         self.posts.set_state(self.qpn, handle.state());
         Ok(())
+    }
+}
+
+impl QueuePair {
+    /// `query_qp` (`mlx4_ib_query_qp()`): the device's answer, the receive
+    /// queue as made (a user QP's send queue is libmlx4's: 0, as mainline
+    /// says), no inline data.
+    pub(super) fn query(&self) -> Result<QpQuery> {
+        let q = {
+            let mut guard = self.handle.lock();
+            let handle = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
+            let q = self.adapter.query_qp(handle)?;
+            self.posts.set_state(self.qpn, handle.state());
+            q
+        };
+        let g = &self.fixed.geometry;
+        Ok(QpQuery {
+            state: from_core_state(q.state),
+            path_mtu: q.path_mtu.into(),
+            path_mig_state: q.path_mig_state.into(),
+            qkey: q.qkey,
+            rq_psn: q.rq_psn,
+            sq_psn: q.sq_psn,
+            dest_qp_num: q.dest_qp_num,
+            qp_access_flags: q.qp_access_flags,
+            ah: q.ah.map(port_ah),
+            alt_ah: q.alt_ah.map(port_ah),
+            pkey_index: q.pkey_index,
+            alt_pkey_index: q.alt_pkey_index,
+            port_num: q.port_num,
+            alt_port_num: q.alt_port_num,
+            sq_draining: q.sq_draining,
+            max_rd_atomic: q.max_rd_atomic,
+            max_dest_rd_atomic: q.max_dest_rd_atomic,
+            min_rnr_timer: q.min_rnr_timer,
+            timeout: q.timeout,
+            alt_timeout: q.alt_timeout,
+            retry_cnt: q.retry_cnt,
+            rnr_retry: q.rnr_retry,
+            cap: QpCap {
+                max_send_wr: 0,
+                max_recv_wr: g.rq.wqe_cnt,
+                max_send_sge: 0,
+                max_recv_sge: g.rq_max_gs,
+                max_inline_data: 0,
+            },
+            sq_sig_all: self.fixed.sq_sig_all,
+        })
+    }
+}
+
+/// The layer's view of a path's address.
+fn port_ah(p: PathAh) -> PortAh {
+    let a = p.ah;
+    PortAh {
+        port_num: p.port_num,
+        ah: attr::AhAttr {
+            dlid: a.dlid,
+            sl: a.sl,
+            src_path_bits: a.src_path_bits,
+            static_rate: a.static_rate,
+            grh: a.grh.map(|g| attr::Grh {
+                dgid: g.dgid,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+            }),
+        },
     }
 }
 

@@ -217,6 +217,8 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) has_srq_or_xrc: bool,
     /// `IB_QPT_*` creation flags.
     pub(crate) create_flags: u32,
+    /// Every send completes (`IB_SIGNAL_ALL_WR`), not only those asking.
+    pub(crate) sq_sig_all: bool,
 }
 
 /// `enum ib_qp_state`.

@@ -70,6 +70,7 @@ impl<T: Driver> Ops<T> {
             destroy_cq: gated!(T::HAS_CREATE_CQ, E::<T>::destroy_cq),
             create_qp: gated!(T::HAS_CREATE_QP, E::<T>::create_qp),
             modify_qp: gated!(T::HAS_MODIFY_QP, E::<T>::modify_qp),
+            query_qp: gated!(T::HAS_QUERY_QP, E::<T>::query_qp),
             destroy_qp: gated!(T::HAS_CREATE_QP, E::<T>::destroy_qp),
             reg_user_mr: gated!(T::HAS_REG_USER_MR, E::<T>::reg_user_mr),
             dereg_mr: gated!(T::HAS_REG_USER_MR, E::<T>::dereg_mr),

@@ -3,8 +3,8 @@
 //! The mailbox of the QP transitions (`mlx4_qp_modify()`): the optional
 //! parameter mask, then `struct mlx4_qp_context` with its primary and
 //! alternate `struct mlx4_qp_path`, laid out as include/linux/mlx4/qp.h
-//! lays them out. The contexts' QPs (`qp.rs`) and the provider's
-//! (`user_qp.rs`) fill it.
+//! lays them out. The kernel contexts' QPs (`qp.rs`) and the provider's
+//! (`user_qp.rs`) fill it; QUERY_QP answers in it.
 
 use core::mem::{offset_of, size_of};
 use kernel::{bitfield, prelude::*};
@@ -13,7 +13,7 @@ use zerocopy_derive::Immutable;
 
 use crate::{
     hw::cmd::be_fields::{mtt_fields, Be16, Be32, Be64},
-    qp_context::{PathFields, QpCommand},
+    qp_context::{PathFields, QpCommand, QpFields},
 };
 
 /// `struct mlx4_qp_path`.
@@ -152,6 +152,24 @@ fn fill_path(p: &mut QpPath, f: &PathFields) {
     p.sched_queue = f.sched_queue;
 }
 
+fn read_path(p: &QpPath) -> PathFields {
+    PathFields {
+        fl: p.fl,
+        disable_pkey_check: p.disable_pkey_check,
+        pkey_index: p.pkey_index,
+        counter_index: p.counter_index,
+        grh_mylmc: p.grh_mylmc,
+        rlid: p.rlid.get(),
+        ackto: p.ackto,
+        mgid_index: p.mgid_index,
+        static_rate: p.static_rate,
+        hop_limit: p.hop_limit,
+        tclass_flowlabel: p.tclass_flowlabel.get(),
+        rgid: p.rgid,
+        sched_queue: p.sched_queue,
+    }
+}
+
 impl QpModify {
     /// The mailbox of the transition `c` (`qp_context::modify()`), as
     /// `__mlx4_qp_modify()` copies the context behind the optpar word.
@@ -180,5 +198,34 @@ impl QpModify {
         ctx.log_page_size = x.log_page_size;
         (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(x.mtt_base_addr)?;
         Ok(m)
+    }
+
+    /// What QUERY_QP returned in this layout (`mlx4_qp_query()` reads the
+    /// context behind the optpar word): the fields a transition carries,
+    /// and the alternate path.
+    pub(crate) fn fields(&self) -> (QpFields, PathFields) {
+        let c = &self.context;
+        let fields = QpFields {
+            flags: c.flags.get(),
+            pd: c.pd.get(),
+            mtu_msgmax: c.mtu_msgmax,
+            rq_size_stride: c.rq_size_stride,
+            sq_size_stride: c.sq_size_stride,
+            usr_page: c.usr_page.get(),
+            local_qpn: c.local_qpn.get(),
+            remote_qpn: c.remote_qpn.get(),
+            pri_path: read_path(&c.pri_path),
+            params1: c.params1.get(),
+            next_send_psn: c.next_send_psn.get(),
+            cqn_send: c.cqn_send.get(),
+            params2: c.params2.get(),
+            rnr_nextrecvpsn: c.rnr_nextrecvpsn.get(),
+            cqn_recv: c.cqn_recv.get(),
+            db_rec_addr: c.db_rec_addr.get(),
+            qkey: c.qkey.get(),
+            log_page_size: c.log_page_size,
+            mtt_base_addr: u64::from(c.mtt_base_addr_h) << 32 | u64::from(c.mtt_base_addr_l.get()),
+        };
+        (fields, read_path(&c.alt_path))
     }
 }

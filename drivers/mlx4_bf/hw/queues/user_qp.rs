@@ -9,12 +9,12 @@
 //! left.
 
 use kernel::prelude::*;
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::{qp::TO_RST_OP_MOD, qp_mailbox::QpModify};
 use crate::{
     hw::cmd::{CmdIf, CmdState, Command, Input, Op},
-    qp_context::{QpCommand, QpOp},
+    qp_context::{PathFields, QpCommand, QpFields, QpOp},
 };
 
 /// Posts `c` for a QP of the provider's. The QP is recorded as in the
@@ -43,6 +43,19 @@ pub(crate) fn modify(cmd: &CmdIf, st: &mut CmdState, c: &QpCommand) -> Result {
     )?;
     st.live.user_qps.set(qpn, true);
     Ok(())
+}
+
+/// QUERY_QP of a QP of the provider's the device has (`mlx4_qp_query()`):
+/// its context and its alternate path. `-EINVAL` for a QP the device does
+/// not have.
+pub(crate) fn query(cmd: &CmdIf, st: &mut CmdState, qpn: u32) -> Result<(QpFields, PathFields)> {
+    if !st.live.user_qps.contains(qpn as usize) {
+        return Err(EINVAL);
+    }
+    let mut out = [0u8; core::mem::size_of::<QpModify>()];
+    cmd.exec(st, Command::new(Op::QueryQp, qpn).output(&mut out))?;
+    let answer = QpModify::read_from_bytes(&out).map_err(|_| EINVAL)?;
+    Ok(answer.fields())
 }
 
 /// 2RST of a QP recorded as in the device.

@@ -250,6 +250,7 @@ impl<T: Driver> Entry<T> {
                     || !raw.xrcd.is_null()
                     || !raw.rwq_ind_tbl.is_null(),
                 create_flags: raw.create_flags,
+                sq_sig_all: raw.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
             };
             let mut cap = QpCap::from_raw(&raw.cap);
             let made = T::create_qp(pd, &qp_init, &mut cap, &mut udata);
@@ -289,6 +290,33 @@ impl<T: Driver> Entry<T> {
             let mut udata = user(udata)?;
             let attr = QpAttr::from_raw(raw, mask as u32)?;
             T::modify_qp(this, &attr, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a live QP `create_qp` made; `attr` and `init` are valid for
+    /// writes for the call (the core's allocations, maybe uninitialized).
+    pub(super) unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live QP of ours.
+            let this = unsafe { Qp::<T>::from_core(qp) };
+            let answer = T::query_qp(this)?;
+            // SAFETY: Valid for writes (the contract): written whole before
+            // any reference is made, so the references see initialized
+            // values; nobody else uses them during the call.
+            let (attr, init) = unsafe {
+                attr.write(pin_init::zeroed());
+                init.write(pin_init::zeroed());
+                (&mut *attr, &mut *init)
+            };
+            answer.write_to(attr, init);
             Ok(0)
         })
     }

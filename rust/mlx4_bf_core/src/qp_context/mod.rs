@@ -17,6 +17,7 @@
 //! receive, no RoCE; the device has no counters (the sink index).
 
 pub mod path;
+pub mod query;
 
 use crate::qp_size::QpGeometry;
 use crate::verbs::{mask, mig, mtu, QpState, VerbsError};
@@ -25,9 +26,9 @@ pub use path::{AhAttr, Grh, PathFields};
 /// `MLX4_IB_ACK_REQ_FREQ`: params1 bits 31..28.
 pub const ACK_REQ_FREQ: u32 = 8;
 /// `MLX4_QP_PM_*` (flags bits 12..11).
-const PM_MIGRATED: u32 = 3;
-const PM_ARMED: u32 = 0;
-const PM_REARM: u32 = 1;
+pub(crate) const PM_MIGRATED: u32 = 3;
+pub(crate) const PM_ARMED: u32 = 0;
+pub(crate) const PM_REARM: u32 = 1;
 
 /// `enum mlx4_qp_optpar`.
 pub mod optpar {

@@ -12,7 +12,7 @@ use crate::verbs::access;
 /// The model's ConnectX-3 with this driver's profile: one IB port, 128
 /// P_Keys and GIDs, messages up to 2^31, 16 outstanding reads as
 /// requester, one as responder (one RDMARC entry per QP), no counters.
-const DEV: QpDevice = QpDevice {
+pub(super) const DEV: QpDevice = QpDevice {
     num_ports: 1,
     pkey_table_len: 128,
     gid_table_len: 128,
@@ -23,7 +23,7 @@ const DEV: QpDevice = QpDevice {
     sink_counter_index: 0xff,
 };
 
-fn facts() -> QpFacts {
+pub(super) fn facts() -> QpFacts {
     let r = UserQpRequest {
         max_recv_wr: 500,
         max_recv_sge: 1,
@@ -104,12 +104,12 @@ fn expect(fields: &[(usize, &[u8])]) -> [u8; 0x100] {
     b
 }
 
-fn step(soft: &QpSoft, a: &QpAttr) -> (QpCommand, QpSoft) {
+pub(super) fn step(soft: &QpSoft, a: &QpAttr) -> (QpCommand, QpSoft) {
     let m = modify(&DEV, &facts(), soft, a).unwrap();
     (m.command.unwrap(), m.next)
 }
 
-fn init_attr(access_flags: u32) -> QpAttr {
+pub(super) fn init_attr(access_flags: u32) -> QpAttr {
     QpAttr {
         mask: mask::STATE | mask::PKEY_INDEX | mask::PORT | mask::ACCESS_FLAGS,
         qp_state: QpState::Init as u32,
@@ -120,7 +120,7 @@ fn init_attr(access_flags: u32) -> QpAttr {
     }
 }
 
-fn rtr_attr() -> QpAttr {
+pub(super) fn rtr_attr() -> QpAttr {
     QpAttr {
         mask: mask::STATE
             | mask::AV
@@ -143,7 +143,7 @@ fn rtr_attr() -> QpAttr {
     }
 }
 
-fn rts_attr() -> QpAttr {
+pub(super) fn rts_attr() -> QpAttr {
     QpAttr {
         mask: mask::STATE
             | mask::TIMEOUT

@@ -575,6 +575,51 @@ fn the_read_limits_are_decoded_as_mlx4_ib_encodes_them() {
     }
 }
 
+/// QUERY_QP gives back what each transition set, where
+/// `mlx4_ib_query_qp()` reads it: INIT2RTR's path MTU, primary path (the
+/// peer's LID) and receive PSN with its RNR timer, RTR2RTS's send PSN,
+/// retry counts and ACK timeout; a field no transition set stays 0.
+#[test]
+fn query_qp_reads_back_what_the_transitions_set() {
+    let mut h = hca();
+    rst2init_with(&mut h, QA, PAGE_A, 0x700, RQ32, RQ_DB, RWE);
+    let mut mb = vec![0u8; 0x100];
+    // PRIMARY_ADDR_PATH | RNR_TIMEOUT, as mlx4_ib sends them at INIT2RTR.
+    put_be32(&mut mb, 0, (1 << 7) | (1 << 6));
+    mb[8 + 0x08] = (3 << 5) | 31; // IB_MTU_1024, 2^31-byte messages
+    put_be32(&mut mb[8..], 0x14, QB);
+    put_be16(&mut mb[8..], 0x18 + 0x06, 0x1234);
+    mb[8 + 0x18 + 0x20] = 0x83;
+    put_be32(&mut mb[8..], 0x94, (12 << 24) | 0xabcde);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::INIT2RTR_QP, 0, QA), status::OK);
+    let mut mb = vec![0u8; 0x100];
+    // RETRY_COUNT | RNR_RETRY | ACK_TIMEOUT.
+    put_be32(&mut mb, 0, (1 << 12) | (1 << 13) | (1 << 14));
+    put_be32(&mut mb[8..], 0x70, (8 << 28) | (6 << 16) | (5 << 13));
+    mb[8 + 0x18 + 0x08] = 14 << 3;
+    put_be32(&mut mb[8..], 0x78, 0x12345);
+    h.poke(IN_MB, &mb);
+    assert_eq!(h.cmd(op::RTR2RTS_QP, 0, QA), status::OK);
+    assert_eq!(h.cmd(op::QUERY_QP, 0, QA), status::OK);
+    let q = h.mem(OUT_MB + 8, 0xf8);
+    assert_eq!(be32(&q, 0) >> 28, 3, "RTS");
+    assert_eq!(q[0x08] >> 5, 3, "path MTU");
+    assert_eq!(be32(&q, 0x14) & 0xff_ffff, QB);
+    assert_eq!(u16::from_be_bytes([q[0x1e], q[0x1f]]), 0x1234, "rlid");
+    assert_eq!(q[0x18 + 0x08] >> 3, 14, "ACK timeout");
+    assert_eq!(
+        be32(&q, 0x94),
+        (12 << 24) | 0xabcde,
+        "RNR timer, receive PSN"
+    );
+    assert_eq!(be32(&q, 0x78), 0x12345, "send PSN");
+    let p1 = be32(&q, 0x70);
+    assert_eq!(((p1 >> 16) & 7, (p1 >> 13) & 7), (6, 5), "retry counts");
+    assert_eq!(be32(&q, 0xa8), 0, "no Q_Key was set");
+    assert!(h.error_codes().is_empty());
+}
+
 /// max_dest_rd_atomic 0 is the responder's "no reads": mlx4_ib clears RRE
 /// for it, and a read to it is a remote access error. That is the only
 /// read limit a request can reach in the model (`Qp::max_rd_atomic`).
