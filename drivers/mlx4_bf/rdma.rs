@@ -197,7 +197,7 @@ pub(crate) trait Driver: Sized + 'static {
     }
 
     /// `query_qp`: the QP's attributes as the device has them (also what
-    /// `rdma res show qp` reads).
+    /// the core's QP dump for `rdma res show qp` asks).
     fn query_qp(_qp: &Qp<Self>) -> Result<QpQuery> {
         Err(not_supported())
     }
