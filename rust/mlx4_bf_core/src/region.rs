@@ -147,6 +147,7 @@ pub const fn remote_perm_needed(opcode: u32) -> u32 {
     match opcode {
         wqe::OPCODE_RDMA_WRITE | wqe::OPCODE_RDMA_WRITE_IMM => PERM_REMOTE_WRITE,
         wqe::OPCODE_RDMA_READ => PERM_REMOTE_READ,
+        wqe::OPCODE_ATOMIC_CS | wqe::OPCODE_ATOMIC_FA => PERM_ATOMIC,
         _ => 0,
     }
 }
@@ -229,14 +230,15 @@ pub fn gathers<'a>(wqe: &'a [u8], info: &WqeInfo) -> impl Iterator<Item = (u32, 
 }
 
 /// Every data segment names, by lkey, a region `lookup` knows (it returns
-/// `(start, len, perm)`), and lies inside it. An RDMA read's segments are
-/// where its data lands: their regions must allow local writes.
+/// `(start, len, perm)`), and lies inside it. An RDMA read's segments, and
+/// an atomic's, are where data lands: their regions must allow local
+/// writes.
 pub fn check_gathers(
     wqe: &[u8],
     info: &WqeInfo,
     lookup: impl Fn(u32) -> Option<(u64, u64, u32)>,
 ) -> Result<(), Reject> {
-    let lands = info.opcode == wqe::OPCODE_RDMA_READ;
+    let lands = wqe::lands(info.opcode);
     for (count, lkey, addr) in gathers(wqe, info) {
         let (start, len, perm) = lookup(lkey).ok_or(Reject::Lkey)?;
         if lands && !local_writable(perm) {
@@ -249,13 +251,15 @@ pub fn check_gathers(
     Ok(())
 }
 
-/// Does a WQE with `opcode` name remote memory (RDMA write or read)?
+/// Does a WQE with `opcode` name remote memory (RDMA write or read, an
+/// atomic)?
 #[inline]
 pub fn is_rdma(opcode: u32) -> bool {
     remote_perm_needed(opcode) != 0
 }
 
-/// The remote address segment of an RDMA write or read: `(raddr, rkey)`.
+/// The remote address segment of an RDMA write, read or atomic:
+/// `(raddr, rkey)`.
 pub fn raddr(wqe: &[u8], info: &WqeInfo) -> Option<(u64, u32)> {
     if !is_rdma(info.opcode) {
         return None;

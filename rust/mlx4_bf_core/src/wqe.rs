@@ -8,10 +8,14 @@
 //!
 //! ```text
 //! ctrl     owner_opcode | bf_qpn (vlan_tag, ins_vlan, fence_size) | srcrb_flags | imm
-//! raddr    raddr (64) | rkey | reserved                  RDMA write only
+//! raddr    raddr (64) | rkey | reserved                  RDMA and atomics
+//! atomic   swap_add (64) | compare (64)                  atomics only
 //! inline   byte_count | 1 << 31, then data; never crosses 64 bytes (repeats)
 //! gather   byte_count | lkey | addr (64)                 doorbell path only
 //! ```
+//!
+//! An atomic (compare-and-swap, fetch-and-add; RC only) is all four: its one
+//! 8-byte data segment is where the remote's old value lands.
 
 use crate::abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF};
 use crate::reject::Reject;
@@ -22,6 +26,8 @@ pub const OPCODE_RDMA_WRITE_IMM: u32 = 0x09;
 pub const OPCODE_SEND: u32 = 0x0a;
 pub const OPCODE_SEND_IMM: u32 = 0x0b;
 pub const OPCODE_RDMA_READ: u32 = 0x10;
+pub const OPCODE_ATOMIC_CS: u32 = 0x11;
+pub const OPCODE_ATOMIC_FA: u32 = 0x12;
 const OPCODE_MASK: u32 = 0x1f;
 
 /// Owner bit of `owner_opcode`: flips each time the send queue wraps.
@@ -35,6 +41,9 @@ pub const INLINE_SEG: u32 = 1 << 31;
 pub const INLINE_ALIGN: usize = 64;
 pub const CTRL_LEN: usize = 16;
 pub const RADDR_LEN: usize = 16;
+pub const ATOMIC_LEN: usize = 16;
+/// What an atomic reads and returns: one 64-bit operand.
+pub const ATOMIC_OPERAND_LEN: u32 = 8;
 pub const GATHER_LEN: usize = 16;
 /// The 6-bit size field caps a WQE at 63 units.
 pub const MAX_WQE_LEN: usize = 63 * 16;
@@ -80,7 +89,19 @@ fn has_raddr(opcode: u32) -> bool {
     matches!(
         opcode,
         OPCODE_RDMA_WRITE | OPCODE_RDMA_WRITE_IMM | OPCODE_RDMA_READ
-    )
+    ) || is_atomic(opcode)
+}
+
+#[inline]
+pub const fn is_atomic(opcode: u32) -> bool {
+    matches!(opcode, OPCODE_ATOMIC_CS | OPCODE_ATOMIC_FA)
+}
+
+/// Do the WQE's data segments say where data lands (an RDMA read's
+/// scatter list, an atomic's old value) rather than what is sent?
+#[inline]
+pub const fn lands(opcode: u32) -> bool {
+    opcode == OPCODE_RDMA_READ || is_atomic(opcode)
 }
 
 /// What validation learnt about a well-formed WQE.
@@ -175,6 +196,8 @@ fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject>
             | OPCODE_SEND
             | OPCODE_SEND_IMM
             | OPCODE_RDMA_READ
+            | OPCODE_ATOMIC_CS
+            | OPCODE_ATOMIC_FA
     ) {
         return Err(Reject::Opcode);
     }
@@ -198,6 +221,20 @@ fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject>
         }
         pos += RADDR_LEN;
     }
+    if is_atomic(opcode) {
+        // The atomic segment's operands are any values; then exactly one
+        // data segment of the operand's size.
+        pos += ATOMIC_LEN;
+        if len < pos + GATHER_LEN {
+            return Err(Reject::Length);
+        }
+        if be32(wqe, pos) & INLINE_SEG != 0 {
+            return Err(Reject::Inline);
+        }
+        if len != pos + GATHER_LEN || be32(wqe, pos) != ATOMIC_OPERAND_LEN {
+            return Err(Reject::Gather);
+        }
+    }
 
     let mut info = WqeInfo {
         size16: (len / 16) as u32,
@@ -209,7 +246,7 @@ fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject>
     if pos < len && be32(wqe, pos) & INLINE_SEG != 0 {
         // An RDMA read's data segments say where the data lands: nothing to
         // carry inline.
-        if opcode == OPCODE_RDMA_READ {
+        if lands(opcode) {
             return Err(Reject::Inline);
         }
         // A run of inline segments, back to back, each but the last ending
@@ -369,6 +406,8 @@ pub fn bf_safe_count(base: u32, limit: u32) -> u32 {
     span / 256 * BF_SAFE_PER_256 + (span % 256).min(BF_SAFE_PER_256)
 }
 
+#[cfg(test)]
+mod atomic_tests;
 #[cfg(test)]
 mod tests {
     use super::*;

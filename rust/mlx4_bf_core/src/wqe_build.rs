@@ -6,7 +6,8 @@
 //! `wqe.rs`).
 
 use crate::wqe::{
-    be32, put_be32, WqeInfo, CTRL_LEN, GATHER_LEN, INLINE_ALIGN, INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
+    be32, put_be32, WqeInfo, ATOMIC_LEN, ATOMIC_OPERAND_LEN, CTRL_LEN, GATHER_LEN, INLINE_ALIGN,
+    INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
 };
 
 /// The send doorbell for `qpn` as the bytes the adapter must see, in order
@@ -95,5 +96,42 @@ pub fn build_gather(
     put_be32(buf, pos, seg.2);
     put_be32(buf, pos + 4, seg.1);
     buf[pos + 8..pos + 16].copy_from_slice(&seg.0.to_be_bytes());
+    Some(len)
+}
+
+/// An atomic's operands: what libmlx4's `set_atomic_seg()` writes.
+#[derive(Clone, Copy, Debug)]
+pub enum AtomicOp {
+    /// Swap in `swap` where the remote operand equals `compare`.
+    CompareSwap { compare: u64, swap: u64 },
+    /// Add `add` to the remote operand.
+    FetchAdd { add: u64 },
+}
+
+/// Builds an atomic WQE as libmlx4 does: control, remote address
+/// `(raddr, rkey)`, atomic segment, and the one data segment `(addr, lkey)`
+/// where the old value lands. Returns the WQE length (64), or `None` if
+/// `buf` is too small.
+pub fn build_atomic(
+    buf: &mut [u8],
+    op: AtomicOp,
+    raddr: (u64, u32),
+    result: (u64, u32),
+) -> Option<usize> {
+    let len = CTRL_LEN + RADDR_LEN + ATOMIC_LEN + GATHER_LEN;
+    if buf.len() < len {
+        return None;
+    }
+    let (opcode, swap_add, compare) = match op {
+        AtomicOp::CompareSwap { compare, swap } => (crate::wqe::OPCODE_ATOMIC_CS, swap, compare),
+        AtomicOp::FetchAdd { add } => (crate::wqe::OPCODE_ATOMIC_FA, add, 0),
+    };
+    let mut pos = put_header(buf, opcode, len, Some(raddr));
+    buf[pos..pos + 8].copy_from_slice(&swap_add.to_be_bytes());
+    buf[pos + 8..pos + 16].copy_from_slice(&compare.to_be_bytes());
+    pos += ATOMIC_LEN;
+    put_be32(buf, pos, ATOMIC_OPERAND_LEN);
+    put_be32(buf, pos + 4, result.1);
+    buf[pos + 8..pos + 16].copy_from_slice(&result.0.to_be_bytes());
     Some(len)
 }
