@@ -33,6 +33,8 @@
 #define OP_SEND		0x0a
 #define OP_SEND_IMM	0x0b
 #define OP_RDMA_READ	0x10
+#define OP_ATOMIC_CS	0x11
+#define OP_ATOMIC_FA	0x12
 #define INLINE_SEG	0x80000000u
 #define MAX_WQE		1008
 
@@ -183,6 +185,29 @@ static inline int build_gather(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rk
 	}
 	put_be32(wqe + 4, pos / 16);
 	return pos;
+}
+
+/*
+ * An atomic as libmlx4 builds it (doorbell path: it gathers): ctrl with
+ * @opcode (OP_ATOMIC_CS, OP_ATOMIC_FA), the remote address segment (@raddr,
+ * @rkey), the atomic segment (@swap_add: the swap or the addend;
+ * @compare), then the one data segment @result, where the remote's old
+ * value lands (8 bytes). Returns its length, 64.
+ */
+static inline int build_atomic(uint8_t *wqe, __u32 opcode, __u64 raddr, __u32 rkey,
+			       __u64 swap_add, __u64 compare, const struct sge *result)
+{
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, opcode);
+	put_be32(wqe + 4, 4);
+	put_be64(wqe + 16, raddr);
+	put_be32(wqe + 24, rkey);
+	put_be64(wqe + 32, swap_add);
+	put_be64(wqe + 40, compare);
+	put_be32(wqe + 48, result->length);
+	put_be32(wqe + 52, result->lkey);
+	put_be64(wqe + 56, result->addr);
+	return 64;
 }
 
 /*
