@@ -3,8 +3,9 @@
 #
 # Builds what the guest runs of rdma-core and perftest for $ARCH (x86_64 or
 # s390x) from Debian's trixie sources: libibverbs with the mlx4 provider,
-# ibv_devices, ibv_devinfo, ibv_rc_pingpong, and perftest's ib_send_lat,
-# ib_write_lat, ib_read_lat, ib_send_bw and ib_write_bw, every program
+# ibv_devices, ibv_devinfo, libibverbs' five pingpongs (RC, UC, UD, SRQ,
+# XRC SRQ), and perftest's latency programs (send, write, read, atomic) and
+# its bandwidth ones (send, write, read, atomic), every program
 # statically linked (the guest has no libc). With the root's gcc for x86_64,
 # its s390x cross gcc for s390x: the same recipe for both. Runs inside the
 # toolchain root; prints the output directory:
@@ -56,8 +57,10 @@ x86_64) TRIPLET=x86_64-linux-gnu DEB_ARCH=amd64 FILE_ARCH=x86-64 ;;
 s390) TRIPLET=s390x-linux-gnu DEB_ARCH=s390x FILE_ARCH="IBM S/390" ;;
 esac
 CC=$TRIPLET-gcc
-TOOLS=(ibv_devices ibv_devinfo ibv_rc_pingpong)
-PERFTEST=(ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw)
+TOOLS=(ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong
+       ibv_xsrq_pingpong)
+PERFTEST=(ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_bw ib_write_bw ib_read_bw
+          ib_atomic_bw)
 # Linked again with the patched libmlx4.
 PERFTEST_QP_POST=(ib_send_lat ib_write_lat ib_send_bw)
 PATCHES=("$TOP"/tools/rdma-core/*.patch)
