@@ -115,6 +115,9 @@ for tool in ib_send_lat ib_write_lat ib_read_lat; do
 		result $? "${tool}_size_$size" "see the lines above"
 	done
 done
+# An atomic's size is its operand's, 8 bytes (perftest refuses others).
+perftest ib_atomic_lat 8
+result $? ib_atomic_lat_size_8 "see the lines above"
 for tool in ib_send_bw ib_write_bw; do
 	bandwidth $tool
 	result $? "${tool}_size_4096" "see the lines above"

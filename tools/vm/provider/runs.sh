@@ -90,13 +90,19 @@ perftest() { # tool size
 	rc=$?
 	snap after
 	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$1-$2".out >>/tmp/results/provider-"$1".txt
-	echo "# $1 $2 bytes: bf $(delta wqes_bf), dma $(delta wqes_dma), fallbacks $(delta bf_fallbacks), doorbells $(delta send_doorbells), WQE DMA reads $(delta sq_dma_reads), RDMA reads $(delta rdma_reads), protocol errors $(delta protocol_errors)"
+	echo "# $1 $2 bytes: bf $(delta wqes_bf), dma $(delta wqes_dma), fallbacks $(delta bf_fallbacks), doorbells $(delta send_doorbells), WQE DMA reads $(delta sq_dma_reads), RDMA reads $(delta rdma_reads), fetch-and-adds $(delta atomics_fetch_add), protocol errors $(delta protocol_errors)"
 	[ $rc = 0 ] || return 1
 	[ "$(delta protocol_errors)" = 0 ] && [ "$(delta bf_fallbacks)" = 0 ] || rc=1
 	if [ "$1" = ib_read_lat ]; then
 		# The client reads, ITERS times; the server waits.
 		[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta wqes_bf)" -ge $ITERS ] &&
 			[ "$(delta rdma_reads)" -ge $ITERS ] || rc=1
+	elif [ "$1" = ib_atomic_lat ]; then
+		# The client's fetch-and-adds, ITERS: each gathers (its old
+		# value lands in a data segment), so by doorbell, never
+		# BlueFlame, every one executed.
+		[ "$(delta wqes_bf)" = 0 ] && [ "$(delta send_doorbells)" -ge $ITERS ] &&
+			[ "$(delta atomics_fetch_add)" -ge $ITERS ] || rc=1
 	elif [ "$2" -le $INLINE_MAX ]; then
 		[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta wqes_bf)" -ge $((2 * ITERS)) ] || rc=1
 	else

@@ -33,10 +33,16 @@ perftest() { # tool size
 	snap after
 	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$1-$2".out >>/tmp/results/perftest-"$1".txt
 	why="bf $(delta wqes_bf), dma $(delta wqes_dma), doorbells $(delta send_doorbells)"
-	why="$why, WQE DMA reads $(delta sq_dma_reads), protocol errors $(delta protocol_errors)"
+	why="$why, WQE DMA reads $(delta sq_dma_reads), fetch-and-adds $(delta atomics_fetch_add)"
+	why="$why, protocol errors $(delta protocol_errors)"
 	if [ $rc = 0 ]; then
 		[ "$(delta protocol_errors)" = 0 ] || rc=1
-		if [ "$2" -le $INLINE_MAX ]; then
+		if [ "$1" = ib_atomic_lat ]; then
+			# The client's fetch-and-adds: they gather (the old
+			# value lands in a data segment), so by doorbell.
+			[ "$(delta wqes_bf)" = 0 ] && [ "$(delta send_doorbells)" -ge $ITERS ] &&
+				[ "$(delta atomics_fetch_add)" -ge $ITERS ] || rc=1
+		elif [ "$2" -le $INLINE_MAX ]; then
 			[ "$(delta sq_dma_reads)" = 0 ] && [ "$(delta wqes_bf)" -ge $((2 * ITERS)) ] || rc=1
 		else
 			[ "$(delta send_doorbells)" -ge $((2 * ITERS)) ] && [ "$(delta sq_dma_reads)" -gt 0 ] || rc=1
@@ -134,6 +140,9 @@ for tool in ib_send_lat ib_write_lat; do
 		result $? ${tool}_size_$size "see the lines above"
 	done
 done
+# An atomic's size is its operand's, 8 bytes (perftest refuses others).
+perftest ib_atomic_lat 8
+result $? ib_atomic_lat_size_8 "see the lines above"
 if [ -n "$S390" ]; then
 	mmio_syscalls
 	result $? libmlx4_posts_by_s390_pci_mmio_write "see the lines above"

@@ -93,6 +93,10 @@ const COUNTERS: &[(&str, usize)] = &[
     ("fw_refused", 0x5e8),
     ("icm_errors", 0x5f0),
     ("rdma_reads", 0x618),
+    // Atomics executed (version 13), and those refused.
+    ("atomics_cmp_swap", 0x670),
+    ("atomics_fetch_add", 0x678),
+    ("atomics_refused", 0x680),
 ];
 
 /// Gauges of the device's state, never reset: MPTs in hardware ownership
@@ -133,8 +137,8 @@ const UAR_COUNTERS: &[(&str, usize)] = &[
     ("bf_page_bytes", 0x648),
 ];
 
-/// Version 11 has every register above.
-const MIN_VERSION: u32 = 11;
+/// Version 13 has every register above.
+const MIN_VERSION: u32 = 13;
 
 fn parse_number(s: &str) -> Result<u32, String> {
     match s.strip_prefix("0x") {
