@@ -73,6 +73,16 @@ pub struct Global {
     /// the bytes they read (0x620).
     pub rdma_reads: u64,
     pub rdma_read_bytes: u64,
+    /// Atomics executed (their original value landed in the requester's
+    /// data segment): CMP_SWAP, matched or not (0x670), and FETCH_ADD
+    /// (0x678).
+    pub atomics_cmp_swap: u64,
+    pub atomics_fetch_add: u64,
+    /// Atomics refused by the requester's data segment, the alignment, the
+    /// responder's RAE or the rkey (`datapath::atomic` rules c–f; 0x680),
+    /// each also counted where its kind is (a local or remote protection
+    /// fault, ...).
+    pub atomics_refused: u64,
     /// MTT entries written by WRITE_MTT (0x5c0).
     pub mtt_entries_written: u64,
     /// CQEs not written because their CQ is in the error state (the one
@@ -240,7 +250,7 @@ impl Counters {
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
     /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
-    /// 0x638..0x66f), `qp_select` and `uar_select` for the per-QP and
+    /// 0x638..0x687), `qp_select` and `uar_select` for the per-QP and
     /// per-UAR ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
@@ -307,6 +317,9 @@ impl Counters {
             0x658 => g.sum_rdma_write_one_way_ns,
             0x660 => g.post_to_wire_samples,
             0x668 => g.rdma_write_one_way_samples,
+            0x670 => g.atomics_cmp_swap,
+            0x678 => g.atomics_fetch_add,
+            0x680 => g.atomics_refused,
             _ => return None,
         })
     }
@@ -353,6 +366,11 @@ impl Counters {
             ),
             ("rdma writes", g.rdma_writes <= g.wqes_bf + g.wqes_dma),
             ("rdma reads", g.rdma_reads <= g.wqes_bf + g.wqes_dma),
+            (
+                "atomics",
+                g.atomics_cmp_swap + g.atomics_fetch_add + g.atomics_refused
+                    <= g.wqes_bf + g.wqes_dma,
+            ),
             (
                 "uar pages",
                 self.uars

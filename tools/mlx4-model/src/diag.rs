@@ -10,8 +10,8 @@
 //! area and aux pages, ICM pages, (version 8) the RDMA read counters,
 //! (version 9) data fault injection, (version 10) the UAR page counters,
 //! (version 11) the RDMA writes' modelled one-way latency and the latency
-//! sums' sample counts, and (version 12) command faults that fire on the
-//! Nth command with their opcode.
+//! sums' sample counts, (version 12) command faults that fire on the
+//! Nth command with their opcode, and (version 13) the atomics' counters.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -35,7 +35,9 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// WQEs and RDMA writes the latency sums hold (0x660, 0x668).
 /// 12: CMD_FAULT's skip (bits 20..31): the fault fires on the command with
 /// its opcode after that many more (no new register).
-pub const VERSION: u32 = 12;
+/// 13: atomics executed, CMP_SWAP and FETCH_ADD, and refused
+/// (0x670..0x687).
+pub const VERSION: u32 = 13;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -87,6 +89,11 @@ pub const ICM_PAGES: u64 = 0x610;
 /// RDMA reads whose data landed, and their bytes (counters).
 pub const RDMA_READS: u64 = 0x618;
 pub const RDMA_READ_BYTES: u64 = 0x620;
+/// Atomics executed, CMP_SWAP (matched or not) and FETCH_ADD, and atomics
+/// refused (counters).
+pub const ATOMICS_CMP_SWAP: u64 = 0x670;
+pub const ATOMICS_FETCH_ADD: u64 = 0x678;
+pub const ATOMICS_REFUSED: u64 = 0x680;
 /// Write: arm (`offset + 1`) or disarm (0) a data fault. Read: the armed
 /// value, then the faults fired since the model started.
 pub const DATA_FAULT: u64 = 0x628;

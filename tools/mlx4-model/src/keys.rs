@@ -1,5 +1,5 @@
 //! Memory keys (§5.7): what memory a data segment (lkey, addr, byte_count)
-//! or an RDMA write's remote address (rkey, raddr, length) names, and
+//! or an RDMA's or atomic's remote address (rkey, raddr, length) names, and
 //! whether the model may touch it. Pure: the regions are `mr::MrTable`.
 //!
 //! - A byte count of 0 names nothing and is never checked.
@@ -14,7 +14,9 @@
 //!   key's low byte included), its PD must equal the QP's (the responder's
 //!   for an rkey), the access must lie inside `[start, start + length)`,
 //!   and writes need LOCAL_WRITE (a receive scatter) or REMOTE_WRITE (an
-//!   RDMA write). Local reads are always allowed. The reserved lkey without
+//!   RDMA write), remote reads REMOTE_READ, atomics ATOMIC
+//!   (MLX4_PERM_ATOMIC, what mlx4_ib gives IB_ACCESS_REMOTE_ATOMIC,
+//!   `ib/mr.c:convert_access`). Local reads are always allowed. The reserved lkey without
 //!   rlkey names MPT 0, which is reserved and never in hardware ownership.
 //! - A region's virtual address `va` is at DMA address `mtt[i] |
 //!   (va % 2^s)`, `i = (va >> s) - (start >> s)`, s the region's page
@@ -48,6 +50,8 @@ pub enum Access {
     RemoteWrite,
     /// An RDMA read's source (REMOTE_READ; never the reserved lkey).
     RemoteRead,
+    /// An atomic's operand (ATOMIC; never the reserved lkey).
+    RemoteAtomic,
 }
 
 /// Why a key check failed (trace `prot_fault`, field `reason`).
@@ -61,12 +65,12 @@ pub enum Fault {
     KeyMismatch,
     /// The MPT belongs to another protection domain.
     PdMismatch,
-    /// The region does not grant the write.
+    /// The region does not grant the access.
     Permission,
     /// The access does not lie inside the region.
     OutOfRange,
-    /// The responder QP does not enable remote writes (RWE) or reads
-    /// (RRE), whatever the key.
+    /// The responder QP does not enable remote writes (RWE), reads (RRE)
+    /// or atomics (RAE), whatever the key.
     QpAccess,
 }
 
@@ -111,7 +115,10 @@ pub fn check(
         return Ok(Target::Nothing);
     }
     if key == RESERVED_LKEY {
-        let remote = matches!(access, Access::RemoteWrite | Access::RemoteRead);
+        let remote = matches!(
+            access,
+            Access::RemoteWrite | Access::RemoteRead | Access::RemoteAtomic
+        );
         return if rlkey && !remote {
             Ok(Target::Dma)
         } else {
@@ -133,6 +140,7 @@ pub fn check(
         Access::LocalWrite => perm::LOCAL_WRITE,
         Access::RemoteWrite => perm::REMOTE_WRITE,
         Access::RemoteRead => perm::REMOTE_READ,
+        Access::RemoteAtomic => perm::ATOMIC,
     };
     if mpt.flags & needs != needs {
         return Err(Fault::Permission);
@@ -252,6 +260,28 @@ mod tests {
             Err(Fault::Permission)
         );
         assert!(resolve(&ro, false, 7, key, 0x7000_0000, 4, Access::LocalRead).is_ok());
+        // Atomics need ATOMIC, and nothing else grants it.
+        let rw = mrs_with(
+            5,
+            0x42,
+            7,
+            flags | perm::REMOTE_READ,
+            0x7000_0000,
+            &[0x20_000],
+        );
+        assert_eq!(
+            resolve(&rw, false, 7, key, 0x7000_0008, 8, Access::RemoteAtomic),
+            Err(Fault::Permission)
+        );
+        let at = mrs_with(5, 0x42, 7, perm::ATOMIC, 0x7000_0000, &[0x20_000]);
+        assert_eq!(
+            resolve(&at, false, 7, key, 0x7000_0008, 8, Access::RemoteAtomic),
+            Ok(vec![(0x20_008, 8)])
+        );
+        assert_eq!(
+            resolve(&at, true, 7, RESERVED_LKEY, 0x1000, 8, Access::RemoteAtomic),
+            Err(Fault::ReservedKey)
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ const OPTPAR_RWE: u32 = 1 << 3;
 /// params2 MLX4_QP_BIT_RRE and MLX4_QP_OPTPAR_RRE.
 const RRE: u32 = 1 << 15;
 const OPTPAR_RRE: u32 = 1 << 1;
+/// params2 MLX4_QP_BIT_RAE and MLX4_QP_OPTPAR_RAE.
+const RAE: u32 = 1 << 13;
+const OPTPAR_RAE: u32 = 1 << 2;
 /// params1 (ctx 0x70) bits 23..21, SRA_MAX, and params2 bits 23..21,
 /// RRA_MAX: log2 of the RDMA reads (and atomics) the QP may have
 /// outstanding as requester and as responder, as mlx4_ib fills them
@@ -109,6 +112,10 @@ pub struct Qp {
     pub rwe: bool,
     /// Remote read enable (params2 bit 15, RRE; optpar bit 1), likewise.
     pub rre: bool,
+    /// Remote atomic enable (params2 bit 13, RAE; optpar bit 2), likewise.
+    /// mlx4_ib sets it for IB_ACCESS_REMOTE_ATOMIC and clears it with RRE
+    /// for max_dest_rd_atomic 0 (`ib/qp.c:to_mlx4_access_flags`).
+    pub rae: bool,
     /// SRA_MAX and RRA_MAX (params1 and params2 bits 23..21): log2 of the
     /// reads the QP may have outstanding as requester and as responder,
     /// likewise (optpar bits 8 and 9). Decoded, recorded and returned by
@@ -214,6 +221,7 @@ impl Qp {
             rlid: 0,
             rwe: be32(ctx, PARAMS2) & RWE != 0,
             rre: be32(ctx, PARAMS2) & RRE != 0,
+            rae: be32(ctx, PARAMS2) & RAE != 0,
             sra_max: ra_max(be32(ctx, PARAMS1)),
             rra_max: ra_max(be32(ctx, PARAMS2)),
             sq_ci: 0,
@@ -246,7 +254,7 @@ impl Qp {
     fn record<M, I>(&self, env: &mut Env<M, I>) {
         env.trace.record("qp_context", || {
             json!({"qpn": self.qpn, "state": self.state.as_str(), "rwe": self.rwe,
-                   "rre": self.rre, "max_rd_atomic": self.max_rd_atomic(),
+                   "rre": self.rre, "rae": self.rae, "max_rd_atomic": self.max_rd_atomic(),
                    "max_dest_rd_atomic": self.max_dest_rd_atomic()})
         });
     }
@@ -418,6 +426,9 @@ impl QpTable {
             }
             if be32(&mb, 0) & OPTPAR_RRE != 0 {
                 qp.rre = be32(&mb[8..], PARAMS2) & RRE != 0;
+            }
+            if be32(&mb, 0) & OPTPAR_RAE != 0 {
+                qp.rae = be32(&mb[8..], PARAMS2) & RAE != 0;
             }
             if be32(&mb, 0) & OPTPAR_SRA_MAX != 0 {
                 qp.sra_max = ra_max(be32(&mb[8..], PARAMS1));

@@ -1,5 +1,5 @@
-//! Send WQE decoding (§4.1–4.4): control segment, then raddr / datagram,
-//! inline and data segments, all checked against DS. Pure: whether a data
+//! Send WQE decoding (§4.1–4.4): control segment, then raddr / datagram /
+//! raddr and atomic, inline and data segments, all checked against DS. Pure: whether a data
 //! segment or a remote address may be touched is `keys`' question, touching
 //! it the send path's.
 
@@ -16,10 +16,16 @@ pub mod opcode {
     pub const SEND_IMM: u8 = 0x0b;
     /// RC only.
     pub const RDMA_READ: u8 = 0x10;
+    /// MLX4_OPCODE_ATOMIC_CS and MLX4_OPCODE_ATOMIC_FA, RC only. The masked
+    /// atomics (0x14, 0x15) are not taken.
+    pub const ATOMIC_CS: u8 = 0x11;
+    pub const ATOMIC_FA: u8 = 0x12;
 }
 
 pub const CTRL_SIZE: usize = 16;
 const RADDR_SIZE: usize = 16;
+/// struct mlx4_wqe_atomic_seg: be64 swap_add, be64 compare.
+const ATOMIC_SIZE: usize = 16;
 const DATAGRAM_SIZE: usize = 48;
 const INLINE_ALIGN: usize = 64;
 /// srcrb_flags: CQ_UPDATE (`3 << 2`).
@@ -79,6 +85,13 @@ pub enum Segment {
         rkey: u32,
     },
     Datagram,
+    /// An atomic's operands (mlx4_wqe_atomic_seg): the swap value of a
+    /// CMP_SWAP or the addend of a FETCH_ADD, and the compare value (0 for
+    /// FETCH_ADD).
+    Atomic {
+        swap_add: u64,
+        compare: u64,
+    },
     /// `off`: where the bytes start in the WQE.
     Inline {
         len: u32,
@@ -104,6 +117,14 @@ impl Wqe {
     pub fn raddr(&self) -> Option<(u64, u32)> {
         self.segments.iter().find_map(|s| match s {
             Segment::Raddr { addr, rkey } => Some((*addr, *rkey)),
+            _ => None,
+        })
+    }
+
+    /// An atomic's operands: (swap_add, compare).
+    pub fn atomic(&self) -> Option<(u64, u64)> {
+        self.segments.iter().find_map(|s| match s {
+            Segment::Atomic { swap_add, compare } => Some((*swap_add, *compare)),
             _ => None,
         })
     }
@@ -141,7 +162,11 @@ impl WqeError {
 /// Parses the WQE in `b` (exactly DS*16 bytes, DS >= 1). `base` is the
 /// WQE's byte offset in the queue buffer: the 64-byte rule for inline data
 /// is about memory, not about the WQE. RDMA_READ is taken on an RC QP:
-/// the raddr segment, then the data segments it scatters into.
+/// the raddr segment, then the data segments it scatters into; so are
+/// ATOMIC_CS and ATOMIC_FA: the raddr segment, the atomic segment, then
+/// the data segment the original value lands in (libmlx4
+/// `mlx4_post_send`). Whether that is one segment of 8 bytes is the
+/// atomic path's question (`datapath::atomic`).
 pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
     let ctrl = Ctrl::decode(b);
     let len = b.len();
@@ -168,14 +193,18 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
             if (op == opcode::RDMA_READ && qp_service == service::RC)
                 || (op != opcode::RDMA_READ && !ud && qp_service != service::MLX) =>
         {
-            if off + RADDR_SIZE > len {
-                return Err(WqeError::Missing("raddr"));
+            off = raddr(&mut w, b, off)?;
+        }
+        opcode::ATOMIC_CS | opcode::ATOMIC_FA if qp_service == service::RC => {
+            off = raddr(&mut w, b, off)?;
+            if off + ATOMIC_SIZE > len {
+                return Err(WqeError::Missing("atomic"));
             }
-            w.segments.push(Segment::Raddr {
-                addr: be64(b, off),
-                rkey: be32(b, off + 8),
+            w.segments.push(Segment::Atomic {
+                swap_add: be64(b, off),
+                compare: be64(b, off + 8),
             });
-            off += RADDR_SIZE;
+            off += ATOMIC_SIZE;
         }
         op => return Err(WqeError::BadOpcode(op)),
     }
@@ -214,6 +243,19 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
         }
     }
     Ok(w)
+}
+
+/// The raddr segment at `off` of the WQE `b` into `w`; where the next
+/// segment starts.
+fn raddr(w: &mut Wqe, b: &[u8], off: usize) -> Result<usize, WqeError> {
+    if off + RADDR_SIZE > b.len() {
+        return Err(WqeError::Missing("raddr"));
+    }
+    w.segments.push(Segment::Raddr {
+        addr: be64(b, off),
+        rkey: be32(b, off + 8),
+    });
+    Ok(off + RADDR_SIZE)
 }
 
 #[cfg(test)]
@@ -288,5 +330,41 @@ mod tests {
             parse(&b, service::UD, 0),
             Err(WqeError::Missing("datagram"))
         ));
+    }
+
+    #[test]
+    fn atomics_raddr_atomic_then_data_on_rc_only() {
+        let mut b = ctrl(opcode::ATOMIC_CS, 4);
+        put_be32(&mut b, 16, 0x1234_5678);
+        put_be32(&mut b, 20, 0x9abc_def0);
+        put_be32(&mut b, 24, 0x0102);
+        put_be32(&mut b, 32, 0xaaaa_bbbb);
+        put_be32(&mut b, 36, 0xcccc_dddd);
+        put_be32(&mut b, 44, 7);
+        put_be32(&mut b, 48, 8);
+        put_be32(&mut b, 52, 0x100);
+        put_be32(&mut b, 60, 0x4000);
+        let w = parse(&b, service::RC, 0).unwrap();
+        assert_eq!(w.raddr(), Some((0x1234_5678_9abc_def0, 0x0102)));
+        assert_eq!(w.atomic(), Some((0xaaaa_bbbb_cccc_dddd, 7)));
+        assert_eq!(
+            w.segments[2],
+            Segment::Data {
+                len: 8,
+                lkey: 0x100,
+                addr: 0x4000
+            }
+        );
+        assert_eq!(w.payload, 8);
+        for s in [service::UC, service::UD, service::MLX] {
+            assert_eq!(parse(&b, s, 0), Err(WqeError::BadOpcode(0x11)));
+        }
+        let b = ctrl(opcode::ATOMIC_FA, 2);
+        assert_eq!(parse(&b, service::RC, 0), Err(WqeError::Missing("atomic")));
+        // The masked atomics are not taken.
+        for op in [0x14, 0x15] {
+            let b = ctrl(op, 5);
+            assert_eq!(parse(&b, service::RC, 0), Err(WqeError::BadOpcode(op)));
+        }
     }
 }

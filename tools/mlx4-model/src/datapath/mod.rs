@@ -7,9 +7,12 @@
 //!   the requester's completion;
 //! - `blueflame`: collecting BF bursts, executing them or falling back;
 //! - `deliver`: a SEND to the responder's receive queue;
-//! - `rdma`: an RDMA write into the responder's region;
+//! - `rdma`: an RDMA write into the responder's region, an RDMA read from
+//!   it;
+//! - `atomic`: CMP_SWAP and FETCH_ADD on the responder's region;
 //! - `mad`: a send on a special QP (MLX), completed, not delivered.
 
+pub mod atomic;
 pub mod blueflame;
 pub mod deliver;
 pub mod engine;

@@ -1,6 +1,7 @@
 //! The send path: UAR send doorbell, SQ fetch by DMA (owner-bit parity,
 //! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1). A SEND on
-//! an RC or UC QP goes on to `deliver`, an RDMA write to `rdma`.
+//! an RC or UC QP goes on to `deliver`, an RDMA write or read to `rdma`,
+//! an atomic to `atomic`.
 
 use super::engine::Engine;
 use crate::bytes::{be32, hex, put_be16, put_be32};
@@ -303,6 +304,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             // wqe::parse takes RDMA reads on strict RC QPs only.
             opcode::RDMA_READ => {
                 self.rdma_read(qpn, idx, &w);
+                return;
+            }
+            // wqe::parse takes atomics on RC QPs only.
+            opcode::ATOMIC_CS | opcode::ATOMIC_FA => {
+                self.atomic(qpn, idx, &w);
                 return;
             }
             _ => {}

@@ -36,9 +36,14 @@ pub const LOG_RSVD_CQ: u8 = 7;
 /// BMME flags: RESERVED_LKEY (bit 10), so kernel PDs use the reserved
 /// lkey instead of a PHYSICAL MPT each (`ib/main.c:mlx4_ib_query_device`).
 pub const BMME_RESERVED_LKEY: u32 = 1 << 10;
-/// Device flags (0x44): RC, UC, UD; nothing mlx4 would switch on beyond
+/// Device flags (0x44): RC, UC, UD (bits 0..2) and ATOMIC (bit 18,
+/// MLX4_DEV_CAP_FLAG_ATOMIC: mlx4_ib reports atomic_cap IB_ATOMIC_HCA,
+/// `ib/main.c:mlx4_ib_query_device`, and the model executes CMP_SWAP and
+/// FETCH_ADD, `datapath::atomic`); nothing mlx4 would switch on beyond
 /// them (64-byte EQEs/CQEs, XRC, counters, IBoE, port sensing).
-pub const DEV_FLAGS: u32 = 0x7;
+pub const DEV_FLAGS: u32 = 0x7 | FLAG_ATOMIC;
+/// MLX4_DEV_CAP_FLAG_ATOMIC.
+pub const FLAG_ATOMIC: u32 = 1 << 18;
 
 /// The node and port GUIDs (Mellanox OUI 00:02:c9).
 pub const NODE_GUID: u64 = 0x0002_c903_00b1_0000;

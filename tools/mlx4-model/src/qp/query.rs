@@ -2,7 +2,7 @@
 //! each later transition set over it, and the state, limits and queue
 //! counters the model tracks itself.
 
-use super::{Qp, QpState, PARAMS1, PARAMS2, QP_CTX_SIZE, RA_MAX_SHIFT, RRE, RWE};
+use super::{Qp, QpState, PARAMS1, PARAMS2, QP_CTX_SIZE, RAE, RA_MAX_SHIFT, RRE, RWE};
 use crate::bytes::{be32, put_be16, put_be32};
 
 /// Where a later transition's fields lie in the context
@@ -91,8 +91,9 @@ impl Qp {
         let rra = u32::from(self.rra_max) << RA_MAX_SHIFT;
         let rwe = if self.rwe { RWE } else { 0 };
         let rre = if self.rre { RRE } else { 0 };
-        let kept = be32(&self.ctx, PARAMS2) & !(ra | RWE | RRE);
-        put_be32(&mut mb, 8 + PARAMS2, kept | rra | rwe | rre);
+        let rae = if self.rae { RAE } else { 0 };
+        let kept = be32(&self.ctx, PARAMS2) & !(ra | RWE | RRE | RAE);
+        put_be32(&mut mb, 8 + PARAMS2, kept | rra | rwe | rre | rae);
         put_be16(&mut mb, 8 + 0xb4, self.rq_ci as u16);
         put_be16(&mut mb, 8 + 0xb6, self.sq_ci as u16);
         mb

@@ -19,11 +19,7 @@ fn query_dev_cap_fw_adapter() {
     assert_eq!((b[0x4c], b[0x4d], b[0x4e], b[0x51]), (0x80, 9, 3, 16));
     assert_eq!(be16(&b, 0x52), 1008);
     assert_eq!(be32(&b, 0x40) | be32(&b, 0x70), 0);
-    assert_eq!(
-        be32(&b, 0x44),
-        crate::firmware::caps::DEV_FLAGS,
-        "RC, UC, UD"
-    );
+    assert_eq!(be32(&b, 0x44), 0x4_0007, "RC, UC, UD, ATOMIC");
     assert_eq!(h.cmd(op::QUERY_FW, 0, 0), 0);
     let b = h.mem(OUT_MB, 0x40);
     assert_eq!(
@@ -702,10 +698,10 @@ fn eq_overflow_and_unset_vector() {
 #[test]
 fn diag_block_counters_expect_mark_reset() {
     let mut h = Harness::setup();
-    assert_eq!(h.diag_read(0x00), 0xc_4d4c_584d);
+    assert_eq!(h.diag_read(0x00), 0xd_4d4c_584d);
     let mut b = [0u8; 4];
     h.dev.mmio_read(0, DIAG_BASE + 4, &mut b);
-    assert_eq!(u32::from_le_bytes(b), 12);
+    assert_eq!(u32::from_le_bytes(b), 13);
     let commands = h.records_of("command").len() as u64;
     assert_eq!(h.diag_read(0x68), commands, "commands so far");
     // Outside a window: unexpected.

@@ -126,7 +126,7 @@ fn a_stalled_command_holds_go_until_a_reset() {
 #[test]
 fn the_armed_fault_reads_back_and_waits_for_its_opcode() {
     let mut h = Harness::new();
-    assert_eq!(h.diag_read(0) >> 32, 12, "version 12");
+    assert!(h.diag_read(0) >> 32 >= 12, "version 12 or later");
     assert_eq!(cmd_fault(&mut h), (0, 0));
     h.diag_write(CMD_FAULT, STALL | u32::from(op::HW2SW_MPT));
     assert_eq!(cmd_fault(&mut h), (STALL | 0x0f, 0));

@@ -81,8 +81,9 @@ enum Op {
         pages: Vec<u64>,
         offset: u64,
     },
-    /// A SEND with one data segment under `lkey`, or an RDMA write of it
-    /// (opcode, raddr, rkey), posted by doorbell.
+    /// A SEND with one data segment under `lkey`, or an RDMA write, read
+    /// or atomic (opcode, raddr, rkey; an atomic's operands 1 and 0) with
+    /// it, posted by doorbell.
     Keyed {
         index: Option<u32>,
         lkey: u32,
@@ -223,9 +224,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (prop_oneof![Just(None), (0u32..40).prop_map(Some)], key(), va(), prop_oneof![0u32..64, 0u32..0x2000],
               proptest::option::of((prop_oneof![Just(8u8), Just(9)], va(), key())))
             .prop_map(|(index, lkey, addr, len, rdma)| Op::Keyed { index, lkey, addr, len, rdma }),
-        // An RDMA write or read that may well land: a gather (scatter)
-        // that passes, an rkey of a region the Region op makes.
-        2 => (0u32..64, (1u32..4, 0u32..2), 0u64..0x2000, prop_oneof![Just(8u8), Just(9), Just(0x10)])
+        // An RDMA write, read or atomic that may well land: a gather
+        // (scatter) that passes, an rkey of a region the Region op makes,
+        // often an atomic's 8 aligned bytes.
+        2 => (prop_oneof![0u32..64, Just(8)], (1u32..4, 0u32..2),
+              prop_oneof![0u64..0x2000, (0u64..0x400).prop_map(|o| o * 8)],
+              prop_oneof![Just(8u8), Just(9), Just(0x10), Just(0x11), Just(0x12)])
             .prop_map(|(len, (i, t), off, opcode)| Op::Keyed {
                 index: None,
                 lkey: RESERVED_LKEY,
@@ -327,7 +331,7 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
             h.write_mtt(*mtt, &addrs);
             let start = REGION_VA + offset;
             let length = addrs.len() as u64 * PAGE_SIZE - offset;
-            let e = Harness::mpt_entry((index << 8) | tag, 0x3c00, 0, start, length, *mtt);
+            let e = Harness::mpt_entry((index << 8) | tag, 0x7c00, 0, start, length, *mtt);
             h.sw2hw_mpt(&e);
         }
         Op::Keyed {
@@ -346,6 +350,11 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
                     put_be64(&mut r, 0, *raddr);
                     put_be32(&mut r, 8, *rkey);
                     w.extend_from_slice(&r);
+                    if matches!(*opcode, 0x11 | 0x12) {
+                        let mut a = [0u8; 16];
+                        put_be64(&mut a, 0, 1);
+                        w.extend_from_slice(&a);
+                    }
                     *opcode
                 }
                 None => 0x0a,
@@ -419,7 +428,7 @@ proptest! {
             apply(&mut h, op, &mut touched_reset);
             h.check_invariants(touched_reset);
         }
-        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs().hw_mpts(), g.rdma_writes, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
+        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} atomics={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs().hw_mpts(), g.rdma_writes, g.atomics_cmp_swap + g.atomics_fetch_add, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
         h.dev.finish();
         h.check_invariants(touched_reset);
         // Every line is one JSON object with consecutive seq.

@@ -254,7 +254,7 @@ impl Harness {
     }
 
     /// An RC QP connected to itself on its primary path to the port's own
-    /// LID, remote writes and reads enabled, its queues on 4 KiB pages
+    /// LID, remote writes, reads and atomics enabled, its queues on 4 KiB pages
     /// whose MTT entries start at byte `mtt` (`mtt_of`), and no RQ of its
     /// own (srqn bit 24: mlx4 gives every other QP one).
     pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, mtt: u64, sq_log: u8) -> Vec<u8> {
@@ -267,7 +267,7 @@ impl Harness {
         put_be32(c, 0x14, qpn);
         put_be16(c, 0x18 + 0x06, crate::firmware::mad::LID);
         put_be32(c, 0x7c, cqn);
-        put_be32(c, 0x90, (1 << 15) | (1 << 14)); // RRE, RWE
+        put_be32(c, 0x90, (1 << 15) | (1 << 14) | (1 << 13)); // RRE, RWE, RAE
         put_be32(c, 0x9c, cqn);
         put_be32(c, 0xac, 1 << 24);
         c[0xcb] = (mtt >> 32) as u8;

@@ -12,6 +12,7 @@ mod latency;
 mod mr;
 mod receive;
 mod record;
+mod strict_atomic;
 mod strict_datapath;
 mod strict_mr;
 mod strict_queues;

@@ -593,9 +593,9 @@ fn dma_and_bar2_counters_and_their_reset() {
         assert_eq!(h.diag_read(off), 0, "{off:#x}");
     }
     assert!(h.diag_read(0x578) > clock, "the clock is not a counter");
-    // Read-only, and the block ends at 0x670 (version 11).
+    // Read-only, and the block ends at 0x688 (version 13).
     h.diag_write(0x500, 1);
-    h.diag_read(0x670);
+    h.diag_read(0x688);
     let codes = h.error_codes();
     assert_eq!(
         &codes[codes.len() - 2..],
