@@ -72,7 +72,7 @@ mod uar_alloc;
 #[path = "../../rust/mlx4_bf_core/src/verbs.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod verbs;
-#[path = "../../rust/mlx4_bf_core/src/wqe.rs"]
+#[path = "../../rust/mlx4_bf_core/src/wqe/mod.rs"]
 #[allow(unreachable_pub)]
 mod wqe;
 #[path = "../../rust/mlx4_bf_core/src/wqe_build.rs"]

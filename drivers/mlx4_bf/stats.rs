@@ -197,11 +197,12 @@ pub(crate) const NAMES: [&CStr; 4 + REJECT_MAX] = [
     c"rejects_lkey",
     c"rejects_range",
     c"rejects_rkey",
+    c"rejects_address",
 ];
 
 /// The counts of `s` in the order of [`NAMES`].
 pub(crate) fn values(s: &reject::PostCounts) -> [u64; NAMES.len()] {
-    let [length, size_field, opcode, ctrl, inline, gather, fault, qp, lkey, range, rkey] =
+    let [length, size_field, opcode, ctrl, inline, gather, fault, qp, lkey, range, rkey, address] =
         s.rejects;
     [
         s.bf_posts,
@@ -219,6 +220,7 @@ pub(crate) fn values(s: &reject::PostCounts) -> [u64; NAMES.len()] {
         lkey,
         range,
         rkey,
+        address,
     ]
 }
 

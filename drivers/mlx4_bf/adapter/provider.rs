@@ -329,7 +329,7 @@ impl Adapter {
     /// `mlx4_ib_query_qp()`: a QP in RESET as it is, any other as QUERY_QP
     /// says, its kept state following what the device says (an error may
     /// have moved it). Any failure of the command is `-EINVAL`, as mainline's.
-    pub(crate) fn query_qp(&self, qp: &mut QpHandle) -> Result<Queried> {
+    pub(crate) fn query_qp(&self, qp: &mut QpHandle, service: Service) -> Result<Queried> {
         if qp.soft.state == QpState::Reset {
             return Ok(Queried::reset());
         }
@@ -337,7 +337,8 @@ impl Adapter {
         let fw = &*self.firmware;
         let (fields, alt) =
             user_qp::query(&fw.cmd, &mut fw.cmd.lock(), qp.qpn).map_err(|_| EINVAL)?;
-        let q = qp_context::query::query(&fields, &alt, &qp.soft, num_ports).map_err(errno)?;
+        let q =
+            qp_context::query::query(&fields, &alt, &qp.soft, service, num_ports).map_err(errno)?;
         qp.soft.state = q.state;
         Ok(q)
     }

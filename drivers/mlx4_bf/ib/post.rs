@@ -16,8 +16,9 @@
 //!
 //! The phases are the kernel ping's sends': copy in, look up, check
 //! (the queue's rules, [`wqe::validate_queued`]: the owner bit and WQE
-//! counter are user space's), check regions (a data segment's lkey names a
-//! region of the QP's PD), place and write (the adapter's, shared with
+//! counter are user space's; a UD QP's address vector names its PD), check
+//! regions (a data segment's lkey names a region of the QP's PD), place and
+//! write (the adapter's, shared with
 //! the kernel ping). The kernel does not write the send queue: libmlx4 did, and
 //! a WQE that does not fit the BlueFlame buffer, or a QP whose number
 //! cannot be stamped, gets the send doorbell, after which the adapter reads
@@ -43,7 +44,7 @@ use crate::{
     reject::{self, Reject},
     stats::{Counted, Counts},
     verbs::QpState,
-    wqe::{self, Path},
+    wqe::{self, Path, Transport},
 };
 
 // SAFETY: `repr(C)` integers without padding.
@@ -106,6 +107,9 @@ struct WqeBuf([u8; SQ_STRIDE]);
 #[derive(Clone, Copy)]
 struct PostQp {
     pdn: u32,
+    /// What its WQEs are laid out for (a UD QP's carry a datagram
+    /// segment naming its PD).
+    transport: Transport,
     /// The state its last transition left it in.
     state: QpState,
 }
@@ -134,12 +138,18 @@ impl Counted for Mutex<PostState> {
 pub(crate) struct PostQps(Arc<Mutex<PostState>>);
 
 impl PostQps {
-    /// Enters QP `qpn` of PD `pdn`, in RESET.
-    pub(super) fn add(&self, qpn: u32, pdn: u32) -> Result {
+    /// Enters QP `qpn` of PD `pdn`, in RESET; a UD QP if `datagram`.
+    pub(super) fn add(&self, qpn: u32, pdn: u32, datagram: bool) -> Result {
+        let transport = if datagram {
+            Transport::Datagram { pd: pdn }
+        } else {
+            Transport::Connected
+        };
         let node = RBTreeNode::new(
             qpn,
             PostQp {
                 pdn,
+                transport,
                 state: QpState::Reset,
             },
             GFP_KERNEL,
@@ -293,7 +303,15 @@ impl Poster {
         }
         // Check.
         let max_len = usize::from(self.adapter.firmware().dev_cap.max_desc_sz_sq);
-        let info = check!(counts, wqe::validate_queued(buf, qpn, max_len), EINVAL);
+        // An address vector of another PD is a protection matter, as an
+        // lkey of another PD's region.
+        let info = match wqe::validate_queued(buf, qpn, max_len, qp.transport) {
+            Err(Reject::Address) => {
+                counts.reject(Reject::Address);
+                return Err(EACCES);
+            }
+            verdict => check!(counts, verdict, EINVAL),
+        };
         // Check regions.
         if info.gather_segs != 0 {
             check!(

@@ -73,6 +73,7 @@ fn service(t: QpType) -> Result<Service> {
     match t {
         QpType::Rc => Ok(Service::Rc),
         QpType::Uc => Ok(Service::Uc),
+        QpType::Ud => Ok(Service::Ud),
         _ => Err(eopnotsupp()),
     }
 }
@@ -133,7 +134,8 @@ impl QueuePair {
         let handle = adapter.reserve_qp(qp.fixed.pdn)?;
         qp.qpn = handle.qpn();
         *qp.handle.lock() = Some(handle);
-        qp.posts.add(qp.qpn, qp.fixed.pdn)?;
+        qp.posts
+            .add(qp.qpn, qp.fixed.pdn, qp.fixed.service == Service::Ud)?;
         // The receive queue as made; the send queue is user space's own.
         cap.max_recv_wr = recv.max_recv_wr;
         cap.max_recv_sge = recv.max_recv_sge;
@@ -185,7 +187,7 @@ impl QueuePair {
         let q = {
             let mut guard = self.handle.lock();
             let handle = Option::as_mut(&mut *guard).ok_or(EINVAL)?;
-            let q = self.adapter.query_qp(handle)?;
+            let q = self.adapter.query_qp(handle, self.fixed.service)?;
             self.posts.set_state(self.qpn, handle.state());
             q
         };

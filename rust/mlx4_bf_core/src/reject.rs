@@ -18,8 +18,10 @@ pub enum Reject {
     Lkey = 8,
     Range = 9,
     Rkey = 10,
+    /// A UD WQE's address vector names another PD than its QP's.
+    Address = 11,
 }
-pub const REJECT_MAX: usize = 11;
+pub const REJECT_MAX: usize = 12;
 
 /// Counts of posts by path and of refusals by reason, of a device or a
 /// context: the driver's debugfs `stats` and the RDMA device's

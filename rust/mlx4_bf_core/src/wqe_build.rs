@@ -6,8 +6,8 @@
 //! `wqe.rs`).
 
 use crate::wqe::{
-    be32, put_be32, WqeInfo, ATOMIC_LEN, ATOMIC_OPERAND_LEN, CTRL_LEN, GATHER_LEN, INLINE_ALIGN,
-    INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
+    be32, put_be32, WqeInfo, ATOMIC_LEN, ATOMIC_OPERAND_LEN, CTRL_LEN, DATAGRAM_LEN, GATHER_LEN,
+    INLINE_ALIGN, INLINE_SEG, MAX_WQE_LEN, RADDR_LEN,
 };
 
 /// The send doorbell for `qpn` as the bytes the adapter must see, in order
@@ -28,15 +28,31 @@ pub fn gathers_with_lkey(wqe: &[u8], info: &WqeInfo, lkey: u32) -> bool {
 /// WQE size, in 16-byte units, of an inline post of `payload` bytes
 /// (with an RDMA-write remote-address segment if `raddr`).
 pub fn inline_size16(payload: usize, raddr: bool) -> usize {
-    let mut pos = CTRL_LEN + if raddr { RADDR_LEN } else { 0 };
+    inline_end(CTRL_LEN + if raddr { RADDR_LEN } else { 0 }, payload).div_ceil(16)
+}
+
+/// Where inline segments of `payload` bytes starting at `pos` end.
+fn inline_end(mut pos: usize, payload: usize) -> usize {
     let mut left = payload;
     while left > 0 {
-        let room = INLINE_ALIGN - pos % INLINE_ALIGN - 4;
-        let chunk = left.min(room);
+        let chunk = left.min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
         pos += 4 + chunk;
         left -= chunk;
     }
-    pos.div_ceil(16)
+    pos
+}
+
+/// Writes `payload` as inline segments from `pos`, each ending before the
+/// next 64-byte boundary (`set_data_inl()`).
+fn put_inline(buf: &mut [u8], mut pos: usize, payload: &[u8]) {
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let chunk = rest.len().min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
+        put_be32(buf, pos, INLINE_SEG | chunk as u32);
+        buf[pos + 4..pos + 4 + chunk].copy_from_slice(&rest[..chunk]);
+        pos += 4 + chunk;
+        rest = &rest[chunk..];
+    }
 }
 
 /// Clears the `len` bytes of a WQE in `buf` and writes its control segment
@@ -68,15 +84,8 @@ pub fn build_inline(
     if buf.len() < len || len > MAX_WQE_LEN {
         return None;
     }
-    let mut pos = put_header(buf, opcode, len, raddr);
-    let mut rest = payload;
-    while !rest.is_empty() {
-        let chunk = rest.len().min(INLINE_ALIGN - pos % INLINE_ALIGN - 4);
-        put_be32(buf, pos, INLINE_SEG | chunk as u32);
-        buf[pos + 4..pos + 4 + chunk].copy_from_slice(&rest[..chunk]);
-        pos += 4 + chunk;
-        rest = &rest[chunk..];
-    }
+    let pos = put_header(buf, opcode, len, raddr);
+    put_inline(buf, pos, payload);
     Some(len)
 }
 
@@ -133,5 +142,36 @@ pub fn build_atomic(
     put_be32(buf, pos, ATOMIC_OPERAND_LEN);
     put_be32(buf, pos + 4, result.1);
     buf[pos + 8..pos + 16].copy_from_slice(&result.0.to_be_bytes());
+    Some(len)
+}
+
+/// Where a UD SEND goes: what libmlx4's address handle holds (`struct
+/// mlx4_av`: port and PD, the destination LID) and the work request's
+/// destination QPN and Q_Key.
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram {
+    pub port: u8,
+    pub pd: u32,
+    pub dlid: u16,
+    pub dqpn: u32,
+    pub qkey: u32,
+}
+
+/// Builds a UD SEND with `payload` inline as libmlx4's `mlx4_post_send()`
+/// does: control, the datagram segment (`set_datagram_seg()`), then the
+/// inline segments from byte 64. Returns the WQE length, or `None` if `buf`
+/// is too small.
+pub fn build_datagram_inline(buf: &mut [u8], to: &Datagram, payload: &[u8]) -> Option<usize> {
+    let data = CTRL_LEN + DATAGRAM_LEN;
+    let len = inline_end(data, payload.len()).next_multiple_of(16);
+    if buf.len() < len || len > MAX_WQE_LEN {
+        return None;
+    }
+    put_header(buf, crate::wqe::OPCODE_SEND, len, None);
+    put_be32(buf, CTRL_LEN, u32::from(to.port) << 24 | to.pd);
+    buf[CTRL_LEN + 6..CTRL_LEN + 8].copy_from_slice(&to.dlid.to_be_bytes());
+    put_be32(buf, CTRL_LEN + 32, to.dqpn);
+    put_be32(buf, CTRL_LEN + 36, to.qkey);
+    put_inline(buf, data, payload);
     Some(len)
 }

@@ -5,7 +5,8 @@
 use mlx4_bf_core::{
     abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF},
     store_block::{plan, whole_blocks, Piece, MAX_BLOCK},
-    wqe, wqe_build,
+    wqe::{self, Transport},
+    wqe_build,
 };
 use proptest::prelude::*;
 
@@ -61,22 +62,32 @@ proptest! {
     }
 
     /// Whatever a send queue holds, the QP_POST method's validation answers
-    /// without panicking, and what it accepts is a WQE for `qpn` alone that
-    /// the misc device's rules accept once the queue's stamps are cleared.
+    /// without panicking, and what it accepts is a WQE for `qpn` alone: for
+    /// a connected QP one the kernel's rules accept once the queue's stamps
+    /// are cleared, for a UD QP of PD `pd` a SEND whose address vector
+    /// names `pd`.
     #[test]
     fn validate_queued_is_total(
         bytes in proptest::collection::vec(any::<u8>(), 0..1100),
         qpn in 0u32..1 << 24,
+        datagram_pd in proptest::option::of(0u32..1 << 24),
     ) {
         let mut wqe = bytes.clone();
-        if let Ok(info) = wqe::validate_queued(&mut wqe, qpn, wqe::MAX_WQE_LEN) {
+        let transport = datagram_pd.map_or(Transport::Connected, |pd| Transport::Datagram { pd });
+        if let Ok(info) = wqe::validate_queued(&mut wqe, qpn, wqe::MAX_WQE_LEN, transport) {
             prop_assert_eq!(info.size16 as usize * 16, wqe.len());
             prop_assert_eq!(u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]) >> 8, qpn);
             prop_assert_eq!(&wqe[..4], &bytes[..4], "the owner bit and counter stay");
-            let owner_opcode = u32::from_be_bytes([wqe[0], wqe[1], wqe[2], wqe[3]]);
-            wqe[..4].copy_from_slice(&(owner_opcode & !(wqe::CTRL_OWNER | 0xffff << 8)).to_be_bytes());
-            wqe[4..7].fill(0);
-            prop_assert_eq!(wqe::validate(&wqe, wqe::MAX_WQE_LEN), Ok(info));
+            if let Some(pd) = datagram_pd {
+                let av = u32::from_be_bytes([wqe[16], wqe[17], wqe[18], wqe[19]]);
+                prop_assert_eq!(av & 0xff_ffff, pd);
+                prop_assert!(matches!(info.opcode, wqe::OPCODE_NOP | wqe::OPCODE_SEND | wqe::OPCODE_SEND_IMM));
+            } else {
+                let owner_opcode = u32::from_be_bytes([wqe[0], wqe[1], wqe[2], wqe[3]]);
+                wqe[..4].copy_from_slice(&(owner_opcode & !(wqe::CTRL_OWNER | 0xffff << 8)).to_be_bytes());
+                wqe[4..7].fill(0);
+                prop_assert_eq!(wqe::validate(&wqe, wqe::MAX_WQE_LEN), Ok(info));
+            }
         }
     }
 
@@ -116,7 +127,10 @@ proptest! {
             end += 4 + (u32::from_be_bytes([queued[end], queued[end + 1], queued[end + 2], queued[end + 3]]) & 0x7fff_ffff) as usize;
         }
         queued[end.min(len)..len].fill(stale);
-        prop_assert_eq!(wqe::validate_queued(&mut queued[..len], qpn, wqe::MAX_WQE_LEN), Ok(info));
+        prop_assert_eq!(
+            wqe::validate_queued(&mut queued[..len], qpn, wqe::MAX_WQE_LEN, Transport::Connected),
+            Ok(info)
+        );
         prop_assert_eq!(&queued[..len], &expect[..len]);
     }
 

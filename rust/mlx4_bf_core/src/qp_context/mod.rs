@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A user RC or UC QP's state transitions on an IB port, as mainline
+//! A user RC, UC or UD QP's state transitions on an IB port, as mainline
 //! mlx4_ib and mlx4_core make them: the checks of `mlx4_ib_modify_qp()` and
 //! `_mlx4_ib_modify_qp()` (`drivers/infiniband/hw/mlx4/qp.c`), the QP
 //! context and optional-parameter mask `__mlx4_ib_modify_qp()` fills from
@@ -50,12 +50,20 @@ pub mod optpar {
     pub const COUNTER_INDEX: u32 = 1 << 20;
 }
 
-/// The QP's transport (`to_mlx4_st()`: `MLX4_QP_ST_RC`, `_UC`).
+/// The QP's transport (`to_mlx4_st()`: `MLX4_QP_ST_RC`, `_UC`, `_UD`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Service {
     Rc = 0,
     Uc = 1,
+    Ud = 3,
 }
+
+/// `MLX4_IB_DEFAULT_SCHED_QUEUE`: the scheduling queue bits of a UD QP's
+/// path (the port's in bit 6).
+pub const DEFAULT_SCHED_QUEUE: u8 = 0x83;
+/// A UD QP's message size limit (log2), without LSO: mainline's constant,
+/// whatever the device's `max_msg_sz`.
+pub const UD_LOG_MSGMAX: u8 = 13;
 
 /// The commands of `__mlx4_qp_modify()`'s table (`MLX4_CMD_*_QP`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,7 +328,10 @@ fn base_fields(
             _ => 0,
         };
     }
-    if a.mask & mask::PATH_MTU != 0 {
+    if f.service == Service::Ud {
+        // Every transition, whatever the mask: a datagram is one packet.
+        c.mtu_msgmax = (mtu::MTU_4096 << 5) | UD_LOG_MSGMAX;
+    } else if a.mask & mask::PATH_MTU != 0 {
         if !(mtu::MTU_256..=mtu::MTU_4096).contains(&a.path_mtu) {
             return Err(VerbsError::Invalid);
         }
@@ -350,6 +361,7 @@ fn base_fields(
 /// The destination, the primary path and its pkey, ack timeout and port.
 fn path_fields(
     dev: &QpDevice,
+    f: &QpFacts,
     soft: &QpSoft,
     a: &QpAttr,
     (cur, new): (QpState, QpState),
@@ -370,6 +382,11 @@ fn path_fields(
         // No counter on an IB port of a device without counters: the
         // sink, without its optpar bit (the default counter is -1).
         c.pri_path.counter_index = dev.sink_counter_index;
+        // A UD QP has no address vector: its port and the default
+        // scheduling queue, without an optpar bit.
+        if f.service == Service::Ud {
+            c.pri_path.sched_queue = (soft.port.wrapping_sub(1) << 6) | DEFAULT_SCHED_QUEUE;
+        }
     }
     if a.mask & mask::PKEY_INDEX != 0 {
         c.pri_path.pkey_index = a.pkey_index as u8;
@@ -478,7 +495,7 @@ pub fn modify(
     }
     let mut optpar = 0;
     let mut c = base_fields(dev, f, a, (cur, new), &mut optpar)?;
-    path_fields(dev, soft, a, (cur, new), (&mut c, &mut optpar))?;
+    path_fields(dev, f, soft, a, (cur, new), (&mut c, &mut optpar))?;
     transport_fields(soft, a, (&mut c, &mut optpar));
     let sqd_event = cur == QpState::Rts
         && new == QpState::Sqd
@@ -499,3 +516,5 @@ pub fn modify(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod ud_tests;

@@ -7,7 +7,7 @@
 
 use super::{
     path::{BIT_RAE, BIT_RRE, BIT_RWE, STAT_RATE_OFFSET},
-    AhAttr, Grh, PathFields, QpFields, QpSoft, PM_ARMED, PM_MIGRATED, PM_REARM,
+    AhAttr, Grh, PathFields, QpFields, QpSoft, Service, PM_ARMED, PM_MIGRATED, PM_REARM,
 };
 use crate::verbs::{access, mig, QpState, VerbsError};
 
@@ -163,16 +163,19 @@ pub fn ah_of(p: &PathFields, num_ports: u8) -> Option<PathAh> {
 /// `f` (primary path included) and `alt` (the alternate path), on a device
 /// with `num_ports` ports; `soft` is what the driver keeps of it (the port
 /// an INIT QP was given). A state or migration state mlx4 does not define
-/// is `Invalid` (mainline returns -1 in the field).
+/// is `Invalid` (mainline returns -1 in the field). A UD QP's paths are no
+/// address vectors: mainline decodes them for RC and UC only.
 pub fn query(
     f: &QpFields,
     alt: &PathFields,
     soft: &QpSoft,
+    service: Service,
     num_ports: u8,
 ) -> Result<Queried, VerbsError> {
     let mlx4_state = f.flags >> 28;
     let state = state_of(mlx4_state).ok_or(VerbsError::Invalid)?;
-    let alt_ah = ah_of(alt, num_ports);
+    let connected = service != Service::Ud;
+    let alt_ah = ah_of(alt, num_ports).filter(|_| connected);
     Ok(Queried {
         state,
         path_mtu: f.mtu_msgmax >> 5,
@@ -182,10 +185,14 @@ pub fn query(
         sq_psn: f.next_send_psn & 0xff_ffff,
         dest_qp_num: f.remote_qpn & 0xff_ffff,
         qp_access_flags: access_of(f.params2),
-        ah: ah_of(&f.pri_path, num_ports),
+        ah: ah_of(&f.pri_path, num_ports).filter(|_| connected),
         alt_ah,
         pkey_index: u16::from(f.pri_path.pkey_index & 0x7f),
-        alt_pkey_index: u16::from(alt.pkey_index & 0x7f),
+        alt_pkey_index: if connected {
+            u16::from(alt.pkey_index & 0x7f)
+        } else {
+            0
+        },
         port_num: if state == QpState::Init {
             soft.port
         } else {

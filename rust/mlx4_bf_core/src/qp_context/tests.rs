@@ -54,7 +54,7 @@ pub(super) fn facts() -> QpFacts {
 
 /// The mailbox `__mlx4_qp_modify()` posts for `c`: optpar, 4 reserved
 /// bytes, the 0xf8-byte context.
-fn mailbox(c: &QpCommand) -> [u8; 0x100] {
+pub(super) fn mailbox(c: &QpCommand) -> [u8; 0x100] {
     let mut b = [0u8; 0x100];
     let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
     let x = &c.context;
@@ -96,7 +96,7 @@ fn mailbox(c: &QpCommand) -> [u8; 0x100] {
 }
 
 /// A mailbox of zeros but for `fields` (mailbox offset, big-endian bytes).
-fn expect(fields: &[(usize, &[u8])]) -> [u8; 0x100] {
+pub(super) fn expect(fields: &[(usize, &[u8])]) -> [u8; 0x100] {
     let mut b = [0u8; 0x100];
     for (at, v) in fields {
         b[*at..*at + v.len()].copy_from_slice(v);
@@ -163,11 +163,11 @@ pub(super) fn rts_attr() -> QpAttr {
 
 // What every transition of this QP carries: pd, the queue sizes (RQ 512
 // x 16 B, SQ 64 x 64 B), the UAR, the QPN, ACK_REQ_FREQ and the CQs.
-const PD: (usize, &[u8]) = (8 + 0x04, &[0, 0, 0x20, 0x01]);
-const USR_PAGE: (usize, &[u8]) = (8 + 0x0c, &[0, 0, 0, 5]);
-const QPN: (usize, &[u8]) = (8 + 0x10, &[0, 0, 0x02, 0x48]);
-const CQN_SEND: (usize, &[u8]) = (8 + 0x7c, &[0, 0, 0, 0xc0]);
-const CQN_RECV: (usize, &[u8]) = (8 + 0x9c, &[0, 0, 0, 0xc1]);
+pub(super) const PD: (usize, &[u8]) = (8 + 0x04, &[0, 0, 0x20, 0x01]);
+pub(super) const USR_PAGE: (usize, &[u8]) = (8 + 0x0c, &[0, 0, 0, 5]);
+pub(super) const QPN: (usize, &[u8]) = (8 + 0x10, &[0, 0, 0x02, 0x48]);
+pub(super) const CQN_SEND: (usize, &[u8]) = (8 + 0x7c, &[0, 0, 0, 0xc0]);
+pub(super) const CQN_RECV: (usize, &[u8]) = (8 + 0x9c, &[0, 0, 0, 0xc1]);
 
 #[test]
 fn rc_pingpong_rst2init() {

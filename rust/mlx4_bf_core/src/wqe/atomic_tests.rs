@@ -14,7 +14,10 @@ const LEN: usize = CTRL_LEN + RADDR_LEN + ATOMIC_LEN + GATHER_LEN;
 
 fn atomic(op: AtomicOp) -> [u8; LEN] {
     let mut b = [0u8; LEN];
-    assert_eq!(build_atomic(&mut b, op, (0x8000, 0x700), (0x1000, 0x100)), Some(LEN));
+    assert_eq!(
+        build_atomic(&mut b, op, (0x8000, 0x700), (0x1000, 0x100)),
+        Some(LEN)
+    );
     b
 }
 
@@ -48,7 +51,7 @@ proptest! {
         prop_assert_eq!(message_len(&b, &info), 8);
         prop_assert_eq!(choose_path(&info, 0, 256), Ok(Path::Doorbell));
         let mut queued = b;
-        prop_assert!(validate_queued(&mut queued, 0x41, MAX_WQE_LEN).is_ok());
+        prop_assert!(validate_queued(&mut queued, 0x41, MAX_WQE_LEN, Transport::Connected).is_ok());
     }
 }
 
@@ -63,7 +66,11 @@ fn an_atomic_returns_into_exactly_one_8_byte_segment() {
     for count in [0u32, 4, 16] {
         let mut c = b;
         c[48..52].copy_from_slice(&count.to_be_bytes());
-        assert_eq!(validate(&c, MAX_WQE_LEN), Err(Reject::Gather), "count {count}");
+        assert_eq!(
+            validate(&c, MAX_WQE_LEN),
+            Err(Reject::Gather),
+            "count {count}"
+        );
     }
     // Two data segments.
     let mut two = [0u8; LEN + GATHER_LEN];
@@ -102,13 +109,22 @@ fn an_inline_write_relabelled_atomic_has_no_atomic_segment() {
 
 #[test]
 fn the_old_value_lands_in_a_locally_writable_region() {
-    let b = atomic(AtomicOp::CompareSwap { compare: 1, swap: 2 });
+    let b = atomic(AtomicOp::CompareSwap {
+        compare: 1,
+        swap: 2,
+    });
     let info = validate(&b, MAX_WQE_LEN).unwrap();
     let rw = ib_access_perm(ib::LOCAL_WRITE);
     let ro = ib_access_perm(0);
     assert_eq!(check_gathers(&b, &info, |_| Some((0x1000, 8, rw))), Ok(()));
-    assert_eq!(check_gathers(&b, &info, |_| Some((0x1000, 8, ro))), Err(Reject::Lkey));
-    assert_eq!(check_gathers(&b, &info, |_| Some((0x1001, 8, rw))), Err(Reject::Range));
+    assert_eq!(
+        check_gathers(&b, &info, |_| Some((0x1000, 8, ro))),
+        Err(Reject::Lkey)
+    );
+    assert_eq!(
+        check_gathers(&b, &info, |_| Some((0x1001, 8, rw))),
+        Err(Reject::Range)
+    );
     assert_eq!(check_gathers(&b, &info, |_| None), Err(Reject::Lkey));
 }
 
@@ -119,7 +135,13 @@ fn the_remote_operand_needs_remote_atomic_around_its_8_bytes() {
     let atomic = ib_access_perm(ib::LOCAL_WRITE | ib::REMOTE_ATOMIC);
     let rw = ib_access_perm(ib::LOCAL_WRITE | ib::REMOTE_WRITE | ib::REMOTE_READ);
     assert_eq!(check_rdma(&b, &info, |_| Some((0x8000, 8, atomic))), Ok(()));
-    assert_eq!(check_rdma(&b, &info, |_| Some((0x8000, 8, rw))), Err(Reject::Rkey));
-    assert_eq!(check_rdma(&b, &info, |_| Some((0x8000, 7, atomic))), Err(Reject::Rkey));
+    assert_eq!(
+        check_rdma(&b, &info, |_| Some((0x8000, 8, rw))),
+        Err(Reject::Rkey)
+    );
+    assert_eq!(
+        check_rdma(&b, &info, |_| Some((0x8000, 7, atomic))),
+        Err(Reject::Rkey)
+    );
     assert_eq!(check_rdma(&b, &info, |_| None), Err(Reject::Rkey));
 }

@@ -10,7 +10,14 @@ use crate::verbs::{mask, mtu};
 use proptest::prelude::*;
 
 fn queried(c: &QpCommand, soft: &QpSoft) -> Queried {
-    query(&c.context, &PathFields::default(), soft, DEV.num_ports).unwrap()
+    query(
+        &c.context,
+        &PathFields::default(),
+        soft,
+        Service::Rc,
+        DEV.num_ports,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -90,10 +97,16 @@ fn undefined_state_or_migration_state_is_invalid() {
     let mut f = c.context;
     f.flags = (f.flags & 0x0fff_ffff) | (9 << 28);
     let alt = PathFields::default();
-    assert_eq!(query(&f, &alt, &soft, 1), Err(VerbsError::Invalid));
+    assert_eq!(
+        query(&f, &alt, &soft, Service::Rc, 1),
+        Err(VerbsError::Invalid)
+    );
     let mut f = c.context;
     f.flags = (f.flags & !(3 << 11)) | (2 << 11);
-    assert_eq!(query(&f, &alt, &soft, 1), Err(VerbsError::Invalid));
+    assert_eq!(
+        query(&f, &alt, &soft, Service::Rc, 1),
+        Err(VerbsError::Invalid)
+    );
 }
 
 #[test]

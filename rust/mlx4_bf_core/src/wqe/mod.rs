@@ -16,6 +16,10 @@
 //!
 //! An atomic (compare-and-swap, fetch-and-add; RC only) is all four: its one
 //! 8-byte data segment is where the remote's old value lands.
+//!
+//! A UD QP's SEND has the datagram segment after its control segment: the
+//! address vector (its first dword `port << 24 | pd`), the destination QPN
+//! and Q_Key, 48 bytes; then the data as any SEND's.
 
 use crate::abi::{POST_F_FORCE_DOORBELL, POST_F_REQUIRE_BF};
 use crate::reject::Reject;
@@ -45,6 +49,9 @@ pub const ATOMIC_LEN: usize = 16;
 /// What an atomic reads and returns: one 64-bit operand.
 pub const ATOMIC_OPERAND_LEN: u32 = 8;
 pub const GATHER_LEN: usize = 16;
+/// `struct mlx4_wqe_datagram_seg`: the address vector (32 bytes), the
+/// destination QPN and Q_Key, the VLAN and MAC (RoCE).
+pub const DATAGRAM_LEN: usize = 48;
 /// The 6-bit size field caps a WQE at 63 units.
 pub const MAX_WQE_LEN: usize = 63 * 16;
 
@@ -104,6 +111,16 @@ pub const fn lands(opcode: u32) -> bool {
     opcode == OPCODE_RDMA_READ || is_atomic(opcode)
 }
 
+/// The QP a WQE is for, as far as its layout goes: a connected one (RC, UC)
+/// or a UD QP of PD `pd`, whose WQEs carry a datagram segment whose
+/// address vector must name that PD (as the adapter's check of an address
+/// handle against its QP's PD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Connected,
+    Datagram { pd: u32 },
+}
+
 /// What validation learnt about a well-formed WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WqeInfo {
@@ -121,7 +138,7 @@ pub struct WqeInfo {
 /// and so must the padding after inline data.
 #[inline(always)]
 pub fn validate(wqe: &[u8], max_len: usize) -> Result<WqeInfo, Reject> {
-    let (info, padding) = check(wqe, max_len)?;
+    let (info, padding) = check(wqe, max_len, Transport::Connected)?;
     match padding {
         Some(from) if !zero_from(wqe, from) => Err(Reject::Inline),
         _ => Ok(info),
@@ -152,8 +169,14 @@ pub fn named_qpn(wqe: &[u8]) -> Result<u32, Reject> {
 /// the owner bit and WQE counter are user space's and stay; the QPN is the
 /// kernel's (`bf_qpn`: none yet, or `qpn` already, as libmlx4 stamps it);
 /// the padding after inline data, stale bytes of the queue that the adapter
-/// ignores, is zeroed. Otherwise the rules of [`validate`].
-pub fn validate_queued(wqe: &mut [u8], qpn: u32, max_len: usize) -> Result<WqeInfo, Reject> {
+/// ignores, is zeroed. Otherwise the rules of [`validate`], for the
+/// QP's `transport`.
+pub fn validate_queued(
+    wqe: &mut [u8],
+    qpn: u32,
+    max_len: usize,
+    transport: Transport,
+) -> Result<WqeInfo, Reject> {
     if wqe.len() < CTRL_LEN {
         return Err(Reject::Length);
     }
@@ -165,7 +188,7 @@ pub fn validate_queued(wqe: &mut [u8], qpn: u32, max_len: usize) -> Result<WqeIn
     }
     put_be32(wqe, 0, owner_opcode & !CTRL_QUEUE_BITS);
     put_be32(wqe, 4, fence_size & 0xff);
-    let checked = check(wqe, max_len);
+    let checked = check(wqe, max_len, transport);
     put_be32(wqe, 0, owner_opcode);
     let (info, padding) = checked.inspect_err(|_| put_be32(wqe, 4, fence_size))?;
     if let Some(from) = padding {
@@ -178,7 +201,11 @@ pub fn validate_queued(wqe: &mut [u8], qpn: u32, max_len: usize) -> Result<WqeIn
 /// The rules both validations share; returns where the padding after
 /// inline data starts, if the WQE carries inline data.
 #[inline(always)]
-fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject> {
+fn check(
+    wqe: &[u8],
+    max_len: usize,
+    transport: Transport,
+) -> Result<(WqeInfo, Option<usize>), Reject> {
     let len = wqe.len();
     if len == 0 || !len.is_multiple_of(16) || len > max_len.min(MAX_WQE_LEN) {
         return Err(Reject::Length);
@@ -212,6 +239,19 @@ fn check(wqe: &[u8], max_len: usize) -> Result<(WqeInfo, Option<usize>), Reject>
     }
 
     let mut pos = CTRL_LEN;
+    if let Transport::Datagram { pd } = transport {
+        // A datagram is a SEND (UD has no RDMA, no atomics).
+        if !matches!(opcode, OPCODE_NOP | OPCODE_SEND | OPCODE_SEND_IMM) {
+            return Err(Reject::Opcode);
+        }
+        if len < CTRL_LEN + DATAGRAM_LEN {
+            return Err(Reject::Length);
+        }
+        if be32(wqe, pos) & 0xff_ffff != pd {
+            return Err(Reject::Address);
+        }
+        pos += DATAGRAM_LEN;
+    }
     if has_raddr(opcode) {
         if len < CTRL_LEN + RADDR_LEN {
             return Err(Reject::Length);
@@ -409,6 +449,8 @@ pub fn bf_safe_count(base: u32, limit: u32) -> u32 {
 #[cfg(test)]
 mod atomic_tests;
 #[cfg(test)]
+mod datagram_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::wqe_build::{build_gather, build_inline, gathers_with_lkey, inline_size16};
@@ -438,13 +480,13 @@ mod tests {
         put_be32(&mut buf, 4, fence_size | 0x41 << 8);
         let mut theirs = buf;
         assert_eq!(
-            validate_queued(&mut theirs[..len], 0x40, MAX_WQE_LEN),
+            validate_queued(&mut theirs[..len], 0x40, MAX_WQE_LEN, Transport::Connected),
             Err(Reject::Ctrl)
         );
         assert_eq!(theirs, buf, "a refused WQE is left as it was");
-        assert!(validate_queued(&mut buf[..len], 0x41, MAX_WQE_LEN).is_ok());
+        assert!(validate_queued(&mut buf[..len], 0x41, MAX_WQE_LEN, Transport::Connected).is_ok());
         assert_eq!(
-            validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN),
+            validate_queued(&mut buf[..8], 0x41, MAX_WQE_LEN, Transport::Connected),
             Err(Reject::Length)
         );
     }
