@@ -77,6 +77,30 @@ static inline uint32_t get_be32(const uint8_t *p)
 }
 
 /*
+ * @payload inline bytes from byte @pos of @wqe, byte k being @seed + @step
+ * * k, split at 64-byte boundaries as libmlx4's set_data_inl() does; sets
+ * the control segment's size. Returns the WQE's length.
+ */
+static inline int put_inline(uint8_t *wqe, int pos, int payload, uint8_t seed, int step)
+{
+	int left = payload, len, k = 0;
+
+	while (left > 0) {
+		int room = 64 - pos % 64 - 4;
+		int chunk = left < room ? left : room;
+
+		put_be32(wqe + pos, INLINE_SEG | chunk);
+		for (int i = 0; i < chunk; i++)
+			wqe[pos + 4 + i] = (uint8_t)(seed + step * k++);
+		pos += 4 + chunk;
+		left -= chunk;
+	}
+	len = (pos + 15) / 16 * 16;
+	put_be32(wqe + 4, len / 16);
+	return len;
+}
+
+/*
  * An RDMA-write WQE with @payload inline bytes (pattern @seed + i), split at
  * 64-byte boundaries as libmlx4's set_data_inl() does, to @raddr of the MR
  * @rkey of the peer (for a QP connected to itself: a sink of its own
@@ -85,25 +109,11 @@ static inline uint32_t get_be32(const uint8_t *p)
 static inline int build_rdma_write(uint8_t *wqe, int payload, uint8_t seed, __u64 raddr,
 				   __u32 rkey)
 {
-	int pos = 32, left = payload, len, k = 0;
-
 	memset(wqe, 0, MAX_WQE + 64);
 	put_be32(wqe, OP_RDMA_WRITE);
 	put_be64(wqe + 16, raddr);
 	put_be32(wqe + 24, rkey);
-	while (left > 0) {
-		int room = 64 - pos % 64 - 4;
-		int chunk = left < room ? left : room;
-
-		put_be32(wqe + pos, INLINE_SEG | chunk);
-		for (int i = 0; i < chunk; i++)
-			wqe[pos + 4 + i] = (uint8_t)(seed + k++);
-		pos += 4 + chunk;
-		left -= chunk;
-	}
-	len = (pos + 15) / 16 * 16;
-	put_be32(wqe + 4, len / 16);
-	return len;
+	return put_inline(wqe, 32, payload, seed, 1);
 }
 
 /* The inline bytes build_rdma_write() put into its WQE. */
@@ -124,25 +134,37 @@ static inline void rdma_write_pattern(uint8_t *out, int payload, uint8_t seed)
  */
 static inline int build_send(uint8_t *wqe, int payload, uint8_t seed, int with_imm, uint32_t imm)
 {
-	int pos = 16, left = payload, len, k = 0;
-
 	memset(wqe, 0, MAX_WQE + 64);
 	put_be32(wqe, with_imm ? OP_SEND_IMM : OP_SEND);
 	if (with_imm)
 		put_be32(wqe + 12, imm);
-	while (left > 0) {
-		int room = 64 - pos % 64 - 4;
-		int chunk = left < room ? left : room;
+	return put_inline(wqe, 16, payload, seed, 7);
+}
 
-		put_be32(wqe + pos, INLINE_SEG | chunk);
-		for (int i = 0; i < chunk; i++)
-			wqe[pos + 4 + i] = (uint8_t)(seed + 7 * k++);
-		pos += 4 + chunk;
-		left -= chunk;
-	}
-	len = (pos + 15) / 16 * 16;
-	put_be32(wqe + 4, len / 16);
-	return len;
+/* Where a UD SEND goes: libmlx4's address vector and the work request's. */
+struct ud_dest {
+	/* the AV's first dword: port << 24 | PD number */
+	__u32 port_pd;
+	__u16 dlid;
+	__u32 dqpn;
+	__u32 qkey;
+};
+
+/*
+ * A UD SEND as libmlx4 builds it: ctrl, the datagram segment (address
+ * vector with @to's port, PD and LID; destination QPN and Q_Key), then
+ * @payload bytes inline (build_send()'s pattern) from byte 64. Returns its
+ * length.
+ */
+static inline int build_ud_send(uint8_t *wqe, const struct ud_dest *to, int payload, uint8_t seed)
+{
+	memset(wqe, 0, MAX_WQE + 64);
+	put_be32(wqe, OP_SEND);
+	put_be32(wqe + 16, to->port_pd);
+	put_be32(wqe + 20, to->dlid);
+	put_be32(wqe + 48, to->dqpn);
+	put_be32(wqe + 52, to->qkey);
+	return put_inline(wqe, 64, payload, seed, 7);
 }
 
 /* The payload build_send() put into its WQE. */
