@@ -109,6 +109,8 @@ for events in "" -e; do
 		result $? "ibv_rc_pingpong${events:+_events}_size_$size" "see the lines above"
 	done
 done
+pingpong 4096 "" uc
+result $? ibv_uc_pingpong_size_4096 "see the lines above"
 for tool in ib_send_lat ib_write_lat ib_read_lat; do
 	for size in 4 64 $INLINE_MAX 1024; do
 		perftest $tool $size

@@ -61,18 +61,19 @@ run_pages() { # name
 	return $rc
 }
 
-# ibv_rc_pingpong of SIZE bytes, 20 round trips: 40 SENDs delivered
+# ibv_rc_pingpong (or uc) of SIZE bytes, 20 round trips: 40 SENDs delivered
 # (whatever else ran), no protocol error. With -e it sleeps on completion
 # events (the CQ armed through the UAR page, the EQ's interrupt, the
 # completion channel) instead of polling.
-pingpong() { # size [-e]
-	name=rc_pingpong$2-$1
+pingpong() { # size [-e] [transport: rc (default), uc]
+	tool=ibv_${3:-rc}_pingpong
+	name=${3:-rc}_pingpong$2-$1
 	snap before
-	server_client "$name" "ibv_rc_pingpong -d $DEV -i 1 -n 20 -s $1 $2" \
-		"ibv_rc_pingpong -d $DEV -i 1 -n 20 -s $1 $2 127.0.0.1"
+	server_client "$name" "$tool -d $DEV -i 1 -n 20 -s $1 $2" \
+		"$tool -d $DEV -i 1 -n 20 -s $1 $2 127.0.0.1"
 	rc=$?
 	snap after
-	echo "# ibv_rc_pingpong $2 $1 bytes: deliveries $(delta deliveries), protocol errors $(delta protocol_errors), irqs $(delta irqs)"
+	echo "# $tool $2 $1 bytes: deliveries $(delta deliveries), protocol errors $(delta protocol_errors), irqs $(delta irqs)"
 	[ "$(delta protocol_errors)" = 0 ] && [ "$(delta deliveries)" -ge 40 ] || rc=1
 	if [ -n "$2" ]; then
 		[ "$(delta irqs)" -gt 0 ] || rc=1

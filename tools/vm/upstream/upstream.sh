@@ -124,15 +124,17 @@ echo "$out" | grep -q 'hca_id:[[:space:]]*mlx4_0' &&
 	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' &&
 	echo "$out" | grep -q 'port_lid:[[:space:]]*1$'
 result $? ibv_devinfo_mlx4_0_port1_active "$(echo "$out" | tr '\n' '|' | cut -c1-300)"
-for size in 64 4096; do
+for run in "rc 64" "rc 4096" "uc 4096"; do
+	# shellcheck disable=SC2086 # transport and size
+	set -- $run
 	snap before
-	server_client rc_pingpong "ibv_rc_pingpong -d mlx4_0 -i 1 -n 20 -s $size" \
-		"ibv_rc_pingpong -d mlx4_0 -i 1 -n 20 -s $size 127.0.0.1"
+	server_client $1_pingpong "ibv_$1_pingpong -d mlx4_0 -i 1 -n 20 -s $2" \
+		"ibv_$1_pingpong -d mlx4_0 -i 1 -n 20 -s $2 127.0.0.1"
 	rc=$?
 	snap after
 	# 20 round trips: 40 SENDs delivered, whatever else ran.
 	[ "$(delta protocol_errors)" = 0 ] && [ "$(delta deliveries)" -ge 40 ] || rc=1
-	result $rc ibv_rc_pingpong_size_$size "deliveries $(delta deliveries), protocol errors $(delta protocol_errors)"
+	result $rc ibv_$1_pingpong_size_$2 "deliveries $(delta deliveries), protocol errors $(delta protocol_errors)"
 done
 for tool in ib_send_lat ib_write_lat; do
 	for size in 4 64 $INLINE_MAX 1024; do
