@@ -83,6 +83,17 @@ pub struct Global {
     /// each also counted where its kind is (a local or remote protection
     /// fault, ...).
     pub atomics_refused: u64,
+    /// UD SENDs transmitted: past the sender's rules, completed in success
+    /// whatever became of the datagram (`datapath::ud`; 0x688). Each one
+    /// is delivered (0x690), dropped (0x698) or refused by the receive
+    /// WQE it reached (0x6a8).
+    pub ud_sends: u64,
+    pub ud_delivered: u64,
+    pub ud_dropped: u64,
+    /// UD SENDs the sender refused: the address vector's PD or port, the
+    /// length, a gather (error CQE; 0x6a0).
+    pub ud_refused: u64,
+    pub ud_recv_errors: u64,
     /// MTT entries written by WRITE_MTT (0x5c0).
     pub mtt_entries_written: u64,
     /// CQEs not written because their CQ is in the error state (the one
@@ -185,6 +196,8 @@ pub struct Counters {
     pub uars: BTreeMap<u32, PerUar>,
     pub by_code: BTreeMap<Code, u64>,
     pub by_reason: BTreeMap<FallbackReason, u64>,
+    /// Dropped UD datagrams by reason (`datapath::ud::Drop`).
+    pub ud_drops: BTreeMap<&'static str, u64>,
 }
 
 impl Counters {
@@ -228,6 +241,12 @@ impl Counters {
         }
     }
 
+    /// A UD datagram dropped for `reason`.
+    pub fn ud_drop(&mut self, reason: &'static str) {
+        self.global.ud_dropped += 1;
+        *self.ud_drops.entry(reason).or_default() += 1;
+    }
+
     /// The post-to-wire latency of one executed WQE.
     pub fn post_to_wire(&mut self, ns: u64) {
         self.global.last_post_to_wire_ns = ns;
@@ -250,7 +269,7 @@ impl Counters {
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
     /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
-    /// 0x638..0x687), `qp_select` and `uar_select` for the per-QP and
+    /// 0x638..0x6af), `qp_select` and `uar_select` for the per-QP and
     /// per-UAR ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
@@ -320,6 +339,11 @@ impl Counters {
             0x670 => g.atomics_cmp_swap,
             0x678 => g.atomics_fetch_add,
             0x680 => g.atomics_refused,
+            0x688 => g.ud_sends,
+            0x690 => g.ud_delivered,
+            0x698 => g.ud_dropped,
+            0x6a0 => g.ud_refused,
+            0x6a8 => g.ud_recv_errors,
             _ => return None,
         })
     }
@@ -372,6 +396,19 @@ impl Counters {
                     <= g.wqes_bf + g.wqes_dma,
             ),
             (
+                "ud sends end once",
+                g.ud_delivered + g.ud_dropped + g.ud_recv_errors == g.ud_sends,
+            ),
+            (
+                "ud drop reasons",
+                self.ud_drops.values().sum::<u64>() == g.ud_dropped,
+            ),
+            ("ud delivered", g.ud_delivered <= g.deliveries),
+            (
+                "ud sends",
+                g.ud_sends + g.ud_refused <= g.wqes_bf + g.wqes_dma,
+            ),
+            (
                 "uar pages",
                 self.uars
                     .values()
@@ -419,6 +456,12 @@ impl Counters {
                 .map(|(r, n)| (r.as_str().to_string(), (*n).into()))
                 .collect();
             m.insert("fallback_reasons".into(), reasons.into());
+            let drops: serde_json::Map<_, _> = self
+                .ud_drops
+                .iter()
+                .map(|(r, n)| (r.to_string(), (*n).into()))
+                .collect();
+            m.insert("ud_drop_reasons".into(), drops.into());
         }
         v
     }

@@ -11,7 +11,8 @@
 //! (version 9) data fault injection, (version 10) the UAR page counters,
 //! (version 11) the RDMA writes' modelled one-way latency and the latency
 //! sums' sample counts, (version 12) command faults that fire on the
-//! Nth command with their opcode, and (version 13) the atomics' counters.
+//! Nth command with their opcode, (version 13) the atomics' counters, and
+//! (version 14) the UD datagrams' counters.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -37,7 +38,10 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// its opcode after that many more (no new register).
 /// 13: atomics executed, CMP_SWAP and FETCH_ADD, and refused
 /// (0x670..0x687).
-pub const VERSION: u32 = 13;
+/// 14: UD SENDs transmitted, their datagrams delivered, dropped and
+/// refused by the receiver, and UD SENDs the sender refused
+/// (0x688..0x6af).
+pub const VERSION: u32 = 14;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -94,6 +98,14 @@ pub const RDMA_READ_BYTES: u64 = 0x620;
 pub const ATOMICS_CMP_SWAP: u64 = 0x670;
 pub const ATOMICS_FETCH_ADD: u64 = 0x678;
 pub const ATOMICS_REFUSED: u64 = 0x680;
+/// UD SENDs transmitted (completed in success); their datagrams delivered,
+/// dropped silently, refused by the receive WQE they reached; UD SENDs
+/// the sender refused (counters, `datapath::ud`).
+pub const UD_SENDS: u64 = 0x688;
+pub const UD_DELIVERED: u64 = 0x690;
+pub const UD_DROPPED: u64 = 0x698;
+pub const UD_REFUSED: u64 = 0x6a0;
+pub const UD_RECV_ERRORS: u64 = 0x6a8;
 /// Write: arm (`offset + 1`) or disarm (0) a data fault. Read: the armed
 /// value, then the faults fired since the model started.
 pub const DATA_FAULT: u64 = 0x628;

@@ -24,9 +24,9 @@ pub const DIAG_BASE: u64 = 0xe0000;
 /// the version 5 ones (0x5c8..0x5e7), the version 6 ones (0x5e8..0x5ff),
 /// the version 7 ones (0x600..0x617), the version 8 ones (0x618..0x627),
 /// the version 9 one (0x628..0x62f), the version 10 ones (0x630..0x657),
-/// the version 11 ones (0x658..0x66f) and the version 13 ones
-/// (0x670..0x687).
-pub const DIAG_SIZE: u64 = 0x688;
+/// the version 11 ones (0x658..0x66f), the version 13 ones
+/// (0x670..0x687) and the version 14 ones (0x688..0x6af).
+pub const DIAG_SIZE: u64 = 0x6b0;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates

@@ -15,6 +15,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 mod query;
+mod ud;
+
+pub use ud::max_message as ud_max_message;
 
 pub const QP_CTX_SIZE: usize = 0xf8;
 /// params2 (ctx 0x90) MLX4_QP_BIT_RWE and its optpar bit
@@ -331,6 +334,9 @@ fn qp_from_mailbox<M: GuestMemory, I: Irq>(
 ) -> Result<Qp, CmdError> {
     let mb = read_mailbox(env, addr, QP_MAILBOX_LEN)?;
     let qp = Qp::parse(qpn, &mb[8..], num_uars, env, fw)?;
+    if qp.service == service::UD {
+        ud::check(QpState::Init, be32(&mb, 0), &mb[8..])?;
+    }
     if !cqs.contains(qp.cqn_send) {
         return Err(CmdError::BadResource);
     }
@@ -399,7 +405,8 @@ impl QpTable {
     /// (`core/verbs.c:qp_state_table`). The PSNs, path MTU, RNR timer,
     /// retry counts and ACK timeout are kept for QUERY_QP (`keep_fields`)
     /// but not used: the model's loopback neither segments nor retries (a
-    /// message longer than the path MTU arrives whole).
+    /// message longer than the path MTU arrives whole; a UD message must
+    /// fit it). A UD QP's transitions are checked by `ud::check`.
     pub(crate) fn transition<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
@@ -413,6 +420,13 @@ impl QpTable {
             _ => return Err(CmdError::BadQpState),
         }
         let mb = read_mailbox(env, r.in_param, QP_MAILBOX_LEN)?;
+        if self
+            .qps
+            .get(&qpn)
+            .is_some_and(|qp| qp.service == service::UD)
+        {
+            ud::check(to, be32(&mb, 0), &mb[8..])?;
+        }
         if let Some(qp) = self.qps.get_mut(&qpn) {
             qp.keep_fields((from, to), be32(&mb, 0), &mb[8..]);
             if to == QpState::Rtr {

@@ -29,6 +29,8 @@ pub enum TraceLevel {
 pub const ERROR_KINDS: &[&str] = &[
     "protocol_error",
     "deliver_error",
+    "ud_drop",
+    "ud_recv_error",
     "prot_fault",
     "cq_error",
     "cqe_dropped",

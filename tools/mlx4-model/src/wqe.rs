@@ -3,7 +3,7 @@
 //! segment or a remote address may be touched is `keys`' question, touching
 //! it the send path's.
 
-use crate::bytes::{be32, be64};
+use crate::bytes::{be16, be32, be64};
 use crate::layout::MAX_SG_SQ;
 use crate::protocol::Code;
 use crate::qp::service;
@@ -84,7 +84,8 @@ pub enum Segment {
         addr: u64,
         rkey: u32,
     },
-    Datagram,
+    /// A UD SEND's datagram segment (`struct mlx4_wqe_datagram_seg`).
+    Datagram(Datagram),
     /// An atomic's operands (mlx4_wqe_atomic_seg): the swap value of a
     /// CMP_SWAP or the addend of a FETCH_ADD, and the compare value (0 for
     /// FETCH_ADD).
@@ -104,6 +105,66 @@ pub enum Segment {
     },
 }
 
+/// A UD SEND's datagram segment as libmlx4 `set_datagram_seg` and
+/// mlx4_ib write it (`struct mlx4_wqe_datagram_seg`, 48 bytes): the
+/// address handle's `struct mlx4_av` (32 bytes: be32 port_pd, reserved,
+/// g_slid, be16 dlid, reserved, gid_index, stat_rate, hop_limit, be32
+/// sl_tclass_flowlabel, dgid[16]; libmlx4 `mlx4_create_ah`), then be32
+/// dqpn, be32 qkey, be16 vlan and the MAC (RoCE only; not decoded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datagram {
+    /// port_pd bits 31..24: the port the datagram leaves by.
+    pub port: u8,
+    /// port_pd bits 23..0: the address handle's protection domain.
+    pub pd: u32,
+    /// g_slid bit 7: a GRH goes with the datagram.
+    pub grh: bool,
+    /// g_slid bits 6..0: the source path bits.
+    pub src_path_bits: u8,
+    pub dlid: u16,
+    /// The sender port's GID index of the GRH's SGID.
+    pub gid_index: u8,
+    pub stat_rate: u8,
+    pub hop_limit: u8,
+    /// sl_tclass_flowlabel: SL in bits 31..28 (IB), traffic class in
+    /// 27..20, flow label in 19..0.
+    pub sl: u8,
+    pub tclass: u8,
+    pub flow_label: u32,
+    pub dgid: [u8; 16],
+    /// The destination QP (24 bits).
+    pub dqpn: u32,
+    /// The Q_Key; bit 31 set means the sending QP's own (IB: a
+    /// "controlled" Q_Key in a work request).
+    pub qkey: u32,
+}
+
+impl Datagram {
+    /// The segment at the start of `b` (48 bytes).
+    pub fn decode(b: &[u8]) -> Datagram {
+        let port_pd = be32(b, 0);
+        let stf = be32(b, 12);
+        let mut dgid = [0u8; 16];
+        dgid.copy_from_slice(&b[16..32]);
+        Datagram {
+            port: (port_pd >> 24) as u8,
+            pd: port_pd & 0xff_ffff,
+            grh: b[5] & 0x80 != 0,
+            src_path_bits: b[5] & 0x7f,
+            dlid: be16(b, 6),
+            gid_index: b[9],
+            stat_rate: b[10],
+            hop_limit: b[11],
+            sl: (stf >> 28) as u8,
+            tclass: ((stf >> 20) & 0xff) as u8,
+            flow_label: stf & 0xf_ffff,
+            dgid,
+            dqpn: be32(b, 32) & 0xff_ffff,
+            qkey: be32(b, 36),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wqe {
     pub ctrl: Ctrl,
@@ -117,6 +178,14 @@ impl Wqe {
     pub fn raddr(&self) -> Option<(u64, u32)> {
         self.segments.iter().find_map(|s| match s {
             Segment::Raddr { addr, rkey } => Some((*addr, *rkey)),
+            _ => None,
+        })
+    }
+
+    /// A UD SEND's datagram segment.
+    pub fn datagram(&self) -> Option<&Datagram> {
+        self.segments.iter().find_map(|s| match s {
+            Segment::Datagram(d) => Some(d),
             _ => None,
         })
     }
@@ -185,7 +254,8 @@ pub fn parse(b: &[u8], qp_service: u8, base: u64) -> Result<Wqe, WqeError> {
                 if off + DATAGRAM_SIZE > len {
                     return Err(WqeError::Missing("datagram"));
                 }
-                w.segments.push(Segment::Datagram);
+                w.segments
+                    .push(Segment::Datagram(Datagram::decode(&b[off..])));
                 off += DATAGRAM_SIZE;
             }
         }
@@ -330,6 +400,29 @@ mod tests {
             parse(&b, service::UD, 0),
             Err(WqeError::Missing("datagram"))
         ));
+    }
+
+    #[test]
+    fn a_ud_send_decodes_its_datagram_segment() {
+        // libmlx4's AV: PD 5 on port 1, GRH, path bits 3, DLID 0x12,
+        // GID index 2, hop limit 64, SL 9, class 0xab, flow 0x12345.
+        let mut b = ctrl(opcode::SEND_IMM, 5);
+        put_be32(&mut b, 16, (1 << 24) | 5);
+        b[21] = 0x83;
+        b[22..24].copy_from_slice(&[0, 0x12]);
+        (b[25], b[27]) = (2, 64);
+        put_be32(&mut b, 28, (9 << 28) | (0xab << 20) | 0x1_2345);
+        b[32..48].copy_from_slice(&[0xfe; 16]);
+        put_be32(&mut b, 48, 0xff00_0041); // dqpn: 24 bits
+        put_be32(&mut b, 52, 0x8000_0000);
+        put_be32(&mut b, 64, 7);
+        let w = parse(&b, service::UD, 0).unwrap();
+        let d = w.datagram().unwrap();
+        assert_eq!((d.port, d.pd, d.grh, d.src_path_bits), (1, 5, true, 3));
+        assert_eq!((d.dlid, d.gid_index, d.hop_limit), (0x12, 2, 64));
+        assert_eq!((d.sl, d.tclass, d.flow_label), (9, 0xab, 0x1_2345));
+        assert_eq!((d.dgid, d.dqpn, d.qkey), ([0xfe; 16], 0x41, 0x8000_0000));
+        assert_eq!(w.payload, 7, "then the data segments");
     }
 
     #[test]

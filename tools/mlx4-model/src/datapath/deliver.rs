@@ -15,17 +15,17 @@
 //!    send CQE if signalled.
 
 use super::engine::Engine;
+use super::recv::Refused;
 use super::send::send_cqe;
 use crate::bytes::put_be32;
-use crate::cq::{error_cqe, syndrome};
+use crate::cq::syndrome;
 use crate::firmware::mad::LID;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access, Chunk, Fault};
 use crate::layout::MAX_MESSAGE;
-use crate::protocol::Code;
 use crate::qp::QpState;
-use crate::rq::{self, RQ_DB_LEN};
+use crate::rq;
 use crate::timing::{Read, Tx};
 use crate::wqe::{self, opcode, Ctrl, Segment, Wqe};
 use serde_json::json;
@@ -232,30 +232,12 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// posted at its consumer index. Err: the sender's syndrome (RNR; or
     /// REMOTE_OP_ERR, `d` to ERR, if the record cannot be read).
     pub(crate) fn rq_posted(&mut self, s: u32, d: u32) -> Result<(), SenderSyndrome> {
-        let Some(dq) = self.qps.get(d) else {
+        if self.qps.get(d).is_none() {
             return Err(syndrome::REMOTE_OP_ERR);
-        };
-        let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
-        let mut rec = [0u8; RQ_DB_LEN];
-        if self
-            .env
-            .dma_read(db, &mut rec, "db_rec", Read::Cached)
-            .is_err()
-        {
+        }
+        let Some(avail) = self.rq_available(d) else {
             return Err(self.receive_failed(s, d, "its RQ doorbell record cannot be read"));
-        }
-        let head = rq::head(&rec);
-        let (avail, ahead) = rq::available(head, ci, entries);
-        if ahead {
-            self.env.protocol_error(
-                Code::RqHeadAhead,
-                format!(
-                    "qp {d:#x}: RQ head {head:#x} is more than {entries} ahead of \
-                     the consumer index {:#x}",
-                    ci as u16
-                ),
-            );
-        }
+        };
         if avail == 0 {
             self.env.counters.global.rnr_errors += 1;
             self.delivery_failed(s, d, "RQ empty", syndrome::RNR_RETRY_EXC_ERR);
@@ -278,78 +260,32 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let Some(dq) = self.qps.get(d) else {
             return Err(syndrome::REMOTE_OP_ERR);
         };
-        let (ci, rlkey, pd, cqn) = (dq.rq_ci, dq.rlkey, dq.pd, dq.cqn_recv);
-        let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
-        let mut rwqe = vec![0u8; stride];
-        if self
-            .env
-            .dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached)
-            .is_err()
-        {
-            return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
-        }
-        let segs = rq::parse(&rwqe);
-        // Every segment of the list is checked, whether the payload reaches
-        // it or not.
-        let mut targets = Vec::with_capacity(segs.len());
-        let mut refused = 0u64;
-        for g in &segs {
-            let len = u64::from(g.len);
-            match keys::check(self.mrs, rlkey, pd, g.lkey, g.addr, len, Access::LocalWrite) {
-                Ok(t) => targets.push(t),
-                Err(f) => {
-                    refused += 1;
-                    self.prot_fault(d, "scatter", g.lkey, g.addr, len, f);
-                }
+        let (ci, cqn) = (dq.rq_ci, dq.cqn_recv);
+        let l = match self.receive_wqe(d) {
+            Ok(l) => l,
+            Err(Refused::Unreadable) => {
+                return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
             }
-        }
-        if refused > 0 {
-            self.env.counters.global.refused_segments += refused;
-            self.env.counters.global.scatter_errors += 1;
-            self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-            self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_ACCESS_ERR);
-            return Err(syndrome::REMOTE_ACCESS_ERR);
-        }
-        if payload.len() as u64 > rq::capacity(&segs) {
+            Err(Refused::Scatter) => {
+                self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
+                self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_ACCESS_ERR);
+                return Err(syndrome::REMOTE_ACCESS_ERR);
+            }
+        };
+        if payload.len() as u64 > rq::capacity(&l.segs) {
             self.env.counters.global.recv_length_errors += 1;
             self.receive_error(d, ci, syndrome::LOCAL_LENGTH_ERR);
             self.delivery_failed(s, d, "too long", syndrome::REMOTE_INVAL_REQ_ERR);
             return Err(syndrome::REMOTE_INVAL_REQ_ERR);
         }
-        let mut off = 0usize;
-        for (g, &t) in segs.iter().zip(&targets) {
-            let n = (g.len as usize).min(payload.len() - off);
-            for (addr, k) in keys::translate(self.mrs, t, g.addr, n as u64) {
-                if self
-                    .env
-                    .dma_write(addr, &payload[off..off + k], "payload")
-                    .is_err()
-                {
-                    self.env.counters.global.scatter_errors += 1;
-                    self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-                    self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
-                    return Err(syndrome::REMOTE_ACCESS_ERR);
-                }
-                self.env.counters.global.payload_dma_writes += 1;
-                self.env.counters.global.payload_bytes += k as u64;
-                self.env.counters.qp(d).payload_bytes += k as u64;
-                off += k;
-            }
+        if self.scatter(d, &l, 0, payload, "payload").is_err() {
+            self.env.counters.global.scatter_errors += 1;
+            self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
+            self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
+            return Err(syndrome::REMOTE_ACCESS_ERR);
         }
-        if let Some(dq) = self.qps.get_mut(d) {
-            dq.rq_ci = ci.wrapping_add(1);
-        }
-        self.env.counters.global.deliveries += 1;
-        self.env.counters.qp(d).receives += 1;
         let cqe = recv_cqe(s, d, ci, c, wqe_bytes, payload.len() as u64);
-        let written = self.post_cqe(cqn.unwrap_or(0), d, cqe, c.solicited());
-        if written.is_some() {
-            self.env.counters.global.recv_cqes += 1;
-        }
-        let one_way = written
-            .unwrap_or(self.env.clock.now())
-            .saturating_sub(start);
-        self.env.counters.one_way(one_way);
+        let one_way = self.received(d, ci, cqn, cqe, c.solicited(), start);
         self.env.trace.record("deliver", || {
             json!({"from": s, "to": d, "len": payload.len(), "rq_index": ci,
                    "post_t_ns": start, "one_way_ns": one_way})
@@ -366,23 +302,6 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         self.env.counters.global.receive_failures += 1;
         self.delivery_failed(s, d, why, syndrome::REMOTE_OP_ERR);
         syndrome::REMOTE_OP_ERR
-    }
-
-    /// A receive WQE completed in error: consumed, `d` to ERR, the error
-    /// CQE (IS_SEND clear) on its receive CQ.
-    fn receive_error(&mut self, d: u32, ci: u32, syn: u8) {
-        let Some(dq) = self.qps.get_mut(d) else {
-            return;
-        };
-        dq.rq_ci = ci.wrapping_add(1);
-        dq.state = QpState::Err;
-        let cqn = dq.cqn_recv.unwrap_or(0);
-        if self
-            .post_cqe(cqn, d, error_cqe(d, ci, syn, false), true)
-            .is_some()
-        {
-            self.env.counters.global.recv_cqes += 1;
-        }
     }
 
     pub(crate) fn delivery_failed(&mut self, s: u32, d: u32, why: &str, sender_syndrome: u8) {

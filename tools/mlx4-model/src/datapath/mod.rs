@@ -6,7 +6,11 @@
 //! - `send`: the send doorbell, the send-queue scan, WQE execution and
 //!   the requester's completion;
 //! - `blueflame`: collecting BF bursts, executing them or falling back;
-//! - `deliver`: a SEND to the responder's receive queue;
+//! - `deliver`: a SEND on RC or UC to the responder's receive queue;
+//! - `recv`: the receiving side a SEND or RDMA_WRITE_IMM shares: the RQ,
+//!   the receive WQE, the scatter, the receive completion;
+//! - `ud`, `ud_recv`: a UD SEND, its datagram routed on the port, dropped
+//!   or received;
 //! - `rdma`: an RDMA write into the responder's region, an RDMA read from
 //!   it;
 //! - `atomic`: CMP_SWAP and FETCH_ADD on the responder's region;
@@ -18,4 +22,7 @@ pub mod deliver;
 pub mod engine;
 pub mod mad;
 pub mod rdma;
+pub mod recv;
 pub mod send;
+pub mod ud;
+pub mod ud_recv;

@@ -1,7 +1,7 @@
 //! The send path: UAR send doorbell, SQ fetch by DMA (owner-bit parity,
 //! DS != 0), WQE execution and its completion (§2.2, §4.4, §5.1). A SEND on
-//! an RC or UC QP goes on to `deliver`, an RDMA write or read to `rdma`,
-//! an atomic to `atomic`.
+//! an RC or UC QP goes on to `deliver`, on a UD QP to `ud`, on an MLX QP
+//! to `mad`; an RDMA write or read to `rdma`, an atomic to `atomic`.
 
 use super::engine::Engine;
 use crate::bytes::{be32, hex, put_be16, put_be32};
@@ -292,7 +292,12 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 self.mad_send(qpn, idx, &w, bytes);
                 return;
             }
-            opcode::SEND | opcode::SEND_IMM if service != service::UD => {
+            // wqe::parse gives a UD SEND its datagram segment.
+            opcode::SEND | opcode::SEND_IMM if service == service::UD => {
+                self.ud_send(qpn, idx, &w, bytes);
+                return;
+            }
+            opcode::SEND | opcode::SEND_IMM => {
                 self.send_message(qpn, idx, &w, bytes);
                 return;
             }
@@ -313,11 +318,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             }
             _ => {}
         }
-        // A UD SEND is completed, not delivered: its data segments are
-        // checked, not read. A NOP is completed.
-        if c.opcode != opcode::NOP && self.checked_gather(qpn, idx, &w).is_none() {
-            return;
-        }
+        // A NOP is completed (wqe::parse takes no other opcode here).
         self.wqe_ready();
         self.advance(qpn, &c);
         if c.signaled() {

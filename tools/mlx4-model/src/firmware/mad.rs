@@ -34,6 +34,31 @@ pub const SM_LID: u16 = 1;
 /// whose queries the model does not answer.
 pub const CAP_MASK: u32 = 0x0251_0868;
 pub const NODE_DESC: &[u8] = b"MT4099 ConnectX3 Mellanox Technologies";
+/// PortInfo's GID prefix (link-local).
+pub const GID_PREFIX: u64 = 0xfe80_0000_0000_0000;
+/// The default P_Key, full membership: the P_Key table's entry 0.
+pub const DEFAULT_PKEY: u16 = 0xffff;
+
+/// The port's GUID at `index` (GUIDInfo): the port GUID at 0, 0 (none)
+/// elsewhere. Its GID at `index` is `GID_PREFIX` then this GUID
+/// (`ib/main.c:__mlx4_ib_query_gid`).
+pub fn guid(index: u8) -> u64 {
+    if index == 0 {
+        PORT1_GUID
+    } else {
+        0
+    }
+}
+
+/// The port's P_Key at `index` (PKeyTable): the default P_Key at 0, 0
+/// (invalid) elsewhere.
+pub fn pkey(index: u8) -> u16 {
+    if index == 0 {
+        DEFAULT_PKEY
+    } else {
+        0
+    }
+}
 
 /// The response to `mad` (GetResp, or the request with MAD status
 /// "unsupported" for what the agent does not answer).
@@ -83,14 +108,14 @@ fn fill(d: &mut [u8], attr_id: u16, attr_mod: u32) -> bool {
             if attr_mod != 0 {
                 return attr_mod < 16;
             }
-            put_be64(d, 0, PORT1_GUID);
+            put_be64(d, 0, guid(0));
         }
         // ib/main.c:ib_link_query_port, core/port.c:mlx4_get_port_ib_caps
         attr::PORT_INFO => {
             if attr_mod > 1 {
                 return false;
             }
-            put_be64(d, 8, 0xfe80_0000_0000_0000); // GID prefix
+            put_be64(d, 8, GID_PREFIX);
             put_be16(d, 16, LID);
             put_be16(d, 18, SM_LID);
             put_be32(d, 20, CAP_MASK);
@@ -112,7 +137,7 @@ fn fill(d: &mut [u8], attr_id: u16, attr_mod: u32) -> bool {
             if attr_mod != 0 {
                 return attr_mod < 4;
             }
-            put_be16(d, 0, 0xffff);
+            put_be16(d, 0, pkey(0));
         }
         // ib/main.c:mlx4_ib_query_sl2vl: all SLs on VL 0.
         attr::SL_TO_VL => {}

@@ -10,8 +10,11 @@ use crate::bytes::{be32, put_be16, put_be32};
 /// P_Key index at +0x03, ACK timeout at +0x08), the send PSN, the RNR
 /// timer (bits 28..24) over the receive PSN, the Q_Key; params1's retry
 /// counts (bits 18..16 and 15..13).
-const MTU_MSGMAX: usize = 0x08;
-const PRI_PATH: usize = 0x18;
+pub(super) const MTU_MSGMAX: usize = 0x08;
+pub(super) const PRI_PATH: usize = 0x18;
+/// The primary path's P_Key index and scheduling queue (port in bit 6).
+const PKEY_INDEX: usize = PRI_PATH + 0x03;
+pub(super) const SCHED_QUEUE: usize = PRI_PATH + 0x20;
 const PATH_LEN: usize = 0x2c;
 const NEXT_SEND_PSN: usize = 0x78;
 const RNR_NEXTRECVPSN: usize = 0x94;
@@ -36,6 +39,14 @@ impl Qp {
     /// RTR2RTS those it requires at RTS (send PSN, retry counts, ACK
     /// timeout), any transition the optional ones `optpar` names.
     pub(super) fn keep_fields(&mut self, (from, to): (QpState, QpState), optpar: u32, new: &[u8]) {
+        // The P_Key index lies in the path, but its own optpar bit says
+        // whether it changes: a path without that bit keeps the index
+        // (mainline's INIT2RTR carries the path, not the index).
+        let pkey_index = if optpar & OPTPAR_PKEY_INDEX != 0 {
+            new[PKEY_INDEX]
+        } else {
+            self.ctx[PKEY_INDEX]
+        };
         let mut bytes =
             |off: usize, len: usize| self.ctx[off..off + len].copy_from_slice(&new[off..off + len]);
         let path = (optpar & OPTPAR_PRIMARY_ADDR_PATH != 0) || to == QpState::Rtr;
@@ -44,9 +55,6 @@ impl Qp {
         }
         if path {
             bytes(PRI_PATH, PATH_LEN);
-        }
-        if optpar & OPTPAR_PKEY_INDEX != 0 {
-            bytes(PRI_PATH + 0x03, 1);
         }
         let rts = from == QpState::Rtr && to == QpState::Rts;
         if rts || optpar & OPTPAR_ACK_TIMEOUT != 0 {
@@ -73,6 +81,25 @@ impl Qp {
         if rts || optpar & OPTPAR_RNR_RETRY != 0 {
             bits(PARAMS1, RNR_RETRY);
         }
+        self.ctx[PKEY_INDEX] = pkey_index;
+    }
+
+    /// The Q_Key (ctx 0xa8): RST2INIT's, or a later transition's with
+    /// optpar Q_KEY.
+    pub fn qkey(&self) -> u32 {
+        be32(&self.ctx, QKEY)
+    }
+
+    /// The primary path's P_Key index (path +0x03): RST2INIT's, or a later
+    /// transition's with optpar PKEY_INDEX.
+    pub fn pkey_index(&self) -> u8 {
+        self.ctx[PKEY_INDEX]
+    }
+
+    /// The path MTU (mtu_msgmax bits 7..5, IB's encoding: 1 = 256 bytes
+    /// .. 5 = 4096) INIT2RTR set, 0 before.
+    pub fn mtu(&self) -> u8 {
+        self.ctx[MTU_MSGMAX] >> 5
     }
 
     /// QUERY_QP output: optpar 0, then the context with the current state,

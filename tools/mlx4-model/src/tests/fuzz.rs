@@ -2,8 +2,10 @@
 //! never reaches outside it, and keeps the counters consistent.
 
 use super::harness::*;
+use super::strict_ud::{av, init2rtr, modify, rst2init, rtr2rts, ud_wqe, QKEY};
 use crate::bytes::{put_be32, put_be64};
 use crate::command::op;
+use crate::datapath::ud::port_gid;
 use crate::layout::*;
 use crate::trace::{TraceLevel, ERROR_KINDS};
 use crate::Config;
@@ -102,6 +104,20 @@ enum Op {
     DataFault(u32),
     /// Bus Master Enable on or off.
     Master(bool),
+    /// QP 0x41 made again as a UD QP (`strict_ud`), receiving on CQ 2.
+    UdQp,
+    /// A UD SEND of QP 0x41 gathering `len` bytes at GATHER_BUF, by
+    /// doorbell or BlueFlame, to `dqpn` under `qkey`, `dlid`, with a GRH
+    /// or not, the vector's PD `pd`.
+    UdSend {
+        dqpn: u32,
+        qkey: u32,
+        dlid: u16,
+        grh: bool,
+        pd: u32,
+        len: u32,
+        bf: bool,
+    },
 }
 
 /// Where the fuzz test's regions start.
@@ -240,6 +256,13 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (opcodes, any::<bool>()).prop_map(|(opcode, fail)| Op::Fault { opcode, fail }),
         1 => prop_oneof![3 => Just(true), 1 => Just(false)].prop_map(Op::Master),
         1 => prop_oneof![Just(0u32), 1u32..70, any::<u32>()].prop_map(Op::DataFault),
+        1 => Just(Op::UdQp),
+        2 => (prop_oneof![3 => Just(QPN2), 1 => Just(QPN), 1 => 0u32..0x50],
+              prop_oneof![Just(QKEY), Just(0x8000_0000u32), any::<u32>()],
+              prop_oneof![3 => Just(1u16), 1 => any::<u16>()], any::<bool>(),
+              prop_oneof![3 => Just(0u32), 1 => 1u32..3],
+              prop_oneof![0u32..300, 4090u32..4100], any::<bool>())
+            .prop_map(|(dqpn, qkey, dlid, grh, pd, len, bf)| Op::UdSend { dqpn, qkey, dlid, grh, pd, len, bf }),
     ]
 }
 
@@ -386,6 +409,43 @@ fn apply(h: &mut Harness, op: &Op, touched_reset: &mut bool) {
         }
         Op::Master(on) => h.set_master(*on),
         Op::DataFault(v) => h.diag_write(crate::diag::DATA_FAULT, *v),
+        Op::UdQp => {
+            h.cmd(op::TO_RST_QP, 2, QPN2);
+            h.init_sq(QP2_BUF, SQ_LOG);
+            let mb = rst2init(QPN2, QP2_BUF, RCQN, RQ2_DB, 0, QKEY);
+            for (o, mb) in [
+                (op::RST2INIT_QP, mb),
+                (op::INIT2RTR_QP, init2rtr(QPN2)),
+                (op::RTR2RTS_QP, rtr2rts(QPN2)),
+            ] {
+                modify(h, o, QPN2, &mb);
+            }
+            h.fill_rq(QP2_BUF, RQ2_DB, RECV2_BUF);
+        }
+        Op::UdSend {
+            dqpn,
+            qkey,
+            dlid,
+            grh,
+            pd,
+            len,
+            bf,
+        } => {
+            let index = h.dev.qps().get(QPN2).map_or(0, |qp| qp.sq_ci);
+            let mut a = av(*dqpn);
+            (a.qkey, a.dlid, a.port_pd) = (*qkey, *dlid, (1 << 24) | pd);
+            if *grh {
+                (a.g_slid, a.dgid) = (0x80, port_gid());
+            }
+            let segs = [(*len, RESERVED_LKEY, GATHER_BUF)];
+            let w = ud_wqe(QPN2, index, 0x0a, &a, b"", &segs);
+            h.write_wqe(QP2_BUF, index, &w);
+            if *bf {
+                h.bf_copy(UAR, 0, &w, 64);
+            } else {
+                h.doorbell(UAR, QPN2);
+            }
+        }
     }
 }
 
@@ -428,7 +488,7 @@ proptest! {
             apply(&mut h, op, &mut touched_reset);
             h.check_invariants(touched_reset);
         }
-        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} atomics={} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs().hw_mpts(), g.rdma_writes, g.atomics_cmp_swap + g.atomics_fetch_add, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
+        if std::env::var_os("FUZZ_STATS").is_some() { let g = &h.dev.counters().global; eprintln!("STATS bf={} dma={} cqe={} eqe={} irq={} fb={} cmds={} pe={} deliveries={} rnr={} peer={} overruns={} mtt={} mpts={} rdma={} atomics={} ud={}/{}/{}/{}/{} lfaults={} rfaults={}", g.wqes_bf, g.wqes_dma, g.cqes, g.eqes, g.msix_irqs, g.bf_fallbacks, g.commands, g.protocol_errors, g.deliveries, g.rnr_errors, g.peer_errors, g.cq_overruns, g.mtt_entries_written, h.dev.mrs().hw_mpts(), g.rdma_writes, g.atomics_cmp_swap + g.atomics_fetch_add, g.ud_sends, g.ud_delivered, g.ud_dropped, g.ud_refused, g.ud_recv_errors, h.dev.counters().faults.local_prot_faults, h.dev.counters().faults.remote_access_faults); }
         h.dev.finish();
         h.check_invariants(touched_reset);
         // Every line is one JSON object with consecutive seq.

@@ -17,3 +17,5 @@ mod strict_datapath;
 mod strict_mr;
 mod strict_queues;
 mod strict_rc;
+mod strict_ud;
+mod strict_ud_rules;

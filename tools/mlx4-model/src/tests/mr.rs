@@ -383,9 +383,15 @@ fn a_ud_send_checks_its_gather() {
     assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
     let mut mb = Harness::qp_mailbox(QPN, UAR, CQN, mtt_of(QP_BUF), SQ_LOG);
     mb[8 + 1] = 3; // UD
+    put_be32(&mut mb[8..], 0x90, 0); // no remote access enables on UD
+    mb[8 + 0x08] = (5 << 5) | 13; // mtu_msgmax as INIT2RTR keeps it
     h.create_qp_with(QPN, &mb);
     let mut w = data_wqe(QPN, 0, 0x0a, None, b"", &[(4, 0x77, GATHER_BUF)]);
-    w.splice(16..16, [0u8; 48]); // the datagram segment
+    // The datagram segment: port 1, PD 0, to QP 0x41 (which is not there).
+    let mut dg = [0u8; 48];
+    put_be32(&mut dg, 0, 1 << 24);
+    put_be32(&mut dg, 32, QPN2);
+    w.splice(16..16, dg);
     w[7] = (w.len() / 16) as u8;
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x04, 0x5e));

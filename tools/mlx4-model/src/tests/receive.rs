@@ -522,7 +522,7 @@ fn unreadable_rq_doorbell_record() {
 }
 
 #[test]
-fn uc_delivers_like_rc_and_ud_does_not_deliver() {
+fn uc_delivers_like_rc_and_a_ud_datagram_nobody_takes_is_dropped() {
     for (service, delivered) in [(1u8, 1u64), (3, 0)] {
         let mut h = Harness::setup();
         assert_eq!(h.cmd(op::TO_RST_QP, 2, QPN), 0);
@@ -532,23 +532,31 @@ fn uc_delivers_like_rc_and_ud_does_not_deliver() {
             RQ_DB,
         );
         mb[8 + 1] = service;
+        if service == 3 {
+            // No remote access enables on UD; INIT2RTR's path MTU.
+            mb[8 + 0x90..8 + 0x94].fill(0);
+            mb[8 + 0x08] = (5 << 5) | 13;
+        }
         h.create_qp_with(QPN, &mb);
         let mut wqe = Harness::inline_send(QPN, 0, b"svc", true);
         if service == 3 {
-            // A UD SEND carries a 48-byte datagram segment first.
+            // A UD SEND carries a 48-byte datagram segment first: port 1,
+            // PD 0, the port's LID, to QP 0x41, which does not exist.
+            let mut dg = [0u8; 48];
+            dg[0] = 1;
+            dg[7] = 1;
+            dg[35] = 0x41;
             let mut w = wqe[..16].to_vec();
-            w.extend_from_slice(&[0u8; 48]);
+            w.extend_from_slice(&dg);
             w.extend_from_slice(&wqe[16..]);
             w[7] = (w.len() / 16) as u8;
             wqe = w;
         }
         post(&mut h, QPN, QP_BUF, 0, &wqe);
-        assert_eq!(
-            h.dev.counters().global.deliveries,
-            delivered,
-            "service {service}"
-        );
-        assert_eq!(h.cqe(0)[0x1f], 0x4a);
+        let g = &h.dev.counters().global;
+        assert_eq!(g.deliveries, delivered, "service {service}");
+        assert_eq!(g.ud_dropped, 1 - delivered, "service {service}");
+        assert_eq!(h.cqe(0)[0x1f], 0x4a, "the sender completes either way");
         assert!(h.error_codes().is_empty());
     }
 }
@@ -593,9 +601,9 @@ fn dma_and_bar2_counters_and_their_reset() {
         assert_eq!(h.diag_read(off), 0, "{off:#x}");
     }
     assert!(h.diag_read(0x578) > clock, "the clock is not a counter");
-    // Read-only, and the block ends at 0x688 (version 13).
+    // Read-only, and the block ends at 0x6b0 (version 14).
     h.diag_write(0x500, 1);
-    h.diag_read(0x688);
+    h.diag_read(0x6b0);
     let codes = h.error_codes();
     assert_eq!(
         &codes[codes.len() - 2..],
