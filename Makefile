@@ -14,7 +14,7 @@
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
 # Also: make module | compile-fail | kernel | setup | setup-check | versions | vm-run CMD='...' [EXTRA=dir] |
-# vm-shell | qemu | rdma | clean. ARCH=s390 selects the s390x test bed (cross-built
+# vm-shell | qemu | rdma | debs | clean. ARCH=s390 selects the s390x test bed (cross-built
 # kernel and module, the s390x QEMU, the adapter behind zPCI); KCONFIG=debug
 # selects the debug kernel; KDIR=<built tree>
 # builds the module against another Rust-enabled kernel. When invoked by
@@ -25,7 +25,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: compile-fail run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma module vm-run vm-shell clean
+.PHONY: compile-fail run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma debs module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -84,6 +84,9 @@ qemu:
 
 rdma:
 	@$(RUN) rdma
+
+debs:
+	@$(RUN) debs
 
 module:
 	@$(RUN) module

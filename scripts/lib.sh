@@ -17,6 +17,11 @@ QEMU_SRC_VERSION=${QEMU_SRC_VERSION:-1:10.2.2+ds-1}
 RDMA_CORE_SRC_VERSION=56.1-1
 PERFTEST_SRC_VERSION=25.01.0+0.80-1
 PCIUTILS_SRC_VERSION=1:3.13.0-2
+# Debian's trixie amd64 binary packages of what the x86_64 guest runs with
+# its own loader (scripts/build-guest-debs.sh): iproute2's rdma and the
+# packages of its ELF NEEDED closure (libmnl.so.0, libcap.so.2, libc.so.6
+# with the loader ld-linux-x86-64.so.2), name=version.
+GUEST_DEBS=(iproute2=6.15.0-1 libmnl0=1.0.5-3 libcap2=1:2.75-10+deb13u1+b3 libc6=2.41-12+deb13u5)
 
 # The s390x guest's static busybox inside the root (setup-root.sh).
 S390X_BUSYBOX=/opt/s390x/busybox

@@ -11,6 +11,8 @@
 #   mlx4-bf.sh qemu                  build (or reuse) the s390x QEMU; print its path
 #   mlx4-bf.sh rdma                  build (or reuse) rdma-core and perftest for the
 #                                    guest (static); print their directory
+#   mlx4-bf.sh debs                  x86_64: Debian's rdma (iproute2) for the guest with
+#                                    its loader and libraries; print the directory
 #   mlx4-bf.sh pcistb-test           s390x: BlueFlame posts through PCISTB, checked
 #                                    by the model (fails on an unfixed QEMU)
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
@@ -199,6 +201,9 @@ vm_boot() {
 versions() {
 	sed -n 's/^\(rustc\|bindgen\|clang\|qemu\|packages\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 	echo "toolchain: rdma-core: Debian's sources rdma-core $RDMA_CORE_SRC_VERSION, perftest $PERFTEST_SRC_VERSION (static, scripts/build-rdma-core.sh)"
+	if [ "$ARCH" = x86_64 ]; then
+		echo "toolchain: guest debs: Debian's amd64 ${GUEST_DEBS[*]} (scripts/build-guest-debs.sh)"
+	fi
 	if [ "$ARCH" = s390 ]; then
 		sed -n 's/^\(s390x-gcc\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 		echo "toolchain: qemu-s390x: Debian's qemu source $QEMU_SRC_VERSION + $(cd "$TOP" && echo tools/qemu/*.patch)"
@@ -255,8 +260,9 @@ guest_cc() {
 # Mainline's side of the guest, in DIR: mlx4_core and mlx4_ib from the kernel
 # build (the RDMA core and ib_uverbs are built in: configs/), rdma-core's
 # tools and perftest (static, scripts/build-rdma-core.sh) in DIR/rdma/bin,
-# the guest scripts of tools/vm/upstream and its system call counter
-# (syscount.c: the guest has no strace).
+# on x86_64 Debian's rdma tool in DIR/debroot (guest_debroot), the guest
+# scripts of tools/vm/upstream and its system call counter (syscount.c: the
+# guest has no strace).
 mainline_dir() {
 	local dir=$1 ko rdma
 	rm -rf "$dir"
@@ -269,8 +275,20 @@ mainline_dir() {
 		"$TOP/tools/vm/upstream/versus.sh" "$dir/"
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$dir/rdma/"
+	guest_debroot "$dir"
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -o "$dir/syscount" \
 		"$TOP/tools/vm/upstream/syscount.c"
+}
+
+# Debian's rdma tool (iproute2) with its own loader and libraries
+# (scripts/build-guest-debs.sh) in DIR/debroot, the guest's /work/debroot;
+# on x86_64 only: they are amd64 binaries (lib.sh's rdma_tool_checks skip
+# without them).
+guest_debroot() { # dir
+	local debs
+	[ "$ARCH" = x86_64 ] || return 0
+	debs=$("$TOP/scripts/build-guest-debs.sh")
+	cp -a "$debs" "$1/debroot"
 }
 
 # make profile's TCG plugin in DIR, for this architecture's QEMU (its plugin
@@ -348,6 +366,7 @@ provider() {
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$pdir/rdma/"
 	cp -a "$rdma/qp-post/bin" "$pdir/qp-post"
+	guest_debroot "$pdir"
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
 	for prog in ibv_refusals ibv_hold; do
 		build_ibv_program "$pdir/$prog" "$TOP/tools/vm/provider/$prog.c"
@@ -438,6 +457,7 @@ host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 qemu)      "$TOP/scripts/build-qemu.sh" ;;
 rdma)      "$TOP/scripts/build-rdma-core.sh" ;;
+debs)      "$TOP/scripts/build-guest-debs.sh" ;;
 pcistb-test) # s390x: BlueFlame posts of one, two and two store blocks
 	   # (32, 100, 160 bytes of payload) through QEMU's PCISTB. The model
 	   # must execute each from its bytes with no protocol error (vm.py);

@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((46 + WALK))"
+echo "1..$((46 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -101,6 +101,12 @@ for want in "hca_id:[[:space:]]*$DEV\$" "fw_ver:[[:space:]]*$FW\$" \
 done
 [ -z "$missing" ]
 result $? ibv_devinfo_v_vendor_part_fw_port "no line matching$missing in: $(echo "$out" | head -n 12 | tr '\n' '|')"
+# Debian's rdma tool over mlx4_bf0, as over mainline mlx4_ib (upstream.sh):
+# the device, its port, a live QP's resources through the RDMA core's
+# netlink (our query_qp answers for the QP), the port's counters (lib.sh;
+# skipped on s390x). The QP's process is killed: what it held goes with
+# it, before the runs below.
+rdma_tool_checks $DEV
 
 . ./runs.sh
 for events in "" -e; do

@@ -4,8 +4,8 @@
 # What the guest scripts of the RDMA boots share (upstream.sh, versus.sh,
 # and tools/vm/provider's): mlx4_core's parameters, rdma-core's files, the
 # adapter's PCI function, KTAP results, waiting for a device's port, a
-# server and client pair, and the analyzer's counters before and after a
-# run. Sourced, from this directory.
+# server and client pair, the analyzer's counters before and after a run,
+# and the checks by Debian's rdma tool. Sourced, from this directory.
 
 # msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
 # internal_err_reset=0: a command timeout fails the probe, no reset loop.
@@ -33,6 +33,11 @@ result() { # condition-status name [diagnostic]
 		echo "${KTAP_INDENT:-}not ok $n $2"
 		failed=1
 	fi
+}
+# A test that cannot run here: KTAP's SKIP directive, counted apart (vm.py).
+skip() { # name reason
+	n=$((n + 1))
+	echo "${KTAP_INDENT:-}ok $n $1 # SKIP $2"
 }
 wait_for() { # path [tenths of a second, 100]
 	i=0
@@ -105,4 +110,85 @@ delta() { # name
 	awk -v n="$1" '$1 == n { v[FILENAME] = $2 }
 		END { print v["/tmp/counters.after"] - v["/tmp/counters.before"] }' \
 		/tmp/counters.before /tmp/counters.after
+}
+
+# Debian's rdma tool (iproute2: scripts/build-guest-debs.sh, with its own
+# loader and libraries in /work/debroot) on RDMA device $1, as
+# RDMA_TOOL_RESULTS results, each a SKIP where the tree is missing (the
+# s390x guest: Debian's binaries are amd64 only): the device and its port
+# as the RDMA core's netlink reports them, and the resources of a process
+# with a live QP: an ibv_rc_pingpong server has made its PD, MR, CQ and RC
+# QP (moved to INIT) and waits for a client that never comes.
+RDMA_TOOL=/work/debroot/bin/rdma
+RDMA_TOOL_RESULTS=7
+# rdma_tool NAME ARGS...: rdma ARGS, its output in /tmp/rdma-tool.NAME and
+# as "#" lines, its exit status in $rc.
+rdma_tool() { # name args...
+	rt=$1
+	shift
+	$RDMA_TOOL "$@" >/tmp/rdma-tool."$rt" 2>&1
+	rc=$?
+	echo "# rdma $*: exit $rc"
+	sed 's/^/#   /' /tmp/rdma-tool."$rt"
+}
+# The output of rdma_tool NAME, one line.
+rdma_tool_out() { # name
+	tr '\n' '|' </tmp/rdma-tool."$1"
+}
+rdma_tool_checks() { # device
+	if [ ! -x $RDMA_TOOL ]; then
+		for t in rdma_dev_show_names_the_device rdma_link_show_port1_active \
+			rdma_res_show_qp_lists_the_rc_qp rdma_res_show_cq rdma_res_show_pd \
+			rdma_res_show_mr rdma_statistic_answers; do
+			skip $t "no $RDMA_TOOL (Debian's amd64 binaries: x86_64 guests only)"
+		done
+		return 0
+	fi
+	rdma_tool dev dev show "$1"
+	[ $rc = 0 ] && grep -q "^[0-9]*: $1: " /tmp/rdma-tool.dev
+	result $? rdma_dev_show_names_the_device "exit $rc: $(rdma_tool_out dev)"
+	rdma_tool link link show "$1"/1
+	[ $rc = 0 ] && grep -q "^[0-9]*/1: $1/1: .*state ACTIVE " /tmp/rdma-tool.link
+	result $? rdma_link_show_port1_active "exit $rc: $(rdma_tool_out link)"
+
+	ibv_rc_pingpong -d "$1" -i 1 -n 1000000 >/tmp/rdma-tool.server 2>&1 &
+	spid=$!
+	sleep 2
+	# qp takes link DEV (its every port), not dev. A slow server's QP (a
+	# debug kernel) is looked for again, up to 5 s more.
+	i=0
+	while :; do
+		$RDMA_TOOL res show qp link "$1" >/tmp/rdma-tool.qp 2>&1
+		qrc=$?
+		grep -q -E " type RC .*pid $spid( |\$)" /tmp/rdma-tool.qp && break
+		i=$((i + 1))
+		[ $i -le 5 ] && kill -0 $spid 2>/dev/null || break
+		sleep 1
+	done
+	echo "# rdma res show qp link $1: exit $qrc"
+	sed 's/^/#   /' /tmp/rdma-tool.qp
+	alive=yes
+	kill -0 $spid 2>/dev/null || alive="no, it left: $(rdma_tool_out server)"
+	for r in cq pd mr; do
+		rdma_tool $r res show $r dev "$1"
+		echo $rc >/tmp/rdma-tool.$r.rc
+	done
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	# The server's QP: an RC QP of its pid.
+	[ $qrc = 0 ] && grep -q -E " type RC .*pid $spid( |\$)" /tmp/rdma-tool.qp
+	result $? rdma_res_show_qp_lists_the_rc_qp "exit $qrc, server (pid $spid) alive: $alive; $(rdma_tool_out qp)"
+	for r in cq pd mr; do
+		rc=$(cat /tmp/rdma-tool.$r.rc)
+		[ "$rc" = 0 ]
+		result $? rdma_res_show_$r "exit $rc: $(rdma_tool_out $r)"
+	done
+
+	# The port's hardware counters if the driver has any; without them
+	# the core (EINVAL) or the driver (EOPNOTSUPP) refuses: rdma's one
+	# line, exit 1. Either is an answer; its output is the diagnostic.
+	rdma_tool stat statistic show link "$1"/1
+	[ $rc = 0 ] || { [ $rc = 1 ] && [ "$(wc -l </tmp/rdma-tool.stat)" = 1 ] &&
+		grep -q -i -e 'not supported' -e 'invalid argument' /tmp/rdma-tool.stat; }
+	result $? rdma_statistic_answers "exit $rc: $(rdma_tool_out stat)"
 }
