@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((46 + RDMA_TOOL_RESULTS + WALK))"
+echo "1..$((50 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -117,6 +117,8 @@ for events in "" -e; do
 done
 pingpong 4096 "" uc
 result $? ibv_uc_pingpong_size_4096 "see the lines above"
+pingpong 1024 "" ud
+result $? ibv_ud_pingpong_size_1024 "see the lines above"
 for tool in ib_send_lat ib_write_lat ib_read_lat; do
 	for size in 4 64 $INLINE_MAX 1024; do
 		perftest $tool $size
@@ -132,6 +134,9 @@ for tool in ib_send_bw ib_write_bw; do
 done
 bandwidth ib_write_bw 64
 result $? ib_write_bw_qps_64 "see the lines above"
+# UD: a message is one packet, at most the path MTU.
+bandwidth ib_send_bw 1 2048 "-c UD"
+result $? ib_send_bw_ud_size_2048 "see the lines above"
 
 # Refusals: one result per request (nested), and none of them a WARN.
 from=$(($(dmesg | wc -l) + 1))

@@ -65,7 +65,7 @@ run_pages() { # name
 # (whatever else ran), no protocol error. With -e it sleeps on completion
 # events (the CQ armed through the UAR page, the EQ's interrupt, the
 # completion channel) instead of polling.
-pingpong() { # size [-e] [transport: rc (default), uc]
+pingpong() { # size [-e] [transport: rc (default), uc, ud]
 	tool=ibv_${3:-rc}_pingpong
 	name=${3:-rc}_pingpong$2-$1
 	snap before
@@ -121,18 +121,21 @@ perftest() { # tool size
 # QP sends ITERS messages, several QPS_ITERS each (perftest's -n counts per
 # QP).
 QPS_ITERS=10
-bandwidth() { # tool [qps]
-	qps=${2:-1} n=$ITERS name=$1 what="$1"
+bandwidth() { # tool [qps] [size, 4096] [perftest options]
+	qps=${2:-1} n=$ITERS name=$1 what="$1" size=${3:-4096}
 	if [ "$qps" -gt 1 ]; then
 		n=$QPS_ITERS name=$1-qps-$qps what="$1 -q $qps"
 	fi
-	args="-d $DEV -i 1 -F -s 4096 -n $n -q $qps"
+	if [ -n "${4:-}" ]; then
+		name=$name$(echo "$4" | tr -d ' ') what="$what $4"
+	fi
+	args="-d $DEV -i 1 -F -s $size -n $n -q $qps ${4:-}"
 	snap before
 	server_client "$name" "$1 $args" "$1 $args 127.0.0.1"
 	rc=$?
 	snap after
 	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$name".out >>/tmp/results/provider-"$name".txt
-	echo "# $what 4096 bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
+	echo "# $what $size bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
 	[ "$(delta protocol_errors)" = 0 ] || rc=1
 	case $1 in
 	ib_send_bw) [ "$(delta deliveries)" -ge $((n * qps)) ] || rc=1 ;;
