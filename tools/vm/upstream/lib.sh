@@ -148,7 +148,8 @@ rdma_tool_checks() { # device
 	[ $rc = 0 ] && grep -q "^[0-9]*: $1: " /tmp/rdma-tool.dev
 	result $? rdma_dev_show_names_the_device "exit $rc: $(rdma_tool_out dev)"
 	rdma_tool link link show "$1"/1
-	[ $rc = 0 ] && grep -q "^[0-9]*/1: $1/1: .*state ACTIVE " /tmp/rdma-tool.link
+	# iproute2 6.15 prints "link DEV/1 subnet_prefix ... state ACTIVE ..."
+	[ $rc = 0 ] && grep -q "^link $1/1 .*state ACTIVE " /tmp/rdma-tool.link
 	result $? rdma_link_show_port1_active "exit $rc: $(rdma_tool_out link)"
 
 	ibv_rc_pingpong -d "$1" -i 1 -n 1000000 >/tmp/rdma-tool.server 2>&1 &

@@ -118,6 +118,25 @@ static int atomic_wc(struct _test_data_atomic *self, enum ibv_wr_opcode op, uint
 	return verbs_wait_wc(self->a.cq, wc);
 }
 
+/*
+ * The remote access faults the adapter counted since @before (the model's
+ * counter), declared as the test's own (mlx4_bf_invariants subtracts
+ * them); nothing without the model.
+ */
+static void declare_remote_faults(struct _test_data_atomic *self, uint64_t before)
+{
+	if (!self->have_model)
+		return;
+	for (uint64_t n = model_read(&self->model, MODEL_REMOTE_ACCESS_FAULTS) - before; n; n--)
+		declare_fault("remote");
+}
+
+/* The model's remote access faults so far, 0 without it. */
+static uint64_t remote_faults(struct _test_data_atomic *self)
+{
+	return self->have_model ? model_read(&self->model, MODEL_REMOTE_ACCESS_FAULTS) : 0;
+}
+
 /* An atomic on b's first operand; its completion into @wc, as atomic_wc(). */
 static int on_operand(struct _test_data_atomic *self, enum ibv_wr_opcode op,
 		      uint64_t compare_add, uint64_t swap, struct ibv_wc *wc)
@@ -182,12 +201,15 @@ TEST_F(atomic, a_misaligned_operand_is_an_invalid_request)
 {
 	uint8_t before[OPERAND_BYTES];
 	struct ibv_wc wc;
+	uint64_t faults;
 
 	ASSERT_EQ(0, open_players(self, ATOMIC_ACCESS));
 	memset(self->operand, 0x5a, OPERAND_BYTES);
 	memcpy(before, self->operand, OPERAND_BYTES);
+	faults = remote_faults(self);
 	ASSERT_EQ(0, atomic_wc(self, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)self->operand + 4,
 			       self->operand_mr->rkey, 1, 0, &wc));
+	declare_remote_faults(self, faults);
 	EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status) TH_LOG("%s", ibv_wc_status_str(wc.status));
 	EXPECT_EQ(0, memcmp(before, self->operand, OPERAND_BYTES));
 	EXPECT_EQ(POISON, *self->result);
@@ -196,12 +218,15 @@ TEST_F(atomic, a_misaligned_operand_is_an_invalid_request)
 TEST_F(atomic, a_region_without_remote_atomics_is_refused)
 {
 	struct ibv_wc wc;
+	uint64_t faults;
 
 	ASSERT_EQ(0, open_players(self, ATOMIC_ACCESS));
 	/* b's sink takes remote writes, not atomics */
 	memset(self->b.sink, 0x5a, 8);
+	faults = remote_faults(self);
 	ASSERT_EQ(0, atomic_wc(self, IBV_WR_ATOMIC_FETCH_AND_ADD, verbs_sink_addr(&self->b),
 			       self->b.sink_mr->rkey, 1, 0, &wc));
+	declare_remote_faults(self, faults);
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status) TH_LOG("%s", ibv_wc_status_str(wc.status));
 	EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, *(uint64_t *)self->b.sink);
 	EXPECT_EQ(POISON, *self->result);
@@ -210,10 +235,13 @@ TEST_F(atomic, a_region_without_remote_atomics_is_refused)
 TEST_F(atomic, a_qp_without_remote_atomics_refuses_them)
 {
 	struct ibv_wc wc;
+	uint64_t faults;
 
 	ASSERT_EQ(0, open_players(self, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
 	*self->operand = htobe64(41);
+	faults = remote_faults(self);
 	ASSERT_EQ(0, on_operand(self, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 0, &wc));
+	declare_remote_faults(self, faults);
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status) TH_LOG("%s", ibv_wc_status_str(wc.status));
 	EXPECT_EQ(htobe64(41), *self->operand);
 	EXPECT_EQ(POISON, *self->result);
