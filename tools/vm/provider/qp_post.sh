@@ -97,7 +97,8 @@ hw_counters_agree() {
 	done
 	echo "# hw_counters: $files counters, bf_posts $(cat "$I"/hw_counters/bf_posts 2>/dev/null)"
 	bf=$(cat "$I"/hw_counters/bf_posts)
-	[ "$files" = 15 ] && [ "$bf" -gt 0 ] || ok=1
+	# 4 post counts and 12 refusal reasons (rust/mlx4_bf_core reject.rs)
+	[ "$files" = 16 ] && [ "$bf" -gt 0 ] || ok=1
 	line=$(./mlx4-bf --device $DEV info | grep '^device counters')
 	echo "# info: $line"
 	echo "$line" | grep -q " $bf BlueFlame," || ok=1
