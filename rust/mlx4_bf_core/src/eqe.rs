@@ -5,7 +5,7 @@
 //! (drivers/net/ethernet/mellanox/mlx4/eq.c) reads it, and the IB event
 //! mlx4_ib makes of each asynchronous one (`ib/qp.c:
 //! mlx4_ib_handle_qp_event()`, `ib/cq.c:mlx4_ib_cq_event()`,
-//! `ib/main.c:mlx4_ib_event()`).
+//! `ib/main.c:mlx4_ib_event()`, `ib/srq.c:mlx4_ib_srq_event()`).
 //!
 //! The interrupt handler hands the asynchronous events to process context
 //! through a lock-free ring of `u64`s: [`AsyncEvent::pack`] and
@@ -34,7 +34,9 @@ pub mod kind {
     pub const CMD: u8 = 0x0a;
     pub const WQ_INVAL_REQ_ERROR: u8 = 0x10;
     pub const WQ_ACCESS_ERROR: u8 = 0x11;
+    pub const SRQ_CATAS_ERROR: u8 = 0x12;
     pub const SRQ_QP_LAST_WQE: u8 = 0x13;
+    pub const SRQ_LIMIT: u8 = 0x14;
 }
 
 /// `MLX4_PORT_CHANGE_SUBTYPE_DOWN`; any other subtype is the port up.
@@ -75,6 +77,9 @@ pub enum AsyncEvent {
     CqError { cqn: u32, overrun: bool },
     /// Port `port` went down or became active (`MLX4_DEV_EVENT_PORT_*`).
     Port { port: u8, active: bool },
+    /// SRQ `srqn` fell below its armed limit, or (`limit` false) failed
+    /// (`mlx4_srq_event()`).
+    Srq { srqn: u32, limit: bool },
 }
 
 /// One EQE, as `mlx4_eq_int()` dispatches it.
@@ -87,7 +92,7 @@ pub enum Eqe {
     /// A command's completion (E bit): the interface polls, nothing to do.
     Command,
     Async(AsyncEvent),
-    /// What this provider does not act on (SRQ events, EQ overrun,
+    /// What this provider does not act on (EQ overrun,
     /// catastrophic and ECC reports...): counted, logged by the caller.
     Other {
         kind: u8,
@@ -123,6 +128,11 @@ pub fn decode(kind: u8, subtype: u8, event: [u32; 3]) -> Eqe {
             cqn: event[0] & 0xff_ffff,
             overrun: event[2] as u8 == CQ_ERR_OVERRUN,
         }),
+        // srq: the SRQN in the first dword's low 24 bits.
+        kind::SRQ_LIMIT | kind::SRQ_CATAS_ERROR => Eqe::Async(AsyncEvent::Srq {
+            srqn: event[0] & 0xff_ffff,
+            limit: kind == kind::SRQ_LIMIT,
+        }),
         // port_change: two reserved dwords, then the port in bits 31..28.
         kind::PORT_CHANGE => Eqe::Async(AsyncEvent::Port {
             port: (event[2] >> 28) as u8,
@@ -135,6 +145,7 @@ pub fn decode(kind: u8, subtype: u8, event: [u32; 3]) -> Eqe {
 const TAG_QP: u64 = 1;
 const TAG_CQ: u64 = 2;
 const TAG_PORT: u64 = 3;
+const TAG_SRQ: u64 = 4;
 
 impl AsyncEvent {
     /// The IB event mlx4_ib dispatches for it.
@@ -153,6 +164,8 @@ impl AsyncEvent {
             AsyncEvent::CqError { .. } => IbEvent::CqErr,
             AsyncEvent::Port { active: true, .. } => IbEvent::PortActive,
             AsyncEvent::Port { active: false, .. } => IbEvent::PortErr,
+            AsyncEvent::Srq { limit: true, .. } => IbEvent::SrqLimitReached,
+            AsyncEvent::Srq { limit: false, .. } => IbEvent::SrqErr,
         }
     }
 
@@ -163,6 +176,7 @@ impl AsyncEvent {
             AsyncEvent::Qp { qpn, event } => (TAG_QP, event as u64, qpn),
             AsyncEvent::CqError { cqn, overrun } => (TAG_CQ, overrun as u64, cqn),
             AsyncEvent::Port { port, active } => (TAG_PORT, active as u64, port as u32),
+            AsyncEvent::Srq { srqn, limit } => (TAG_SRQ, limit as u64, srqn),
         };
         (tag << 56) | (detail << 32) | (n & 0xff_ffff) as u64
     }
@@ -184,6 +198,10 @@ impl AsyncEvent {
             TAG_PORT => Some(AsyncEvent::Port {
                 port: n as u8,
                 active: detail != 0,
+            }),
+            TAG_SRQ => Some(AsyncEvent::Srq {
+                srqn: n,
+                limit: detail != 0,
             }),
             _ => None,
         }
@@ -259,6 +277,30 @@ mod tests {
         );
         for e in [down, up] {
             assert_ne!(e.pack(), 0);
+            assert_eq!(AsyncEvent::unpack(e.pack()), Some(e));
+        }
+    }
+
+    #[test]
+    fn srq_events_as_mlx4_ib_srq_event() {
+        let Eqe::Async(limit) = decode(kind::SRQ_LIMIT, 0, [0xff00_0041, 0, 0]) else {
+            panic!()
+        };
+        let Eqe::Async(catas) = decode(kind::SRQ_CATAS_ERROR, 0, [0x41, 0, 0]) else {
+            panic!()
+        };
+        assert_eq!(
+            limit,
+            AsyncEvent::Srq {
+                srqn: 0x41,
+                limit: true
+            }
+        );
+        assert_eq!(
+            (limit.ib_event(), catas.ib_event()),
+            (IbEvent::SrqLimitReached, IbEvent::SrqErr)
+        );
+        for e in [limit, catas] {
             assert_eq!(AsyncEvent::unpack(e.pack()), Some(e));
         }
     }

@@ -76,10 +76,14 @@ pub struct DevCaps {
     pub quota_cqs: u32,
     pub quota_mrs: u32,
     pub quota_pds: u32,
+    pub quota_srqs: u32,
+    /// `caps.max_srq_wqes`, `caps.max_srq_sge`.
+    pub max_srq_wqes: u32,
+    pub max_srq_sge: u32,
 }
 
 /// `struct ib_device_attr` as `mlx4_ib_query_device()` fills it (the
-/// fields an IB port with no SRQ, multicast, memory windows or XRC has).
+/// fields an IB port with no multicast, memory windows or XRC has).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceAttr {
     pub fw_ver: u64,
@@ -98,6 +102,9 @@ pub struct DeviceAttr {
     pub max_qp_rd_atom: u32,
     pub max_qp_init_rd_atom: u32,
     pub max_res_rd_atom: u32,
+    pub max_srq: u32,
+    pub max_srq_wr: u32,
+    pub max_srq_sge: u32,
     pub local_ca_ack_delay: u8,
     pub atomic_cap: u32,
     pub max_pkeys: u16,
@@ -167,6 +174,9 @@ impl DevCaps {
             max_qp_rd_atom: self.max_qp_dest_rdma,
             max_qp_init_rd_atom: self.max_requester_per_qp,
             max_res_rd_atom: self.max_qp_dest_rdma.saturating_mul(self.quota_qps),
+            max_srq: self.quota_srqs,
+            max_srq_wr: self.max_srq_wqes.saturating_sub(1),
+            max_srq_sge: self.max_srq_sge,
             local_ca_ack_delay: self.local_ca_ack_delay,
             atomic_cap: if self.flags & dev_flag::ATOMIC != 0 {
                 IB_ATOMIC_HCA
@@ -260,6 +270,9 @@ mod tests {
             quota_cqs: 64,
             quota_mrs: 1000,
             quota_pds: 64,
+            quota_srqs: 1024,
+            max_srq_wqes: 1 << 14,
+            max_srq_sge: 31,
         }
     }
 
@@ -282,6 +295,7 @@ mod tests {
         assert_eq!(a.atomic_cap, IB_ATOMIC_NONE);
         assert_eq!(a.max_pkeys, 128);
         assert_eq!(a.max_mr_size, u64::MAX);
+        assert_eq!((a.max_srq, a.max_srq_wr, a.max_srq_sge), (1024, 16383, 31));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod qp_size;
 pub mod region;
 pub mod reject;
 pub mod ring;
+pub mod srq_size;
 pub mod store_block;
 pub mod uar_alloc;
 pub mod verbs;

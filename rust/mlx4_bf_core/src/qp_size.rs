@@ -8,8 +8,8 @@
 //! computes the same), where each queue lies in it, and what create_qp
 //! reports back.
 //!
-//! Scope: an RC or UC QP with its own receive queue (no SRQ, no XRC), no
-//! inline receive.
+//! Scope: an RC, UC or UD QP with its own receive queue or on a shared
+//! one (no XRC), no inline receive.
 
 use crate::verbs::VerbsError;
 
@@ -41,6 +41,9 @@ pub struct UserQpRequest {
     pub log_sq_bb_count: u8,
     pub log_sq_stride: u8,
     pub inl_recv_sz: u32,
+    /// The QP receives from a shared receive queue: it has none of its
+    /// own (`qp_has_rq()` false).
+    pub srq: bool,
 }
 
 /// One work queue: `wqe_cnt` entries of `1 << wqe_shift` bytes.
@@ -109,12 +112,24 @@ pub struct RecvCap {
     pub max_recv_sge: u32,
 }
 
-/// `set_rq_size()` for a user QP with a receive queue.
+/// `set_rq_size()` for a user QP: its receive queue, or none on an SRQ
+/// (then no receive WRs may be asked; the stride's `wqe_shift - 4` of a
+/// zeroed queue is what the context carries).
 fn user_rq(l: &QpLimits, r: &UserQpRequest) -> Result<(WorkQueue, u32), VerbsError> {
     if r.max_recv_wr > l.max_wqes.saturating_sub(SQ_MAX_SPARE)
         || r.max_recv_sge > l.max_sq_sg.min(l.max_rq_sg)
     {
         return Err(VerbsError::Invalid);
+    }
+    if r.srq {
+        if r.max_recv_wr != 0 || r.inl_recv_sz != 0 {
+            return Err(VerbsError::Invalid);
+        }
+        let none = WorkQueue {
+            wqe_cnt: 0,
+            wqe_shift: 0,
+        };
+        return Ok((none, 0));
     }
     // "HW requires >= 1 RQ entry with >= 1 gather entry".
     if r.max_recv_wr == 0 || r.max_recv_sge == 0 {
@@ -225,7 +240,32 @@ mod tests {
             log_sq_bb_count: 6,
             log_sq_stride: 6,
             inl_recv_sz: 0,
+            srq: false,
         }
+    }
+
+    #[test]
+    fn a_qp_on_an_srq_has_no_receive_queue() {
+        // libmlx4 asks no receive WRs or gathers for a QP on an SRQ.
+        let r = UserQpRequest {
+            max_recv_wr: 0,
+            max_recv_sge: 0,
+            srq: true,
+            ..pingpong()
+        };
+        let (g, cap) = user_qp(&CX3, &r).unwrap();
+        assert_eq!((g.rq.wqe_cnt, g.rq_max_gs, g.rq.bytes()), (0, 0, 0));
+        assert_eq!((cap.max_recv_wr, cap.max_recv_sge), (0, 0));
+        assert_eq!(g.buf_size(), 64 * 64);
+        assert_eq!(g.offsets().1, 0);
+        // `rq_size_stride |= wqe_shift - 4` of a zeroed queue, as mainline.
+        assert_eq!(g.rq.size_stride(), 0xfc);
+        // Receive WRs with an SRQ: set_rq_size()'s -EINVAL.
+        let bad = UserQpRequest {
+            max_recv_wr: 1,
+            ..r
+        };
+        assert_eq!(user_qp(&CX3, &bad), Err(VerbsError::Invalid));
     }
 
     #[test]
@@ -399,6 +439,7 @@ mod tests {
                 log_sq_bb_count: log_bb,
                 log_sq_stride: stride,
                 inl_recv_sz: 0,
+                srq: false,
             };
             if let Ok((g, cap)) = user_qp(&CX3, &r) {
                 prop_assert!(g.rq.wqe_cnt >= wr && g.rq.wqe_cnt <= CX3.max_wqes);

@@ -126,6 +126,8 @@ pub enum IbEvent {
     DeviceFatal = 8,
     PortActive = 9,
     PortErr = 10,
+    SrqErr = 14,
+    SrqLimitReached = 15,
     QpLastWqeReached = 16,
 }
 

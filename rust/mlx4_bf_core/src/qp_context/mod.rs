@@ -118,7 +118,14 @@ pub struct QpFacts {
     /// (`mtt->page_shift - MLX4_ICM_PAGE_SHIFT`).
     pub mtt_addr: u64,
     pub log_page_size: u8,
+    /// The shared receive queue it receives from (`ibqp->srq`), if any.
+    pub srqn: Option<u32>,
 }
+
+/// `MLX4_QP_BIT_RIC` (params2): the QP receives from an SRQ.
+pub const PARAMS2_RIC: u32 = 1 << 4;
+/// The context's `srqn` word: bit 24 says the low 24 bits name an SRQ.
+pub const SRQN_VALID: u32 = 1 << 24;
 
 /// What mlx4_ib keeps of a QP between transitions (`struct mlx4_ib_qp`'s
 /// `state`, `atomic_rd_en`, `resp_depth`, `port`).
@@ -198,6 +205,8 @@ pub struct QpFields {
     pub cqn_recv: u32,
     pub db_rec_addr: u64,
     pub qkey: u32,
+    /// `SRQN_VALID | srqn` of a QP on an SRQ, at every transition.
+    pub srqn: u32,
     pub log_page_size: u8,
     /// `mtt_base_addr_h` and `_l`: 40 bits.
     pub mtt_base_addr: u64,
@@ -445,6 +454,11 @@ pub fn modify(
     let mut c = base_fields(dev, f, a, (cur, new), &mut optpar)?;
     path_fields(dev, f, soft, a, (cur, new), (&mut c, &mut optpar))?;
     transport::fields(soft, a, (&mut c, &mut optpar));
+    if let Some(srqn) = f.srqn {
+        // `__mlx4_ib_modify_qp()`: whatever the mask, without optpar.
+        c.params2 |= PARAMS2_RIC;
+        c.srqn = SRQN_VALID | (srqn & 0xff_ffff);
+    }
     let sqd_event = cur == QpState::Rts
         && new == QpState::Sqd
         && a.mask & mask::EN_SQD_ASYNC_NOTIFY != 0
@@ -462,6 +476,8 @@ pub fn modify(
     })
 }
 
+#[cfg(test)]
+mod srq_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub(super) fn facts() -> QpFacts {
         log_sq_bb_count: 6,
         log_sq_stride: 6,
         inl_recv_sz: 0,
+        srq: false,
     };
     let limits = qp_size::QpLimits {
         max_wqes: 1 << 14,
@@ -49,6 +50,7 @@ pub(super) fn facts() -> QpFacts {
         db_rec: 0x1_2345_6040,
         mtt_addr: 0x1_0000,
         log_page_size: 0,
+        srqn: None,
     }
 }
 
@@ -89,6 +91,7 @@ pub(super) fn mailbox(c: &QpCommand) -> [u8; 0x100] {
     put(ctx + 0x9c, &x.cqn_recv.to_be_bytes());
     put(ctx + 0xa0, &x.db_rec_addr.to_be_bytes());
     put(ctx + 0xa8, &x.qkey.to_be_bytes());
+    put(ctx + 0xac, &x.srqn.to_be_bytes());
     put(ctx + 0xc8, &[x.log_page_size]);
     put(ctx + 0xcb, &[(x.mtt_base_addr >> 32) as u8]);
     put(ctx + 0xcc, &(x.mtt_base_addr as u32).to_be_bytes());
