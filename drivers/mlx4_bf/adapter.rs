@@ -40,6 +40,7 @@ mod number_pool;
 mod post;
 mod provider;
 mod qp_table;
+mod srq;
 
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
 pub(crate) use events::EventDispatch;
@@ -48,6 +49,8 @@ pub(crate) use post::{Placement, Posted};
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use provider::{PdPool, QpnPool};
 use qp_table::QpTable;
+use srq::SrqnPool;
+pub(crate) use srq::{SrqHandle, SrqSpec};
 
 /// The hardware resources that go away when the device is unbound.
 pub(crate) struct Resources {
@@ -104,6 +107,9 @@ pub(crate) struct Adapter {
     /// The RDMA provider's QP numbers.
     #[pin]
     user_qpns: Mutex<QpnPool>,
+    /// The RDMA provider's SRQ numbers.
+    #[pin]
+    srqns: Mutex<SrqnPool>,
     /// Port 1's GID and P_Key table sizes (`gids << 16 | pkeys`), once
     /// QUERY_PORT said them; 0 before.
     port_tables: Atomic<u32>,

@@ -32,6 +32,7 @@ mod doorbell;
 mod mr;
 mod post;
 mod qp;
+mod srq;
 mod ucontext;
 mod user_abi;
 
@@ -43,12 +44,12 @@ use crate::{
     hw::bf::bar2::Bar2,
     rdma::{
         self,
-        attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit},
+        attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr},
         counters::HwCounter,
         device::{DeviceInfo, NodeType, Retired, UnregisteredDevice},
-        event::{Events, PortEvent, QpEvent},
+        event::{Events, PortEvent, QpEvent, SrqEvent},
         mmap::{IoRegion, MmapTable},
-        object::{Device, Pd, Qp, UContext},
+        object::{Device, Pd, Qp, Srq, UContext},
         qp_query::QpQuery,
         udata::Udata,
     },
@@ -91,6 +92,7 @@ impl rdma::Driver for Provider {
     type Pd = ucontext::ProtectionDomain;
     type Cq = cq::CompletionQueue;
     type Qp = qp::QueuePair;
+    type Srq = srq::SharedReceiveQueue;
     type Mr = mr::MemoryRegion;
 
     const DRIVER_ID: u32 = kernel::bindings::rdma_driver_id_RDMA_DRIVER_MLX4;
@@ -181,6 +183,27 @@ impl rdma::Driver for Provider {
         qp.data().query()
     }
 
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &mut SrqAttr,
+        udata: &mut Udata<'_, Provider>,
+    ) -> impl PinInit<Self::Srq, Error> {
+        srq::SharedReceiveQueue::new(pd, attr, udata)
+    }
+
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: u32,
+        udata: &mut Udata<'_, Provider>,
+    ) -> Result {
+        srq.data().modify(attr, mask, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
+        srq.data().query()
+    }
+
     fn reg_user_mr(
         pd: &Pd<Self>,
         range: (u64, u64, u64),
@@ -191,7 +214,7 @@ impl rdma::Driver for Provider {
     }
 }
 
-/// The adapter's events, to the ib_device's CQs, QPs and port.
+/// The adapter's events, to the ib_device's CQs, QPs, SRQs and port.
 struct ToCore(Arc<Events>);
 
 impl EventDispatch for ToCore {
@@ -216,6 +239,14 @@ impl EventDispatch for ToCore {
                     eqe::QpEvent::AccessError => QpEvent::AccessError,
                 };
                 self.0.qp_event(qpn, kind);
+            }
+            AsyncEvent::Srq { srqn, limit } => {
+                let kind = if limit {
+                    SrqEvent::LimitReached
+                } else {
+                    SrqEvent::Error
+                };
+                self.0.srq_event(srqn, kind);
             }
             AsyncEvent::Port { port, active } => {
                 let kind = if active {

@@ -63,6 +63,9 @@ mod reject;
 #[path = "../../rust/mlx4_bf_core/src/ring.rs"]
 #[allow(unreachable_pub)]
 mod ring;
+#[path = "../../rust/mlx4_bf_core/src/srq_size.rs"]
+#[allow(unreachable_pub)]
+mod srq_size;
 #[path = "../../rust/mlx4_bf_core/src/store_block.rs"]
 #[allow(unreachable_pub)]
 mod store_block;

@@ -16,7 +16,8 @@
 //! Every `unsafe` of a provider is in this layer; the provider's code has
 //! none, and no safe function here can cause undefined behaviour whatever
 //! its caller passes. The arguments, once:
-//! - Objects the core allocates for user space (contexts, PDs, CQs, QPs)
+//! - Objects the core allocates for user space (contexts, PDs, CQs, QPs,
+//!   SRQs)
 //!   are the core's struct followed by the provider's data, constructed in
 //!   place by the create op before the core publishes the object and
 //!   dropped in place by the destroy op ([`object::InCore`]). A reference to
@@ -34,14 +35,14 @@
 //!   device, none is lost.
 //! - `mmap()` maps only pages of the provider's memory BARs, at offsets
 //!   checked against the BAR ([`mmap`]).
-//! - Events reach a CQ or QP by number, holding a reference the destroy op
+//! - Events reach a CQ, QP or SRQ by number, holding a reference the destroy op
 //!   waits for ([`event`]).
 //! - Hardware counters are described by a `'static` list, which outlives
 //!   the core's statistics that point to it, and filled through a slice of
 //!   exactly that many values ([`counters`]).
 //!
 //! What this layer leaves out, because the provider needs none of it: kernel
-//! verbs (post, poll, MADs: the ib_device serves user space only), SRQs,
+//! verbs (post, poll, MADs: the ib_device serves user space only), XRC,
 //! address handles, memory windows, flow steering, port counters and
 //! counter binding, netdevs.
 
@@ -59,11 +60,11 @@ pub(crate) mod umem;
 
 use kernel::prelude::*;
 
-use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit};
+use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr};
 use counters::HwCounter;
 use mmap::MmapTable;
 use object::Device;
-use object::{Pd, Qp, UContext};
+use object::{Pd, Qp, Srq, UContext};
 use qp_query::QpQuery;
 use udata::Udata;
 
@@ -81,6 +82,11 @@ pub(crate) trait CqData {
 pub(crate) trait QpData {
     /// `ib_qp.qp_num`.
     fn qp_num(&self) -> u32;
+}
+
+/// What the layer reads back from an SRQ: the number its events name it by.
+pub(crate) trait SrqData {
+    fn number(&self) -> u32;
 }
 
 /// What the core reads back from a memory region: its keys.
@@ -112,6 +118,7 @@ pub(crate) trait Driver: Sized + 'static {
     type Pd: Send + Sync;
     type Cq: Send + Sync + CqData;
     type Qp: Send + Sync + QpData;
+    type Srq: Send + Sync + SrqData;
     type Mr: Send + Sync + MrData;
 
     /// `enum rdma_driver_id`: what libibverbs binds a provider by.
@@ -199,6 +206,31 @@ pub(crate) trait Driver: Sized + 'static {
     /// `query_qp`: the QP's attributes as the device has them (also what
     /// the core's QP dump for `rdma res show qp` asks).
     fn query_qp(_qp: &Qp<Self>) -> Result<QpQuery> {
+        Err(not_supported())
+    }
+
+    /// A shared receive queue of a user context; `attr` comes in as asked
+    /// and goes back as made.
+    fn create_srq(
+        _pd: &Pd<Self>,
+        _attr: &mut SrqAttr,
+        _udata: &mut Udata<'_, Self>,
+    ) -> impl PinInit<Self::Srq, Error> {
+        Err::<Self::Srq, _>(not_supported())
+    }
+
+    /// `modify_srq`: what `mask` (`attr::srq_mask`) names of `attr`.
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attr: &SrqAttr,
+        _mask: u32,
+        _udata: &mut Udata<'_, Self>,
+    ) -> Result {
+        Err(not_supported())
+    }
+
+    /// `query_srq`: its size and limit as the device has them.
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
         Err(not_supported())
     }
 

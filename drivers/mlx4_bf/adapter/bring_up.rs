@@ -19,7 +19,7 @@ use kernel::{
     },
 };
 
-use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Resources};
+use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Resources, SrqnPool};
 use crate::{
     geometry::{
         FIRST_PROVIDER_CQ, KERNEL_QPN_END, KERNEL_QPS, KPING_ENDS, KPING_END_BYTES, QP_BUF_BYTES,
@@ -197,6 +197,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     let rdma = &firmware.dev_cap.rdma;
     let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
     let user_qpns = QpnPool::new(firmware.profile.num_qps)?;
+    let srqns = SrqnPool::new(firmware.dev_cap.reserved_srqs, firmware.num_srqs())?;
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,
@@ -213,6 +214,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
             router,
             pds <- new_mutex!(pds),
             user_qpns <- new_mutex!(user_qpns),
+            srqns <- new_mutex!(srqns),
             port_tables: Atomic::new(0),
         }),
         GFP_KERNEL,

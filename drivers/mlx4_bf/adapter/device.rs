@@ -71,6 +71,9 @@ impl Adapter {
             quota_cqs: (fw.cq_slots() - FIRST_PROVIDER_CQ) as u32,
             quota_mrs: self.mrs.lock().capacity() as u32,
             quota_pds: self.pds.lock().count(),
+            quota_srqs: self.srq_quota(),
+            max_srq_wqes: self.srq_limits().max_srq_wqes,
+            max_srq_sge: self.srq_limits().max_srq_sge,
         })
     }
 

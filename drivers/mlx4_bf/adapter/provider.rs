@@ -148,6 +148,8 @@ pub(crate) struct QpSpec<'a> {
     pub(crate) sq_no_prefetch: bool,
     /// DMA address of the RQ doorbell record.
     pub(crate) db_rec: u64,
+    /// The SRQ it receives from, if any.
+    pub(crate) srqn: Option<u32>,
     /// The buffer's pages, which must hold `geometry.buf_size()` bytes.
     pub(crate) mtt: &'a MttRange,
 }
@@ -289,6 +291,11 @@ impl Adapter {
         {
             let fw = &*self.firmware;
             let st = fw.cmd.lock();
+            if let Some(srqn) = spec.srqn {
+                if !st.live.srqs.contains(srqn as usize) {
+                    return Err(EINVAL);
+                }
+            }
             for cqn in [spec.cqn_send, spec.cqn_recv] {
                 let slot = cqn.checked_sub(fw.cqn(FIRST_PROVIDER_CQ)).ok_or(EINVAL)? as usize;
                 if !st.live.cq(FIRST_PROVIDER_CQ + slot) {
@@ -308,6 +315,7 @@ impl Adapter {
             db_rec: spec.db_rec,
             mtt_addr: spec.mtt.addr(),
             log_page_size: spec.mtt.log_page_size(),
+            srqn: spec.srqn,
         })
     }
 

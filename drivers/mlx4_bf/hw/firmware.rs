@@ -61,7 +61,7 @@ use crate::{
     hw::queues::eq::{self, Eq},
     hw::queues::kernel_mem::{QueueDma, QueueMem},
     hw::queues::qp::{self, QpParams},
-    hw::queues::user_qp,
+    hw::queues::{srq, user_qp},
     stats::QueueStats,
     wqe,
 };
@@ -184,7 +184,7 @@ fn bring_up(
     let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
     cmd.lock().live.size(
         profile.num_cqs - first_cqn,
-        profile.num_qps,
+        (profile.num_qps, profile.num_srqs),
         profile.num_mpts,
     )?;
     let mem = QueueMem::new(dev)?;
@@ -326,6 +326,8 @@ impl Firmware {
             qp::destroy(&self.cmd, &mut st, slot);
         }
         user_qp::reset_all(&self.cmd, &mut st);
+        // No QP receives from them any more.
+        srq::destroy_all(&self.cmd, &mut st);
         let mut next = 0;
         while let Some(slot) = st.live.cqs.next(next) {
             // A CQ left in the device is what `live.any()` finds below.
@@ -474,6 +476,17 @@ impl Firmware {
     /// Whether the provider's QP `qpn` is (still) in the device.
     pub(crate) fn user_qp_in_hw(&self, qpn: u32) -> bool {
         self.cmd.lock().live.user_qps.contains(qpn as usize)
+    }
+
+    /// Whether the provider's SRQ `srqn` is (still) in the device.
+    pub(crate) fn srq_in_hw(&self, srqn: u32) -> bool {
+        self.cmd.lock().live.srqs.contains(srqn as usize)
+    }
+
+    /// SRQNs of the profile: below this, the first `dev_cap.reserved_srqs`
+    /// the firmware's.
+    pub(crate) fn num_srqs(&self) -> u32 {
+        self.profile.num_srqs
     }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RC (and UC) QPs in user memory (`create_qp_common()` with udata,
+//! RC, UC and UD QPs in user memory (`create_qp_common()` with udata,
 //! `_mlx4_ib_modify_qp()`, `destroy_qp_common()` in
 //! `drivers/infiniband/hw/mlx4/qp.c`): libmlx4 allocates the send and
 //! receive queues in one buffer and the receive queue's doorbell record,
@@ -45,6 +45,8 @@ struct Fixed {
     /// Every send completes (`IB_SIGNAL_ALL_WR`): mainline's
     /// `sq_signal_bits`, which only `query_qp` reports for a user QP.
     sq_sig_all: bool,
+    /// The SRQ it receives from (held by the core while the QP lives).
+    srqn: Option<u32>,
 }
 
 pub(crate) struct QueuePair {
@@ -86,9 +88,10 @@ impl QueuePair {
         udata: &mut Udata<'_, Provider>,
     ) -> Result<Self> {
         let service = service(init.qp_type)?;
-        if init.has_srq_or_xrc || init.create_flags != 0 {
+        if init.has_xrc_or_rss || init.create_flags != 0 {
             return Err(eopnotsupp());
         }
+        let srqn = init.srq.map(super::srq::srqn_of);
         let ctx = udata.ucontext()?.data();
         let adapter = ctx.adapter();
         let req: user_abi::CreateQp = udata.read(core::mem::size_of::<user_abi::CreateQp>())?;
@@ -100,6 +103,7 @@ impl QueuePair {
                 log_sq_bb_count: req.log_sq_bb_count,
                 log_sq_stride: req.log_sq_stride,
                 inl_recv_sz: req.inl_recv_sz,
+                srq: srqn.is_some(),
             },
         )
         .map_err(super::errno)?;
@@ -120,6 +124,7 @@ impl QueuePair {
                 sq_no_prefetch: req.sq_no_prefetch != 0,
                 db_rec: 0,
                 sq_sig_all: init.sq_sig_all,
+                srqn,
             },
             handle: KBox::pin_init(new_mutex!(None), GFP_KERNEL)?,
             mtt: Some(mtt),
@@ -127,10 +132,14 @@ impl QueuePair {
             db: None,
             posts: ctx.poster().qps().clone(),
         };
-        let db = qp
-            .db
-            .insert(UserDoorbell::map(dev, req.db_addr, Record::Rq)?);
-        qp.fixed.db_rec = db.dma();
+        // A QP on an SRQ has no receive queue, so no record (libmlx4 sends
+        // none; mainline maps it only if `qp_has_rq()`).
+        if srqn.is_none() {
+            let db = qp
+                .db
+                .insert(UserDoorbell::map(dev, req.db_addr, Record::Rq)?);
+            qp.fixed.db_rec = db.dma();
+        }
         let handle = adapter.reserve_qp(qp.fixed.pdn)?;
         qp.qpn = handle.qpn();
         *qp.handle.lock() = Some(handle);
@@ -152,6 +161,7 @@ impl QueuePair {
             geometry: f.geometry,
             sq_no_prefetch: f.sq_no_prefetch,
             db_rec: f.db_rec,
+            srqn: f.srqn,
             mtt,
         }
     }

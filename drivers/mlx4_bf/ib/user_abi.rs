@@ -45,6 +45,22 @@ pub(super) struct CreateCqResp {
     pub(super) reserved: u32,
 }
 
+/// `struct mlx4_ib_create_srq`.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Default)]
+pub(super) struct CreateSrq {
+    pub(super) buf_addr: u64,
+    pub(super) db_addr: u64,
+}
+
+/// `struct mlx4_ib_create_srq_resp`.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Default)]
+pub(super) struct CreateSrqResp {
+    pub(super) srqn: u32,
+    pub(super) reserved: u32,
+}
+
 /// `struct mlx4_ib_create_qp`.
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Default)]
@@ -133,6 +149,8 @@ same_layout!(
 same_layout!(AllocPdResp, uapi::mlx4_ib_alloc_pd_resp, pdn, reserved);
 same_layout!(CreateCq, uapi::mlx4_ib_create_cq, buf_addr, db_addr);
 same_layout!(CreateCqResp, uapi::mlx4_ib_create_cq_resp, cqn, reserved);
+same_layout!(CreateSrq, uapi::mlx4_ib_create_srq, buf_addr, db_addr);
+same_layout!(CreateSrqResp, uapi::mlx4_ib_create_srq_resp, srqn, reserved);
 same_layout!(
     CreateQp,
     uapi::mlx4_ib_create_qp,

@@ -6,7 +6,10 @@
 
 use kernel::{bindings, prelude::*};
 
-use super::{object::Cq, Driver};
+use super::{
+    object::{Cq, Srq},
+    Driver,
+};
 
 /// `struct ib_device_attr`: what `query_device` reports (the rest zero).
 #[derive(Default, Clone, Copy)]
@@ -32,6 +35,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_qp_rd_atom: u32,
     pub(crate) max_qp_init_rd_atom: u32,
     pub(crate) max_res_rd_atom: u32,
+    pub(crate) max_srq: u32,
+    pub(crate) max_srq_wr: u32,
+    pub(crate) max_srq_sge: u32,
     pub(crate) max_pkeys: u16,
     pub(crate) local_ca_ack_delay: u8,
     /// `enum ib_atomic_cap`.
@@ -61,6 +67,9 @@ impl DeviceAttr {
         raw.max_qp_rd_atom = int(self.max_qp_rd_atom);
         raw.max_qp_init_rd_atom = int(self.max_qp_init_rd_atom);
         raw.max_res_rd_atom = int(self.max_res_rd_atom);
+        raw.max_srq = int(self.max_srq);
+        raw.max_srq_wr = int(self.max_srq_wr);
+        raw.max_srq_sge = int(self.max_srq_sge);
         raw.max_pkeys = self.max_pkeys;
         raw.local_ca_ack_delay = self.local_ca_ack_delay;
         raw.atomic_cap = self.atomic_cap;
@@ -208,13 +217,46 @@ impl QpCap {
     }
 }
 
+/// `struct ib_srq_attr`: a shared receive queue's size and limit.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
+impl SrqAttr {
+    pub(super) fn from_raw(raw: &bindings::ib_srq_attr) -> Self {
+        SrqAttr {
+            max_wr: raw.max_wr,
+            max_sge: raw.max_sge,
+            srq_limit: raw.srq_limit,
+        }
+    }
+
+    pub(super) fn write_to(&self, raw: &mut bindings::ib_srq_attr) {
+        raw.max_wr = self.max_wr;
+        raw.max_sge = self.max_sge;
+        raw.srq_limit = self.srq_limit;
+    }
+}
+
+/// `enum ib_srq_attr_mask`: what a modify_srq changes.
+pub(crate) mod srq_mask {
+    use kernel::bindings;
+    pub(crate) const MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+    pub(crate) const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+}
+
 /// `struct ib_qp_init_attr` of a user QP.
 pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) qp_type: QpType,
     pub(crate) send_cq: &'a Cq<T>,
     pub(crate) recv_cq: &'a Cq<T>,
-    /// A shared receive queue, an XRC domain or an RSS table was given.
-    pub(crate) has_srq_or_xrc: bool,
+    /// The shared receive queue it receives from, if any.
+    pub(crate) srq: Option<&'a Srq<T>>,
+    /// An XRC domain or an RSS table was given.
+    pub(crate) has_xrc_or_rss: bool,
     /// `IB_QPT_*` creation flags.
     pub(crate) create_flags: u32,
     /// Every send completes (`IB_SIGNAL_ALL_WR`), not only those asking.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Events from the adapter to the core: a CQ's completion event to its
-//! `comp_handler`, a CQ's or QP's asynchronous event to its
+//! `comp_handler`, a CQ's, QP's or SRQ's asynchronous event to its
 //! `event_handler`, a port's to `ib_dispatch_event()`. (The core itself
 //! tells every verbs context `IB_EVENT_DEVICE_FATAL` when unregistration
 //! disassociates it.)
@@ -9,7 +9,7 @@
 //! The provider learns of them by number (a CQN, a QPN, a port) and hands
 //! them to [`Events`], which finds the object as mlx4's `cq.c` and `qp.c`
 //! do: in an xarray, taking a reference on the object for the delivery and
-//! dropping it after. A CQ or QP is entered by its create op once it is
+//! dropping it after. A CQ, QP or SRQ is entered by its create op once it is
 //! made and taken out by its destroy op, which then waits until no
 //! delivery holds a reference: an event never reaches an object that is
 //! gone, and deliveries of different objects never wait for each other.
@@ -46,6 +46,24 @@ pub(crate) enum QpEvent {
     AccessError,
 }
 
+/// An asynchronous event of an SRQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SrqEvent {
+    /// Fewer WQEs than its armed limit are posted.
+    LimitReached,
+    /// Catastrophic error.
+    Error,
+}
+
+impl SrqEvent {
+    fn raw(self) -> bindings::ib_event_type {
+        match self {
+            SrqEvent::LimitReached => bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            SrqEvent::Error => bindings::ib_event_type_IB_EVENT_SRQ_ERR,
+        }
+    }
+}
+
 /// An asynchronous event of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PortEvent {
@@ -77,11 +95,11 @@ impl PortEvent {
     }
 }
 
-/// A CQ or QP as events reach it.
+/// A CQ, QP or SRQ as events reach it.
 ///
 /// # Invariants
 ///
-/// `raw` is the core's `ib_cq` or `ib_qp` (as its table says), live while
+/// `raw` is the core's `ib_cq`, `ib_qp` or `ib_srq` (as its table says), live while
 /// `users` is above zero: its destroy op takes it out of the table, drops
 /// the table's reference and waits for `idle` before the core frees it.
 #[pin_data]
@@ -108,7 +126,7 @@ impl Hook {
     }
 }
 
-/// A table of CQs or QPs by number.
+/// A table of CQs, QPs or SRQs by number.
 type Table = XArray<Arc<Hook>>;
 
 /// Where port events go.
@@ -133,6 +151,8 @@ pub(crate) struct Events {
     #[pin]
     qps: Table,
     #[pin]
+    srqs: Table,
+    #[pin]
     ports: SpinLock<Ports>,
 }
 
@@ -147,6 +167,7 @@ impl Events {
         pin_init!(Events {
             cqs <- XArray::new(AllocKind::Alloc),
             qps <- XArray::new(AllocKind::Alloc),
+            srqs <- XArray::new(AllocKind::Alloc),
             ports <- new_spinlock!(Ports::Held { active: 0, error: 0 }),
         })
     }
@@ -248,6 +269,21 @@ impl Events {
         Self::remove(&self.qps, qpn, qp.cast());
     }
 
+    /// Enters SRQ `srqn`, which its create op has made.
+    ///
+    /// # Safety
+    ///
+    /// As [`Events::add_cq`], for an SRQ.
+    pub(super) unsafe fn add_srq(&self, srqn: u32, srq: NonNull<bindings::ib_srq>) -> Result {
+        // INVARIANT: By the function's contract.
+        Self::add(&self.srqs, srqn, srq.cast())
+    }
+
+    /// Takes SRQ `srqn` out; no event reaches it once this returns.
+    pub(super) fn remove_srq(&self, srqn: u32, srq: NonNull<bindings::ib_srq>) {
+        Self::remove(&self.srqs, srqn, srq.cast());
+    }
+
     /// A completion event of CQ `cqn`: its completion handler runs (for a
     /// user CQ `ib_uverbs_comp_handler()`, which queues the event to the
     /// channel user space waits on). Returns whether the CQ exists.
@@ -305,6 +341,29 @@ impl Events {
             };
             if let Some(handler) = (*qp).event_handler {
                 handler(&mut event, (*qp).qp_context);
+            }
+        }
+        hook.put();
+        true
+    }
+
+    /// An asynchronous event of SRQ `srqn` (for a user SRQ the core queues
+    /// it to its context's async file).
+    pub(crate) fn srq_event(&self, srqn: u32, kind: SrqEvent) -> bool {
+        let Some(hook) = Self::get(&self.srqs, srqn) else {
+            return false;
+        };
+        let srq = hook.raw.as_ptr().cast::<bindings::ib_srq>();
+        // SAFETY: As for a CQ's event handler; the core sets the SRQ's
+        // handler and context before the create op (`ib_create_srq_user()`).
+        unsafe {
+            let mut event = bindings::ib_event {
+                device: (*srq).device,
+                element: bindings::ib_event__bindgen_ty_1 { srq },
+                event: kind.raw(),
+            };
+            if let Some(handler) = (*srq).event_handler {
+                handler(&mut event, (*srq).srq_context);
             }
         }
         hook.put();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The objects of a provider: the ib_device, and those the core allocates
-//! for user space: a ucontext, a PD, a CQ, a QP. Each is the core's struct
+//! for user space: a ucontext, a PD, a CQ, a QP, an SRQ. Each is the core's struct
 //! followed by the provider's data, in one zeroed allocation of the size
 //! the provider declared (`size_ib_*`, `INIT_RDMA_OBJ_SIZE()`); the core
 //! frees it after the destroy op. A memory region is the one object the
@@ -197,6 +197,10 @@ pub(crate) struct Cq<T: Driver>(InCore<bindings::ib_cq, T::Cq>);
 #[repr(transparent)]
 pub(crate) struct Qp<T: Driver>(InCore<bindings::ib_qp, T::Qp>);
 
+/// A shared receive queue.
+#[repr(transparent)]
+pub(crate) struct Srq<T: Driver>(InCore<bindings::ib_srq, T::Srq>);
+
 macro_rules! object {
     ($ty:ident, $core:ty, $data:ty) => {
         impl<T: Driver> $ty<T> {
@@ -236,6 +240,7 @@ object!(UContext, bindings::ib_ucontext, CtxData<T::UContext>);
 object!(Pd, bindings::ib_pd, T::Pd);
 object!(Cq, bindings::ib_cq, T::Cq);
 object!(Qp, bindings::ib_qp, T::Qp);
+object!(Srq, bindings::ib_srq, T::Srq);
 
 impl<T: Driver> UContext<T> {
     pub(crate) fn data(&self) -> &T::UContext {
@@ -260,6 +265,12 @@ impl<T: Driver> Cq<T> {
         // SAFETY: The CQ is being created: the core reads `cqe` only once
         // the create op returned.
         unsafe { (*self.as_core()).cqe = cqe as i32 };
+    }
+}
+
+impl<T: Driver> Srq<T> {
+    pub(crate) fn data(&self) -> &T::Srq {
+        self.0.data()
     }
 }
 

@@ -17,7 +17,7 @@ use kernel::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 use super::{
     counters::HwCounter,
-    object::{Cq, Device, Pd, Qp, UContext},
+    object::{Cq, Device, Pd, Qp, Srq, UContext},
     udata::Udata,
     Driver,
 };
@@ -72,22 +72,28 @@ impl<T: Driver> Ops<T> {
             modify_qp: gated!(T::HAS_MODIFY_QP, E::<T>::modify_qp),
             query_qp: gated!(T::HAS_QUERY_QP, E::<T>::query_qp),
             destroy_qp: gated!(T::HAS_CREATE_QP, E::<T>::destroy_qp),
+            create_srq: gated!(T::HAS_CREATE_SRQ, E::<T>::create_srq),
+            modify_srq: gated!(T::HAS_MODIFY_SRQ, E::<T>::modify_srq),
+            query_srq: gated!(T::HAS_QUERY_SRQ, E::<T>::query_srq),
+            destroy_srq: gated!(T::HAS_CREATE_SRQ, E::<T>::destroy_srq),
             reg_user_mr: gated!(T::HAS_REG_USER_MR, E::<T>::reg_user_mr),
             dereg_mr: gated!(T::HAS_REG_USER_MR, E::<T>::dereg_mr),
             size_ib_ucontext: UContext::<T>::SIZE,
             size_ib_pd: Pd::<T>::SIZE,
             size_ib_cq: Cq::<T>::SIZE,
             size_ib_qp: Qp::<T>::SIZE,
+            size_ib_srq: Srq::<T>::SIZE,
             ..pin_init::zeroed()
         }
     };
 }
 
 /// The C entry points of `T`'s ops: the device's here, its objects' in
-/// `ops/objects.rs`.
+/// `ops/objects.rs` and `ops/srq.rs`.
 struct Entry<T>(PhantomData<T>);
 
 mod objects;
+mod srq;
 
 /// `-EOPNOTSUPP` for a call without udata: the kernel's own verbs, which
 /// this layer does not offer.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What exists in the device, so that unbind can take it down: the EQ,
-//! the port, and every CQ, QP and MPT from the command that put it there
+//! the port, and every CQ, QP, SRQ and MPT from the command that put it there
 //! until the one that took it out. The sets of numbers are bitmaps as
 //! long as the profile INIT_HCA set up ([`Live::size`]).
 
@@ -79,6 +79,8 @@ pub(crate) struct Live {
     pub(crate) qps: [u32; KERNEL_QPS],
     /// The provider's QPs in hardware, by QPN.
     pub(crate) user_qps: Numbers,
+    /// The provider's SRQs in hardware, by SRQN.
+    pub(crate) srqs: Numbers,
     /// MPTs in hardware ownership, by MPT index.
     pub(crate) mpts: Numbers,
 }
@@ -92,18 +94,26 @@ impl Live {
             cqs: Numbers::new(0)?,
             qps: [0; KERNEL_QPS],
             user_qps: Numbers::new(0)?,
+            srqs: Numbers::new(0)?,
             mpts: Numbers::new(0)?,
         })
     }
 
-    /// Room for `cq_slots` CQs, QPNs below `num_qps` and `num_mpts` MPTs:
-    /// the profile's. Before anything is created.
-    pub(crate) fn size(&mut self, cq_slots: u32, num_qps: u32, num_mpts: u32) -> Result {
+    /// Room for `cq_slots` CQs, QPNs below `num_qps`, SRQNs below
+    /// `num_srqs` and `num_mpts` MPTs: the profile's. Before anything is
+    /// created.
+    pub(crate) fn size(
+        &mut self,
+        cq_slots: u32,
+        (num_qps, num_srqs): (u32, u32),
+        num_mpts: u32,
+    ) -> Result {
         if self.any() {
             return Err(EBUSY);
         }
         self.cqs = Numbers::new(cq_slots as usize)?;
         self.user_qps = Numbers::new(num_qps as usize)?;
+        self.srqs = Numbers::new(num_srqs as usize)?;
         self.mpts = Numbers::new(num_mpts as usize)?;
         Ok(())
     }
@@ -114,6 +124,7 @@ impl Live {
             || !self.cqs.is_empty()
             || self.qps.iter().any(|&q| q != 0)
             || !self.user_qps.is_empty()
+            || !self.srqs.is_empty()
             || !self.mpts.is_empty()
     }
 
@@ -124,6 +135,7 @@ impl Live {
         self.cqs.clear();
         self.qps = [0; KERNEL_QPS];
         self.user_qps.clear();
+        self.srqs.clear();
         self.mpts.clear();
     }
 

@@ -22,10 +22,12 @@ const FW_CMD_IF_REV: usize = 0x0a;
 const CMD_IF_REVS: core::ops::RangeInclusive<u16> = 2..=3;
 
 // QUERY_DEV_CAP out mailbox.
+const DEV_CAP_MAX_SRQ_SZ: usize = 0x10;
 const DEV_CAP_MAX_QP_SZ: usize = 0x11;
 const DEV_CAP_RSVD_QP: usize = 0x12;
 const DEV_CAP_MAX_QP: usize = 0x13;
 const DEV_CAP_RSVD_SRQ: usize = 0x14;
+const DEV_CAP_MAX_SRQ: usize = 0x15;
 const DEV_CAP_MAX_CQ_SZ: usize = 0x19;
 const DEV_CAP_RSVD_CQ: usize = 0x1a;
 const DEV_CAP_MAX_CQ: usize = 0x1b;
@@ -81,6 +83,9 @@ pub(crate) struct DevCap {
     pub(crate) log_max_qp_sz: u8,
     pub(crate) reserved_qps: u32,
     pub(crate) reserved_srqs: u32,
+    pub(crate) max_srqs: u32,
+    /// WQEs of an SRQ at most (log2; `caps.max_srq_wqes`).
+    pub(crate) log_max_srq_sz: u8,
     pub(crate) max_qps: u32,
     pub(crate) log_max_cq_sz: u8,
     pub(crate) reserved_cqs: u32,
@@ -184,6 +189,8 @@ pub(crate) fn query_dev_cap(cmd: &CmdIf) -> Result<DevCap> {
         log_max_qp_sz: get8(&out, DEV_CAP_MAX_QP_SZ)?,
         reserved_qps: log_at(&out, DEV_CAP_RSVD_QP, 0xf)?,
         reserved_srqs: 1 << (get8(&out, DEV_CAP_RSVD_SRQ)? >> 4),
+        max_srqs: log_at(&out, DEV_CAP_MAX_SRQ, 0x1f)?,
+        log_max_srq_sz: get8(&out, DEV_CAP_MAX_SRQ_SZ)?,
         max_qps: log_at(&out, DEV_CAP_MAX_QP, 0x1f)?,
         log_max_cq_sz: get8(&out, DEV_CAP_MAX_CQ_SZ)?,
         reserved_cqs: log_at(&out, DEV_CAP_RSVD_CQ, 0xf)?,

@@ -53,6 +53,8 @@ pub(crate) const LOG_RDMARC_PER_QP: u8 = 0;
 const LOG_NUM_QPS: u8 = 14;
 /// CQs: the firmware's, the kernel's, the provider's.
 const LOG_NUM_CQS: u8 = 12;
+/// SRQs the provider may have beyond the firmware's reserved ones.
+const PROVIDER_SRQS: u32 = 1024;
 /// MTT entries: the queues' (`QueueMtt`) and 256 MiB of memory regions.
 const LOG_NUM_MTTS: u8 = 16;
 /// A two-entry multicast table of 1 KiB entries (the default
@@ -73,6 +75,9 @@ pub(crate) struct Profile {
     pub(crate) num_cqs: u32,
     pub(crate) num_eqs: u32,
     pub(crate) num_mpts: u32,
+    /// SRQNs lie below this, the first `DevCap::reserved_srqs` the
+    /// firmware's.
+    pub(crate) num_srqs: u32,
     /// MTT entries: the firmware's, the queues' ([`QueueMtt`]), then the
     /// memory regions' up to `num_mtts`.
     pub(crate) num_mtts: u32,
@@ -155,7 +160,7 @@ fn request(cap: &DevCap) -> ProfileRequest {
     ProfileRequest {
         log_num_qps: at_most(LOG_NUM_QPS, cap.max_qps),
         log_rdmarc_per_qp: LOG_RDMARC_PER_QP,
-        log_num_srqs: ceil_log2(cap.reserved_srqs),
+        log_num_srqs: at_most(ceil_log2(cap.reserved_srqs + PROVIDER_SRQS), cap.max_srqs),
         log_num_cqs: at_most(LOG_NUM_CQS, cap.max_cqs),
         log_num_eqs: ceil_log2(cap.reserved_eqs + 1),
         log_num_mpts: at_most(ceil_log2(MAX_MPTS as u32), cap.max_mpts),
@@ -278,6 +283,7 @@ impl Icm {
             num_cqs: num(profile::Table::Cqc),
             num_eqs: num(profile::Table::Eqc),
             num_mpts: num(profile::Table::Dmpt),
+            num_srqs: num(profile::Table::Srqc),
             num_mtts: 1u32 << plan.req.log_num_mtts,
             queue_mtt: QueueMtt {
                 base: plan.reserved.mtts,

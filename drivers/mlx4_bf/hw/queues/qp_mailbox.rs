@@ -195,6 +195,7 @@ impl QpModify {
         ctx.cqn_recv = x.cqn_recv.into();
         ctx.db_rec_addr = x.db_rec_addr.into();
         ctx.qkey = x.qkey.into();
+        ctx.srqn = x.srqn.into();
         ctx.log_page_size = x.log_page_size;
         (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(x.mtt_base_addr)?;
         Ok(m)
@@ -223,6 +224,7 @@ impl QpModify {
             cqn_recv: c.cqn_recv.get(),
             db_rec_addr: c.db_rec_addr.get(),
             qkey: c.qkey.get(),
+            srqn: c.srqn.get(),
             log_page_size: c.log_page_size,
             mtt_base_addr: u64::from(c.mtt_base_addr_h) << 32 | u64::from(c.mtt_base_addr_l.get()),
         };

@@ -11,7 +11,7 @@ use super::{super::not_supported, user, Entry};
 use crate::rdma::{
     attr::{CqInit, QpAttr, QpCap, QpInit, QpType},
     mmap::{self, MmapTable},
-    object::{Cq, CtxData, Device, InCore, Mr, Pd, Qp, UContext},
+    object::{Cq, CtxData, Device, InCore, Mr, Pd, Qp, Srq, UContext},
     udata::Udata,
     CqData, Driver, QpData,
 };
@@ -206,9 +206,9 @@ impl<T: Driver> Entry<T> {
     ///
     /// `qp` is the core's fresh, zeroed QP of `Qp::<T>::SIZE` bytes, its
     /// `pd` null or a live PD of the device, published only if this returns
-    /// 0; `init` is the core's attributes, whose non-null CQs are live CQs
-    /// of ours, and `udata` null or the call's udata, both valid for the
-    /// call.
+    /// 0; `init` is the core's attributes, whose non-null CQs and SRQ are
+    /// live ones of ours, and `udata` null or the call's udata, both valid
+    /// for the call.
     pub(super) unsafe extern "C" fn create_qp(
         qp: *mut bindings::ib_qp,
         init: *mut bindings::ib_qp_init_attr,
@@ -242,13 +242,16 @@ impl<T: Driver> Entry<T> {
                     Cq::<T>::from_core(raw.recv_cq),
                 )
             };
+            // SAFETY: An SRQ the core found by handle for this call, held
+            // by the QP from here on (`srq->usecnt`): live, made by our
+            // create op (the only one of the device's SRQs).
+            let srq = (!raw.srq.is_null()).then(|| unsafe { Srq::<T>::from_core(raw.srq) });
             let qp_init = QpInit {
                 qp_type,
                 send_cq,
                 recv_cq,
-                has_srq_or_xrc: !raw.srq.is_null()
-                    || !raw.xrcd.is_null()
-                    || !raw.rwq_ind_tbl.is_null(),
+                srq,
+                has_xrc_or_rss: !raw.xrcd.is_null() || !raw.rwq_ind_tbl.is_null(),
                 create_flags: raw.create_flags,
                 sq_sig_all: raw.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
             };
