@@ -6,13 +6,15 @@
  * after it). One KTAP result per request, a "#" line with what came back.
  *
  * Most requests pass libmlx4's own checks and are refused by the kernel:
- * a UD or raw packet QP, an SRQ, a WQE larger than the device's
+ * a raw packet QP, an SRQ past max_srq_wr, resized or limited past its
+ * size, or destroyed under a QP, a WQE larger than the device's
  * descriptor, a CQ past max_cqe, a CQ resize, the alternate path, a
  * transition the QP state machine has not, memory region access without
  * local write, an mmap of a page the context has not; then PDs, CQs and
  * QPs until the device has no more. Queues past max_qp_wr are libmlx4's
  * own refusal (max_qp_wr leaves room for its spare WQEs, so queues of
- * max_qp_wr are made: the one result that is not a refusal).
+ * max_qp_wr are made). A few results are what is made: a UD QP, those
+ * queues, an SRQ and its armed limit.
  *
  * Usage: ibv_refusals [-d DEV]       (exit status 0 if every result is ok)
  */
@@ -98,20 +100,11 @@ static void made(const char *name, struct ibv_qp_init_attr *a)
 static void qp_types_and_sizes(void)
 {
 	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_UD);
-	struct ibv_srq_init_attr srq_attr = {
-		.attr = { .max_wr = 4, .max_sge = 1 },
-	};
-	struct ibv_srq *srq;
 
 	/* UD is a type the provider makes (issue 46); raw packet is not */
 	made("ud_qp_is_made", &a);
 	a = qp_attr(IBV_QPT_RAW_PACKET);
 	create_qp_refused("raw_packet_qp_eopnotsupp", &a, EOPNOTSUPP);
-	errno = 0;
-	srq = ibv_create_srq(pd, &srq_attr);
-	expect("srq_eopnotsupp", !srq, errno, EOPNOTSUPP);
-	if (srq)
-		ibv_destroy_srq(srq);
 	/* max_qp_wr leaves room for libmlx4's spare WQEs: the largest fits. */
 	a = qp_attr(IBV_QPT_RC);
 	a.cap.max_send_wr = dev_attr.max_qp_wr;
@@ -290,6 +283,70 @@ static void exhaust(const char *name, enum kind k, int max, int held)
 	free(made);
 }
 
+/* One result that is not a refusal: COND holds; DETAIL says what came. */
+static void check(const char *name, int cond, const char *detail, int err)
+{
+	printf("# %s: %s, errno %d (%s)\n", name, detail, err, strerror(err));
+	printf("%s %d %s\n", cond ? "ok" : "not ok", ++results, name);
+	failures += !cond;
+}
+
+/* A shared receive queue: made as mlx4_ib sizes it, its limit armed and
+ * read back, and the refusals of mlx4_ib_create_srq()/_modify_srq() and of
+ * the core (an SRQ a QP receives from is not destroyed).
+ */
+static void srq_rules(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq_attr attr = { 0 };
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct ibv_qp_init_attr a;
+	struct ibv_srq *srq, *big;
+	struct ibv_qp *qp;
+	int err, i;
+
+	errno = 0;
+	srq = ibv_create_srq(pd, &sa);
+	if (!srq)
+		die("ibv_create_srq", errno);
+	/* roundup_pow_of_two(4 + 1) entries, one never posted */
+	check("srq_is_made_with_max_wr_7", sa.attr.max_wr == 7, "made", 0);
+	sa.attr.max_wr = dev_attr.max_srq_wr + 1;
+	errno = 0;
+	big = ibv_create_srq(pd, &sa);
+	expect("srq_past_max_srq_wr_einval", !big, errno, EINVAL);
+	if (big)
+		ibv_destroy_srq(big);
+	attr.max_wr = 16;
+	err = ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR);
+	expect("srq_resize_einval", err != 0, err, EINVAL);
+	attr.srq_limit = 8;
+	err = ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT);
+	expect("srq_limit_past_its_size_einval", err != 0, err, EINVAL);
+	/* Four WQEs posted, so a limit of 2 is not reached when armed. */
+	for (i = 0, err = 0; i < 4 && !err; i++)
+		err = ibv_post_srq_recv(srq, &wr, &bad);
+	attr.srq_limit = 2;
+	if (!err)
+		err = ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT);
+	memset(&attr, 0, sizeof(attr));
+	if (!err)
+		err = ibv_query_srq(srq, &attr);
+	check("srq_limit_armed_reads_back",
+	      !err && attr.srq_limit == 2 && attr.max_wr == 7 &&
+	      attr.max_sge == 1, "queried", err);
+	a = qp_attr(IBV_QPT_RC);
+	a.srq = srq;
+	qp = ibv_create_qp(pd, &a);
+	if (!qp)
+		die("ibv_create_qp on an SRQ", errno);
+	err = ibv_destroy_srq(srq);
+	expect("srq_under_a_qp_ebusy", err != 0, err, EBUSY);
+	ibv_destroy_qp(qp);
+	err = ibv_destroy_srq(srq);
+	check("srq_is_destroyed_after_its_qp", !err, "destroyed", err);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "mlx4_bf0";
@@ -304,7 +361,7 @@ int main(int argc, char **argv)
 	}
 	/* Every line at once, in order, whoever reads the pipe. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("KTAP version 1\n1..19\n");
+	printf("KTAP version 1\n1..25\n");
 	ctx = open_device(dev);
 	errno = ibv_query_device(ctx, &dev_attr);
 	if (errno)
@@ -317,6 +374,7 @@ int main(int argc, char **argv)
 	       dev, dev_attr.max_qp_wr, dev_attr.max_cqe, dev_attr.max_pd,
 	       dev_attr.max_cq, dev_attr.max_qp);
 	qp_types_and_sizes();
+	srq_rules();
 	cq_refusals();
 	transitions();
 	mr_and_mmap_refusals();

@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((50 + RDMA_TOOL_RESULTS + WALK))"
+echo "1..$((51 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -119,6 +119,9 @@ pingpong 4096 "" uc
 result $? ibv_uc_pingpong_size_4096 "see the lines above"
 pingpong 1024 "" ud
 result $? ibv_ud_pingpong_size_1024 "see the lines above"
+# 16 RC QPs receiving from one SRQ (ibv_srq_pingpong's default).
+pingpong 1024 "" srq
+result $? ibv_srq_pingpong_size_1024 "see the lines above"
 for tool in ib_send_lat ib_write_lat ib_read_lat; do
 	for size in 4 64 $INLINE_MAX 1024; do
 		perftest $tool $size

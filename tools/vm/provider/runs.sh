@@ -61,11 +61,11 @@ run_pages() { # name
 	return $rc
 }
 
-# ibv_rc_pingpong (or uc) of SIZE bytes, 20 round trips: 40 SENDs delivered
+# ibv_rc_pingpong (or uc, ud, srq) of SIZE bytes, 20 round trips: 40 SENDs delivered
 # (whatever else ran), no protocol error. With -e it sleeps on completion
 # events (the CQ armed through the UAR page, the EQ's interrupt, the
 # completion channel) instead of polling.
-pingpong() { # size [-e] [transport: rc (default), uc, ud]
+pingpong() { # size [-e] [transport: rc (default), uc, ud, srq]
 	tool=ibv_${3:-rc}_pingpong
 	name=${3:-rc}_pingpong$2-$1
 	snap before

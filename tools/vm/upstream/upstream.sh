@@ -90,7 +90,7 @@ mmio_syscalls() {
 S390=
 [ "$(uname -m)" = s390x ] && S390=1
 echo "KTAP version 1"
-echo "1..$((22 + RDMA_TOOL_RESULTS + ${S390:-0}))"
+echo "1..$((23 + RDMA_TOOL_RESULTS + ${S390:-0}))"
 [ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
 # The RDMA core and ib_uverbs are built in (configs/): only mlx4 is a module.
 # shellcheck disable=SC2086
@@ -127,7 +127,7 @@ result $? ibv_devinfo_mlx4_0_port1_active "$(echo "$out" | tr '\n' '|' | cut -c1
 # Debian's rdma tool over mlx4_ib: the device, its port, a live QP's
 # resources, the port's counters (lib.sh; skipped on s390x).
 rdma_tool_checks mlx4_0
-for run in "rc 64" "rc 4096" "uc 4096" "ud 1024"; do
+for run in "rc 64" "rc 4096" "uc 4096" "ud 1024" "srq 1024"; do
 	# shellcheck disable=SC2086 # transport and size
 	set -- $run
 	snap before
