@@ -32,6 +32,12 @@ pub mod op {
     pub const RST2INIT_QP: u16 = 0x19;
     pub const INIT2RTR_QP: u16 = 0x1a;
     pub const RTR2RTS_QP: u16 = 0x1b;
+    pub const RTS2RTS_QP: u16 = 0x1c;
+    pub const SQERR2RTS_QP: u16 = 0x1d;
+    pub const RTS2SQD_QP: u16 = 0x1f;
+    pub const SQD2RTS_QP: u16 = 0x20;
+    pub const INIT2INIT_QP: u16 = 0x2d;
+    pub const SQD2SQD_QP: u16 = 0x38;
     pub const TO_ERR_QP: u16 = 0x1e;
     pub const TO_RST_QP: u16 = 0x21;
     pub const QUERY_QP: u16 = 0x22;
@@ -156,6 +162,12 @@ pub fn name(opcode: u16) -> &'static str {
         op::RST2INIT_QP => "RST2INIT_QP",
         op::INIT2RTR_QP => "INIT2RTR_QP",
         op::RTR2RTS_QP => "RTR2RTS_QP",
+        op::RTS2RTS_QP => "RTS2RTS_QP",
+        op::SQERR2RTS_QP => "SQERR2RTS_QP",
+        op::RTS2SQD_QP => "RTS2SQD_QP",
+        op::SQD2RTS_QP => "SQD2RTS_QP",
+        op::INIT2INIT_QP => "INIT2INIT_QP",
+        op::SQD2SQD_QP => "SQD2SQD_QP",
         op::TO_ERR_QP => "2ERR_QP",
         op::TO_RST_QP => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",

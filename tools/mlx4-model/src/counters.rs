@@ -31,7 +31,8 @@ pub struct Global {
     pub deliveries: u64,
     /// Receive CQEs written, receive error CQEs included (0x508).
     pub recv_cqes: u64,
-    /// SENDs that found the receiver's RQ empty (0x510).
+    /// SENDs and RDMA_WRITE_IMMs that found the receiver's RQ empty (0x510):
+    /// on RC each an RNR NAK, retried or not (`datapath::rnr`).
     pub rnr_errors: u64,
     /// SENDs whose destination QP could not take them (0x518).
     pub peer_errors: u64,
@@ -128,6 +129,22 @@ pub struct Global {
     /// behaviour is unknown to it (a fast-register MPT, ...), each also
     /// recorded (`fw_refused` with a `reason`). Summary only.
     pub fw_unmodelled: u64,
+    /// RNR NAKs retried (`datapath::rnr`): each a new delivery attempt of
+    /// the WQE an RNR NAK left waiting (its NAK counted in `rnr_errors`).
+    pub rnr_retries: u64,
+    /// WQEs completed with RNR_RETRY_EXC_ERR: their rnr_retry spent.
+    pub rnr_retry_exceeded: u64,
+    /// Send doorbells and BlueFlame bursts held: the QP in SQD or its SQ
+    /// behind an RNR retry. Each is settled when the SQ runs again.
+    pub sq_held: u64,
+    /// SQ_DRAINED events RTS2SQD asked for.
+    pub sq_drained_events: u64,
+    /// QP transitions refused for an optpar bit IB does not allow there
+    /// (`qp::transition`): BAD_PARAM.
+    pub qp_optpar_refused: u64,
+    /// Send WQEs of UD, UC and MLX QPs that completed in error and took
+    /// the QP to SQE.
+    pub sq_errors: u64,
 }
 
 /// Protection faults: kept across a counter reset (diag +0x18), so that a

@@ -66,6 +66,14 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         }
     }
 
+    /// The timer clock (the server's wall clock, a test's chosen time, ns)
+    /// reads `now_ns`: RNR retries are scheduled and run
+    /// (`datapath::rnr`). Returns when the earliest retry waiting is due
+    /// (None: none waits).
+    pub fn tick(&mut self, now_ns: u64) -> Option<u64> {
+        self.engine().0.run_timers(now_ns)
+    }
+
     /// The modelled PCIe clock now (ns).
     pub fn clock_ns(&self) -> u64 {
         self.env.clock.now()
@@ -156,6 +164,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
                             fw: &mut self.fw,
                         };
                         self.hcr.write(&mut self.env, tables, off - HCR_BASE, data);
+                        // SQD2RTS or SQERR2RTS may have released held posts.
+                        self.engine().0.resume_flagged();
                     }
                     Bar0Region::Owner => self.owner_write(data),
                     Bar0Region::Reset => self.reset_block_write(off - RESET_BASE, data),

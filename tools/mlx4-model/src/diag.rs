@@ -11,8 +11,9 @@
 //! (version 9) data fault injection, (version 10) the UAR page counters,
 //! (version 11) the RDMA writes' modelled one-way latency and the latency
 //! sums' sample counts, (version 12) command faults that fire on the
-//! Nth command with their opcode, (version 13) the atomics' counters, and
-//! (version 14) the UD datagrams' counters.
+//! Nth command with their opcode, (version 13) the atomics' counters,
+//! (version 14) the UD datagrams' counters, and (version 15) the shared
+//! receive queues' counters.
 
 use crate::env::Env;
 use crate::fault::{CmdFault, DataFault};
@@ -41,7 +42,8 @@ pub const MAGIC: u32 = 0x4d4c_584d; // "MXLM"
 /// 14: UD SENDs transmitted, their datagrams delivered, dropped and
 /// refused by the receiver, and UD SENDs the sender refused
 /// (0x688..0x6af).
-pub const VERSION: u32 = 14;
+/// 15: SRQ WQEs consumed, SRQ_LIMIT events, SRQ refusals (0x6b0..0x6c7).
+pub const VERSION: u32 = 15;
 
 pub const QP_SELECT: u64 = 0x08;
 pub const MARK: u64 = 0x0c;
@@ -106,6 +108,14 @@ pub const UD_DELIVERED: u64 = 0x690;
 pub const UD_DROPPED: u64 = 0x698;
 pub const UD_REFUSED: u64 = 0x6a0;
 pub const UD_RECV_ERRORS: u64 = 0x6a8;
+/// Shared receive queues (counters, `srq::SrqCounters`): SRQ WQEs
+/// consumed by receives, in success or in error; SRQ_LIMIT events (an
+/// armed SRQ fell below its watermark, which disarmed it); refusals: SRQ
+/// commands failed, RST2INIT_QPs naming an SRQ not in hardware ownership,
+/// SRQ doorbell records ahead of the SRQ's size, next segments unreadable.
+pub const SRQ_WQES: u64 = 0x6b0;
+pub const SRQ_LIMIT_EVENTS: u64 = 0x6b8;
+pub const SRQ_REFUSED: u64 = 0x6c0;
 /// Write: arm (`offset + 1`) or disarm (0) a data fault. Read: the armed
 /// value, then the faults fired since the model started.
 pub const DATA_FAULT: u64 = 0x628;

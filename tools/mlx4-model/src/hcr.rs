@@ -258,6 +258,12 @@ fn execute<M: GuestMemory, I: Irq>(
             let states = (QpState::Rtr, QpState::Rts);
             t.qps.transition(env, r, states, t.fw)
         }
+        op::INIT2INIT_QP
+        | op::RTS2RTS_QP
+        | op::RTS2SQD_QP
+        | op::SQD2SQD_QP
+        | op::SQD2RTS_QP
+        | op::SQERR2RTS_QP => t.qps.modify(env, t.eqs, r, t.fw),
         op::TO_ERR_QP => t.qps.enter_err(r, t.fw),
         op::TO_RST_QP => t.qps.enter_rst(r, t.fw),
         op::QUERY_QP => t.qps.query(env, r, t.fw),

@@ -25,8 +25,9 @@ pub const DIAG_BASE: u64 = 0xe0000;
 /// the version 7 ones (0x600..0x617), the version 8 ones (0x618..0x627),
 /// the version 9 one (0x628..0x62f), the version 10 ones (0x630..0x657),
 /// the version 11 ones (0x658..0x66f), the version 13 ones
-/// (0x670..0x687) and the version 14 ones (0x688..0x6af).
-pub const DIAG_SIZE: u64 = 0x6b0;
+/// (0x670..0x687), the version 14 ones (0x688..0x6af) and the version 15
+/// ones (0x6b0..0x6c7).
+pub const DIAG_SIZE: u64 = 0x6c8;
 
 /// MSI-X table and PBA: where a real ConnectX-3 has them (lspci: table at
 /// 0x7c000, PBA at 0x7d000), clear of every contract register. QEMU emulates
@@ -48,6 +49,8 @@ pub const BF_HALF: u64 = 256;
 pub const LOG_MAX_QP_SZ: u8 = 12;
 pub const LOG_RSVD_QP: u8 = 6;
 pub const LOG_MAX_QP: u8 = 16;
+/// SRQ WQEs (QUERY_DEV_CAP 0x10, max_srq_sz): as many as a QP's.
+pub const LOG_MAX_SRQ_SZ: u8 = 12;
 pub const LOG_MAX_CQ_SZ: u8 = 12;
 pub const LOG_MAX_CQ: u8 = 12;
 pub const LOG_MAX_EQ: u8 = 3;

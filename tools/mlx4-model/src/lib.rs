@@ -33,6 +33,7 @@ pub mod qp;
 pub mod regions;
 pub mod rq;
 pub mod server;
+pub mod srq;
 pub mod timing;
 pub mod trace;
 pub mod wqe;

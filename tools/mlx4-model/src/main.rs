@@ -103,6 +103,9 @@ fn main() -> Result<()> {
         });
     }
 
+    // RNR retries run on the wall clock (`datapath::rnr`).
+    server::spawn_timer(Arc::clone(&model)).context("starting the timer thread")?;
+
     eprintln!("mlx4-model: listening on {}", args.socket.display());
     let mut backend = Backend::new(Arc::clone(&model));
     let served = srv.run(&mut backend);

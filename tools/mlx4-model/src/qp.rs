@@ -15,7 +15,11 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 mod query;
+mod state;
+mod transition;
 mod ud;
+
+pub use state::{QpState, RnrWait, SqHold};
 
 pub use ud::max_message as ud_max_message;
 
@@ -42,35 +46,6 @@ const RA_MAX_SHIFT: u32 = 21;
 const OPTPAR_SRA_MAX: u32 = 1 << 8;
 const OPTPAR_RRA_MAX: u32 = 1 << 9;
 const QP_MAILBOX_LEN: usize = 8 + QP_CTX_SIZE;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QpState {
-    Init,
-    Rtr,
-    Rts,
-    Err,
-}
-
-impl QpState {
-    /// mlx4 state encoding (flags bits 31..28).
-    pub fn hw(self) -> u32 {
-        match self {
-            QpState::Init => 1,
-            QpState::Rtr => 2,
-            QpState::Rts => 3,
-            QpState::Err => 6,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QpState::Init => "init",
-            QpState::Rtr => "rtr",
-            QpState::Rts => "rts",
-            QpState::Err => "err",
-        }
-    }
-}
 
 pub mod service {
     pub const RC: u8 = 0;
@@ -308,6 +283,8 @@ impl Qp {
 #[derive(Debug, Clone, Default)]
 pub struct QpTable {
     qps: BTreeMap<u32, Qp>,
+    /// What a QP's SQ waits on besides its state (`state::SqHold`).
+    holds: BTreeMap<u32, SqHold>,
 }
 
 /// The QP in_mod names: above the firmware's reserved QPs and below
@@ -433,23 +410,7 @@ impl QpTable {
                 qp.remote_qpn = be32(&mb[8..], 0x14) & 0xff_ffff;
                 qp.rlid = u16::from_be_bytes([mb[8 + 0x1e], mb[8 + 0x1f]]);
             }
-            // `ib/qp.c:to_mlx4_access_flags`, sent with OPTPAR_RWE
-            // whenever the access flags or max_dest_rd_atomic change.
-            if be32(&mb, 0) & OPTPAR_RWE != 0 {
-                qp.rwe = be32(&mb[8..], PARAMS2) & RWE != 0;
-            }
-            if be32(&mb, 0) & OPTPAR_RRE != 0 {
-                qp.rre = be32(&mb[8..], PARAMS2) & RRE != 0;
-            }
-            if be32(&mb, 0) & OPTPAR_RAE != 0 {
-                qp.rae = be32(&mb[8..], PARAMS2) & RAE != 0;
-            }
-            if be32(&mb, 0) & OPTPAR_SRA_MAX != 0 {
-                qp.sra_max = ra_max(be32(&mb[8..], PARAMS1));
-            }
-            if be32(&mb, 0) & OPTPAR_RRA_MAX != 0 {
-                qp.rra_max = ra_max(be32(&mb[8..], PARAMS2));
-            }
+            qp.apply_optpar(be32(&mb, 0), &mb[8..]);
             qp.state = to;
             qp.record(env);
         }
@@ -475,6 +436,7 @@ impl QpTable {
         if self.qps.remove(&qpn).is_none() {
             return Err(CmdError::BadResState);
         }
+        self.holds.remove(&qpn);
         Ok(None)
     }
 

@@ -327,6 +327,24 @@ impl ServerBackend for Backend {
 
 /// Region descriptions: config space, BAR0, BAR2; nothing mappable (sparse
 /// mmap would stop the client from posting writes).
+/// The timer clock's thread (`datapath::rnr`): ticks the device with the
+/// wall time since it started, every `TICK_NS`, or sooner when an RNR
+/// retry is due sooner. It takes the device's mutex for a tick only: a
+/// look at the held QPs when no retry waits.
+pub fn spawn_timer(model: Arc<Mutex<Model>>) -> io::Result<std::thread::JoinHandle<()>> {
+    use crate::datapath::rnr::TICK_NS;
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    std::thread::Builder::new()
+        .name("mlx4-model-timer".into())
+        .spawn(move || loop {
+            let now = start.elapsed().as_nanos() as u64;
+            let next = model.lock().unwrap_or_else(|e| e.into_inner()).tick(now);
+            let wait = next.map_or(TICK_NS, |due| due.saturating_sub(now).clamp(1, TICK_NS));
+            std::thread::sleep(Duration::from_nanos(wait));
+        })
+}
+
 pub fn regions(bar2_size: u64) -> Vec<ServerRegion> {
     (0..VFIO_PCI_NUM_REGIONS)
         .map(|index| {

@@ -178,12 +178,15 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 );
                 false
             }
-            Some(QpState::Err) if self.qps.get(qpn).is_some_and(|qp| qp.usr_page == page) => {
+            Some(s) if s.flushes() && self.qps.get(qpn).is_some_and(|qp| qp.usr_page == page) => {
                 // As a doorbell: the WQE is in the send queue too, and is
                 // flushed with whatever else the driver posted meanwhile.
                 self.flush_sq(qpn);
                 false
             }
+            // As a doorbell: held in SQD or behind an RNR retry, or run
+            // after the ones held before it (`sq_hold`).
+            Some(_) if self.hold_post(qpn, page, "bf") => false,
             Some(s) if s != QpState::Rts => {
                 self.env.protocol_error(
                     Code::BfNotRts,

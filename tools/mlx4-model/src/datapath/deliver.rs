@@ -1,14 +1,16 @@
 //! Delivery of a SEND / SEND_IMM on an RC or UC QP to the receive queue of
 //! the QP it names (§6), by the contract's rules, in order:
 //!
-//! a. the destination `d = s.remote_qpn` exists, is in RTR or RTS, has an
+//! a. the destination `d = s.remote_qpn` exists, receives (RTR, RTS, SQD,
+//!    SQE), has an
 //!    RQ, has the same service type and names `s` back, and `s`'s
 //!    primary path leads to the port's own LID; else the
 //!    sender's error CQE TRANSPORT_RETRY_EXC_ERR;
 //! b. the payload: inline bytes, and data segments read by DMA after every
 //!    one passed its key check (`keys`: the reserved lkey on an rlkey QP,
 //!    or a registered region); else LOCAL_PROT_ERR, nothing read;
-//! c. `d`'s RQ holds a receive WQE; else RNR_RETRY_EXC_ERR, `d` untouched;
+//! c. `d`'s RQ holds a receive WQE; else an RNR NAK, `d` untouched: RC
+//!    retries it (`rnr`), else (or retries spent) RNR_RETRY_EXC_ERR;
 //! d. its scatter list accepts the payload (every segment's key check with
 //!    LOCAL_WRITE, then the length); else error CQEs on both sides;
 //! e. scatter, consume the receive WQE, the receive CQE, then the sender's
@@ -72,6 +74,10 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let start = self.wqe_ready();
         self.env.charge(Tx::Wire);
         if let Err(syn) = deliver(self, d, &payload, start) {
+            // An RNR NAK an RC requester retries (`rnr`): no completion yet.
+            if syn == syndrome::RNR_RETRY_EXC_ERR && self.rnr_nak(s, idx, bytes, d) {
+                return;
+            }
             self.send_error(s, idx, &c, syn);
             return;
         }
@@ -107,8 +113,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let Some(dq) = self.qps.get(d) else {
             return Err((d, "no such QP"));
         };
-        if !matches!(dq.state, QpState::Rtr | QpState::Rts) {
-            Err((d, "not in RTR or RTS"))
+        if !dq.state.accepts_incoming() {
+            Err((d, "not in RTR, RTS, SQD or SQE"))
         } else if dq.rq.is_none() {
             Err((d, "no receive queue"))
         } else if dq.service != sq.service {

@@ -14,7 +14,10 @@
 //! - `rdma`: an RDMA write into the responder's region, an RDMA read from
 //!   it;
 //! - `atomic`: CMP_SWAP and FETCH_ADD on the responder's region;
-//! - `mad`: a send on a special QP (MLX), completed, not delivered.
+//! - `mad`: a send on a special QP (MLX), completed, not delivered;
+//! - `rnr`: an RC delivery NAKed for RNR, retried on the timer clock;
+//! - `sq_hold`: a send queue that cannot run now (SQD, behind an RNR
+//!   retry), and the state a send error leaves.
 
 pub mod atomic;
 pub mod blueflame;
@@ -23,6 +26,8 @@ pub mod engine;
 pub mod mad;
 pub mod rdma;
 pub mod recv;
+pub mod rnr;
 pub mod send;
+pub mod sq_hold;
 pub mod ud;
 pub mod ud_recv;

@@ -110,12 +110,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let mut done = self.env.clock.now();
         let mut rq_index = None;
         if imm {
-            let Some(dq) = self.qps.get_mut(d) else {
+            let Some(cqn) = self.qps.get(d).map(|dq| dq.cqn_recv.unwrap_or(0)) else {
                 return Err(syndrome::REMOTE_OP_ERR);
             };
-            let ci = dq.rq_ci;
-            dq.rq_ci = ci.wrapping_add(1);
-            let cqn = dq.cqn_recv.unwrap_or(0);
+            let ci = self.qps.recv_index(d);
+            self.consume_recv(d, ci);
             let cqe = recv_cqe(s, d, ci, &c, wqe_bytes, len);
             if let Some(t) = self.post_cqe(cqn, d, cqe, c.solicited()) {
                 self.env.counters.global.recv_cqes += 1;

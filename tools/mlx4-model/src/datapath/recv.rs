@@ -1,7 +1,8 @@
 //! The receiving side a SEND (RC, UC, UD) and an RDMA_WRITE_IMM share: the
 //! RQ doorbell record, the receive WQE at the consumer index with every
 //! segment's key checked, the scatter of a message into it from any byte
-//! of its list, and the consumed WQE's completion, success or error.
+//! of its list, and the consumed WQE's completion, success or error. A QP
+//! on an SRQ takes the WQE at the SRQ's head instead (`srq_recv`).
 
 use super::engine::Engine;
 use crate::cq::error_cqe;
@@ -34,6 +35,9 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// error `rq_head_ahead`); None if the record cannot be read (or `d`
     /// is gone).
     pub(crate) fn rq_available(&mut self, d: u32) -> Option<u32> {
+        if let Some(srqn) = self.srq_of(d) {
+            return self.srq_available(d, srqn);
+        }
         let dq = self.qps.get(d)?;
         let (db, entries, ci) = (dq.rq_db, dq.rq_entries(), dq.rq_ci);
         let mut rec = [0u8; RQ_DB_LEN];
@@ -55,24 +59,27 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         Some(avail)
     }
 
-    /// The receive WQE at `d`'s consumer index, read, with every segment
-    /// of its list key-checked with LOCAL_WRITE (`d`'s rlkey and pd),
+    /// The receive WQE at `d`'s consumer index (or its SRQ's head), read,
+    /// with every segment of its list key-checked with LOCAL_WRITE (`d`'s
+    /// rlkey, and its pd or its SRQ's),
     /// whether the message reaches it or not. Err(Unreadable): the WQE
     /// could not be read (`dma_unmapped`); Err(Refused): segments failed
     /// their check, each counted (0x548) and traced. Nothing consumed.
     pub(crate) fn receive_wqe(&mut self, d: u32) -> Result<Landing, Refused> {
-        let dq = self.qps.get(d).ok_or(Refused::Unreadable)?;
-        let (ci, rlkey, pd) = (dq.rq_ci, dq.rlkey, dq.pd);
-        let (wqe_addr, stride) = (dq.rq_entry_addr(ci), dq.rq_stride() as usize);
-        let mut rwqe = vec![0u8; stride];
+        let rlkey = self.qps.get(d).ok_or(Refused::Unreadable)?.rlkey;
+        let at = self.recv_wqe_at(d).ok_or(Refused::Unreadable)?;
+        let mut rwqe = vec![0u8; at.stride];
         if self
             .env
-            .dma_read(wqe_addr, &mut rwqe, "rwqe", Read::Cached)
+            .dma_read(at.addr, &mut rwqe, "rwqe", Read::Cached)
             .is_err()
         {
             return Err(Refused::Unreadable);
         }
-        let segs = rq::parse(&rwqe);
+        if let Some(srqn) = at.srqn {
+            self.srq_wqe_read(srqn, &rwqe);
+        }
+        let (pd, segs) = (at.pd, rq::parse(rwqe.get(at.skip..).unwrap_or_default()));
         let mut targets = Vec::with_capacity(segs.len());
         let mut refused = 0u64;
         for g in &segs {
@@ -142,9 +149,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         solicited: bool,
         start: u64,
     ) -> u64 {
-        if let Some(dq) = self.qps.get_mut(d) {
-            dq.rq_ci = ci.wrapping_add(1);
-        }
+        self.consume_recv(d, ci);
         self.env.counters.global.deliveries += 1;
         self.env.counters.qp(d).receives += 1;
         let written = self.post_cqe(cqn.unwrap_or(0), d, cqe, solicited);
@@ -161,10 +166,13 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// A receive WQE completed in error: consumed, `d` to ERR, the error
     /// CQE (IS_SEND clear) on its receive CQ.
     pub(crate) fn receive_error(&mut self, d: u32, ci: u32, syn: u8) {
+        if self.qps.get(d).is_none() {
+            return;
+        }
+        self.consume_recv(d, ci);
         let Some(dq) = self.qps.get_mut(d) else {
             return;
         };
-        dq.rq_ci = ci.wrapping_add(1);
         dq.state = QpState::Err;
         let cqn = dq.cqn_recv.unwrap_or(0);
         if self

@@ -79,10 +79,14 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         };
         let (state, usr_page) = (qp.state, qp.usr_page);
         self.env.counters.qp(qpn).send_doorbells += 1;
-        if state == QpState::Err && usr_page == page {
+        if state.flushes() && usr_page == page {
             // The driver learns of the error from its CQ, after the fact:
-            // what it posted meanwhile is flushed, as mlx4 does.
+            // what it posted meanwhile is flushed, as mlx4 does (in ERR,
+            // and in SQE until SQERR2RTS).
             self.flush_sq(qpn);
+            return;
+        }
+        if self.hold_post(qpn, page, "doorbell") {
             return;
         }
         if state != QpState::Rts {
@@ -205,7 +209,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     /// completes with WR_FLUSH_ERR (mlx4 flushes; every WQE gets a CQE).
     pub(crate) fn flush_sq(&mut self, qpn: u32) {
         let mut taken = 0;
-        while let Some((idx, _, c)) = self.next_wqe(qpn, QpState::Err, taken) {
+        let state = self.qps.get(qpn).map_or(QpState::Err, |qp| qp.state);
+        if !state.flushes() {
+            return;
+        }
+        while let Some((idx, _, c)) = self.next_wqe(qpn, state, taken) {
             taken += 1;
             self.env.counters.global.flushed += 1;
             self.env
@@ -222,6 +230,10 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
     fn next_wqe(&mut self, qpn: u32, state: QpState, taken: u32) -> Option<(u32, Vec<u8>, Ctrl)> {
         let qp = self.qps.get(qpn)?;
         if qp.state != state || taken >= qp.sq_entries() {
+            return None;
+        }
+        // RC is ordered: nothing runs past a WQE waiting for its RNR retry.
+        if state == QpState::Rts && self.qps.rnr_pending(qpn) {
             return None;
         }
         let (idx, want_owner) = (qp.sq_ci, qp.owner_for(qp.sq_ci));
@@ -354,12 +366,17 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         self.send_error(qpn, idx, c, syndrome::LOCAL_QP_OP_ERR);
     }
 
-    /// A WQE that completes in error: consumed, QP to ERR, an error CQE
+    /// A WQE that completes in error: consumed, QP to ERR (or SQE,
+    /// `sq_hold::after_send_error`), an error CQE
     /// (always, signalled or not) with `syndrome`.
     pub(crate) fn send_error(&mut self, qpn: u32, idx: u32, c: &Ctrl, syndrome: u8) {
         self.advance(qpn, c);
         if let Some(qp) = self.qps.get_mut(qpn) {
-            qp.state = QpState::Err;
+            let to = super::sq_hold::after_send_error(qp.state, qp.service, syndrome);
+            if to == QpState::Sqe && qp.state != QpState::Sqe {
+                self.env.counters.global.sq_errors += 1;
+            }
+            qp.state = to;
         }
         self.complete(qpn, error_cqe(qpn, idx, syndrome, true), true);
     }

@@ -56,7 +56,7 @@ use crate::cq::syndrome;
 use crate::firmware::mad::{guid, pkey, GID_PREFIX, LID};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::qp::{service, ud_max_message, QpState};
+use crate::qp::{service, ud_max_message};
 use crate::timing::Tx;
 use crate::wqe::{Datagram, Wqe};
 use serde_json::json;
@@ -167,7 +167,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         if dq.service != service::UD {
             return Err(drop::NOT_UD);
         }
-        if !matches!(dq.state, QpState::Rtr | QpState::Rts) {
+        if !dq.state.accepts_incoming() {
             return Err(drop::NOT_READY);
         }
         if dq.rq.is_none() {

@@ -127,7 +127,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let Some((ci, cqn, pkey_index)) = self
             .qps
             .get(d)
-            .map(|q| (q.rq_ci, q.cqn_recv, q.pkey_index()))
+            .map(|q| (self.qps.recv_index(d), q.cqn_recv, q.pkey_index()))
         else {
             return;
         };

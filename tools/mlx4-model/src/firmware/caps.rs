@@ -72,6 +72,7 @@ pub fn query_fw() -> [u8; 0x100] {
 /// QUERY_DEV_CAP (`core/fw.c:mlx4_QUERY_DEV_CAP`).
 pub fn query_dev_cap(num_uars: u32) -> [u8; 0x100] {
     let mut b = [0u8; 0x100];
+    b[0x10] = LOG_MAX_SRQ_SZ; // max_srq_sz: mlx4_ib's max_srq_wr + 1
     b[0x11] = LOG_MAX_QP_SZ;
     b[0x12] = LOG_RSVD_QP;
     b[0x13] = LOG_MAX_QP;

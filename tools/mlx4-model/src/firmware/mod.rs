@@ -410,11 +410,12 @@ impl Firmware {
     }
 
     /// A command creating a context (SW2HW_EQ, SW2HW_CQ, SW2HW_MPT,
-    /// RST2INIT_QP) needs its index inside the INIT_HCA table (BAD_INDEX)
-    /// and the ICM page of its entry mapped (ICM_ERROR): mlx4 maps it first
-    /// (`core/icm.c:mlx4_table_get` from `core/qp.c:mlx4_qp_alloc_icm`,
-    /// `core/cq.c:mlx4_cq_alloc_icm`, `core/mr.c:mlx4_mpt_alloc_icm`; the
-    /// EQ table whole in `core/main.c:mlx4_init_icm`).
+    /// RST2INIT_QP, SW2HW_SRQ) needs its index inside the INIT_HCA table
+    /// (BAD_INDEX) and the ICM page of its entry mapped (ICM_ERROR): mlx4
+    /// maps it first (`core/icm.c:mlx4_table_get` from
+    /// `core/qp.c:mlx4_qp_alloc_icm`, `core/cq.c:mlx4_cq_alloc_icm`,
+    /// `core/mr.c:mlx4_mpt_alloc_icm`, `core/srq.c:__mlx4_srq_alloc_icm`;
+    /// the EQ table whole in `core/main.c:mlx4_init_icm`).
     fn context_in_icm(&self, r: &CommandRequest) -> Result<(), CmdError> {
         let Some(p) = &self.hca else {
             return Ok(());
@@ -423,6 +424,7 @@ impl Firmware {
             op::SW2HW_EQ => (p.eqc, caps::EQC_ENTRY),
             op::SW2HW_CQ => (p.cqc, caps::CQC_ENTRY),
             op::RST2INIT_QP => (p.qpc, caps::QPC_ENTRY),
+            op::SW2HW_SRQ => (p.srqc, caps::SRQC_ENTRY),
             op::SW2HW_MPT => (
                 Table {
                     base: p.dmpt,

@@ -40,13 +40,17 @@ pub(crate) const AUX_DMA: u64 = 0x5000_0000;
 pub(crate) const ICM_DMA: u64 = 0x6000_0000;
 
 /// The test profile: each table at its own 16 MiB of ICM; 2^10 QPs,
-/// 2^12 CQs, 2^3 EQs, 2^10 MPTs.
+/// 2^12 CQs, 2^3 EQs, 2^10 MPTs, 2^6 SRQs.
 pub(crate) const QPC_BASE: u64 = 0x0100_0000;
 pub(crate) const CQC_BASE: u64 = 0x0200_0000;
 pub(crate) const EQC_BASE: u64 = 0x0300_0000;
 pub(crate) const DMPT_BASE: u64 = 0x0400_0000;
 pub(crate) const MTT_BASE: u64 = 0x0500_0000;
 pub(crate) const ICM_SIZE: u64 = 0x0600_0000;
+/// 2^6 SRQs (one ICM page of contexts), which no test profile maps: the
+/// SRQ tests map it (`strict_srq`).
+pub(crate) const SRQC_BASE: u64 = 0x0580_0000;
+pub(crate) const LOG_SRQS: u64 = 6;
 
 /// Host memory for the MTT table's first two ICM pages (entries 0..1023).
 pub(crate) const MTT_PAGE: u64 = 0x20_0000;
@@ -83,6 +87,7 @@ pub(crate) fn init_hca_mailbox() -> Vec<u8> {
     let mut b = vec![0u8; 0x200];
     b[0] = 2;
     put_be64(&mut b, 0x30, QPC_BASE | 10);
+    put_be64(&mut b, 0x48, SRQC_BASE | LOG_SRQS);
     put_be64(&mut b, 0x50, CQC_BASE | 12);
     put_be64(&mut b, 0x80, EQC_BASE | 3);
     put_be64(&mut b, 0xf0, DMPT_BASE);

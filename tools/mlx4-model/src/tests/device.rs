@@ -698,10 +698,10 @@ fn eq_overflow_and_unset_vector() {
 #[test]
 fn diag_block_counters_expect_mark_reset() {
     let mut h = Harness::setup();
-    assert_eq!(h.diag_read(0x00), 0xe_4d4c_584d);
+    assert_eq!(h.diag_read(0x00), 0xf_4d4c_584d);
     let mut b = [0u8; 4];
     h.dev.mmio_read(0, DIAG_BASE + 4, &mut b);
-    assert_eq!(u32::from_le_bytes(b), 14);
+    assert_eq!(u32::from_le_bytes(b), 15);
     let commands = h.records_of("command").len() as u64;
     assert_eq!(h.diag_read(0x68), commands, "commands so far");
     // Outside a window: unexpected.

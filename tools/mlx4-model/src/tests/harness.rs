@@ -41,6 +41,8 @@ pub const RCQ_DB: u64 = CQ_DB + 0x40;
 pub const RQ_DB: u64 = CQ_DB + 0x80;
 pub const RQ2_DB: u64 = CQ_DB + 0xc0;
 pub const RCQ2_DB: u64 = CQ_DB + 0x100;
+/// The RQ record of `qp_mailbox`'s one-WQE RQ, never written: empty.
+pub const EMPTY_RQ_DB: u64 = CQ_DB + 0x200;
 /// Receive buffers: RECV_LEN bytes per receive WQE index.
 pub const RECV_BUF: u64 = 0x10_9000;
 pub const RECV_LEN: u32 = 256;
@@ -255,8 +257,11 @@ impl Harness {
 
     /// An RC QP connected to itself on its primary path to the port's own
     /// LID, remote writes, reads and atomics enabled, its queues on 4 KiB pages
-    /// whose MTT entries start at byte `mtt` (`mtt_of`), and no RQ of its
-    /// own (srqn bit 24: mlx4 gives every other QP one).
+    /// whose MTT entries start at byte `mtt` (`mtt_of`), and the least RQ
+    /// mlx4 gives a QP (1 x 16 B, `ib/qp.c:set_rq_size`), its record at
+    /// EMPTY_RQ_DB reading 0: always empty (no QP is without an RQ or an
+    /// SRQ, and the model refuses a QP naming an SRQ not in hardware
+    /// ownership).
     pub fn qp_mailbox(qpn: u32, usr_page: u32, cqn: u32, mtt: u64, sq_log: u8) -> Vec<u8> {
         let mut mb = vec![0u8; 0x100];
         let c = &mut mb[8..];
@@ -269,7 +274,7 @@ impl Harness {
         put_be32(c, 0x7c, cqn);
         put_be32(c, 0x90, (1 << 15) | (1 << 14) | (1 << 13)); // RRE, RWE, RAE
         put_be32(c, 0x9c, cqn);
-        put_be32(c, 0xac, 1 << 24);
+        put_be64(c, 0xa0, EMPTY_RQ_DB);
         c[0xcb] = (mtt >> 32) as u8;
         put_be32(c, 0xcc, mtt as u32);
         mb

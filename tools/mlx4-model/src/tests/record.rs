@@ -61,8 +61,8 @@ fn nothing_executed_reads_as_zero() {
     assert_eq!(h.diag_read(0x78), 0, "setup wrote nothing to BAR2");
     assert_eq!(
         h.diag_read(0x00) >> 32,
-        14,
-        "version 14 (2 added the records)"
+        15,
+        "version 15 (2 added the records)"
     );
     assert!(h.error_codes().is_empty());
 }

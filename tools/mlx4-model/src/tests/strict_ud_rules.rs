@@ -131,10 +131,16 @@ fn a_controlled_qkey_is_the_senders_own() {
 }
 
 /// Asserts QP 0x40's WQE 0 was refused with `syn`: its error CQE, QP 0x40
-/// in ERR, counted, QP 0x41 untouched.
+/// in SQE (ERR for LOCAL_QP_OP_ERR: `sq_hold::after_send_error`), counted,
+/// QP 0x41 untouched.
 fn assert_refused(h: &mut Harness, syn: u8) {
     assert_eq!(err(&h.cqe(0)), (QPN, 0, syn, 0x40 | CQE_OPCODE_ERROR));
-    assert_eq!(state(h, QPN), QpState::Err);
+    let to = if syn == syndrome::LOCAL_QP_OP_ERR {
+        QpState::Err
+    } else {
+        QpState::Sqe
+    };
+    assert_eq!(state(h, QPN), to);
     assert_eq!(counted(h), [0, 0, 0, 1, 0]);
     assert_eq!((h.rq_ci(QPN2), state(h, QPN2)), (0, QpState::Rts));
     h.check_invariants(false);
