@@ -47,6 +47,10 @@ pub mod op {
     pub const SYNC_TPT: u16 = 0x2f;
     pub const NOP: u16 = 0x31;
     pub const MOD_STAT_CFG: u16 = 0x34;
+    pub const SW2HW_SRQ: u16 = 0x35;
+    pub const HW2SW_SRQ: u16 = 0x36;
+    pub const QUERY_SRQ: u16 = 0x37;
+    pub const ARM_SRQ: u16 = 0x40;
     pub const QUERY_PORT: u16 = 0x43;
     pub const RUN_FW: u16 = 0xff6;
     pub const UNMAP_ICM: u16 = 0xff9;
@@ -171,6 +175,10 @@ pub fn name(opcode: u16) -> &'static str {
         op::TO_ERR_QP => "2ERR_QP",
         op::TO_RST_QP => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
+        op::SW2HW_SRQ => "SW2HW_SRQ",
+        op::HW2SW_SRQ => "HW2SW_SRQ",
+        op::QUERY_SRQ => "QUERY_SRQ",
+        op::ARM_SRQ => "ARM_SRQ",
         op::DIAG_RPRT => "DIAG_RPRT",
         op::SYNC_TPT => "SYNC_TPT",
         op::NOP => "NOP",

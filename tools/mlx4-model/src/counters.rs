@@ -129,6 +129,9 @@ pub struct Global {
     /// behaviour is unknown to it (a fast-register MPT, ...), each also
     /// recorded (`fw_refused` with a `reason`). Summary only.
     pub fw_unmodelled: u64,
+    /// Shared receive queues (0x6b0..0x6c7, `srq::SrqCounters`).
+    #[serde(flatten)]
+    pub srq: crate::srq::SrqCounters,
     /// RNR NAKs retried (`datapath::rnr`): each a new delivery attempt of
     /// the WQE an RNR NAK left waiting (its NAK counted in `rnr_errors`).
     pub rnr_retries: u64,
@@ -286,7 +289,7 @@ impl Counters {
 
     /// Diagnostic block counter at `off` (0x20..0xbf, 0x500..0x58f but the
     /// clock, 0x5a0..0x5c7, 0x5d0, 0x5e0..0x5ff, 0x618..0x627,
-    /// 0x638..0x6af), `qp_select` and `uar_select` for the per-QP and
+    /// 0x638..0x6c7), `qp_select` and `uar_select` for the per-QP and
     /// per-UAR ones.
     /// None for offsets that hold no counter.
     pub fn diag_value(&self, off: u64, qp_select: u32, uar_select: u32) -> Option<u64> {
@@ -361,6 +364,7 @@ impl Counters {
             0x698 => g.ud_dropped,
             0x6a0 => g.ud_refused,
             0x6a8 => g.ud_recv_errors,
+            o @ 0x6b0..0x6c8 => return g.srq.diag_value(o),
             _ => return None,
         })
     }

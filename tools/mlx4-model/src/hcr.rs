@@ -231,6 +231,7 @@ fn execute<M: GuestMemory, I: Irq>(
             *t.qps = QpTable::default();
             *t.mrs = MrTable::default();
         }
+        crate::srq::commands::count_refused(env, r, &res);
         return res;
     }
     match r.opcode {
@@ -267,6 +268,9 @@ fn execute<M: GuestMemory, I: Irq>(
         op::TO_ERR_QP => t.qps.enter_err(r, t.fw),
         op::TO_RST_QP => t.qps.enter_rst(r, t.fw),
         op::QUERY_QP => t.qps.query(env, r, t.fw),
+        op::SW2HW_SRQ | op::HW2SW_SRQ | op::QUERY_SRQ | op::ARM_SRQ => {
+            t.qps.srq_command(env, r, t.fw)
+        }
         _ => Err(CmdError::BadOp),
     }
 }

@@ -15,6 +15,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 mod query;
+mod srq;
 mod state;
 mod transition;
 mod ud;
@@ -63,7 +64,7 @@ pub struct Qp {
     pub usr_page: u32,
     pub remote_qpn: u32,
     pub cqn_send: u32,
-    /// Only when the QP has an RQ.
+    /// Its RQ's or its SRQ's receives complete to it (ctx 0x9c).
     pub cqn_recv: Option<u32>,
     pub buf: QueueBuf,
     pub sq_off: u64,
@@ -185,7 +186,7 @@ impl Qp {
             usr_page,
             remote_qpn: be32(ctx, 0x14) & 0xff_ffff,
             cqn_send: be32(ctx, 0x7c) & 0xff_ffff,
-            cqn_recv: rq.map(|_| be32(ctx, 0x9c) & 0xff_ffff),
+            cqn_recv: Some(be32(ctx, 0x9c) & 0xff_ffff),
             buf,
             sq_off,
             sq_log_size,
@@ -285,6 +286,8 @@ pub struct QpTable {
     qps: BTreeMap<u32, Qp>,
     /// What a QP's SQ waits on besides its state (`state::SqHold`).
     holds: BTreeMap<u32, SqHold>,
+    /// The SRQs in hardware ownership (`srq`, `qp::srq`).
+    pub srqs: crate::srq::SrqTable,
 }
 
 /// The QP in_mod names: above the firmware's reserved QPs and below
@@ -362,6 +365,7 @@ impl QpTable {
             return Err(CmdError::BadQpState);
         }
         let qp = qp_from_mailbox(env, cqs, num_uars, qpn, r.in_param, fw)?;
+        self.check_srq(env, &qp)?;
         qp.record(env);
         env.counters.qp(qpn).uar = Some(qp.usr_page);
         self.qps.insert(qpn, qp);

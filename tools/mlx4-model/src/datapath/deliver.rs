@@ -115,7 +115,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         };
         if !dq.state.accepts_incoming() {
             Err((d, "not in RTR, RTS, SQD or SQE"))
-        } else if dq.rq.is_none() {
+        } else if !dq.receives() {
             Err((d, "no receive queue"))
         } else if dq.service != sq.service {
             Err((d, "another service type"))
@@ -266,7 +266,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let Some(dq) = self.qps.get(d) else {
             return Err(syndrome::REMOTE_OP_ERR);
         };
-        let (ci, cqn) = (dq.rq_ci, dq.cqn_recv);
+        let (ci, cqn) = (self.qps.recv_index(d), dq.cqn_recv);
         let l = match self.receive_wqe(d) {
             Ok(l) => l,
             Err(Refused::Unreadable) => {

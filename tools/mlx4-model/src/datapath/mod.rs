@@ -9,6 +9,7 @@
 //! - `deliver`: a SEND on RC or UC to the responder's receive queue;
 //! - `recv`: the receiving side a SEND or RDMA_WRITE_IMM shares: the RQ,
 //!   the receive WQE, the scatter, the receive completion;
+//! - `srq_recv`: the same from a shared receive queue, and its limit event;
 //! - `ud`, `ud_recv`: a UD SEND, its datagram routed on the port, dropped
 //!   or received;
 //! - `rdma`: an RDMA write into the responder's region, an RDMA read from
@@ -29,5 +30,6 @@ pub mod recv;
 pub mod rnr;
 pub mod send;
 pub mod sq_hold;
+pub mod srq_recv;
 pub mod ud;
 pub mod ud_recv;

@@ -170,7 +170,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         if !dq.state.accepts_incoming() {
             return Err(drop::NOT_READY);
         }
-        if dq.rq.is_none() {
+        if !dq.receives() {
             return Err(drop::NO_RQ);
         }
         if !pkey_match(pkey(sq.pkey_index()), pkey(dq.pkey_index())) {

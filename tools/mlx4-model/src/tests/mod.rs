@@ -19,5 +19,6 @@ mod strict_qp_states;
 mod strict_queues;
 mod strict_rc;
 mod strict_rnr;
+mod strict_srq;
 mod strict_ud;
 mod strict_ud_rules;
