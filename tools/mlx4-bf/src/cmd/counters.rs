@@ -97,6 +97,11 @@ const COUNTERS: &[(&str, usize)] = &[
     ("atomics_cmp_swap", 0x670),
     ("atomics_fetch_add", 0x678),
     ("atomics_refused", 0x680),
+    // SRQ WQEs consumed, limit events raised, SRQ commands and WQEs
+    // refused (version 15).
+    ("srq_wqes", 0x6b0),
+    ("srq_limit_events", 0x6b8),
+    ("srq_refused", 0x6c0),
 ];
 
 /// Gauges of the device's state, never reset: MPTs in hardware ownership
@@ -137,8 +142,8 @@ const UAR_COUNTERS: &[(&str, usize)] = &[
     ("bf_page_bytes", 0x648),
 ];
 
-/// Version 13 has every register above.
-const MIN_VERSION: u32 = 13;
+/// Version 15 has every register above.
+const MIN_VERSION: u32 = 15;
 
 fn parse_number(s: &str) -> Result<u32, String> {
     match s.strip_prefix("0x") {

@@ -7,7 +7,8 @@
  * (mlx4_bf_model.h): every inline size, BlueFlame and doorbell, and every
  * gathered size up to 1024 bytes lands byte-exact with its byte_len; a
  * SEND_WITH_IMM's immediate; receive buffers consumed in posting order;
- * delivery to another process; a SEND that finds no receive, a peer that
+ * delivery to another process; a SEND that finds no receive waits for a
+ * late one (rnr_retry 7) or, with rnr_retry 0, fails; a peer that
  * names another QP and a peer that is gone complete in error for the
  * sender, and what QP_POST answers for a QP in error; a gather with the
  * reserved lkey is refused. Those failures are the peer's or the user's
@@ -370,38 +371,86 @@ static void expect_flushed(struct __test_metadata *_metadata, struct _test_data_
 }
 
 /*
- * b posts no receive: a's SEND completes with RNR_RETRY_EXC_ERR at once,
- * b untouched. (The model retries no RNR, even with the rnr_retry of 7
- * verbs_connect() sets, which on a wire would retry until a receive is
- * posted: Documentation/mlx4-model.rst.) The state QP_POST checks is the
+ * b posts no receive: the adapter answers a's SEND with RNR NAKs and, as
+ * verbs_connect() asks rnr_retry 7, retries it every RNR timer until b
+ * posts one; then it lands and both complete.
+ */
+TEST_F(recv, a_send_waits_for_a_late_receive)
+{
+	struct recv_counts before, after;
+	int len = build_send(self->wqe, 4, 1, 0, 0);
+	struct ibv_wc wc;
+
+	recv_counts(&self->m, &before);
+	ASSERT_EQ(0, verbs_send_wqe(&self->a, self->wqe, len));
+	EXPECT_TRUE(verbs_cq_quiet(self->a.cq)) TH_LOG("retried forever: no completion yet");
+	usleep(20000);
+	recv_counts(&self->m, &after);
+	EXPECT_LT(before.rnr, after.rnr) TH_LOG("no RNR NAK counted");
+	EXPECT_EQ(before.wqes, after.wqes);
+	ASSERT_EQ(0, verbs_post_recv(self->b.qp, self->bmr, self->bbuf, RECV_LEN, 7));
+	ASSERT_EQ(0, verbs_wait_wc(self->a.cq, &wc)) TH_LOG("the retry never found the receive");
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status) TH_LOG("%s", ibv_wc_status_str(wc.status));
+	ASSERT_EQ(0, verbs_wait_wc(self->b.cq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_EQ(4, wc.byte_len);
+}
+
+/* RESET to RTS with the peer @dest and @rnr_retry (verbs_connect()'s is 7). */
+static int connect_rnr_retry(struct ibv_qp *qp, uint32_t dest, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = rnr_retry, .max_rd_atomic = 1,
+	};
+	int err = verbs_to_init(qp, 0);
+
+	if (!err)
+		err = verbs_to_rtr(qp, dest);
+	return err ? err : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+					 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * c sends with rnr_retry 0 to d, which posts no receive: the first RNR NAK
+ * ends it, RNR_RETRY_EXC_ERR, d untouched. The state QP_POST checks is the
  * one the QP's last modify left (ib/post.rs): the adapter's move to ERR
- * does not change it, so QP_POST still takes a's WQEs, and the adapter
+ * does not change it, so QP_POST still takes c's WQEs, and the adapter
  * flushes them. Moved to ERR by a modify, the QP still posts (ERR is a
  * postable state) and flushes; in RESET it posts no more.
  */
-TEST_F(recv, send_without_a_receive_wqe_fails_rnr)
+TEST_F(recv, send_without_a_receive_fails_rnr_with_rnr_retry_0)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	struct recv_counts before, after;
 	int len = build_send(self->wqe, 4, 1, 0, 0);
+	struct verbs c, d;
 
+	ASSERT_EQ(0, verbs_open_unconnected(&c, RQ_DEPTH, 0));
+	ASSERT_EQ(0, verbs_open_unconnected(&d, RQ_DEPTH, 0));
+	ASSERT_EQ(0, connect_rnr_retry(c.qp, d.qp->qp_num, 0));
+	ASSERT_EQ(0, verbs_connect(d.qp, c.qp->qp_num, 0));
 	recv_counts(&self->m, &before);
-	ASSERT_EQ(0, verbs_send_wqe(&self->a, self->wqe, len));
-	expect_send_error(_metadata, &self->a, IBV_WC_RNR_RETRY_EXC_ERR);
+	ASSERT_EQ(0, verbs_send_wqe(&c, self->wqe, len));
+	expect_send_error(_metadata, &c, IBV_WC_RNR_RETRY_EXC_ERR);
 	recv_counts(&self->m, &after);
-	EXPECT_EQ(before.rnr + 1, after.rnr);
+	EXPECT_EQ(before.rnr + 1, after.rnr) TH_LOG("one NAK, no retry");
 	EXPECT_EQ(before.wqes, after.wqes);
 	EXPECT_EQ(before.cqes, after.cqes);
-	EXPECT_TRUE(verbs_cq_quiet(self->b.cq)) TH_LOG("b received something");
+	EXPECT_TRUE(verbs_cq_quiet(d.cq)) TH_LOG("d received something");
 
-	expect_flushed(_metadata, self, &self->a);
-	ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &attr, IBV_QP_STATE));
-	expect_flushed(_metadata, self, &self->a);
+	expect_flushed(_metadata, self, &c);
+	ASSERT_EQ(0, ibv_modify_qp(c.qp, &attr, IBV_QP_STATE));
+	expect_flushed(_metadata, self, &c);
 	attr.qp_state = IBV_QPS_RESET;
-	ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &attr, IBV_QP_STATE));
-	EXPECT_EQ(EINVAL, verbs_send_wqe(&self->a, self->wqe, len));
-	EXPECT_TRUE(verbs_cq_quiet(self->a.cq));
-	EXPECT_TRUE(verbs_cq_quiet(self->b.cq));
+	ASSERT_EQ(0, ibv_modify_qp(c.qp, &attr, IBV_QP_STATE));
+	EXPECT_EQ(EINVAL, verbs_send_wqe(&c, self->wqe, len));
+	EXPECT_TRUE(verbs_cq_quiet(c.cq));
+	EXPECT_TRUE(verbs_cq_quiet(d.cq));
+	EXPECT_EQ(0, verbs_close(&d));
+	EXPECT_EQ(0, verbs_close(&c));
 }
 
 /*
