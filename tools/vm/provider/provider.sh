@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((51 + RDMA_TOOL_RESULTS + WALK))"
+echo "1..$((52 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -140,6 +140,9 @@ result $? ib_write_bw_qps_64 "see the lines above"
 # UD: a message is one packet, at most the path MTU.
 bandwidth ib_send_bw 1 2048 "-c UD"
 result $? ib_send_bw_ud_size_2048 "see the lines above"
+# Four QPs a side receiving from one SRQ a side.
+bandwidth ib_send_bw 4 4096 "--use-srq"
+result $? ib_send_bw_srq_qps_4 "see the lines above"
 
 # Refusals: one result per request (nested), and none of them a WARN.
 from=$(($(dmesg | wc -l) + 1))

@@ -75,6 +75,11 @@ pingpong() { # size [-e] [transport: rc (default), uc, ud, srq]
 	snap after
 	echo "# $tool $2 $1 bytes: deliveries $(delta deliveries), protocol errors $(delta protocol_errors), irqs $(delta irqs)"
 	[ "$(delta protocol_errors)" = 0 ] && [ "$(delta deliveries)" -ge 40 ] || rc=1
+	# ibv_srq_pingpong's receives are its SRQ's WQEs.
+	if [ "${3:-}" = srq ]; then
+		echo "# SRQ WQEs taken $(delta srq_wqes)"
+		[ "$(delta srq_wqes)" -ge 40 ] || rc=1
+	fi
 	if [ -n "$2" ]; then
 		[ "$(delta irqs)" -gt 0 ] || rc=1
 	fi
@@ -137,6 +142,12 @@ bandwidth() { # tool [qps] [size, 4096] [perftest options]
 	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' /tmp/"$name".out >>/tmp/results/provider-"$name".txt
 	echo "# $what $size bytes: deliveries $(delta deliveries), RDMA writes $(delta rdma_writes), doorbells $(delta send_doorbells), protocol errors $(delta protocol_errors)"
 	[ "$(delta protocol_errors)" = 0 ] || rc=1
+	case "${4:-}" in
+	*--use-srq*)
+		echo "# SRQ WQEs taken $(delta srq_wqes)"
+		[ "$(delta srq_wqes)" -ge $((n * qps)) ] || rc=1
+		;;
+	esac
 	case $1 in
 	ib_send_bw) [ "$(delta deliveries)" -ge $((n * qps)) ] || rc=1 ;;
 	*) [ "$(delta rdma_writes)" -ge $((n * qps)) ] || rc=1 ;;

@@ -137,7 +137,9 @@ for run in "rc 64" "rc 4096" "uc 4096" "ud 1024" "srq 1024"; do
 	snap after
 	# 20 round trips: 40 SENDs delivered, whatever else ran.
 	[ "$(delta protocol_errors)" = 0 ] && [ "$(delta deliveries)" -ge 40 ] || rc=1
-	result $rc ibv_$1_pingpong_size_$2 "deliveries $(delta deliveries), protocol errors $(delta protocol_errors)"
+	# ibv_srq_pingpong's receives are its SRQ's WQEs.
+	[ "$1" != srq ] || [ "$(delta srq_wqes)" -ge 40 ] || rc=1
+	result $rc ibv_$1_pingpong_size_$2 "deliveries $(delta deliveries), SRQ WQEs $(delta srq_wqes), protocol errors $(delta protocol_errors)"
 done
 for tool in ib_send_lat ib_write_lat; do
 	for size in 4 64 $INLINE_MAX 1024; do
