@@ -95,6 +95,7 @@ struct world {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
+	struct ibv_srq *srq;	/* if made, the QPs made after it receive from it */
 	struct ibv_qp *qp[2];	/* the QP operated on, its peer */
 	uint8_t *buf;
 	uint16_t lid;
@@ -117,7 +118,12 @@ int make_buf(struct world *w);
 int make_mr(struct world *w);
 /* A CQ of 16 entries on the context. */
 int make_cq(struct world *w);
-/* An RC QP on the PD and CQ, 16 send WRs, 64 bytes inline; or NULL. */
+/* An SRQ of 4 WQEs on the PD, 4 receives posted. */
+int make_srq(struct world *w);
+/*
+ * An RC QP on the PD and CQ, 16 send WRs, 64 bytes inline, receiving
+ * from the SRQ if there is one; or NULL.
+ */
 struct ibv_qp *new_qp(struct world *w);
 /* The transitions: 0 or the errno ibv_modify_qp() returned. */
 int to_init(struct ibv_qp *qp);
@@ -174,7 +180,7 @@ struct opcode {
 };
 
 extern const struct opcode opcodes[];
-#define NR_OPCODES	38
+#define NR_OPCODES	42
 
 enum kind { ALLOC, CMD };
 

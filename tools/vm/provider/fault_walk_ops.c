@@ -4,8 +4,9 @@
  * it needs made first, without faults: a verbs context on mlx4_bf0 through
  * libibverbs and libmlx4, a PD, a CQ, a memory region, two RC QPs connected
  * to each other (the peer's QPN and the port's LID, what ibv_rc_pingpong
- * exchanges), a WQE posted through the driver's QP_POST method, and the
- * adapter bound and unbound through sysfs.
+ * exchanges), a WQE posted through the driver's QP_POST method, a shared
+ * receive queue and a QP on it, and the adapter bound and unbound through
+ * sysfs.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -39,6 +40,16 @@ static int setup_cq(struct world *w)
 static int setup_pd_cq(struct world *w)
 {
 	return make_pd(w) ?: make_cq(w);
+}
+
+static int setup_srq(struct world *w)
+{
+	return make_pd(w) ?: make_srq(w);
+}
+
+static int setup_pd_cq_srq(struct world *w)
+{
+	return setup_pd_cq(w) ?: make_srq(w);
 }
 
 static int setup_reset(struct world *w)
@@ -128,6 +139,32 @@ static int run_create_qp(struct world *w)
 	errno = 0;
 	w->qp[0] = new_qp(w);
 	return w->qp[0] ? 0 : failed();
+}
+
+static int run_create_srq(struct world *w)
+{
+	struct ibv_srq_init_attr a = { .attr = { .max_wr = 4, .max_sge = 1 } };
+
+	errno = 0;
+	w->srq = ibv_create_srq(w->pd, &a);
+	return w->srq ? 0 : failed();
+}
+
+/* Four WQEs are posted: armed at 1, no event. */
+static int run_arm_srq(struct world *w)
+{
+	struct ibv_srq_attr a = { .srq_limit = 1 };
+
+	return ibv_modify_srq(w->srq, &a, IBV_SRQ_LIMIT);
+}
+
+static int run_destroy_srq(struct world *w)
+{
+	int err = ibv_destroy_srq(w->srq);
+
+	if (!err)
+		w->srq = NULL;
+	return err;
 }
 
 static int run_init(struct world *w)
@@ -299,6 +336,12 @@ static void undo_cq(struct world *w)
 	w->cq = NULL;
 }
 
+static void undo_srq(struct world *w)
+{
+	ibv_destroy_srq(w->srq);
+	w->srq = NULL;
+}
+
 static void undo_qp(struct world *w)
 {
 	ibv_destroy_qp(w->qp[0]);
@@ -323,6 +366,12 @@ const struct op ops[] = {
 	{ "create_cq", make_ctx, run_create_cq, NULL, undo_cq, NULL_ERRNO, 0, 0, NULL },
 	{ "create_qp", setup_pd_cq, run_create_qp, NULL, undo_qp, NULL_ERRNO,
 	  0, 0, NULL },
+	{ "create_srq", make_pd, run_create_srq, NULL, undo_srq, NULL_ERRNO,
+	  0, 0, NULL },
+	{ "modify_srq_limit", setup_srq, run_arm_srq, NULL, NULL, RET_ERRNO,
+	  0, 0, NULL },
+	{ "create_qp_on_srq", setup_pd_cq_srq, run_create_qp, NULL, undo_qp,
+	  NULL_ERRNO, 0, 0, NULL },
 	{ "modify_qp_reset_to_init", setup_reset, run_init, NULL, NULL,
 	  RET_ERRNO, 0, 0, NULL },
 	{ "modify_qp_init_to_rtr", setup_init, run_rtr, NULL, NULL, RET_ERRNO,
@@ -333,6 +382,8 @@ const struct op ops[] = {
 	  "ioctl() -1, errno set", 0, 0, NULL },
 	{ "dereg_mr", make_mr, run_dereg_mr, NULL, NULL, RET_ERRNO, 1, 0, NULL },
 	{ "destroy_qp", setup_rts, run_destroy_qp, NULL, NULL, RET_ERRNO, 1, 0, NULL },
+	{ "destroy_srq", setup_srq, run_destroy_srq, NULL, NULL, RET_ERRNO, 1, 0,
+	  NULL },
 	{ "destroy_cq", setup_cq, run_destroy_cq, NULL, NULL, RET_ERRNO, 1, 0, NULL },
 	{ "dealloc_pd", make_pd, run_dealloc_pd, NULL, NULL, RET_ERRNO, 0, 0, NULL },
 	{ "close_context", make_ctx, run_close, NULL, NULL, RET_ERRNO, 0, 0, NULL },

@@ -28,6 +28,8 @@ const struct opcode opcodes[NR_OPCODES] = {
 	{ 0x024, "MAD_IFC" }, { 0x030, "DIAG_RPRT" },
 	{ 0x02f, "SYNC_TPT" }, { 0x031, "NOP" },
 	{ 0x034, "MOD_STAT_CFG" }, { 0x043, "QUERY_PORT" },
+	{ 0x035, "SW2HW_SRQ" }, { 0x036, "HW2SW_SRQ" },
+	{ 0x037, "QUERY_SRQ" }, { 0x040, "ARM_SRQ" },
 	{ 0xff6, "RUN_FW" }, { 0xff9, "UNMAP_ICM" },
 	{ 0xffa, "MAP_ICM" }, { 0xffb, "UNMAP_ICM_AUX" },
 	{ 0xffc, "MAP_ICM_AUX" }, { 0xffd, "SET_ICM_SIZE" },

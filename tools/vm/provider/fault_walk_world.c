@@ -110,11 +110,27 @@ int make_cq(struct world *w)
 	return w->cq ? 0 : failed();
 }
 
+int make_srq(struct world *w)
+{
+	struct ibv_srq_init_attr a = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	int err = 0, i;
+
+	errno = 0;
+	w->srq = ibv_create_srq(w->pd, &a);
+	if (!w->srq)
+		return failed();
+	for (i = 0; i < 4 && !err; i++)
+		err = ibv_post_srq_recv(w->srq, &wr, &bad);
+	return err;
+}
+
 struct ibv_qp *new_qp(struct world *w)
 {
 	struct ibv_qp_init_attr a = {
 		.send_cq = w->cq,
 		.recv_cq = w->cq,
+		.srq = w->srq,
 		.qp_type = IBV_QPT_RC,
 		.cap = {
 			.max_send_wr = 16,
@@ -191,6 +207,8 @@ int world_free(struct world *w)
 	for (i = 0; i < 2; i++)
 		if (w->qp[i] && ibv_destroy_qp(w->qp[i]))
 			refused++;
+	if (w->srq && ibv_destroy_srq(w->srq))
+		refused++;
 	if (w->mr && ibv_dereg_mr(w->mr))
 		refused++;
 	if (w->cq && ibv_destroy_cq(w->cq))
