@@ -194,8 +194,9 @@ fn peer_errors() {
     }
 }
 
-/// Rule c: an empty RQ is RNR at once (real hardware with rnr_retry 7
-/// would retry forever); the receiver is untouched.
+/// Rule c: an empty RQ draws an RNR NAK; with the harness's rnr_retry 0
+/// the first NAK completes the SEND with RNR_RETRY_EXC_ERR (retries with a
+/// larger rnr_retry: `strict_rnr`); the receiver is untouched.
 #[test]
 fn rnr_when_the_rq_is_empty() {
     let mut h = Harness::pair();
