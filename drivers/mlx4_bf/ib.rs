@@ -51,6 +51,7 @@ use crate::{
         mmap::{IoRegion, MmapTable},
         object::{Device, Pd, Qp, Srq, UContext},
         qp_query::QpQuery,
+        sysfs::{Identity, Text},
         udata::Udata,
     },
     stats,
@@ -278,6 +279,14 @@ impl IbRegistration {
         name: &'static CStr,
     ) -> Result<Self> {
         let node = adapter.node_info()?;
+        let board_id = adapter.board_id()?;
+        // mlx4_ib's: "MT%d" of the PCI device, "%x" of NodeInfo's revision
+        // (`init_node_data()` sets `rev_id` from it), the board id.
+        let identity = Identity {
+            hca_type: Text::fmt(format_args!("MT{}", pdev.device_id())),
+            hw_rev: Text::fmt(format_args!("{:x}", node.hw_ver)),
+            board_id: Text::new(crate::identity::board_id_str(&board_id)),
+        };
         let info = DeviceInfo {
             name,
             node_type: NodeType::IbCa,
@@ -286,6 +295,7 @@ impl IbRegistration {
             ports: 1,
             comp_vectors: 1,
             driver_def: Some(&post::METHODS),
+            identity: Some(identity),
         };
         let data = IbDevice {
             adapter: adapter.clone(),

@@ -39,6 +39,9 @@ mod ib_device;
 #[path = "../../rust/mlx4_bf_core/src/icm/mod.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod icm;
+#[path = "../../rust/mlx4_bf_core/src/identity.rs"]
+#[allow(unreachable_pub)]
+mod identity;
 #[path = "../../rust/mlx4_bf_core/src/kping/mod.rs"]
 #[allow(unreachable_pub, dead_code)]
 mod kping_rules;

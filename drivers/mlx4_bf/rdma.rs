@@ -55,6 +55,7 @@ pub(crate) mod mmap;
 pub(crate) mod object;
 mod ops;
 pub(crate) mod qp_query;
+pub(crate) mod sysfs;
 pub(crate) mod udata;
 pub(crate) mod umem;
 

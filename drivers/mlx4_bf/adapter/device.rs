@@ -13,8 +13,9 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 use super::Adapter;
 use crate::{
     geometry::{CQE_SIZE, FIRST_PROVIDER_CQ},
-    hw::firmware::{icm::LOG_RDMARC_PER_QP, port},
+    hw::firmware::{dev_cap, icm::LOG_RDMARC_PER_QP, port},
     ib_device::{self, DevCaps},
+    identity,
     mad::{self, NodeInfo, PortAttr},
 };
 
@@ -86,6 +87,11 @@ impl Adapter {
     /// NodeInfo: the GUIDs, vendor and hardware version.
     pub(crate) fn node_info(&self) -> Result<NodeInfo> {
         Ok(mad::node_info(&self.smp(mad::attr::NODE_INFO, 0)?))
+    }
+
+    /// The board id QUERY_ADAPTER reports (mlx4_core's `dev->board_id`).
+    pub(crate) fn board_id(&self) -> Result<[u8; identity::BOARD_ID_LEN]> {
+        dev_cap::query_board_id(&self.firmware.cmd)
     }
 
     /// Port 1's PortInfo (`ib_link_query_port()`); its table sizes and

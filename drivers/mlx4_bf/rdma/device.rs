@@ -28,7 +28,15 @@ use kernel::{
     ThisModule,
 };
 
-use super::{event::Events, method::Definitions, object::Device, ops::Ops, umem::Umems, Driver};
+use super::{
+    event::Events,
+    method::Definitions,
+    object::Device,
+    ops::Ops,
+    sysfs::{self, Identity},
+    umem::Umems,
+    Driver,
+};
 
 /// The `struct device` of `dev` (`device::Device` is a transparent wrapper
 /// of it).
@@ -58,6 +66,9 @@ pub(crate) struct DeviceInfo<T: Driver> {
     pub(crate) comp_vectors: u32,
     /// The provider's own uverbs methods, if it has any.
     pub(crate) driver_def: Option<&'static Definitions<T>>,
+    /// What sysfs shows of the adapter (`hca_type`, `hw_rev`,
+    /// `board_id`), if anything.
+    pub(crate) identity: Option<Identity>,
 }
 
 /// A device allocated and initialized, not registered: what the provider
@@ -103,6 +114,7 @@ impl<T: Driver> UnregisteredDevice<T> {
             bindings::get_device(&raw mut (*ib).__bindgen_anon_1.dev);
             addr_of_mut!((*raw).events).write(events);
             addr_of_mut!((*raw).umems).write(umems);
+            addr_of_mut!((*raw).identity).write(info.identity.unwrap_or(Identity::EMPTY));
             data.__pinned_init(addr_of_mut!((*raw).data))
         };
         if let Err(e) = initialized {
@@ -139,6 +151,14 @@ impl<T: Driver> UnregisteredDevice<T> {
                 ..pin_init::zeroed()
             };
             bindings::ib_set_device_ops(ib, &owner);
+            // The group's `show` reads `identity`, written above.
+            if info.identity.is_some() {
+                let group = bindings::ib_device_ops {
+                    device_group: sysfs::GROUP.get(),
+                    ..pin_init::zeroed()
+                };
+                bindings::ib_set_device_ops(ib, &group);
+            }
         }
         // INVARIANT: Allocated, initialized, ops set, our reference taken.
         Ok(UnregisteredDevice {

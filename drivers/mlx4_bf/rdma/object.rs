@@ -27,6 +27,7 @@ use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
 use super::{
     event::Events,
     mmap::MmapTable,
+    sysfs::Identity,
     umem::{Umem, Umems},
     CqData, Driver, MrData, QpData,
 };
@@ -117,9 +118,9 @@ impl<C, D> InCore<C, D> {
 ///
 /// # Invariants
 ///
-/// Allocated by `_ib_alloc_device()` with this type's size; `events` and
-/// `umems` initialized before the data and dropped by the device's
-/// teardown ([`super::device`]); `data` initialized before the device is
+/// Allocated by `_ib_alloc_device()` with this type's size; `events`,
+/// `umems` and `identity` initialized before the data, the first two
+/// dropped by the device's teardown ([`super::device`]); `data` initialized before the device is
 /// registered and dropped by `dealloc_driver`. A `&Device<T>` exists only
 /// while the data is initialized.
 #[repr(C)]
@@ -128,14 +129,28 @@ pub(crate) struct Device<T: Driver> {
     core: Opaque<bindings::ib_device>,
     pub(super) events: Arc<Events>,
     pub(super) umems: Arc<Umems>,
+    /// What sysfs shows of it ([`super::sysfs`]), set before registration.
+    pub(super) identity: Identity,
     #[pin]
     pub(super) data: T::Device,
+}
+
+/// The layer's part of every `Device<T>`: the same fields at the same
+/// offsets (`repr(C)`, before the provider's data, asserted by
+/// [`Device::SIZE`]), for code that is not generic (sysfs' `show`).
+#[repr(C)]
+pub(super) struct Head {
+    _core: Opaque<bindings::ib_device>,
+    _events: Arc<Events>,
+    _umems: Arc<Umems>,
+    pub(super) identity: Identity,
 }
 
 impl<T: Driver> Device<T> {
     /// What the provider declares as the device's size.
     pub(super) const SIZE: usize = {
         assert!(offset_of!(Device<T>, core) == 0);
+        assert!(offset_of!(Device<T>, identity) == offset_of!(Head, identity));
         assert!(core::mem::align_of::<Self>() <= KMALLOC_MIN_ALIGN);
         core::mem::size_of::<Self>()
     };

@@ -13,6 +13,7 @@ pub mod cqe;
 pub mod eqe;
 pub mod ib_device;
 pub mod icm;
+pub mod identity;
 pub mod kping;
 pub mod layout;
 pub mod mad;

@@ -112,6 +112,16 @@ delta() { # name
 		/tmp/counters.before /tmp/counters.after
 }
 
+# What RDMA device $1 shows of the adapter in sysfs, as mlx4_ib does: the
+# model's ConnectX-3 (PCI device 0x1003), NodeInfo's revision 1, the board
+# id QUERY_ADAPTER gives; and ibv_devinfo's board_id line, read from there.
+identity_check() { # dev
+	id=$(cd /sys/class/infiniband/"$1" && echo "$(cat hca_type) $(cat hw_rev) $(cat board_id)")
+	echo "# $1: hca_type hw_rev board_id: $id"
+	[ "$id" = "MT4099 1 MT_1090120019" ] &&
+		ibv_devinfo -d "$1" | grep -q "board_id:[[:space:]]*MT_1090120019\$"
+}
+
 # Debian's rdma tool (iproute2: scripts/build-guest-debs.sh, with its own
 # loader and libraries in /work/debroot) on RDMA device $1, as
 # RDMA_TOOL_RESULTS results, each a SKIP where the tree is missing (the

@@ -23,6 +23,7 @@ pub(crate) const HW2SW_NO_OUTPUT: u32 = 1;
 pub(crate) enum Op {
     QueryDevCap = 0x03,
     QueryFw = 0x04,
+    QueryAdapter = 0x06,
     InitHca = 0x07,
     CloseHca = 0x08,
     InitPort = 0x09,
@@ -102,6 +103,7 @@ impl Op {
         match self {
             Op::QueryDevCap => "QUERY_DEV_CAP",
             Op::QueryFw => "QUERY_FW",
+            Op::QueryAdapter => "QUERY_ADAPTER",
             Op::InitHca => "INIT_HCA",
             Op::CloseHca => "CLOSE_HCA",
             Op::InitPort => "INIT_PORT",

@@ -10,6 +10,7 @@ use crate::{
     hw::cmd::be_fields::{get16, get32, get64, get8},
     hw::cmd::{CmdIf, Command, Op},
     icm::profile::{self, EntrySizes},
+    identity,
 };
 
 // QUERY_FW out mailbox.
@@ -168,6 +169,17 @@ pub(crate) fn query_fw(cmd: &CmdIf) -> Result<FwInfo> {
         return Err(ENODEV);
     }
     Ok(fw)
+}
+
+/// QUERY_ADAPTER's board id (`mlx4_QUERY_ADAPTER()`), as `get_board_id()`
+/// reads it from the vendor-specific data.
+pub(crate) fn query_board_id(cmd: &CmdIf) -> Result<[u8; identity::BOARD_ID_LEN]> {
+    let mut out = [0u8; MAILBOX_USED];
+    cmd.exec(
+        &mut cmd.lock(),
+        Command::new(Op::QueryAdapter, 0).output(&mut out),
+    )?;
+    Ok(identity::board_id(&out))
 }
 
 fn log_at(out: &[u8], at: usize, mask: u8) -> Result<u32> {
