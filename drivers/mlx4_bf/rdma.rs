@@ -40,6 +40,10 @@
 //! - Hardware counters are described by a `'static` list, which outlives
 //!   the core's statistics that point to it, and filled through a slice of
 //!   exactly that many values ([`counters`]).
+//! - sysfs' `show` functions are not generic: they read only the layer's
+//!   part of a device, which is at the same offsets in every `Device<T>`
+//!   (asserted), written before registration and never changed
+//!   ([`sysfs`]).
 //!
 //! What this layer leaves out, because the provider needs none of it: kernel
 //! verbs (post, poll, MADs: the ib_device serves user space only), XRC,
