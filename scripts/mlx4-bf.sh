@@ -616,7 +616,7 @@ lint)      need_kdir
 	   # driver's layers, lowest first, import only downwards
 	   # (Documentation/mlx4_bf.rst, "Where things are").
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/drivers/mlx4_bf" mlx4_bf_main.rs \
-		"abi cqe eqe ib_device icm kping_rules layout mad qp_context qp_size region reject ring store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
+		"abi cqe eqe ib_device icm identity kping_rules layout mad qp_context qp_size region reject ring srq_size store_block uar_alloc verbs wqe wqe_build module_parameters geometry |
 		 sys rdma | stats | hw |
 		 adapter | kernel_context ib | kping | driver crate"
 	   python3 "$TOP/scripts/use-graph.py" "$TOP/tools/mlx4-bf/src" main.rs

@@ -197,7 +197,7 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     let rdma = &firmware.dev_cap.rdma;
     let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
     let user_qpns = QpnPool::new(firmware.profile.num_qps)?;
-    let srqns = SrqnPool::new(firmware.dev_cap.reserved_srqs, firmware.num_srqs())?;
+    let srqns = SrqnPool::new(firmware.dev_cap.reserved_srqs, firmware.profile.num_srqs)?;
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,

@@ -482,12 +482,6 @@ impl Firmware {
     pub(crate) fn srq_in_hw(&self, srqn: u32) -> bool {
         self.cmd.lock().live.srqs.contains(srqn as usize)
     }
-
-    /// SRQNs of the profile: below this, the first `dev_cap.reserved_srqs`
-    /// the firmware's.
-    pub(crate) fn num_srqs(&self) -> u32 {
-        self.profile.num_srqs
-    }
 }
 
 /// An adapter dropped without `shutdown()` (a probe that failed after the

@@ -27,7 +27,7 @@ use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
 use super::{
     event::Events,
     mmap::MmapTable,
-    sysfs::Identity,
+    sysfs::{Head, Identity},
     umem::{Umem, Umems},
     CqData, Driver, MrData, QpData,
 };
@@ -133,17 +133,6 @@ pub(crate) struct Device<T: Driver> {
     pub(super) identity: Identity,
     #[pin]
     pub(super) data: T::Device,
-}
-
-/// The layer's part of every `Device<T>`: the same fields at the same
-/// offsets (`repr(C)`, before the provider's data, asserted by
-/// [`Device::SIZE`]), for code that is not generic (sysfs' `show`).
-#[repr(C)]
-pub(super) struct Head {
-    _core: Opaque<bindings::ib_device>,
-    _events: Arc<Events>,
-    _umems: Arc<Umems>,
-    pub(super) identity: Identity,
 }
 
 impl<T: Driver> Device<T> {

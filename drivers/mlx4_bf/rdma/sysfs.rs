@@ -10,13 +10,13 @@
 //! The group is one set of statics for every provider: its `show`
 //! functions are not generic, and find what to show in the layer's part of
 //! the device ([`Identity`], at the same offset in every `Device<T>`:
-//! [`super::object::Head`]). The provider gives the strings when it makes
+//! [`Head`]). The provider gives the strings when it makes
 //! the device; they never change.
 
 use core::{fmt, mem::offset_of, ptr::null};
-use kernel::{bindings, ffi::c_char};
+use kernel::{bindings, ffi::c_char, sync::Arc, types::Opaque};
 
-use super::object::Head;
+use super::{event::Events, umem::Umems};
 
 /// Bytes of an attribute's text, its newline not counted.
 const TEXT_MAX: usize = 63;
@@ -74,6 +74,17 @@ impl Identity {
         hw_rev: Text::EMPTY,
         board_id: Text::EMPTY,
     };
+}
+
+/// The layer's part of every `Device<T>`: the same fields at the same
+/// offsets (`repr(C)`, before the provider's data; `Device::SIZE` asserts
+/// it), for the `show` functions, which are not generic.
+#[repr(C)]
+pub(super) struct Head {
+    _core: Opaque<bindings::ib_device>,
+    _events: Arc<Events>,
+    _umems: Arc<Umems>,
+    pub(super) identity: Identity,
 }
 
 /// The identity of the device `dev` is the `struct device` of.
