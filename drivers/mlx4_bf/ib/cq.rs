@@ -10,7 +10,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    doorbell::{pages, Record, UserDoorbell},
+    doorbell::{keep_until_teardown, pages, Record, UserDoorbell},
     user_abi, Provider,
 };
 use crate::{
@@ -107,18 +107,8 @@ impl Drop for CompletionQueue {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
             if self.adapter.destroy_cq(h).is_err() {
-                // The adapter may still write the ring and the record:
-                // they stay pinned and named until unbind has reset it and
-                // the device's teardown releases them. The MTT entries
-                // naming the pages stay allocated by not being given back
-                // (`free_mtt`): a `MttRange` is only their numbers.
-                if let Some(kept) = self.ring.take() {
-                    kept.keep_until_teardown();
-                }
-                if let Some(kept) = self.db.take() {
-                    kept.keep_until_teardown();
-                }
-                return;
+                // The adapter may still write the ring and the record.
+                return keep_until_teardown(self.ring.take(), self.db.take());
             }
         }
         if let Some(mtt) = self.mtt.take() {

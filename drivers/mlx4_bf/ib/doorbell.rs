@@ -59,6 +59,19 @@ impl UserDoorbell {
     }
 }
 
+/// After a destroy command failed, the adapter may still use a queue and
+/// its record: both stay pinned and mapped until unbind has reset it and
+/// the device's teardown releases them. (The MTT entries naming the pages
+/// stay allocated by not being given back: a `MttRange` is only numbers.)
+pub(super) fn keep_until_teardown(queue: Option<Umem>, record: Option<UserDoorbell>) {
+    if let Some(kept) = queue {
+        kept.keep_until_teardown();
+    }
+    if let Some(kept) = record {
+        kept.keep_until_teardown();
+    }
+}
+
 /// The DMA addresses of the 4 KiB pages of `umem`, which must start on a
 /// page: the MTT entries of a CQ's or QP's buffer.
 pub(super) fn pages(umem: &Umem) -> Result<KVec<u64>> {

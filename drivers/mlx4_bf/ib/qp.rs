@@ -11,7 +11,7 @@
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::{
-    doorbell::{pages, Record, UserDoorbell},
+    doorbell::{keep_until_teardown, pages, Record, UserDoorbell},
     post::PostQps,
     user_abi, Provider,
 };
@@ -322,18 +322,8 @@ impl Drop for QueuePair {
         let reset = handle.state() == crate::verbs::QpState::Reset
             || self.adapter.reset_qp(&mut handle).is_ok();
         if !reset || self.adapter.release_qp(handle).is_err() {
-            // The adapter may still use the queues and the record: they
-            // stay pinned and named until unbind has reset it and the
-            // device's teardown releases them. The MTT entries naming the
-            // pages stay allocated by not being given back
-            // (`release_memory()`): a `MttRange` is only their numbers.
-            if let Some(kept) = self.buf.take() {
-                kept.keep_until_teardown();
-            }
-            if let Some(kept) = self.db.take() {
-                kept.keep_until_teardown();
-            }
-            return;
+            // The adapter may still use the queues and the record.
+            return keep_until_teardown(self.buf.take(), self.db.take());
         }
         self.release_memory();
     }

@@ -11,7 +11,7 @@
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::{
-    doorbell::{pages, Record, UserDoorbell},
+    doorbell::{keep_until_teardown, pages, Record, UserDoorbell},
     user_abi, Provider,
 };
 use crate::{
@@ -135,17 +135,8 @@ impl Drop for SharedReceiveQueue {
     fn drop(&mut self) {
         if let Some(h) = self.handle.lock().take() {
             if self.adapter.destroy_srq(h).is_err() {
-                // The adapter may still read the queue and the record:
-                // they stay pinned and named until unbind has reset it and
-                // the device's teardown releases them. The MTT entries
-                // stay allocated by not being given back.
-                if let Some(kept) = self.buf.take() {
-                    kept.keep_until_teardown();
-                }
-                if let Some(kept) = self.db.take() {
-                    kept.keep_until_teardown();
-                }
-                return;
+                // The adapter may still read the queue and the record.
+                return keep_until_teardown(self.buf.take(), self.db.take());
             }
         }
         if let Some(mtt) = self.mtt.take() {
