@@ -48,6 +48,7 @@ use crate::{
         counters::HwCounter,
         device::{DeviceInfo, NodeType, Retired, UnregisteredDevice},
         event::{Events, PortEvent, QpEvent, SrqEvent},
+        mad::{MadIn, MadResult, MAD_SIZE},
         mmap::{IoRegion, MmapTable},
         object::{Device, Pd, Qp, Srq, UContext},
         qp_query::QpQuery,
@@ -120,6 +121,16 @@ impl rdma::Driver for Provider {
 
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
         device::query_pkey(&dev.data().adapter, port, index)
+    }
+
+    fn process_mad(
+        dev: &Device<Self>,
+        port: u32,
+        how: &MadIn,
+        input: &[u8; MAD_SIZE],
+        out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
+        device::process_mad(&dev.data().adapter, port, how, input, out)
     }
 
     fn fw_version(dev: &Device<Self>) -> (u32, u32, u32) {

@@ -46,7 +46,7 @@
 //!   ([`sysfs`]).
 //!
 //! What this layer leaves out, because the provider needs none of it: kernel
-//! verbs (post, poll, MADs: the ib_device serves user space only), XRC,
+//! verbs (post, poll, MAD agents: the ib_device serves user space only), XRC,
 //! address handles, memory windows, flow steering, port counters and
 //! counter binding, netdevs.
 
@@ -54,6 +54,7 @@ pub(crate) mod attr;
 pub(crate) mod counters;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod mad;
 pub(crate) mod method;
 pub(crate) mod mmap;
 pub(crate) mod object;
@@ -67,6 +68,7 @@ use kernel::prelude::*;
 
 use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr};
 use counters::HwCounter;
+use mad::{MadIn, MadResult, MAD_SIZE};
 use mmap::MmapTable;
 use object::Device;
 use object::{Pd, Qp, Srq, UContext};
@@ -149,6 +151,19 @@ pub(crate) trait Driver: Sized + 'static {
     /// The firmware version as `(major, minor, subminor)`.
     fn fw_version(_dev: &Device<Self>) -> (u32, u32, u32) {
         (0, 0, 0)
+    }
+
+    /// `process_mad`: a MAD the core hands port `port` (from 1) of the
+    /// device, `input`; the answer goes into `out` with
+    /// [`MadResult::Reply`].
+    fn process_mad(
+        _dev: &Device<Self>,
+        _port: u32,
+        _how: &MadIn,
+        _input: &[u8; MAD_SIZE],
+        _out: &mut [u8; MAD_SIZE],
+    ) -> MadResult {
+        MadResult::Failure
     }
 
     /// The device's hardware counters, in the order

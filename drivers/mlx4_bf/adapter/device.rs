@@ -89,6 +89,16 @@ impl Adapter {
         Ok(mad::node_info(&self.smp(mad::attr::NODE_INFO, 0)?))
     }
 
+    /// A Performance Management MAD to port 1's agent, its answer
+    /// (`ib/mad.c:ib_process_mad()` forwards them to the firmware).
+    pub(crate) fn perf_mad(&self, input: &[u8; mad::MAD_SIZE]) -> Result<[u8; mad::MAD_SIZE]> {
+        if !mad::is_pma_query(input) {
+            return Err(EINVAL);
+        }
+        let fw = &*self.firmware;
+        port::mad_ifc(&fw.cmd, &mut fw.cmd.lock(), input)
+    }
+
     /// The board id QUERY_ADAPTER reports (mlx4_core's `dev->board_id`).
     pub(crate) fn board_id(&self) -> Result<[u8; identity::BOARD_ID_LEN]> {
         dev_cap::query_board_id(&self.firmware.cmd)

@@ -11,8 +11,10 @@ use super::{user_abi, Provider};
 use crate::{
     adapter::Adapter,
     hw::firmware::port::PORT,
+    mad,
     rdma::{
         attr::{DeviceAttr, PortAttr, PortImmutable, PortState, CORE_CAP_PROT_IB},
+        mad::{MadIn, MadResult, MAD_SIZE},
         udata::Udata,
     },
 };
@@ -136,4 +138,31 @@ pub(super) fn query_gid(adapter: &Adapter, port: u32, index: u32) -> Result<[u8;
 pub(super) fn query_pkey(adapter: &Adapter, port: u32, index: u16) -> Result<u16> {
     check_port(port)?;
     adapter.query_pkey(index)
+}
+
+/// `process_mad` as mlx4_ib's `ib_process_mad()` does it for the MADs the
+/// core hands an IB port: a Performance Management Get or Set goes to the
+/// port's agent in the firmware and its answer is the reply; any other is
+/// left alone. No MAD agent runs over this device (`max_mad_size` 0), so
+/// none comes from the wire.
+pub(super) fn process_mad(
+    adapter: &Adapter,
+    port: u32,
+    how: &MadIn,
+    input: &[u8; MAD_SIZE],
+    out: &mut [u8; MAD_SIZE],
+) -> MadResult {
+    if how.from_wire || check_port(port).is_err() {
+        return MadResult::Failure;
+    }
+    if !mad::is_pma_query(input) {
+        return MadResult::Ignored;
+    }
+    match adapter.perf_mad(input) {
+        Ok(answer) => {
+            *out = answer;
+            MadResult::Reply
+        }
+        Err(_) => MadResult::Failure,
+    }
 }

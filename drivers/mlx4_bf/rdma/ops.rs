@@ -17,6 +17,7 @@ use kernel::{bindings, error::from_result, ffi::c_int, prelude::*};
 
 use super::{
     counters::HwCounter,
+    mad::{MadIn, MadResult, MAD_SIZE},
     object::{Cq, Device, Pd, Qp, Srq, UContext},
     udata::Udata,
     Driver,
@@ -53,6 +54,7 @@ impl<T: Driver> Ops<T> {
             get_port_immutable: Some(E::<T>::get_port_immutable),
             query_gid: Some(E::<T>::query_gid),
             query_pkey: Some(E::<T>::query_pkey),
+            process_mad: gated!(T::HAS_PROCESS_MAD, E::<T>::process_mad),
             get_dev_fw_str: gated!(T::HAS_FW_VERSION, E::<T>::get_dev_fw_str),
             alloc_hw_device_stats: gated!(T::HAS_HW_COUNTERS, E::<T>::alloc_hw_device_stats),
             get_hw_stats: gated!(T::HAS_HW_COUNTERS, E::<T>::get_hw_stats),
@@ -201,6 +203,45 @@ impl<T: Driver> Entry<T> {
             *raw = T::query_pkey(dev, port, index)?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// `ib` is as for `query_device`; `in_mad` and `out_mad` are the core's
+    /// MADs, null or valid for the call, the out one of `*out_mad_size`
+    /// bytes, writable (`out_mad_size` null or valid).
+    #[allow(clippy::too_many_arguments, reason = "the core's op")]
+    unsafe extern "C" fn process_mad(
+        ib: *mut bindings::ib_device,
+        _flags: c_int,
+        port: u32,
+        in_wc: *const bindings::ib_wc,
+        _in_grh: *const bindings::ib_grh,
+        in_mad: *const bindings::ib_mad,
+        out_mad: *mut bindings::ib_mad,
+        out_mad_size: *mut usize,
+        _out_mad_pkey_index: *mut u16,
+    ) -> c_int {
+        // SAFETY: As the function's contract: a null size is no room.
+        let room = unsafe { out_mad_size.as_ref() }.copied().unwrap_or(0);
+        if in_mad.is_null() || out_mad.is_null() || room < MAD_SIZE {
+            return MadResult::Failure.raw();
+        }
+        // SAFETY: The device is the core's registered one; the in MAD is
+        // read whole into a copy first (the core's two MADs are separate
+        // allocations, but a copy needs no such promise); the out MAD has
+        // at least MAD_SIZE writable bytes, no one else's for the call.
+        let (dev, input, out) = unsafe {
+            (
+                Device::<T>::from_raw(ib),
+                in_mad.cast::<[u8; MAD_SIZE]>().read(),
+                &mut *out_mad.cast::<[u8; MAD_SIZE]>(),
+            )
+        };
+        let how = MadIn {
+            from_wire: !in_wc.is_null(),
+        };
+        T::process_mad(dev, port, &how, &input, out).raw()
     }
 
     /// # Safety

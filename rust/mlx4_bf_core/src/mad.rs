@@ -5,7 +5,9 @@
 //! (drivers/infiniband/hw/mlx4/main.c: `mlx4_ib_query_device()` and
 //! `init_node_data()` (NodeInfo), `ib_link_query_port()` (PortInfo),
 //! `__mlx4_ib_query_gid()` (PortInfo, GUIDInfo), `__mlx4_ib_query_pkey()`
-//! (P_KeyTable)): 256-byte MADs, the SMP's data at byte 64.
+//! (P_KeyTable)): 256-byte MADs, the SMP's data at byte 64; and which MADs
+//! the core hands `process_mad` go to the port's Performance Management
+//! Agent (`ib/mad.c:ib_process_mad()`).
 //!
 //! GUIDs are handed on as the eight bytes on the wire, which is what the
 //! RDMA core's `__be64` fields hold.
@@ -21,6 +23,11 @@ const MAD_ATTR_MOD: usize = 20;
 /// `IB_MGMT_CLASS_SUBN_LID_ROUTED`, `IB_MGMT_METHOD_GET`.
 const CLASS_SUBN_LID_ROUTED: u8 = 0x01;
 const METHOD_GET: u8 = 0x01;
+/// `IB_MGMT_CLASS_PERF_MGMT`, `IB_MGMT_METHOD_SET`.
+const CLASS_PERF_MGMT: u8 = 0x04;
+const METHOD_SET: u8 = 0x02;
+const MAD_CLASS: usize = 1;
+const MAD_METHOD: usize = 3;
 
 /// `IB_SMP_ATTR_*`.
 pub mod attr {
@@ -53,6 +60,13 @@ pub fn query(attr_id: u16, attr_mod: u32) -> [u8; MAD_SIZE] {
     mad[MAD_ATTR_ID..MAD_ATTR_ID + 2].copy_from_slice(&attr_id.to_be_bytes());
     mad[MAD_ATTR_MOD..MAD_ATTR_MOD + 4].copy_from_slice(&attr_mod.to_be_bytes());
     mad
+}
+
+/// Whether `mad` is a Performance Management Get or Set, which mlx4_ib
+/// hands to the firmware's agent through MAD_IFC (sysfs' port counters
+/// send them: `core/sysfs.c:get_perf_mad()`).
+pub fn is_pma_query(mad: &[u8; MAD_SIZE]) -> bool {
+    mad[MAD_CLASS] == CLASS_PERF_MGMT && matches!(mad[MAD_METHOD], METHOD_GET | METHOD_SET)
 }
 
 /// The MAD status of an answer (0: the attribute is there).
@@ -184,6 +198,18 @@ pub fn pkey(block: &[u8; SMP_DATA_LEN], index: u16) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pma_gets_and_sets_go_to_the_agent() {
+        let mut mad = [0u8; MAD_SIZE];
+        mad[MAD_CLASS] = CLASS_PERF_MGMT;
+        for (method, to_agent) in [(1, true), (2, true), (0x81, false), (5, false)] {
+            mad[MAD_METHOD] = method;
+            assert_eq!(is_pma_query(&mad), to_agent, "method {method:#x}");
+        }
+        // A subnet management query is not the PMA's.
+        assert!(!is_pma_query(&query(attr::NODE_INFO, 0)));
+    }
 
     #[test]
     fn queries_are_lid_routed_subn_gets() {

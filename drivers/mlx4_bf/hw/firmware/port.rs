@@ -53,15 +53,7 @@ pub(crate) fn smp(
     attr_id: u16,
     attr_mod: u32,
 ) -> Result<[u8; mad::SMP_DATA_LEN]> {
-    let query = mad::query(attr_id, attr_mod);
-    let mut out = [0u8; mad::MAD_SIZE];
-    cmd.exec(
-        st,
-        Command::new(Op::MadIfc, PORT)
-            .op_mod(MAD_IFC_IGNORE_KEYS)
-            .input(Input::Mailbox(&query))
-            .output(&mut out),
-    )?;
+    let out = mad_ifc(cmd, st, &mad::query(attr_id, attr_mod))?;
     let status = mad::status(&out);
     if status != 0 {
         dev_err!(
@@ -73,6 +65,25 @@ pub(crate) fn smp(
         return Err(EIO);
     }
     Ok(*mad::data(&out))
+}
+
+/// MAD `mad` to [`PORT`]'s agents through MAD_IFC, as `mlx4_MAD_IFC()`
+/// posts one without a work completion (the keys ignored); their answer,
+/// whatever its MAD status.
+pub(crate) fn mad_ifc(
+    cmd: &CmdIf,
+    st: &mut CmdState,
+    mad: &[u8; mad::MAD_SIZE],
+) -> Result<[u8; mad::MAD_SIZE]> {
+    let mut out = [0u8; mad::MAD_SIZE];
+    cmd.exec(
+        st,
+        Command::new(Op::MadIfc, PORT)
+            .op_mod(MAD_IFC_IGNORE_KEYS)
+            .input(Input::Mailbox(mad))
+            .output(&mut out),
+    )?;
+    Ok(out)
 }
 
 /// PortInfo of [`PORT`] from its subnet management agent.
