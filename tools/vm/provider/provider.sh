@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((53 + RDMA_TOOL_RESULTS + WALK))"
+echo "1..$((54 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -103,6 +103,8 @@ done
 result $? ibv_devinfo_v_vendor_part_fw_port "no line matching$missing in: $(echo "$out" | head -n 12 | tr '\n' '|')"
 identity_check $DEV
 result $? sysfs_hca_type_hw_rev_board_id_as_mlx4_ib "see the line above"
+pma_check $DEV
+result $? sysfs_pma_counters_count_a_pingpong "see the line above"
 # Debian's rdma tool over mlx4_bf0, as over mainline mlx4_ib (upstream.sh):
 # the device, its port, a live QP's resources through the RDMA core's
 # netlink (our query_qp answers for the QP), the port's counters (lib.sh;

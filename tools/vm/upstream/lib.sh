@@ -122,6 +122,27 @@ identity_check() { # dev
 		ibv_devinfo -d "$1" | grep -q "board_id:[[:space:]]*MT_1090120019\$"
 }
 
+# Port 1's PMA counters of RDMA device $1 as sysfs reads them (the core's
+# PerfMgmt Gets through the driver's process_mad to the model's agent),
+# around an ibv_rc_pingpong of 20 round trips of 64 bytes: 40 SENDs each
+# way on the loopback port, so packets and data (4-octet words) sent and
+# received move by at least 40 and 40 * 64 / 4.
+pma_check() { # dev
+	c=/sys/class/infiniband/$1/ports/1/counters
+	names="port_xmit_packets port_rcv_packets port_xmit_data port_rcv_data"
+	# shellcheck disable=SC2086 # the names, each a file
+	before=$(cd "$c" && cat $names | tr '\n' ' ') || return 1
+	server_client pma "ibv_rc_pingpong -d $1 -i 1 -n 20 -s 64" \
+		"ibv_rc_pingpong -d $1 -i 1 -n 20 -s 64 127.0.0.1" || return 1
+	# shellcheck disable=SC2086
+	after=$(cd "$c" && cat $names | tr '\n' ' ') || return 1
+	echo "# $1 $names: before $before, after $after"
+	# shellcheck disable=SC2086
+	set -- $before $after
+	[ $(($5 - $1)) -ge 40 ] && [ $(($6 - $2)) -ge 40 ] &&
+		[ $(($7 - $3)) -ge 640 ] && [ $(($8 - $4)) -ge 640 ]
+}
+
 # Debian's rdma tool (iproute2: scripts/build-guest-debs.sh, with its own
 # loader and libraries in /work/debroot) on RDMA device $1, as
 # RDMA_TOOL_RESULTS results, each a SKIP where the tree is missing (the

@@ -90,7 +90,7 @@ mmio_syscalls() {
 S390=
 [ "$(uname -m)" = s390x ] && S390=1
 echo "KTAP version 1"
-echo "1..$((24 + RDMA_TOOL_RESULTS + ${S390:-0}))"
+echo "1..$((25 + RDMA_TOOL_RESULTS + ${S390:-0}))"
 [ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
 # The RDMA core and ib_uverbs are built in (configs/): only mlx4 is a module.
 # shellcheck disable=SC2086
@@ -126,6 +126,8 @@ echo "$out" | grep -q 'hca_id:[[:space:]]*mlx4_0' &&
 result $? ibv_devinfo_mlx4_0_port1_active "$(echo "$out" | tr '\n' '|' | cut -c1-300)"
 identity_check mlx4_0
 result $? sysfs_hca_type_hw_rev_board_id "see the line above"
+pma_check mlx4_0
+result $? sysfs_pma_counters_count_a_pingpong "see the line above"
 # Debian's rdma tool over mlx4_ib: the device, its port, a live QP's
 # resources, the port's counters (lib.sh; skipped on s390x).
 rdma_tool_checks mlx4_0
