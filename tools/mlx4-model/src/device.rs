@@ -380,7 +380,8 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
     /// mlx4_core reads it once before its reset
     /// (`core/main.c:mlx4_load_one`). The analyzer state
     /// (counters, EXPECT window, QP_SELECT, FALLBACK_EVERY, an armed
-    /// CMD_FAULT) and config space (Bus Master Enable) are kept.
+    /// CMD_FAULT) and config space (Bus Master Enable) are kept; the
+    /// port's PMA counters are cleared.
     pub fn reset(&mut self, source: &str) {
         self.env
             .trace
@@ -393,6 +394,7 @@ impl<M: GuestMemory, I: Irq> Device<M, I> {
         self.qps = QpTable::default();
         self.mrs = MrTable::default();
         self.bf = BfCollector::default();
+        self.env.port = Default::default();
         self.env.trace.flush();
     }
 

@@ -18,6 +18,7 @@ use crate::counters::Counters;
 use crate::guest_memory::{DmaError, GuestMemory};
 use crate::irq::Irq;
 use crate::pci::ConfigSpace;
+use crate::port_counters::PortCounters;
 use crate::protocol::Code;
 use crate::timing::{Clock, Read, Tx};
 use crate::trace::Tracer;
@@ -31,6 +32,8 @@ pub struct Env<M, I> {
     pub(crate) pci: ConfigSpace,
     pub(crate) trace: Tracer,
     pub(crate) counters: Counters,
+    /// Port 1's traffic, as its PMA reports it (not the analyzer's).
+    pub(crate) port: PortCounters,
     /// The modelled PCIe clock (`timing`).
     pub(crate) clock: Clock,
     /// Diag EXPECT: nonzero while a test's window is open; the protocol
@@ -55,6 +58,7 @@ impl<M, I> Env<M, I> {
             pci,
             trace,
             counters: Counters::default(),
+            port: PortCounters::default(),
             clock: Clock::default(),
             expect: 0,
             mmio_start_ns: 0,

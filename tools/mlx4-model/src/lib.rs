@@ -27,6 +27,7 @@ pub mod keys;
 pub mod layout;
 pub mod mr;
 pub mod pci;
+pub mod port_counters;
 pub mod protocol;
 pub mod qbuf;
 pub mod qp;

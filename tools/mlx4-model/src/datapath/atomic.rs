@@ -43,7 +43,8 @@ use crate::cq::syndrome;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access, Chunk};
-use crate::timing::{Read, Tx};
+use crate::port_counters::Message;
+use crate::timing::Read;
 use crate::wqe::{opcode, Segment, Wqe};
 use serde_json::json;
 
@@ -76,7 +77,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         let Some(landing) = self.atomic_landing(s, d, idx, w) else {
             return;
         };
-        self.env.charge(Tx::Wire);
+        self.on_wire(s, Message::AtomicRequest, true);
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let (swap_add, compare) = w.atomic().unwrap_or((0, 0));
         let (old, stored) =
@@ -87,6 +88,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                     return;
                 }
             };
+        self.count_on_wire(s, Message::AtomicResponse, true);
         let mut off = 0usize;
         for (addr, k) in landing {
             if self

@@ -26,9 +26,10 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access, Chunk, Fault};
 use crate::layout::MAX_MESSAGE;
+use crate::port_counters::Message;
 use crate::qp::QpState;
 use crate::rq;
-use crate::timing::{Read, Tx};
+use crate::timing::Read;
 use crate::wqe::{self, opcode, Ctrl, Segment, Wqe};
 use serde_json::json;
 
@@ -72,7 +73,20 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             return;
         };
         let start = self.wqe_ready();
-        self.env.charge(Tx::Wire);
+        let payload_len = payload.len() as u64;
+        let imm = matches!(c.opcode, opcode::SEND_IMM | opcode::RDMA_WRITE_IMM);
+        let m = match c.opcode {
+            opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => Message::Write {
+                payload: payload_len,
+                imm,
+            },
+            _ => Message::Send {
+                payload: payload_len,
+                imm,
+            },
+        };
+        // reachable_peer: the path leads to the port's own LID.
+        self.on_wire(s, m, true);
         if let Err(syn) = deliver(self, d, &payload, start) {
             // An RNR NAK an RC requester retries (`rnr`): no completion yet.
             if syn == syndrome::RNR_RETRY_EXC_ERR && self.rnr_nak(s, idx, bytes, d) {

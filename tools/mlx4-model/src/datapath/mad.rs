@@ -17,7 +17,7 @@ use super::send::send_cqe;
 use crate::bytes::hex;
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
-use crate::timing::Tx;
+use crate::port_counters::Message;
 use crate::wqe::Wqe;
 use serde_json::json;
 
@@ -32,7 +32,11 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             return;
         };
         self.wqe_ready();
-        self.env.charge(Tx::Wire);
+        // No fabric: the packet leaves and nothing comes back.
+        let m = Message::Raw {
+            bytes: payload.len() as u64,
+        };
+        self.on_wire(s, m, false);
         self.env.counters.global.mad_sends += 1;
         self.env.trace.record("mad_send", || {
             json!({"qpn": s, "index": idx, "opcode": c.opcode, "len": payload.len(),

@@ -17,6 +17,8 @@
 //! - `atomic`: CMP_SWAP and FETCH_ADD on the responder's region;
 //! - `mad`: a send on a special QP (MLX), completed, not delivered;
 //! - `rnr`: an RC delivery NAKed for RNR, retried on the timer clock;
+//! - `wire`: a message on the port, charged and counted (the PMA's
+//!   counters);
 //! - `sq_hold`: a send queue that cannot run now (SQD, behind an RNR
 //!   retry), and the state a send error leaves.
 
@@ -33,3 +35,4 @@ pub mod sq_hold;
 pub mod srq_recv;
 pub mod ud;
 pub mod ud_recv;
+pub mod wire;

@@ -26,7 +26,8 @@ use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
 use crate::keys::{self, Access};
 use crate::layout::MAX_MESSAGE;
-use crate::timing::{Read, Tx};
+use crate::port_counters::Message;
+use crate::timing::Read;
 use crate::wqe::Segment;
 use crate::wqe::{opcode, Wqe};
 use serde_json::json;
@@ -178,7 +179,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             self.send_error(s, idx, &c, syndrome::LOCAL_PROT_ERR);
             return;
         }
-        self.env.charge(Tx::Wire);
+        self.on_wire(s, Message::ReadRequest, true);
         let (raddr, rkey) = w.raddr().unwrap_or((0, 0));
         let mut data = match self.read_remote(s, d, raddr, rkey, len) {
             Ok(b) => b,
@@ -187,6 +188,7 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
                 return;
             }
         };
+        self.count_on_wire(s, Message::ReadResponse { payload: len }, true);
         let fault = self.diag.data_fault.offset_in(data.len());
         if let Some(at) = fault {
             data[at] ^= 0xff;

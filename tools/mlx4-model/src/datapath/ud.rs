@@ -56,9 +56,9 @@ use crate::cq::syndrome;
 use crate::firmware::mad::{guid, pkey, GID_PREFIX, LID};
 use crate::guest_memory::GuestMemory;
 use crate::irq::Irq;
+use crate::port_counters::Message;
 use crate::qp::{service, ud_max_message};
-use crate::timing::Tx;
-use crate::wqe::{Datagram, Wqe};
+use crate::wqe::{opcode, Datagram, Wqe};
 use serde_json::json;
 
 /// The adapter's one port.
@@ -116,7 +116,14 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             return;
         };
         let start = self.wqe_ready();
-        self.env.charge(Tx::Wire);
+        let m = Message::Datagram {
+            payload: payload.len() as u64,
+            imm: c.opcode == opcode::SEND_IMM,
+            grh: av.grh,
+        };
+        // To another LID it leaves the port (no fabric brings it back);
+        // to ours the port receives it, whatever its QP then makes of it.
+        self.on_wire(s, m, av.dlid == LID);
         self.env.counters.global.ud_sends += 1;
         match self.ud_route(s, av) {
             Ok(d) => self.ud_receive(s, d, &c, bytes, av, &payload, start),

@@ -3,6 +3,7 @@
 //! (`ib/mad.c:mlx4_MAD_IFC`, `core/port.c:mlx4_get_port_ib_caps`): in
 //! mailbox a 256-byte MAD, out mailbox the response, data at +64. One IB
 //! port, ACTIVE, with a LID as if a subnet manager had configured it.
+//! PerfMgmt MADs go to the performance agent (`pma`) instead.
 
 use super::caps::{NODE_GUID, PORT1_GUID};
 use crate::bytes::{be16, be32, put_be16, put_be32, put_be64};

@@ -19,6 +19,7 @@ pub mod init_hca;
 pub mod mad;
 pub mod mtt;
 pub mod pages;
+pub mod pma;
 pub mod port;
 
 use crate::command::{self, op, read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
@@ -448,13 +449,19 @@ impl Firmware {
 
 /// MAD_IFC to port 1's agent (in_mod bits 15..0; bits 31..16 the source
 /// LID of an incoming MAD, opmod bit 2: its work completion follows the MAD
-/// in the mailbox, which the agent does not need).
+/// in the mailbox, which the agent does not need): PerfMgmt to the PMA
+/// (`pma`), the rest to the SMA (`mad`).
 fn mad_ifc<M: GuestMemory, I: Irq>(env: &mut Env<M, I>, r: &CommandRequest) -> CmdResult {
     if r.in_mod & 0xffff != 1 {
         return Err(CmdError::BadParam);
     }
     let mad = read_mailbox(env, r.in_param, mad::MAD_SIZE)?;
-    write_mailbox(env, r.out_param, &mad::respond(&mad)).map(|()| None)
+    let out = if mad[1] == pma::CLASS_PERF_MGMT {
+        pma::respond(&mad, &mut env.port)
+    } else {
+        mad::respond(&mad)
+    };
+    write_mailbox(env, r.out_param, &out).map(|()| None)
 }
 
 /// DIAG_RPRT opmod 2 (transport and CI error counters) of the device (in_mod

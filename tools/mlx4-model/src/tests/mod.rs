@@ -10,6 +10,7 @@ mod fuzz;
 pub(crate) mod harness;
 mod latency;
 mod mr;
+mod pma;
 mod receive;
 mod record;
 mod strict_atomic;
