@@ -124,9 +124,9 @@ identity_check() { # dev
 
 # Port 1's PMA counters of RDMA device $1 as sysfs reads them (the core's
 # PerfMgmt Gets through the driver's process_mad to the model's agent),
-# around an ibv_rc_pingpong of 20 round trips of 64 bytes: 40 SENDs each
-# way on the loopback port, so packets and data (4-octet words) sent and
-# received move by at least 40 and 40 * 64 / 4.
+# around an ibv_rc_pingpong of 20 round trips of 64 bytes: 40 SENDs on the
+# loopback port, each sent and received there, so packets and data
+# (4-octet words) sent and received move by at least 40 and 40 * 64 / 4.
 pma_check() { # dev
 	c=/sys/class/infiniband/$1/ports/1/counters
 	names="port_xmit_packets port_rcv_packets port_xmit_data port_rcv_data"
