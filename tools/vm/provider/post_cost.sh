@@ -36,7 +36,7 @@ POSTS=$((N + 20))
 
 # NAME's delta per post, or SUM's delta per COUNT's delta (awk's %.1f).
 per() { # name [count-names...]
-	n=$1
+	name=$1
 	shift
 	if [ $# = 0 ]; then
 		d=$POSTS
@@ -44,7 +44,7 @@ per() { # name [count-names...]
 		d=0
 		for c in "$@"; do d=$((d + $(delta "$c"))); done
 	fi
-	awk -v s="$(delta "$n")" -v d="$d" 'BEGIN { if (d) printf "%.1f", s / d; else print "-" }'
+	awk -v s="$(delta "$name")" -v d="$d" 'BEGIN { if (d) printf "%.1f", s / d; else print "-" }'
 }
 
 # One column: NAME, the device, the program, its environment.

@@ -127,14 +127,15 @@ perftest() { # tool size
 # QP).
 QPS_ITERS=10
 bandwidth() { # tool [qps] [size, 4096] [perftest options]
-	qps=${2:-1} n=$ITERS name=$1 what="$1" size=${3:-4096}
+	# (Not n: result() counts the KTAP results in it.)
+	qps=${2:-1} iters=$ITERS name=$1 what="$1" size=${3:-4096}
 	if [ "$qps" -gt 1 ]; then
-		n=$QPS_ITERS name=$1-qps-$qps what="$1 -q $qps"
+		iters=$QPS_ITERS name=$1-qps-$qps what="$1 -q $qps"
 	fi
 	if [ -n "${4:-}" ]; then
 		name=$name$(echo "$4" | tr -d ' ') what="$what $4"
 	fi
-	args="-d $DEV -i 1 -F -s $size -n $n -q $qps ${4:-}"
+	args="-d $DEV -i 1 -F -s $size -n $iters -q $qps ${4:-}"
 	snap before
 	server_client "$name" "$1 $args" "$1 $args 127.0.0.1"
 	rc=$?
@@ -145,12 +146,12 @@ bandwidth() { # tool [qps] [size, 4096] [perftest options]
 	case "${4:-}" in
 	*--use-srq*)
 		echo "# SRQ WQEs taken $(delta srq_wqes)"
-		[ "$(delta srq_wqes)" -ge $((n * qps)) ] || rc=1
+		[ "$(delta srq_wqes)" -ge $((iters * qps)) ] || rc=1
 		;;
 	esac
 	case $1 in
-	ib_send_bw) [ "$(delta deliveries)" -ge $((n * qps)) ] || rc=1 ;;
-	*) [ "$(delta rdma_writes)" -ge $((n * qps)) ] || rc=1 ;;
+	ib_send_bw) [ "$(delta deliveries)" -ge $((iters * qps)) ] || rc=1 ;;
+	*) [ "$(delta rdma_writes)" -ge $((iters * qps)) ] || rc=1 ;;
 	esac
 	return $rc
 }
