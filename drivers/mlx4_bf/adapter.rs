@@ -45,11 +45,11 @@ mod srq;
 pub(crate) use bring_up::{new_adapter, show_stats, Running};
 pub(crate) use events::EventDispatch;
 use events::EventRouter;
+use number_pool::NumberRange;
 pub(crate) use post::{Placement, Posted};
+use provider::QpnPool;
 pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
-use provider::{PdPool, QpnPool};
 use qp_table::QpTable;
-use srq::SrqnPool;
 pub(crate) use srq::{SrqHandle, SrqSpec};
 
 /// The hardware resources that go away when the device is unbound.
@@ -103,13 +103,13 @@ pub(crate) struct Adapter {
     router: Arc<EventRouter>,
     /// The RDMA provider's protection domains.
     #[pin]
-    pds: Mutex<PdPool>,
+    pds: Mutex<NumberRange>,
     /// The RDMA provider's QP numbers.
     #[pin]
     user_qpns: Mutex<QpnPool>,
     /// The RDMA provider's SRQ numbers.
     #[pin]
-    srqns: Mutex<SrqnPool>,
+    srqns: Mutex<NumberRange>,
     /// Port 1's GID and P_Key table sizes (`gids << 16 | pkeys`), once
     /// QUERY_PORT said them; 0 before.
     port_tables: Atomic<u32>,

@@ -19,7 +19,7 @@ use kernel::{
     },
 };
 
-use super::{events::Routed, Adapter, EventRouter, PdPool, QpTable, QpnPool, Resources, SrqnPool};
+use super::{events::Routed, Adapter, EventRouter, NumberRange, QpTable, QpnPool, Resources};
 use crate::{
     geometry::{
         FIRST_PROVIDER_CQ, KERNEL_QPN_END, KERNEL_QPS, KPING_ENDS, KPING_END_BYTES, QP_BUF_BYTES,
@@ -195,9 +195,9 @@ pub(crate) fn new_adapter(pdev: &pci::Device<Core<'_>>, name: &'static CStr) -> 
     // The provider's PDs above every kernel context's (a UAR index) and the
     // firmware's reserved ones.
     let rdma = &firmware.dev_cap.rdma;
-    let pds = PdPool::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
+    let pds = NumberRange::new(caps.num_uars.max(rdma.reserved_pds), rdma.max_pds)?;
     let user_qpns = QpnPool::new(firmware.profile.num_qps)?;
-    let srqns = SrqnPool::new(firmware.dev_cap.reserved_srqs, firmware.profile.num_srqs)?;
+    let srqns = NumberRange::new(firmware.dev_cap.reserved_srqs, firmware.profile.num_srqs)?;
     let adapter = Arc::pin_init(
         try_pin_init!(Adapter {
             caps,

@@ -46,6 +46,7 @@ impl Adapter {
         let fw = &*self.firmware;
         let (c, r) = (&fw.dev_cap, &fw.dev_cap.rdma);
         let pow2 = |log: u8| 1u32.checked_shl(log.into()).unwrap_or(0);
+        let srq = self.srq_limits();
         Ok(DevCaps {
             fw_ver: ib_device::fw_ver(fw.fw.major, fw.fw.minor, fw.fw.subminor),
             max_qp_sz: pow2(c.log_max_qp_sz),
@@ -73,8 +74,8 @@ impl Adapter {
             quota_mrs: self.mrs.lock().capacity() as u32,
             quota_pds: self.pds.lock().count(),
             quota_srqs: self.srq_quota(),
-            max_srq_wqes: self.srq_limits().max_srq_wqes,
-            max_srq_sge: self.srq_limits().max_srq_sge,
+            max_srq_wqes: srq.max_srq_wqes,
+            max_srq_sge: srq.max_srq_sge,
         })
     }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Object numbers the provider hands out, `0..count` in a bitmap (its PDs
-//! and QPNs, each mapped to the device's numbers by its caller), as
+//! Object numbers the provider hands out, `0..count` in a bitmap (its QPNs,
+//! mapped to the device's numbers by the caller; its PDs and SRQNs, a run
+//! `base..limit` of the device's: [`NumberRange`]), as
 //! mlx4_core's `mlx4_bitmap_alloc()`: round-robin, so a number just freed
 //! is not the next one given and a late event for the old object finds
 //! nothing.
@@ -45,6 +46,38 @@ impl NumberPool {
     pub(super) fn free(&mut self, n: u32) {
         if (n as usize) < self.used.len() {
             self.used.clear_bit(n as usize);
+        }
+    }
+}
+
+/// The device's numbers `base..limit`, handed out as [`NumberPool`] does.
+pub(crate) struct NumberRange {
+    base: u32,
+    numbers: NumberPool,
+}
+
+impl NumberRange {
+    pub(super) fn new(base: u32, limit: u32) -> Result<Self> {
+        Ok(NumberRange {
+            base,
+            numbers: NumberPool::new(limit.saturating_sub(base))?,
+        })
+    }
+
+    /// Numbers the range has.
+    pub(super) fn count(&self) -> u32 {
+        self.numbers.count()
+    }
+
+    /// A free number; `None` when all are taken.
+    pub(super) fn alloc(&mut self) -> Option<u32> {
+        Some(self.base + self.numbers.alloc()?)
+    }
+
+    /// Gives `n` back; a number outside the range is ignored.
+    pub(super) fn free(&mut self, n: u32) {
+        if let Some(i) = n.checked_sub(self.base) {
+            self.numbers.free(i);
         }
     }
 }

@@ -45,28 +45,6 @@ pub(super) fn errno(e: VerbsError) -> Error {
     }
 }
 
-/// The provider's PD numbers: `base..limit`, above every kernel
-/// context's (its UAR index) and the firmware's reserved ones, below
-/// the device's limit (`mlx4_pd_alloc()`'s bitmap).
-pub(crate) struct PdPool {
-    base: u32,
-    numbers: NumberPool,
-}
-
-impl PdPool {
-    pub(super) fn new(base: u32, limit: u32) -> Result<Self> {
-        Ok(PdPool {
-            base,
-            numbers: NumberPool::new(limit.saturating_sub(base))?,
-        })
-    }
-
-    /// PDs the provider may have.
-    pub(super) fn count(&self) -> u32 {
-        self.numbers.count()
-    }
-}
-
 /// The provider's QPNs: the BlueFlame-safe ones from `KERNEL_QPN_END` up
 /// to the profile's last (`mlx4_qp_reserve_range()`'s bitmap).
 pub(crate) struct QpnPool(NumberPool);
@@ -178,17 +156,12 @@ impl Adapter {
     /// A protection domain for the provider (`mlx4_pd_alloc()`); `-ENOSPC`
     /// when all are taken.
     pub(crate) fn alloc_pd(&self) -> Result<u32> {
-        let mut pool = self.pds.lock();
-        let i = pool.numbers.alloc().ok_or(ENOSPC)?;
-        Ok(pool.base + i)
+        self.pds.lock().alloc().ok_or(ENOSPC)
     }
 
     /// Gives PD `pdn` back; nothing of it may be left in the device.
     pub(crate) fn free_pd(&self, pdn: u32) {
-        let mut pool = self.pds.lock();
-        if let Some(i) = pdn.checked_sub(pool.base) {
-            pool.numbers.free(i);
-        }
+        self.pds.lock().free(pdn);
     }
 
     /// An MTT range for `pages`, DMA addresses of pages of `1 <<

@@ -10,31 +10,11 @@
 
 use kernel::prelude::*;
 
-use super::{number_pool::NumberPool, Adapter, MttRange};
+use super::{Adapter, MttRange};
 use crate::{
     hw::queues::srq::{self, SrqParams},
     srq_size::{SrqGeometry, SrqLimits},
 };
-
-/// The provider's SRQNs: `base..limit`, above the firmware's reserved ones.
-pub(crate) struct SrqnPool {
-    base: u32,
-    numbers: NumberPool,
-}
-
-impl SrqnPool {
-    pub(super) fn new(base: u32, limit: u32) -> Result<Self> {
-        Ok(SrqnPool {
-            base,
-            numbers: NumberPool::new(limit.saturating_sub(base))?,
-        })
-    }
-
-    /// SRQs the provider may have.
-    pub(super) fn count(&self) -> u32 {
-        self.numbers.count()
-    }
-}
 
 /// An SRQ in user memory as the provider describes it.
 pub(crate) struct SrqSpec<'a> {
@@ -79,10 +59,7 @@ impl Adapter {
         if g.buf_size() > spec.mtt.bytes() {
             return Err(EINVAL);
         }
-        let srqn = {
-            let mut pool = self.srqns.lock();
-            pool.base + pool.numbers.alloc().ok_or(ENOSPC)?
-        };
+        let srqn = self.srqns.lock().alloc().ok_or(ENOSPC)?;
         let p = SrqParams {
             srqn,
             log_size: g.log_size(),
@@ -97,17 +74,10 @@ impl Adapter {
         let fw = &*self.firmware;
         let made = srq::create(&fw.cmd, &mut fw.cmd.lock(), &p);
         if let Err(e) = made {
-            self.free_srqn(srqn);
+            self.srqns.lock().free(srqn);
             return Err(e);
         }
         Ok(SrqHandle { srqn })
-    }
-
-    fn free_srqn(&self, srqn: u32) {
-        let mut pool = self.srqns.lock();
-        if let Some(i) = srqn.checked_sub(pool.base) {
-            pool.numbers.free(i);
-        }
     }
 
     /// ARM_SRQ: the limit event once fewer than `limit` WQEs are posted.
@@ -134,7 +104,7 @@ impl Adapter {
         if self.firmware.srq_in_hw(srq.srqn) {
             return Err(EBUSY);
         }
-        self.free_srqn(srq.srqn);
+        self.srqns.lock().free(srq.srqn);
         Ok(())
     }
 }
