@@ -10,6 +10,8 @@
 #                   strict firmware, one boot (KTAP)
 #   make provider   our RDMA device, mlx4_bf0, under unmodified rdma-core
 #                   and perftest, one boot (KTAP)
+#   make pyverbs    x86_64: rdma-core's own tests (pyverbs) over mainline
+#                   mlx4_ib and over mlx4_bf0, one boot, side by side
 #
 # Everything runs inside the toolchain root (scripts/setup-root.sh).
 #
@@ -25,7 +27,7 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: compile-fail run test upstream provider post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma debs module vm-run vm-shell clean
+.PHONY: compile-fail run test upstream provider pyverbs post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma debs module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
@@ -38,6 +40,9 @@ upstream:
 
 provider:
 	@$(RUN) provider
+
+pyverbs:
+	@$(RUN) pyverbs
 
 bench:
 	@$(RUN) bench
@@ -86,7 +91,7 @@ rdma:
 	@$(RUN) rdma
 
 debs:
-	@$(RUN) debs
+	@$(RUN) debs $(SET)
 
 module:
 	@$(RUN) module

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Debian's own amd64 binaries of programs the x86_64 guest runs that cannot
-# be built here, with what they need to run there: iproute2's rdma tool
-# (rdma dev, link, resource, statistic). The mirror serves no source
+# be built here, with what they need to run there, as one of two sets:
+# rdma (the default), iproute2's rdma tool (rdma dev, link, resource,
+# statistic), for the upstream and provider boots; pyverbs, that and
+# python3 with rdma-core's Python bindings and tests (python3-pyverbs),
+# libibverbs and Debian's libmlx4, for make pyverbs. The mirror serves no source
 # tarball of iproute2 or of libmnl, which it links, so they are not built
 # statically like rdma-core (scripts/build-rdma-core.sh); trixie's binary
 # packages are served, and the root has trixie's amd64 Packages index.
@@ -19,47 +22,75 @@
 #   usr/lib/x86_64-linux-gnu/  the loader and the shared libraries the
 #                              programs need, each under its SONAME
 #   versions                   the packages, one line; the files kept
+# and in the pyverbs set also, whole (TREES): python's standard library,
+# pyverbs, rdma-core's tests (usr/share/doc/rdma-core/tests, unzipped:
+# run_tests.py), and libmlx4 as the libibverbs provider it dlopen()s
+# (libmlx4-rdmav34.so in the library directory: bin/python3 names it in
+# RDMAV_DRIVERS, there is no /etc/libibverbs.d in the guest).
 #
-# The packages are GUEST_DEBS of scripts/lib.sh, each pinned to a version
+# The packages are GUEST_DEBS of scripts/lib.sh (and PYVERBS_DEBS for
+# pyverbs), each pinned to a version
 # (name=version), downloaded by apt-get download, which checks each .deb
 # against the SHA256 of trixie's signed Packages index, and unpacked with
 # dpkg-deb -x into one tree. Of it only PROGRAMS (below) are kept and the
 # libraries of their ELF NEEDED closure (readelf -d, followed through the
 # libraries to the loader, which libc.so.6 names); a library that none of
 # the packages holds stops the build naming it and what needs it: add its
-# package to GUEST_DEBS. No package is installed, in the root or anywhere.
+# package to the set's list. No package is installed, in the root or anywhere.
 # More programs: their packages (and what their NEEDED closure asks for) to
-# GUEST_DEBS, their paths to PROGRAMS. A program that dlopen()s what its
+# the set's list, their paths to PROGRAMS. A program that dlopen()s what its
 # NEEDED entries do not name (python3's extension modules, libibverbs'
-# providers) needs those files kept too, as roots of the closure.
+# providers) needs those files kept too, as roots of the closure (TREES,
+# PLUGINS).
 #
-# Cached in $CACHE/debroot-amd64-<key>, keyed by the pinned packages, this
+# Cached in $CACHE/debroot-amd64-<set>-<key>, keyed by the pinned packages, this
 # script and the root's toolchain record; one build at a time (flock);
 # trees of other keys unused for a day are removed.
 #
-# Usage: build-guest-debs.sh     (ARCH=x86_64, inside the root)
+# Usage: build-guest-debs.sh [rdma|pyverbs]     (ARCH=x86_64, inside the root)
 
 source "$(dirname "$0")/lib.sh"
+
+SET=${1:-rdma}
 
 [ -n "${MLX4_BF_IN_ROOT:-}" ] || die "build-guest-debs.sh runs inside the toolchain root"
 [ "$ARCH" = x86_64 ] ||
 	die "build-guest-debs.sh: Debian's amd64 binaries are for the x86_64 guest only, not ARCH=$ARCH (the root reads no index of another architecture)"
 
 DEB_ARCH=amd64
-# The programs kept, as their packages install them; each gets bin/NAME.
-PROGRAMS=(usr/bin/rdma)
 # Where the libraries are in the packages (trixie's are merged-/usr) and
 # in the output.
 LIBDIR=usr/lib/x86_64-linux-gnu
+PYTHON=python3.13
+# Per set: the packages; the programs kept, as their packages install
+# them, each with bin/NAME; directories kept whole (their ELF files are
+# roots of the closure); libraries dlopen()ed, not NEEDED, kept in LIBDIR
+# (as "path-in-packages=name").
+TREES=()
+PLUGINS=()
+case $SET in
+rdma)
+	DEBS=("${GUEST_DEBS[@]}")
+	PROGRAMS=(usr/bin/rdma) ;;
+pyverbs)
+	DEBS=("${GUEST_DEBS[@]}" "${PYVERBS_DEBS[@]}")
+	PROGRAMS=(usr/bin/rdma "usr/bin/$PYTHON")
+	TREES=("usr/lib/$PYTHON" usr/lib/python3/dist-packages/pyverbs usr/share/doc/rdma-core/tests)
+	PLUGINS=("$LIBDIR/libibverbs/libmlx4-rdmav34.so=libmlx4-rdmav34.so") ;;
+*)	die "build-guest-debs.sh: no set '$SET' (rdma or pyverbs)" ;;
+esac
+# Python's extension modules that need libraries of packages not in the
+# set, none of which rdma-core's tests import: left out.
+DYNLOAD_LEFT_OUT='(_test.*|_ctypes_test|_xxtestfuzz|xx.*|_curses.*|readline|_dbm|_gdbm|_sqlite3|_ssl|_hashlib|_tkinter)\.cpython'
 
 key=$( {
-	echo "${GUEST_DEBS[*]}"
-	echo "${PROGRAMS[*]} $DEB_ARCH"
+	echo "$SET ${DEBS[*]}"
+	echo "${PROGRAMS[*]} ${TREES[*]} ${PLUGINS[*]} $DEB_ARCH"
 	toolchain_id
 	cat "$0"
 } | sha256sum | cut -c1-16)
 
-DDIR=$CACHE/debroot-$DEB_ARCH-$key
+DDIR=$CACHE/debroot-$DEB_ARCH-$SET-$key
 mkdir -p "$CACHE"
 exec 9>"$DDIR.lock"
 flock 9
@@ -84,17 +115,17 @@ mkdir -p "$work/dl" "$work/ext" "$work/out"
 trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 
-log "debs: Debian's $DEB_ARCH packages ${GUEST_DEBS[*]}"
+log "debs: Debian's $DEB_ARCH packages for $SET: ${DEBS[*]}"
 # apt-get download refuses a package or version the index does not list
 # and checks each file's hash against it. As root in the root: no _apt
 # sandbox user for the download directory.
-(cd "$work/dl" && apt-get download -q -o APT::Sandbox::User=root "${GUEST_DEBS[@]}") \
+(cd "$work/dl" && apt-get download -q -o APT::Sandbox::User=root "${DEBS[@]}") \
 	>"$work/download.log" 2>&1 || {
 	cat "$work/download.log" >&2
-	die "debs: apt-get download failed: a pin of GUEST_DEBS (scripts/lib.sh) not in the root's $DEB_ARCH index? (apt-cache policy NAME in the root)"
+	die "debs: apt-get download failed: a pin of GUEST_DEBS or PYVERBS_DEBS (scripts/lib.sh) not in the root's $DEB_ARCH index? (apt-cache policy NAME in the root)"
 }
 # Each pin is one .deb of that name, version and architecture.
-for pin in "${GUEST_DEBS[@]}"; do
+for pin in "${DEBS[@]}"; do
 	found=
 	for deb in "$work"/dl/*.deb; do
 		[ "$(dpkg-deb -f "$deb" Package)" = "${pin%%=*}" ] || continue
@@ -140,13 +171,39 @@ needed() { # elf
 # SONAME, from the packages' library directory.
 roots=()
 for prog in "${PROGRAMS[@]}"; do
-	src=$(in_ext "$prog") || die "debs: $prog is in none of the packages (${GUEST_DEBS[*]})"
+	src=$(in_ext "$prog") || die "debs: $prog is in none of the packages (${DEBS[*]})"
 	elf_check "$src"
 	mkdir -p "$OUT/${prog%/*}"
 	cp "$src" "$OUT/$prog"
 	roots+=("$src")
 done
 mkdir -p "$OUT/$LIBDIR"
+for plugin in "${PLUGINS[@]}"; do
+	src=$(in_ext "${plugin%%=*}") || die "debs: ${plugin%%=*} is in none of the packages (${DEBS[*]})"
+	elf_check "$src"
+	cp "$src" "$OUT/$LIBDIR/${plugin#*=}"
+	roots+=("$src")
+done
+# The trees: a symbolic link in them is replaced by what it names in the
+# packages, or goes if that is not there (python's sitecustomize.py names
+# /etc/python3.13/, not shipped); compressed files (Debian's docs) are
+# unpacked; the extension modules left out go.
+for tree in "${TREES[@]}"; do
+	[ -d "$EXT/$tree" ] || die "debs: $tree is in none of the packages (${DEBS[*]})"
+	mkdir -p "$OUT/${tree%/*}"
+	cp -a "$EXT/$tree" "$OUT/$tree"
+	while IFS= read -r -d '' link; do
+		rel=${link#"$OUT"/}
+		rm "$link"
+		src=$(in_ext "$rel") && cp "$src" "$link"
+	done < <(find "$OUT/$tree" -type l -print0)
+	find "$OUT/$tree" -type f -name '*.gz' -exec gunzip {} +
+	find "$OUT/$tree" -type f -regextype posix-extended \
+		-regex ".*/lib-dynload/$DYNLOAD_LEFT_OUT[^/]*" -delete
+	while IFS= read -r -d '' f; do
+		case $(file -b "$f") in ELF*) elf_check "$f"; roots+=("$f") ;; esac
+	done < <(find "$OUT/$tree" -type f -name '*.so' -print0)
+done
 declare -A have=()
 queue=("${roots[@]}")
 while [ ${#queue[@]} -gt 0 ]; do
@@ -155,7 +212,7 @@ while [ ${#queue[@]} -gt 0 ]; do
 	for soname in $(needed "$elf"); do
 		[ -z "${have[$soname]:-}" ] || continue
 		lib=$(in_ext "$LIBDIR/$soname") ||
-			die "debs: $soname (NEEDED by ${elf#"$EXT"/}) is in none of the packages (${GUEST_DEBS[*]}): add its package to GUEST_DEBS in scripts/lib.sh"
+			die "debs: $soname (NEEDED by ${elf#"$EXT"/}) is in none of the packages (${DEBS[*]}): add its package to the set's list in scripts/lib.sh"
 		elf_check "$lib"
 		[ "$(readelf -dW "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')" = "$soname" ] ||
 			die "debs: ${lib#"$EXT"/} is not $soname"
@@ -174,22 +231,44 @@ for prog in "${PROGRAMS[@]}"; do
 	[ -n "${have[$loader]:-}" ] ||
 		die "debs: $prog's loader $interp is not in the NEEDED closure (${!have[*]})"
 	name=${prog##*/}
+	env=
+	# python3: its prefix (the loader runs it, /proc/self/exe names the
+	# loader), libmlx4 for libibverbs, no bytecode written beside the tree.
+	if [ "$name" = "$PYTHON" ]; then
+		name=python3
+		env="PYTHONHOME=\$d/usr RDMAV_DRIVERS=mlx4 PYTHONDONTWRITEBYTECODE=1 "
+	fi
 	mkdir -p "$OUT/bin"
 	cat >"$OUT/bin/$name" <<EOF
 #!/bin/sh
-# $name of Debian's packages (${GUEST_DEBS[*]}), run by their loader with
+# $name of Debian's packages ($SET: ${DEBS[*]}), run by their loader with
 # the libraries beside it (scripts/build-guest-debs.sh).
 case \$0 in */*) d=\${0%/*}/.. ;; *) d=.. ;; esac
 d=\$(cd "\$d" && pwd) || exit 127
-exec "\$d/$LIBDIR/$loader" --inhibit-cache --library-path "\$d/$LIBDIR" \\
+${env:+export $env
+}exec "\$d/$LIBDIR/$loader" --inhibit-cache --library-path "\$d/$LIBDIR" \\
 	--argv0 $name "\$d/$prog" "\$@"
 EOF
 	chmod 0755 "$OUT/bin/$name"
 done
 
+# The tree runs here as in the guest (the root is amd64 too): pyverbs and
+# rdma-core's tests import (no device is needed to list them).
+if [ "$SET" = pyverbs ]; then
+	n=$(cd "$OUT/usr/share/doc/rdma-core" && "$OUT/bin/python3" tests/run_tests.py --list-tests 2>&1 |
+		grep -c '^tests\.test_') || true
+	[ "$n" -gt 100 ] || {
+		(cd "$OUT/usr/share/doc/rdma-core" && "$OUT/bin/python3" tests/run_tests.py --list-tests 2>&1 | tail -n 20) >&2
+		die "debs: rdma-core's tests do not load with the pyverbs tree ($n listed)"
+	}
+	log "debs: rdma-core's tests load: $n listed"
+fi
+
 {
-	echo "Debian $DEB_ARCH: ${GUEST_DEBS[*]}"
-	(cd "$OUT" && find . -type f ! -name versions | sed 's|^\./|  |' | sort)
+	echo "Debian $DEB_ARCH ($SET): ${DEBS[*]}"
+	(cd "$OUT" && find . -type f ! -name versions | grep -v -E "^\./(${TREES[*]// /|})/" |
+		sed 's|^\./|  |' | sort)
+	for tree in "${TREES[@]}"; do echo "  $tree/ ($(find "$OUT/$tree" -type f | wc -l) files)"; done
 } >"$OUT/versions"
 rm -rf "$DDIR"
 mv "$OUT" "$DDIR"

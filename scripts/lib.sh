@@ -22,6 +22,16 @@ PCIUTILS_SRC_VERSION=1:3.13.0-2
 # packages of its ELF NEEDED closure (libmnl.so.0, libcap.so.2, libc.so.6
 # with the loader ld-linux-x86-64.so.2), name=version.
 GUEST_DEBS=(iproute2=6.15.0-1 libmnl0=1.0.5-3 libcap2=1:2.75-10+deb13u1+b3 libc6=2.41-12+deb13u5)
+# On top of them, for the pyverbs boot (make pyverbs): python3 and its
+# standard library, rdma-core's Python bindings and tests (python3-pyverbs,
+# the same rdma-core 56.1 as the static tools), libibverbs with Debian's
+# libmlx4, and the packages of their NEEDED closure.
+PYVERBS_DEBS=(python3.13-minimal=3.13.5-2+deb13u5 libpython3.13-minimal=3.13.5-2+deb13u5
+	libpython3.13-stdlib=3.13.5-2+deb13u5 libpython3.13=3.13.5-2+deb13u5
+	python3-pyverbs=56.1-1 libibverbs1=56.1-1 ibverbs-providers=56.1-1 librdmacm1t64=56.1-1
+	libnl-3-200=3.7.0-2 libnl-route-3-200=3.7.0-2 libffi8=3.4.8-2
+	zlib1g=1:1.3.dfsg+really1.3.1-1+deb13u1 libexpat1=2.9.0-1~deb13u1 libbz2-1.0=1.0.8-6
+	liblzma5=5.8.1-1+deb13u2 libuuid1=2.41.5-0+deb13u1)
 
 # The s390x guest's static busybox inside the root (setup-root.sh).
 S390X_BUSYBOX=/opt/s390x/busybox

@@ -11,7 +11,7 @@
 #   mlx4-bf.sh qemu                  build (or reuse) the s390x QEMU; print its path
 #   mlx4-bf.sh rdma                  build (or reuse) rdma-core and perftest for the
 #                                    guest (static); print their directory
-#   mlx4-bf.sh debs                  x86_64: Debian's rdma (iproute2) for the guest with
+#   mlx4-bf.sh debs [pyverbs]        x86_64: Debian's rdma (iproute2) for the guest with
 #                                    its loader and libraries; print the directory
 #   mlx4-bf.sh pcistb-test           s390x: BlueFlame posts through PCISTB, checked
 #                                    by the model (fails on an unfixed QEMU)
@@ -33,6 +33,8 @@
 #                                    the model's strict firmware (KTAP)
 #   mlx4-bf.sh provider              one boot: our RDMA device, mlx4_bf0, under
 #                                    rdma-core and perftest (KTAP)
+#   mlx4-bf.sh pyverbs               x86_64, one boot: rdma-core's own tests (pyverbs)
+#                                    over mainline mlx4_ib and mlx4_bf0, side by side
 #   mlx4-bf.sh lint                  rustfmt, clippy and checkpatch
 #   mlx4-bf.sh compile-fail          what must not build (scripts/compile-fail.sh), KTAP
 #
@@ -223,6 +225,8 @@ host_test() {
 		cargo test --quiet --workspace --manifest-path "$TOP/Cargo.toml"
 	log "host: the QEMU runner's console parsing"
 	python3 -m unittest discover -s "$TOP/tools/vm" -p 'test_*.py'
+	log "host: rdma-core's tests side by side (make pyverbs' verdicts)"
+	python3 -m unittest discover -s "$TOP/tools/vm/pyverbs" -p 'test_*.py'
 	log "host: the profile report's address attribution"
 	python3 -m unittest discover -s "$TOP/tools/profile" -p 'test_*.py'
 	log "host: the lint scripts' own tests"
@@ -263,7 +267,7 @@ guest_cc() {
 # on x86_64 Debian's rdma tool in DIR/debroot (guest_debroot), the guest
 # scripts of tools/vm/upstream and its system call counter (syscount.c: the
 # guest has no strace).
-mainline_dir() {
+mainline_dir() { # dir [debs set: rdma]
 	local dir=$1 ko rdma
 	rm -rf "$dir"
 	mkdir -p "$dir/rdma"
@@ -275,19 +279,19 @@ mainline_dir() {
 		"$TOP/tools/vm/upstream/versus.sh" "$dir/"
 	rdma=$("$TOP/scripts/build-rdma-core.sh")
 	cp -a "$rdma/bin" "$dir/rdma/"
-	guest_debroot "$dir"
+	guest_debroot "$dir" "${2:-rdma}"
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -o "$dir/syscount" \
 		"$TOP/tools/vm/upstream/syscount.c"
 }
 
 # Debian's rdma tool (iproute2) with its own loader and libraries
-# (scripts/build-guest-debs.sh) in DIR/debroot, the guest's /work/debroot;
-# on x86_64 only: they are amd64 binaries (lib.sh's rdma_tool_checks skip
-# without them).
-guest_debroot() { # dir
+# (scripts/build-guest-debs.sh; the set pyverbs adds python3 and pyverbs) in
+# DIR/debroot, the guest's /work/debroot; on x86_64 only: they are amd64
+# binaries (lib.sh's rdma_tool_checks skip without them).
+guest_debroot() { # dir [set: rdma]
 	local debs
 	[ "$ARCH" = x86_64 ] || return 0
-	debs=$("$TOP/scripts/build-guest-debs.sh")
+	debs=$("$TOP/scripts/build-guest-debs.sh" "${2:-rdma}")
 	cp -a "$debs" "$1/debroot"
 }
 
@@ -401,6 +405,30 @@ provider() {
 	vm_boot test "$cmd; exit \$rc" --ktap --save-files "$RESULTS" -- "$pdir"
 }
 
+# Issue 46: rdma-core's own test suite (tests/run_tests.py over pyverbs:
+# Debian's amd64 python3-pyverbs, scripts/build-guest-debs.sh pyverbs) over
+# mainline mlx4_core + mlx4_ib and over our provider in one boot with two
+# adapters (tools/vm/pyverbs/pyverbs.sh), then every test's result side by
+# side (tools/vm/pyverbs/side_by_side.py: results/pyverbs-side-by-side.txt;
+# KTAP, one result per test our provider runs worse than mainline, unless
+# tools/vm/pyverbs/differences.txt explains it). x86_64 only: the root
+# reads no s390x binary index.
+pyverbs() {
+	local dir=$OUT/pyverbs
+	[ "$ARCH" = x86_64 ] ||
+		die "pyverbs: Debian's amd64 python3-pyverbs runs in the x86_64 guest only (s390x keeps to the static tools)"
+	mainline_dir "$dir" pyverbs
+	mkdir -p "$OUT/guest" "$RESULTS"
+	build_helper
+	cp "$OUT/guest/mlx4-bf" "$TOP/tools/vm/pyverbs/pyverbs.sh" "$dir/"
+	rm -f "$RESULTS"/pyverbs-*.txt
+	# The suite runs twice, some 300 tests each.
+	VM_TIMEOUT=${VM_TIMEOUT:-3600} vm_boot run "sh /work/pyverbs.sh; rc=\$?; $send_back; exit \$rc" \
+		--second-adapter --save-files "$RESULTS" -- "$dir" || return 1
+	python3 "$TOP/tools/vm/pyverbs/side_by_side.py" "$RESULTS" \
+		"$TOP/tools/vm/pyverbs/differences.txt"
+}
+
 # Every suite of make test, one boot each, and their total as the last line:
 # on x86 first what must not build (scripts/compile-fail.sh, no boot); then
 # every program with posted writes (QEMU's default); NONPOSTED_TESTS with
@@ -457,7 +485,7 @@ host-test) host_test ;;
 kernel)    need_kdir; echo "$KDIR" ;;
 qemu)      "$TOP/scripts/build-qemu.sh" ;;
 rdma)      "$TOP/scripts/build-rdma-core.sh" ;;
-debs)      "$TOP/scripts/build-guest-debs.sh" ;;
+debs)      "$TOP/scripts/build-guest-debs.sh" "$@" ;;
 pcistb-test) # s390x: BlueFlame posts of one, two and two store blocks
 	   # (32, 100, 160 bytes of payload) through QEMU's PCISTB. The model
 	   # must execute each from its bytes with no protocol error (vm.py);
@@ -632,6 +660,7 @@ upstream)  need_kdir; upstream ;;
 provider)  need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   provider ;;
+pyverbs)   need_kdir; pyverbs ;;
 selftests) need_kdir; build_selftests "$KDIR"
 	   build_helper
 	   selftests ;;
