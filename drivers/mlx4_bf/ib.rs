@@ -50,7 +50,7 @@ use crate::{
         event::{Events, PortEvent, QpEvent, SrqEvent},
         mad::{MadIn, MadResult, MAD_SIZE},
         mmap::{IoRegion, MmapTable},
-        object::{Device, Pd, Qp, Srq, UContext},
+        object::{Cq, Device, Pd, Qp, Srq, UContext},
         qp_query::QpQuery,
         sysfs::{Identity, Text},
         udata::Udata,
@@ -201,6 +201,10 @@ impl rdma::Driver for Provider {
         udata: &mut Udata<'_, Provider>,
     ) -> impl PinInit<Self::Srq, Error> {
         srq::SharedReceiveQueue::new(pd, attr, udata)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, entries: u32, udata: &mut Udata<'_, Provider>) -> Result {
+        cq.data().resize(cq, entries, udata)
     }
 
     fn modify_srq(

@@ -71,7 +71,7 @@ use counters::HwCounter;
 use mad::{MadIn, MadResult, MAD_SIZE};
 use mmap::MmapTable;
 use object::Device;
-use object::{Pd, Qp, Srq, UContext};
+use object::{Cq, Pd, Qp, Srq, UContext};
 use qp_query::QpQuery;
 use udata::Udata;
 
@@ -205,6 +205,14 @@ pub(crate) trait Driver: Sized + 'static {
         _udata: &mut Udata<'_, Self>,
     ) -> impl PinInit<Self::Cq, Error> {
         Err::<Self::Cq, _>(not_supported())
+    }
+
+    /// Resizes a user CQ to hold at least `entries` (`ib_uverbs_resize_cq`);
+    /// the core then reports the data's [`CqData::cqe`]. The core calls it
+    /// with the CQ's uobject held shared: for one CQ from several threads
+    /// at once.
+    fn resize_cq(_cq: &Cq<Self>, _entries: u32, _udata: &mut Udata<'_, Self>) -> Result {
+        Err(not_supported())
     }
 
     /// A QP of a user context; `cap` comes in as asked and goes back as

@@ -228,6 +228,29 @@ impl Adapter {
         Ok(CqHandle { cqn: p.cqn, slot })
     }
 
+    /// MODIFY_CQ (`mlx4_cq_resize()`): the CQ onto a ring of `1 <<
+    /// log_entries` CQEs in `mtt`'s pages. On return the device writes the
+    /// new ring, not the old; an error leaves it on the old.
+    pub(crate) fn resize_cq(&self, cq: &CqHandle, log_entries: u8, mtt: &MttRange) -> Result {
+        let ring = (CQE_SIZE as u64).checked_shl(log_entries.into());
+        if log_entries > self.firmware.dev_cap.log_max_cq_sz || ring.is_none_or(|b| b > mtt.bytes())
+        {
+            return Err(EINVAL);
+        }
+        let fw = &*self.firmware;
+        let mut st = fw.cmd.lock();
+        if st.dead {
+            return Err(ENODEV);
+        }
+        cq::resize(
+            &fw.cmd,
+            &mut st,
+            (cq.slot, cq.cqn),
+            log_entries.into(),
+            (mtt.addr(), mtt.log_page_size()),
+        )
+    }
+
     /// HW2SW_CQ (`mlx4_cq_free()`); a completion recorded for it is
     /// forgotten, and a dispatch under way finished, on return. Must not
     /// be called from the dispatcher. An error: the device may still write

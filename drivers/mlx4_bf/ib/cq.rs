@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! CQs in user memory (`mlx4_ib_create_user_cq`, `mlx4_ib_destroy_cq` in
-//! `drivers/infiniband/hw/mlx4/cq.c`): libmlx4 allocates the ring and the
-//! doorbell record, polls the ring and arms the CQ through its UAR; the
-//! kernel pins them, names the ring's pages in the MTT and hands the CQ to
-//! the adapter, whose completion events reach the CQ's handler
-//! (`ib.rs`, `rdma/event.rs`).
+//! CQs in user memory (`mlx4_ib_create_user_cq`, `mlx4_ib_resize_cq`,
+//! `mlx4_ib_destroy_cq` in `drivers/infiniband/hw/mlx4/cq.c`): libmlx4
+//! allocates the ring and the doorbell record, polls the ring and arms the
+//! CQ through its UAR; the kernel pins them, names the ring's pages in the
+//! MTT and hands the CQ to the adapter, whose completion events reach the
+//! CQ's handler (`ib.rs`, `rdma/event.rs`). A resize moves the CQ to a new
+//! ring libmlx4 allocated, which copies the CQEs it has not polled.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+    sync::{Arc, Mutex},
+};
 
 use super::{
     doorbell::{keep_until_teardown, pages, Record, UserDoorbell},
@@ -18,7 +24,7 @@ use crate::{
     qp_size,
     rdma::{
         attr::CqInit,
-        object::UContext,
+        object::{Cq, UContext},
         udata::Udata,
         umem::{Umem, ACCESS_LOCAL_WRITE},
         CqData,
@@ -35,17 +41,25 @@ const FLAG_TIMESTAMP: u32 =
 pub(crate) struct CompletionQueue {
     adapter: Arc<Adapter>,
     cqn: u32,
-    cqe: u32,
+    /// `ibcq.cqe`; a resize changes it under `ring`'s lock.
+    cqe: Atomic<u32>,
     /// In the device until dropped.
     handle: Option<CqHandle>,
-    mtt: Option<MttRange>,
-    ring: Option<Umem>,
+    /// mlx4_ib's `resize_mutex` over what a resize replaces.
+    ring: Pin<KBox<Mutex<Ring>>>,
     db: Option<UserDoorbell>,
+}
+
+/// The ring's pages and their MTT.
+#[derive(Default)]
+struct Ring {
+    mtt: Option<MttRange>,
+    umem: Option<Umem>,
 }
 
 impl CqData for CompletionQueue {
     fn cqe(&self) -> u32 {
-        self.cqe
+        self.cqe.load(Relaxed)
     }
 
     fn number(&self) -> u32 {
@@ -70,19 +84,22 @@ impl CompletionQueue {
         let mut cq = CompletionQueue {
             adapter: adapter.clone(),
             cqn: 0,
-            cqe: size.cqe,
+            cqe: Atomic::new(size.cqe),
             handle: None,
-            mtt: None,
-            ring: None,
+            ring: KBox::pin_init(new_mutex!(Ring::default()), GFP_KERNEL)?,
             db: None,
         };
         let bytes = usize::try_from(size.bytes(CQE_SIZE as u32))?;
-        let ring = cq.ring.insert(ctx.device().pin_user(
+        let mut guard = cq.ring.lock();
+        let ring = &mut *guard;
+        let umem = ring.umem.insert(ctx.device().pin_user(
             req.buf_addr,
             bytes,
             ACCESS_LOCAL_WRITE,
         )?);
-        let mtt = cq.mtt.insert(adapter.alloc_mtt(&pages(ring)?, PAGE_SHIFT)?);
+        let mtt = ring
+            .mtt
+            .insert(adapter.alloc_mtt(&pages(umem)?, PAGE_SHIFT)?);
         let db = cq
             .db
             .insert(UserDoorbell::map(ctx.device(), req.db_addr, Record::Cq)?);
@@ -93,6 +110,7 @@ impl CompletionQueue {
             db_rec: db.dma(),
             timestamp: init.flags & FLAG_TIMESTAMP != 0,
         })?;
+        drop(guard);
         cq.cqn = handle.cqn();
         cq.handle = Some(handle);
         udata.respond(&user_abi::CreateCqResp {
@@ -101,17 +119,53 @@ impl CompletionQueue {
         })?;
         Ok(cq)
     }
+
+    /// `mlx4_ib_resize_cq()` of a user CQ: libmlx4's new ring pinned and
+    /// named in a new MTT, MODIFY_CQ, then the old ring's MTT freed and its
+    /// pages unpinned (the device writes only the new one). One resize of a
+    /// CQ at a time; a size that gives the same ring does nothing.
+    pub(super) fn resize(
+        &self,
+        cq: &Cq<Provider>,
+        entries: u32,
+        udata: &mut Udata<'_, Provider>,
+    ) -> Result {
+        let handle = self.handle.as_ref().ok_or(EINVAL)?;
+        let mut ring = self.ring.lock();
+        let max = self.adapter.device_caps()?.max_cqes();
+        let Some(size) = qp_size::cq_resize(entries, self.cqe(), max).map_err(super::errno)? else {
+            return Ok(());
+        };
+        let req: user_abi::ResizeCq = udata.read(core::mem::size_of::<user_abi::ResizeCq>())?;
+        let bytes = usize::try_from(size.bytes(CQE_SIZE as u32))?;
+        let umem = cq
+            .device()
+            .pin_user(req.buf_addr, bytes, ACCESS_LOCAL_WRITE)?;
+        let mtt = self.adapter.alloc_mtt(&pages(&umem)?, PAGE_SHIFT)?;
+        if let Err(e) = self.adapter.resize_cq(handle, size.log_entries(), &mtt) {
+            // On its old ring still (mlx4_ib's err_buf).
+            self.adapter.free_mtt(mtt);
+            return Err(e);
+        }
+        if let Some(old) = ring.mtt.replace(mtt) {
+            self.adapter.free_mtt(old);
+        }
+        ring.umem = Some(umem);
+        self.cqe.store(size.cqe, Relaxed);
+        Ok(())
+    }
 }
 
 impl Drop for CompletionQueue {
     fn drop(&mut self) {
+        let mut ring = self.ring.lock();
         if let Some(h) = self.handle.take() {
             if self.adapter.destroy_cq(h).is_err() {
                 // The adapter may still write the ring and the record.
-                return keep_until_teardown(self.ring.take(), self.db.take());
+                return keep_until_teardown(ring.umem.take(), self.db.take());
             }
         }
-        if let Some(mtt) = self.mtt.take() {
+        if let Some(mtt) = ring.mtt.take() {
             self.adapter.free_mtt(mtt);
         }
     }

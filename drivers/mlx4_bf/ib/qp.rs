@@ -20,7 +20,7 @@ use crate::{
     qp_context::{self, query::PathAh, AhAttr, Grh, Service},
     qp_size::{self, QpGeometry, UserQpRequest},
     rdma::{
-        attr::{self, QpAttr, QpCap, QpInit, QpState, QpType},
+        attr::{self, qp_create, QpAttr, QpCap, QpInit, QpState, QpType},
         object::Pd,
         qp_query::{PortAh, QpQuery},
         udata::Udata,
@@ -47,6 +47,10 @@ struct Fixed {
     sq_sig_all: bool,
     /// The SRQ it receives from (held by the core while the QP lives).
     srqn: Option<u32>,
+    /// `IB_QP_CREATE_*`: only mlx4_ib's one for user QPs, which blocks
+    /// multicast loopback; with no multicast attach here, `query_qp`
+    /// reports it and nothing else reads it.
+    create_flags: u32,
 }
 
 pub(crate) struct QueuePair {
@@ -88,7 +92,10 @@ impl QueuePair {
         udata: &mut Udata<'_, Provider>,
     ) -> Result<Self> {
         let service = service(init.qp_type)?;
-        if init.has_xrc_or_rss || init.create_flags != 0 {
+        // mlx4_ib's user create flags: the multicast loopback block, of
+        // any QP type; the others the uverbs core lets through, as it,
+        // EOPNOTSUPP.
+        if init.has_xrc_or_rss || init.create_flags & !qp_create::BLOCK_MULTICAST_LOOPBACK != 0 {
             return Err(eopnotsupp());
         }
         let srqn = init.srq.map(super::srq::srqn_of);
@@ -125,6 +132,7 @@ impl QueuePair {
                 db_rec: 0,
                 sq_sig_all: init.sq_sig_all,
                 srqn,
+                create_flags: init.create_flags,
             },
             handle: KBox::pin_init(new_mutex!(None), GFP_KERNEL)?,
             mtt: Some(mtt),
@@ -233,6 +241,7 @@ impl QueuePair {
                 max_inline_data: 0,
             },
             sq_sig_all: self.fixed.sq_sig_all,
+            create_flags: self.fixed.create_flags,
         })
     }
 }

@@ -37,6 +37,13 @@ pub(super) struct CreateCq {
     pub(super) db_addr: u64,
 }
 
+/// `struct mlx4_ib_resize_cq`: the new ring libmlx4 allocated.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Default)]
+pub(super) struct ResizeCq {
+    pub(super) buf_addr: u64,
+}
+
 /// `struct mlx4_ib_create_cq_resp`.
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Default)]
@@ -148,6 +155,7 @@ same_layout!(
 );
 same_layout!(AllocPdResp, uapi::mlx4_ib_alloc_pd_resp, pdn, reserved);
 same_layout!(CreateCq, uapi::mlx4_ib_create_cq, buf_addr, db_addr);
+same_layout!(ResizeCq, uapi::mlx4_ib_resize_cq, buf_addr);
 same_layout!(CreateCqResp, uapi::mlx4_ib_create_cq_resp, cqn, reserved);
 same_layout!(CreateSrq, uapi::mlx4_ib_create_srq, buf_addr, db_addr);
 same_layout!(CreateSrqResp, uapi::mlx4_ib_create_srq_resp, srqn, reserved);

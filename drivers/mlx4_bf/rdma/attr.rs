@@ -248,6 +248,15 @@ pub(crate) mod srq_mask {
     pub(crate) const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
 }
 
+/// `enum ib_qp_create_flags`: what a QP is created with.
+pub(crate) mod qp_create {
+    use kernel::bindings;
+    /// No multicast the QP sends comes back to it. (The enum is `i32`:
+    /// its reserved end is bit 31; this flag is bit 1.)
+    pub(crate) const BLOCK_MULTICAST_LOOPBACK: u32 =
+        bindings::ib_qp_create_flags_IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK as u32;
+}
+
 /// `struct ib_qp_init_attr` of a user QP.
 pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) qp_type: QpType,
@@ -257,7 +266,7 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) srq: Option<&'a Srq<T>>,
     /// An XRC domain or an RSS table was given.
     pub(crate) has_xrc_or_rss: bool,
-    /// `IB_QPT_*` creation flags.
+    /// `IB_QP_CREATE_*` flags ([`qp_create`]).
     pub(crate) create_flags: u32,
     /// Every send completes (`IB_SIGNAL_ALL_WR`), not only those asking.
     pub(crate) sq_sig_all: bool,

@@ -22,7 +22,13 @@
 //! - The core never moves the allocation: the data is pinned.
 
 use core::{marker::PhantomData, mem::offset_of, ptr::addr_of_mut};
-use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+    sync::Arc,
+    types::Opaque,
+};
 
 use super::{
     event::Events,
@@ -269,6 +275,17 @@ impl<T: Driver> Cq<T> {
         // SAFETY: The CQ is being created: the core reads `cqe` only once
         // the create op returned.
         unsafe { (*self.as_core()).cqe = cqe as i32 };
+    }
+
+    /// Sets the CQ's size the core reports after a resize, from its data:
+    /// `WRITE_ONCE()`, as a resize of the same CQ on another thread may
+    /// read it (`ib_uverbs_resize_cq()`'s response, the one reader of a
+    /// live user CQ's `cqe`; mlx4_ib stores it plainly).
+    pub(super) fn republish(&self) {
+        let cqe = self.data().cqe() as i32;
+        // SAFETY: The field of a live CQ, aligned; every write of it after
+        // creation is this atomic store.
+        unsafe { Atomic::from_ptr(&raw mut (*self.as_core()).cqe) }.store(cqe, Relaxed);
     }
 }
 

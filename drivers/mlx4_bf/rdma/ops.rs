@@ -70,6 +70,7 @@ impl<T: Driver> Ops<T> {
             dealloc_pd: gated!(T::HAS_ALLOC_PD, E::<T>::dealloc_pd),
             create_user_cq: gated!(T::HAS_CREATE_CQ, E::<T>::create_user_cq),
             destroy_cq: gated!(T::HAS_CREATE_CQ, E::<T>::destroy_cq),
+            resize_user_cq: gated!(T::HAS_RESIZE_CQ, E::<T>::resize_user_cq),
             create_qp: gated!(T::HAS_CREATE_QP, E::<T>::create_qp),
             modify_qp: gated!(T::HAS_MODIFY_QP, E::<T>::modify_qp),
             query_qp: gated!(T::HAS_QUERY_QP, E::<T>::query_qp),

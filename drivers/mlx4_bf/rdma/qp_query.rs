@@ -51,6 +51,8 @@ pub(crate) struct QpQuery {
     pub(crate) cap: QpCap,
     /// Every send completes (`IB_SIGNAL_ALL_WR`), not only those asking.
     pub(crate) sq_sig_all: bool,
+    /// The init attributes' `IB_QP_CREATE_*` flags.
+    pub(crate) create_flags: u32,
 }
 
 fn write_ah(raw: &mut bindings::rdma_ah_attr, a: &Option<PortAh>) {
@@ -111,6 +113,7 @@ impl QpQuery {
         attr.alt_port_num = u32::from(self.alt_port_num);
         attr.alt_timeout = self.alt_timeout;
         self.cap.write_to(&mut init.cap);
+        init.create_flags = self.create_flags;
         init.sq_sig_type = if self.sq_sig_all {
             bindings::ib_sig_type_IB_SIGNAL_ALL_WR
         } else {

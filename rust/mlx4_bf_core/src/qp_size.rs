@@ -188,9 +188,13 @@ pub struct CqSize {
 }
 
 impl CqSize {
-    /// `log2(entries)`, the context's log size.
+    /// `log2(entries)`, the context's log size (`entries` is a power of
+    /// two; no panic path for the kernel's objtool to trip on).
     pub const fn log_entries(&self) -> u8 {
-        self.entries.ilog2() as u8
+        match self.entries.checked_ilog2() {
+            Some(log) => log as u8,
+            None => 0,
+        }
     }
 
     /// Bytes of the ring with CQEs of `cqe_size` bytes.
@@ -213,6 +217,13 @@ pub fn cq_size(cqe: u32, max_cqes: u32) -> Result<CqSize, VerbsError> {
         entries,
         cqe: entries - 1,
     })
+}
+
+/// `mlx4_ib_resize_cq()`: the size a CQ of `cqe` (its `ibcq.cqe`) is
+/// resized to when `entries` are asked for, checked as at creation; `None`
+/// when that is its size already (nothing to do).
+pub fn cq_resize(entries: u32, cqe: u32, max_cqes: u32) -> Result<Option<CqSize>, VerbsError> {
+    cq_size(entries, max_cqes).map(|s| (s.cqe != cqe).then_some(s))
 }
 
 #[cfg(test)]
@@ -395,6 +406,24 @@ mod tests {
             }),
             VerbsError::NotSupported
         );
+    }
+
+    #[test]
+    fn cq_resizes_as_mlx4_ib_resize_cq() {
+        // 64 asked of a CQ of 127: the same ring, nothing to do.
+        assert_eq!(cq_resize(64, 127, 65535), Ok(None));
+        assert_eq!(
+            cq_resize(200, 127, 65535),
+            Ok(Some(CqSize {
+                entries: 256,
+                cqe: 255
+            }))
+        );
+        assert_eq!(
+            cq_resize(3, 127, 65535),
+            Ok(Some(CqSize { entries: 4, cqe: 3 }))
+        );
+        assert_eq!(cq_resize(65536, 127, 65535), Err(VerbsError::Invalid));
     }
 
     #[test]

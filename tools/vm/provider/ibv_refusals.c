@@ -8,13 +8,14 @@
  * Most requests pass libmlx4's own checks and are refused by the kernel:
  * a raw packet QP, an SRQ past max_srq_wr, resized or limited past its
  * size, or destroyed under a QP, a WQE larger than the device's
- * descriptor, a CQ past max_cqe, a CQ resize, the alternate path, a
- * transition the QP state machine has not, memory region access without
+ * descriptor, a CQ past max_cqe (made or resized), the alternate path, a
+ * transition the QP state machine has not, a create flag mlx4_ib has not
+ * (blocking multicast loopback is made), memory region access without
  * local write, an mmap of a page the context has not; then PDs, CQs and
  * QPs until the device has no more. Queues past max_qp_wr are libmlx4's
  * own refusal (max_qp_wr leaves room for its spare WQEs, so queues of
  * max_qp_wr are made). A few results are what is made: a UD QP, those
- * queues, an SRQ and its armed limit.
+ * queues, an SRQ and its armed limit, a resized CQ.
  *
  * Usage: ibv_refusals [-d DEV]       (exit status 0 if every result is ok)
  */
@@ -51,6 +52,14 @@ static void expect(const char *name, int failed, int err, int want)
 	       failed ? strerror(err) : "-", want, strerror(want));
 	printf("%s %d %s\n", ok ? "ok" : "not ok", ++results, name);
 	failures += !ok;
+}
+
+/* One result that is not a refusal: COND holds; DETAIL says what came. */
+static void check(const char *name, int cond, const char *detail, int err)
+{
+	printf("# %s: %s, errno %d (%s)\n", name, detail, err, strerror(err));
+	printf("%s %d %s\n", cond ? "ok" : "not ok", ++results, name);
+	failures += !cond;
 }
 
 static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type type)
@@ -97,12 +106,52 @@ static void made(const char *name, struct ibv_qp_init_attr *a)
 		ibv_destroy_qp(qp);
 }
 
+/*
+ * ibv_create_qp_ex of a UD QP with create FLAGS (libmlx4 passes them to the
+ * kernel unchecked): made if WANT is 0, else refused with WANT.
+ */
+static void create_flags(const char *name, uint32_t flags, int want)
+{
+	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_UD);
+	struct ibv_qp_init_attr_ex ax = {
+		.send_cq = a.send_cq,
+		.recv_cq = a.recv_cq,
+		.cap = a.cap,
+		.qp_type = a.qp_type,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.pd = pd,
+		.create_flags = flags,
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &ax);
+	if (want) {
+		expect(name, !qp, errno, want);
+	} else {
+		printf("# %s: %s, errno %d\n", name, qp ? "made" : "refused",
+		       qp ? 0 : errno);
+		printf("%s %d %s\n", qp ? "ok" : "not ok", ++results, name);
+		failures += !qp;
+	}
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
 static void qp_types_and_sizes(void)
 {
 	struct ibv_qp_init_attr a = qp_attr(IBV_QPT_UD);
 
 	/* UD is a type the provider makes (issue 46); raw packet is not */
 	made("ud_qp_is_made", &a);
+	/*
+	 * mlx4_ib's one create flag of a user QP; another the uverbs core
+	 * lets through, EOPNOTSUPP as over mainline.
+	 */
+	create_flags("qp_blocking_multicast_loopback_is_made",
+		     IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, 0);
+	create_flags("qp_scattering_fcs_eopnotsupp", IBV_QP_CREATE_SCATTER_FCS,
+		     EOPNOTSUPP);
 	a = qp_attr(IBV_QPT_RAW_PACKET);
 	create_qp_refused("raw_packet_qp_eopnotsupp", &a, EOPNOTSUPP);
 	/* max_qp_wr leaves room for libmlx4's spare WQEs: the largest fits. */
@@ -137,8 +186,11 @@ static void cq_refusals(void)
 	expect("cq_too_large_einval", !c, errno, EINVAL);
 	if (c)
 		ibv_destroy_cq(c);
+	/* Resized as mlx4_ib does; past max_cqe, refused. */
 	err = ibv_resize_cq(cq, 64);
-	expect("cq_resize_eopnotsupp", err != 0, err, EOPNOTSUPP);
+	check("cq_is_resized_to_127", !err && cq->cqe == 127, "resized", err);
+	err = ibv_resize_cq(cq, dev_attr.max_cqe + 1);
+	expect("cq_resize_past_max_cqe_einval", err != 0, err, EINVAL);
 }
 
 /* RESET -> RTS in one step, then INIT -> RTR with an alternate path. */
@@ -283,14 +335,6 @@ static void exhaust(const char *name, enum kind k, int max, int held)
 	free(made);
 }
 
-/* One result that is not a refusal: COND holds; DETAIL says what came. */
-static void check(const char *name, int cond, const char *detail, int err)
-{
-	printf("# %s: %s, errno %d (%s)\n", name, detail, err, strerror(err));
-	printf("%s %d %s\n", cond ? "ok" : "not ok", ++results, name);
-	failures += !cond;
-}
-
 /* A shared receive queue: made as mlx4_ib sizes it, its limit armed and
  * read back, and the refusals of mlx4_ib_create_srq()/_modify_srq() and of
  * the core (an SRQ a QP receives from is not destroyed).
@@ -361,7 +405,7 @@ int main(int argc, char **argv)
 	}
 	/* Every line at once, in order, whoever reads the pipe. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("KTAP version 1\n1..25\n");
+	printf("KTAP version 1\n1..28\n");
 	ctx = open_device(dev);
 	errno = ibv_query_device(ctx, &dev_attr);
 	if (errno)

@@ -3,7 +3,7 @@
 """rdma-core's own tests over mainline mlx4_ib and over mlx4_bf's provider,
 judged side by side.
 
-Usage: side_by_side.py RESULTS_DIR DIFFERENCES
+Usage: side_by_side.py RESULTS_DIR DIFFERENCES NOT_RUN
 
 RESULTS_DIR/pyverbs-mlx4_0.txt and pyverbs-mlx4_bf0.txt are unittest's
 verbose reports of tests/run_tests.py over each device, from one boot on
@@ -16,10 +16,13 @@ verdict, our provider's result against mainline's:
   ours and DIFFERENCES explains why;
 - not ok: it passes over mainline and not over ours, or ours fails what
   mainline skips, unexplained; or a test one report lacks; or an entry of
-  DIFFERENCES that no longer explains a difference (the list stays true).
+  DIFFERENCES that no longer explains a difference (the list stays true);
+- skip, too: a test of NOT_RUN, which pyverbs.sh leaves out over both (a
+  test that crashes the suite itself); not ok if a report has it.
 
-DIFFERENCES has one line per test, `TEST-ID  EXPLANATION`; `#` starts a
-comment. Writes RESULTS_DIR/pyverbs-side-by-side.txt (each report's totals,
+DIFFERENCES and NOT_RUN have one line per test, `TEST-ID  WHY`; `#` starts
+a comment. A test reported twice (an error in its clean-up after its
+result) counts with its worse result. Writes RESULTS_DIR/pyverbs-side-by-side.txt (each report's totals,
 then per test: mainline, ours, verdict and why) and prints KTAP, one result
 per test, then `N passed, M failed, K skipped` (make test's suite line).
 Exits 1 if a verdict is not ok.
@@ -42,6 +45,8 @@ RESULT = re.compile(
 # whose last line names the exception.
 BLOCK = re.compile(r"^(ERROR|FAIL): \w+ \((tests\.[\w.]+)\)")
 RAN = re.compile(r"^Ran \d+ tests? in ")
+# Worse last.
+RANK = {"ok": 0, "skip": 1, "fail": 2, "error": 3}
 OUTCOME = {"ok": "ok", "FAIL": "fail", "ERROR": "error",
            "expected failure": "ok", "unexpected success": "fail"}
 
@@ -54,7 +59,7 @@ def parse(text):
     lines = text.splitlines()
     for line in lines:
         m = START.match(line)
-        if m and m.group(2) not in results:
+        if m:
             pending = m.group(2)
             line = m.group(3)
         if pending is None:
@@ -63,9 +68,11 @@ def parse(text):
         if r:
             word = r.group(1)
             if word.startswith("skipped"):
-                results[pending] = ("skip", r.group("why").strip("'\""))
+                result = ("skip", r.group("why").strip("'\""))
             else:
-                results[pending] = (OUTCOME[word], "")
+                result = (OUTCOME[word], "")
+            if pending not in results or RANK[result[0]] > RANK[results[pending][0]]:
+                results[pending] = result
             pending = None
     # The failures' exceptions, from the tracebacks at the end.
     current = None
@@ -85,7 +92,7 @@ def parse(text):
 
 
 def load_differences(path):
-    """{test id: explanation} of DIFFERENCES."""
+    """{test id: why} of DIFFERENCES or NOT_RUN."""
     differences = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -99,8 +106,12 @@ def load_differences(path):
     return differences
 
 
-def verdict(mainline, ours, explanation):
+def verdict(mainline, ours, explanation, not_run=None):
     """(ok | skip | not ok, why) of one test."""
+    if not_run:
+        if mainline is None and ours is None:
+            return "skip", f"not run: {not_run}"
+        return "not ok", "in not_run.txt, yet it ran"
     if mainline is None or ours is None:
         return "not ok", f"not in the report over {MAINLINE if mainline is None else OURS}"
     (m, m_detail), (o, o_detail) = mainline, ours
@@ -134,6 +145,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("results_dir")
     p.add_argument("differences")
+    p.add_argument("not_run")
     args = p.parse_args()
 
     reports = {}
@@ -142,14 +154,15 @@ def main():
         with open(path, encoding="utf-8", errors="replace") as f:
             reports[dev] = parse(f.read())
     differences = load_differences(args.differences)
-    ids = sorted(set(reports[MAINLINE]) | set(reports[OURS]) | set(differences))
+    not_run = load_differences(args.not_run)
+    ids = sorted(set(reports[MAINLINE]) | set(reports[OURS]) | set(differences) | set(not_run))
 
     rows, passed, failed, skipped = [], 0, 0, 0
     print("TAP version 13")
     print(f"1..{len(ids)}")
     for n, test in enumerate(ids, 1):
         m, o = reports[MAINLINE].get(test), reports[OURS].get(test)
-        v, why = verdict(m, o, differences.get(test))
+        v, why = verdict(m, o, differences.get(test), not_run.get(test))
         if v == "ok":
             passed += 1
             print(f"ok {n} {test}")
@@ -168,8 +181,8 @@ def main():
                 "identical adapters (make pyverbs)\n")
         for dev, label in ((MAINLINE, "mainline"), (OURS, "ours")):
             f.write(f"# {label} {dev}: {len(reports[dev])} tests: {totals(reports[dev])}\n")
-        f.write(f"# verdicts: {passed} ok over ours, {skipped} skipped (both, explained, or "
-                f"failing over mainline too), {failed} not ok\n")
+        f.write(f"# verdicts: {passed} ok over ours, {skipped} skipped (over both, explained, "
+                f"failing over mainline too, or not run), {failed} not ok\n")
         f.write("#test mainline ours verdict why\n")
         for test, m, o, v, why in rows:
             f.write(f"{test} {m} {o} {v.replace(' ', '_')}{' ' + why if why else ''}\n")

@@ -75,6 +75,14 @@ class Verdict(unittest.TestCase):
         self.assertEqual(sbs.verdict(self.SKIP, self.SKIP, "why")[0], "not ok")
         self.assertEqual(sbs.verdict(self.ERR, self.ERR, "why")[0], "not ok")
 
+    def test_a_test_not_run_is_a_skip_unless_it_ran(self):
+        self.assertEqual(sbs.verdict(None, None, None, "crashes"), ("skip", "not run: crashes"))
+        self.assertEqual(sbs.verdict(self.OK, None, None, "crashes")[0], "not ok")
+
+    def test_a_test_reported_twice_counts_with_its_worse_result(self):
+        r = sbs.parse("test_a (tests.t.T.test_a) ... ok\ntest_a (tests.t.T.test_a) ... ERROR\n")
+        self.assertEqual(r["tests.t.T.test_a"], ("error", ""))
+
     def test_a_test_one_report_lacks_fails(self):
         self.assertEqual(sbs.verdict(None, self.OK, None)[0], "not ok")
         self.assertEqual(sbs.verdict(self.OK, None, None)[0], "not ok")

@@ -130,6 +130,33 @@ pub(crate) fn destroy(cmd: &CmdIf, st: &mut CmdState, slot: usize, cqn: u32) -> 
     Ok(())
 }
 
+/// MODIFY_CQ op_mod 0 (`mlx4_cq_resize()`): the CQ recorded under `slot`
+/// moves to a ring of `1 << log_entries` CQEs at MTT byte address
+/// `buf_mtt`, in pages of `4 KiB << log_page_size`; the context's other
+/// fields are the device's. An error leaves it on its old ring.
+pub(crate) fn resize(
+    cmd: &CmdIf,
+    st: &mut CmdState,
+    (slot, cqn): (usize, u32),
+    log_entries: u32,
+    (buf_mtt, log_page_size): (u64, u8),
+) -> Result {
+    if !st.live.cq(slot) {
+        return Err(EINVAL);
+    }
+    let mut ctx = CqContext::new_zeroed();
+    ctx.logsize_usrpage = LogsizeUsrpage::from_raw(0)
+        .try_with_log_size(log_entries)?
+        .into_raw()
+        .into();
+    ctx.log_page_size = log_page_size;
+    (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(buf_mtt)?;
+    cmd.exec(
+        st,
+        Command::new(Op::ModifyCq, cqn).input(Input::Mailbox(ctx.as_bytes())),
+    )
+}
+
 /// Where a CQ lives and what it is attached to.
 pub(crate) struct CqParams {
     /// Bit in `Live::cqs` that records it.

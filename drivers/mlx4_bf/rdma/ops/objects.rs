@@ -5,7 +5,12 @@
 //! on are `ops.rs`'.
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_result, ffi::c_int, prelude::*};
+use kernel::{
+    bindings,
+    error::from_result,
+    ffi::{c_int, c_uint},
+    prelude::*,
+};
 
 use super::{super::not_supported, user, Entry};
 use crate::rdma::{
@@ -176,6 +181,26 @@ impl<T: Driver> Entry<T> {
                 unsafe { InCore::<_, T::Cq>::drop_data(cq) };
                 return Err(e);
             }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a live CQ `create_user_cq` made (its uobject held shared for
+    /// the call: other resizes may run, its destroy does not); `udata` is
+    /// the call's driver udata, valid for the call.
+    pub(super) unsafe extern "C" fn resize_user_cq(
+        cq: *mut bindings::ib_cq,
+        entries: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of ours; the call's udata.
+            let (this, udata) = unsafe { (Cq::<T>::from_core(cq), Udata::<T>::from_raw(udata)) };
+            let mut udata = user(udata)?;
+            T::resize_cq(this, entries, &mut udata)?;
+            this.republish();
             Ok(0)
         })
     }
