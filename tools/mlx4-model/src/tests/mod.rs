@@ -13,6 +13,7 @@ mod mr;
 mod pma;
 mod receive;
 mod record;
+mod rereg;
 mod strict_atomic;
 mod strict_datapath;
 mod strict_mr;
