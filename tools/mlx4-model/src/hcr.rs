@@ -254,6 +254,7 @@ fn execute<M: GuestMemory, I: Irq>(
             let qps = &*t.qps;
             t.cqs.hw2sw(env, r, t.fw, |cqn| qps.uses_cq(cqn))
         }
+        op::MODIFY_CQ => t.cqs.modify(env, r, t.fw),
         op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
         op::INIT2RTR_QP => {
             let states = (QpState::Init, QpState::Rtr);

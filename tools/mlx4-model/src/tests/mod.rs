@@ -2,6 +2,7 @@
 //! guest memory, as a driver would.
 
 pub(crate) mod bringup;
+mod cq_modify;
 mod data_fault;
 mod device;
 mod fault;
