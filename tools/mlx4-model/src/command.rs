@@ -29,6 +29,7 @@ pub mod op {
     pub const HW2SW_EQ: u16 = 0x14;
     pub const SW2HW_CQ: u16 = 0x16;
     pub const HW2SW_CQ: u16 = 0x17;
+    pub const MODIFY_CQ: u16 = 0x2c;
     pub const RST2INIT_QP: u16 = 0x19;
     pub const INIT2RTR_QP: u16 = 0x1a;
     pub const RTR2RTS_QP: u16 = 0x1b;
@@ -163,6 +164,7 @@ pub fn name(opcode: u16) -> &'static str {
         op::HW2SW_EQ => "HW2SW_EQ",
         op::SW2HW_CQ => "SW2HW_CQ",
         op::HW2SW_CQ => "HW2SW_CQ",
+        op::MODIFY_CQ => "MODIFY_CQ",
         op::RST2INIT_QP => "RST2INIT_QP",
         op::INIT2RTR_QP => "INIT2RTR_QP",
         op::RTR2RTS_QP => "RTR2RTS_QP",

@@ -126,7 +126,8 @@ pub struct Global {
     /// packets go nowhere (`datapath::mad`; 0x5f8).
     pub mad_sends: u64,
     /// What the model refuses where a real ConnectX-3's
-    /// behaviour is unknown to it (a fast-register MPT, ...), each also
+    /// behaviour is unknown to it (a fast-register MPT, an entry SYNC_TPT
+    /// cannot decode, a MODIFY_CQ it does not take, ...), each also
     /// recorded (`fw_refused` with a `reason`). Summary only.
     pub fw_unmodelled: u64,
     /// Shared receive queues (0x6b0..0x6c7, `srq::SrqCounters`).

@@ -1,7 +1,8 @@
 //! Completion queues (§5.1–5.3): 32-byte CQEs, the doorbell record that
 //! holds the consumer index, arming through the UAR CQ doorbell, and the
 //! overrun: an async CQ_ERROR event, after which the CQ writes nothing.
-//! The CQ table owns the CQs and executes SW2HW_CQ and HW2SW_CQ.
+//! The CQ table owns the CQs and executes SW2HW_CQ and HW2SW_CQ, and
+//! MODIFY_CQ (`modify`: resize, moderation).
 
 use crate::bytes::{addr40, be16, be32, be64, hex, put_be16, put_be32};
 use crate::command::{
@@ -18,6 +19,10 @@ use crate::qbuf::QueueBuf;
 use crate::timing::Read;
 use serde_json::json;
 use std::collections::BTreeMap;
+
+mod modify;
+
+pub use modify::CQE_OPCODE_RESIZE;
 
 pub const CQ_CTX_SIZE: usize = 0x40;
 
@@ -129,6 +134,12 @@ impl Cq {
 
     pub fn nent(&self) -> u32 {
         1 << self.log_size
+    }
+
+    /// (cq_max_count, cq_period) as SW2HW_CQ or MODIFY_CQ set them
+    /// (recorded, not applied: `modify`).
+    pub fn moderation(&self) -> (u16, u16) {
+        (be16(&self.ctx, 0x12), be16(&self.ctx, 0x10))
     }
 
     pub fn context(&self) -> [u8; CQ_CTX_SIZE] {

@@ -231,6 +231,9 @@ fn execute<M: GuestMemory, I: Irq>(
             *t.qps = QpTable::default();
             *t.mrs = MrTable::default();
         }
+        if r.opcode == op::UNMAP_ICM && res.is_ok() {
+            t.mrs.forget_unmapped(t.fw);
+        }
         crate::srq::commands::count_refused(env, r, &res);
         return res;
     }
@@ -239,6 +242,7 @@ fn execute<M: GuestMemory, I: Irq>(
         op::WRITE_MTT => t.mrs.write_mtt(env, r, t.fw),
         op::SW2HW_MPT => t.mrs.sw2hw_mpt(env, r, t.fw),
         op::HW2SW_MPT => t.mrs.hw2sw_mpt(env, r, t.fw),
+        op::SYNC_TPT => t.mrs.sync_tpt(env, r, t.fw),
         op::SW2HW_EQ => t.eqs.sw2hw(env, r, t.fw),
         op::HW2SW_EQ => {
             let cqs = &*t.cqs;
@@ -250,6 +254,7 @@ fn execute<M: GuestMemory, I: Irq>(
             let qps = &*t.qps;
             t.cqs.hw2sw(env, r, t.fw, |cqn| qps.uses_cq(cqn))
         }
+        op::MODIFY_CQ => t.cqs.modify(env, r, t.fw),
         op::RST2INIT_QP => t.qps.rst2init(env, t.cqs, n, r, t.fw),
         op::INIT2RTR_QP => {
             let states = (QpState::Init, QpState::Rtr);

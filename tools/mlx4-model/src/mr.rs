@@ -16,6 +16,10 @@
 //! driver must not change under the adapter; WRITE_MTT refuses to touch an
 //! entry an MPT in hardware ownership uses, so the snapshot always equals
 //! the table as far as WRITE_MTT goes.
+//!
+//! HW2SW_MPT writes the entry back into its dMPT slot in ICM with the
+//! status byte SW, where mainline's re-registration edits it and hands it
+//! back with SYNC_TPT (`rereg`).
 
 use crate::bytes::{be32, be64};
 use crate::command::{read_mailbox, write_mailbox, CmdError, CmdResult, CommandRequest};
@@ -28,7 +32,9 @@ use crate::layout::{
 };
 use crate::protocol::Code;
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+mod rereg;
 
 /// struct mlx4_mpt_entry, 64 bytes.
 pub const MPT_ENTRY_SIZE: usize = 0x40;
@@ -161,6 +167,10 @@ pub struct MrTable {
     /// log2 of INIT_HCA's MPT count (the index mask), from the first MPT
     /// command on; before it there is no MPT to name.
     log_mpts: u8,
+    /// MPTs HW2SW_MPT handed to software through their dMPT slot in ICM
+    /// (status SW), until SW2HW_MPT or SYNC_TPT takes them back or their
+    /// ICM page is unmapped (`rereg`).
+    parked: BTreeSet<u32>,
 }
 
 impl MrTable {
@@ -223,6 +233,10 @@ fn strict_refusal<M: GuestMemory, I: Irq>(
     e
 }
 
+/// A refused MPT entry: the status, and why when the model refuses what
+/// a real adapter's behaviour is unknown for (counted as `fw_unmodelled`).
+type Refused = (CmdError, Option<&'static str>);
+
 /// Parses a SW2HW_MPT mailbox for MPT `index` as
 /// `core/mr.c:mlx4_mr_enable` fills it, its pages from the MTT in ICM.
 fn parse_mpt<M: GuestMemory, I: Irq>(
@@ -231,7 +245,21 @@ fn parse_mpt<M: GuestMemory, I: Irq>(
     index: u32,
     b: &[u8],
 ) -> Result<Mpt, CmdError> {
-    let hca = fw.hca().ok_or(CmdError::BadSysState)?;
+    decode_mpt(env, fw, index, b).map_err(|(e, why)| match why {
+        Some(reason) => strict_refusal(env, index, reason, e),
+        None => e,
+    })
+}
+
+/// `parse_mpt`, the reason not yet counted: SW2HW_MPT's mailbox or
+/// (`rereg`) an entry SYNC_TPT takes from ICM.
+fn decode_mpt<M: GuestMemory, I: Irq>(
+    env: &mut Env<M, I>,
+    fw: &Firmware,
+    index: u32,
+    b: &[u8],
+) -> Result<Mpt, Refused> {
+    let hca = fw.hca().ok_or((CmdError::BadSysState, None))?;
     let flags = be32(b, 0x00);
     let key = be32(b, 0x08);
     let pd_flags = be32(b, 0x0c);
@@ -242,7 +270,7 @@ fn parse_mpt<M: GuestMemory, I: Irq>(
     // Firmware-reserved MPTs: mlx4's bitmap starts above them
     // (`core/mr.c:mlx4_init_mr_table`).
     if index >> LOG_RSVD_MPT == 0 {
-        return Err(CmdError::BadIndex);
+        return Err((CmdError::BadIndex, None));
     }
     let mask = if hca.log_mpt_sz >= 32 {
         u32::MAX
@@ -250,12 +278,12 @@ fn parse_mpt<M: GuestMemory, I: Irq>(
         (1u32 << hca.log_mpt_sz) - 1
     };
     if flags & flag::REGION == 0 || key & mask != index {
-        return Err(CmdError::BadParam);
+        return Err((CmdError::BadParam, None));
     }
     // Why refused: a fast-register MPT (`ib/mr.c:mlx4_ib_alloc_mr`, kernel
     // ULPs only) is filled by FMR WQEs the model does not execute.
     if pd_flags & PD_FLAG_FAST_REG != 0 {
-        return Err(strict_refusal(env, index, "fast_reg", CmdError::BadParam));
+        return Err((CmdError::BadParam, Some("fast_reg")));
     }
     let mut raw = [0u8; MPT_ENTRY_SIZE];
     raw.copy_from_slice(&b[..MPT_ENTRY_SIZE]);
@@ -263,7 +291,7 @@ fn parse_mpt<M: GuestMemory, I: Irq>(
     if flags & flag::PHYSICAL != 0 {
         // mlx4_mr_enable with no MTT (order < 0): mtt_addr 0.
         if mtt_addr != 0 || length == 0 || start.checked_add(length - 1).is_none() {
-            return Err(CmdError::BadParam);
+            return Err((CmdError::BadParam, None));
         }
         return Ok(Mpt {
             key,
@@ -278,16 +306,18 @@ fn parse_mpt<M: GuestMemory, I: Irq>(
         });
     }
     if length == 0 || length > 1 << LOG_MAX_MR_SIZE || start.checked_add(length).is_none() {
-        return Err(CmdError::BadParam);
+        return Err((CmdError::BadParam, None));
     }
     if !(STRICT_MIN_SHIFT..=STRICT_MAX_SHIFT).contains(&shift) {
-        return Err(CmdError::BadParam);
+        return Err((CmdError::BadParam, None));
     }
     let n = pages_spanned_of(start, length, shift);
     if n > crate::firmware::mtt::MAX_ENTRIES {
-        return Err(CmdError::BadParam);
+        return Err((CmdError::BadParam, None));
     }
-    let pages = fw.mr_pages(env, mtt_addr, shift, n)?;
+    let pages = fw
+        .mr_pages(env, mtt_addr, shift, n)
+        .map_err(|e| (e, None))?;
     Ok(Mpt {
         key,
         pd,
@@ -385,6 +415,7 @@ impl MrTable {
         }
         let mb = read_mailbox(env, r.in_param, MPT_ENTRY_SIZE)?;
         let mpt = parse_mpt(env, fw, index, &mb)?;
+        self.parked.remove(&index);
         env.trace.record("mpt", || {
             json!({"op": "sw2hw", "index": index, "key": mpt.key, "pd": mpt.pd,
                    "flags": mpt.flags, "start": mpt.start, "length": mpt.length,
@@ -395,8 +426,9 @@ impl MrTable {
         Ok(None)
     }
 
-    /// HW2SW_MPT: MPT in_mod back to software; opmod 0 returns the entry
-    /// in the out mailbox, opmod 1 has none.
+    /// HW2SW_MPT: MPT in_mod back to software, its entry written into its
+    /// dMPT slot in ICM with the status byte SW (`rereg`); opmod 0 also
+    /// returns the entry in the out mailbox, opmod 1 has none.
     pub(crate) fn hw2sw_mpt<M: GuestMemory, I: Irq>(
         &mut self,
         env: &mut Env<M, I>,
@@ -409,14 +441,21 @@ impl MrTable {
             return Err(CmdError::BadResState);
         };
         let raw = mpt.raw;
-        match r.op_mod {
-            0 => write_mailbox(env, r.out_param, &raw)?,
-            1 => {}
-            _ => return Err(CmdError::BadParam),
+        if r.op_mod > 1 {
+            return Err(CmdError::BadParam);
+        }
+        let in_icm = rereg::write_back(env, fw, index, &raw)?;
+        if r.op_mod == 0 {
+            write_mailbox(env, r.out_param, &raw)?;
         }
         self.mpts.remove(&index);
-        env.trace
-            .record("mpt", || json!({"op": "hw2sw", "index": index}));
+        if in_icm {
+            self.parked.insert(index);
+        }
+        env.trace.record(
+            "mpt",
+            || json!({"op": "hw2sw", "index": index, "icm": in_icm}),
+        );
         Ok(None)
     }
 }

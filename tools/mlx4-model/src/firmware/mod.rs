@@ -229,10 +229,6 @@ impl Firmware {
             op::CONF_SPECIAL_QP => Some(self.port.conf_special_qp(r).map(|()| None)),
             op::MAD_IFC => Some(mad_ifc(env, r)),
             op::DIAG_RPRT => Some(diag_rprt(env, r)),
-            // core/mr.c:mlx4_mr_hw_write_mpt (ib/mr.c:mlx4_ib_rereg_user_mr)
-            // after writing an MPT in ICM: nothing cached to flush, the
-            // model's MPTs are its own table (Documentation/mlx4-model.rst).
-            op::SYNC_TPT => Some(Ok(None)),
             _ => self.context_in_icm(r).err().map(Err),
         };
         if let Some(Err(e @ (CmdError::BadSysState | CmdError::IcmError))) = res {

@@ -34,7 +34,9 @@ impl Harness {
 }
 
 /// Where the tests' firmware area, auxiliary ICM and ICM pages "are": the
-/// model never touches them, so they need not be in the fake memory.
+/// model never touches them, so they need not be in the fake memory; but
+/// for the dMPT table's, where HW2SW_MPT writes the entry back
+/// (`DMPT_DMA`, `mr::rereg`).
 pub(crate) const FA_DMA: u64 = 0x4000_0000;
 pub(crate) const AUX_DMA: u64 = 0x5000_0000;
 pub(crate) const ICM_DMA: u64 = 0x6000_0000;
@@ -105,13 +107,17 @@ const FIRST_PAGES: [(u64, u64, u32); 3] = [
     (QPC_BASE, ICM_DMA + 0x2000, 0),
 ];
 
+/// Host memory of `Harness::new`'s dMPT table (64 KiB, in the fake
+/// memory).
+pub(crate) const DMPT_DMA: u64 = ICM_DMA + 0xc0_0000;
+
 /// Every table of the test profile whole (CQC and QPC 256 KiB, dMPT 64
 /// KiB), and the MTT's first two pages in memory: `Harness::new`'s ICM.
 const ALL_TABLES: [(u64, u64, u32); 5] = [
     (EQC_BASE, ICM_DMA, 0),
     (CQC_BASE, ICM_DMA + 0x40_0000, 6),
     (QPC_BASE, ICM_DMA + 0x80_0000, 6),
-    (DMPT_BASE, ICM_DMA + 0xc0_0000, 4),
+    (DMPT_BASE, DMPT_DMA, 4),
     (MTT_BASE, MTT_PAGE, 1),
 ];
 
@@ -146,6 +152,7 @@ fn init_hca_mapping(h: &mut Harness, mb: &[u8], pages: &[(u64, u64, u32)]) {
 /// entries of every page of the fake memory from `MTT_WINDOW` on.
 pub(crate) fn hca_up(h: &mut Harness) {
     h.dev.mem_mut().add_range(MTT_PAGE, 0x2000);
+    h.dev.mem_mut().add_range(DMPT_DMA, 0x1_0000);
     let mut mb = init_hca_mailbox();
     mb[0x12a] = h.dev.config().num_uars.trailing_zeros() as u8; // log_uar_sz
     init_hca_mapping(h, &mb, &ALL_TABLES);

@@ -178,6 +178,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         Just(op::MAP_EQ),
         Just(op::SW2HW_CQ),
         Just(op::HW2SW_CQ),
+        Just(op::MODIFY_CQ),
         Just(op::RST2INIT_QP),
         Just(op::INIT2RTR_QP),
         Just(op::RTR2RTS_QP),
@@ -189,6 +190,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         Just(op::WRITE_MTT),
         Just(op::SW2HW_MPT),
         Just(op::HW2SW_MPT),
+        Just(op::SYNC_TPT),
         any::<u16>().prop_map(|o| o & 0xfff),
     ];
     let key = || {

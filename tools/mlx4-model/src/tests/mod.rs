@@ -2,6 +2,7 @@
 //! guest memory, as a driver would.
 
 pub(crate) mod bringup;
+mod cq_modify;
 mod data_fault;
 mod device;
 mod fault;
@@ -13,6 +14,7 @@ mod mr;
 mod pma;
 mod receive;
 mod record;
+mod rereg;
 mod strict_atomic;
 mod strict_datapath;
 mod strict_mr;

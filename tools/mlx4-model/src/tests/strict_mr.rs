@@ -40,11 +40,13 @@ fn mpt(index: u32, access: u32, start: u64, length: u64, shift: u32, mtt: u64) -
     b
 }
 
-/// HCA up, the MTT page and the dMPT page of MPTs 256..319 mapped.
+/// HCA up, the MTT page and the dMPT page of MPTs 256..319 mapped (and
+/// in memory: HW2SW_MPT writes the entry back there).
 fn hca() -> Harness {
     let mut h = Harness::fresh();
     init_hca(&mut h);
     map_mtt(&mut h);
+    h.dev.mem_mut().add_range(ICM_DMA + 0x8000, 0x1000);
     let dmpt_page = DMPT_BASE + 0x100 * 64;
     assert_eq!(
         map(&mut h, op::MAP_ICM, &[(dmpt_page, ICM_DMA + 0x8000, 0)]),
