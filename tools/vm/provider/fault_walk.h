@@ -180,7 +180,7 @@ struct opcode {
 };
 
 extern const struct opcode opcodes[];
-#define NR_OPCODES	42
+#define NR_OPCODES	43
 
 enum kind { ALLOC, CMD };
 

@@ -2,11 +2,11 @@
 /*
  * The operations ibv_fault_walk fails (see fault_walk.h), each with what
  * it needs made first, without faults: a verbs context on mlx4_bf0 through
- * libibverbs and libmlx4, a PD, a CQ, a memory region, two RC QPs connected
- * to each other (the peer's QPN and the port's LID, what ibv_rc_pingpong
- * exchanges), a WQE posted through the driver's QP_POST method, a shared
- * receive queue and a QP on it, and the adapter bound and unbound through
- * sysfs.
+ * libibverbs and libmlx4, a PD, a CQ (made, and resized), a memory region,
+ * two RC QPs connected to each other (the peer's QPN and the port's LID,
+ * what ibv_rc_pingpong exchanges), a WQE posted through the driver's
+ * QP_POST method, a shared receive queue and a QP on it, and the adapter
+ * bound and unbound through sysfs.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -264,6 +264,12 @@ static int run_destroy_qp(struct world *w)
 	return err;
 }
 
+/* From make_cq's 16 entries (a ring of 32) to a ring of 128. */
+static int run_resize_cq(struct world *w)
+{
+	return ibv_resize_cq(w->cq, 64);
+}
+
 static int run_destroy_cq(struct world *w)
 {
 	int err = ibv_destroy_cq(w->cq);
@@ -364,6 +370,7 @@ const struct op ops[] = {
 	{ "alloc_pd", make_ctx, run_alloc_pd, NULL, undo_pd, NULL_ERRNO, 0, 0, NULL },
 	{ "reg_mr", make_buf, run_reg_mr, NULL, undo_mr, NULL_ERRNO, 0, 0, NULL },
 	{ "create_cq", make_ctx, run_create_cq, NULL, undo_cq, NULL_ERRNO, 0, 0, NULL },
+	{ "resize_cq", setup_cq, run_resize_cq, NULL, NULL, RET_ERRNO, 0, 0, NULL },
 	{ "create_qp", setup_pd_cq, run_create_qp, NULL, undo_qp, NULL_ERRNO,
 	  0, 0, NULL },
 	{ "create_srq", make_pd, run_create_srq, NULL, undo_srq, NULL_ERRNO,
