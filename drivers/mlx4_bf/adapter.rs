@@ -23,7 +23,7 @@ use crate::{
     hw::bf::{bar2::Bar2, writer::Writer},
     hw::firmware::Firmware,
     hw::memory::{
-        mr::{MappedRegion, MrTable},
+        mr::{MappedRegion, MrTable, Rereg, ReregError},
         recv_area::{Area, AREAS},
     },
     hw::queues::kernel_mem::QueueMem,
@@ -48,7 +48,7 @@ use events::EventRouter;
 use number_pool::NumberRange;
 pub(crate) use post::{Placement, Posted};
 use provider::QpnPool;
-pub(crate) use provider::{CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
+pub(crate) use provider::{errno, CqHandle, CqSpec, MttRange, QpHandle, QpSpec};
 use qp_table::QpTable;
 pub(crate) use srq::{SrqHandle, SrqSpec};
 
@@ -246,6 +246,22 @@ impl Adapter {
             (&fw.cmd, |first, pages: &[u64]| fw.write_mtt(first, pages)),
             pd,
             r,
+        )
+    }
+
+    /// Re-registers region `key` of protection domain `pd` in place
+    /// ([`MrTable::reregister`]).
+    pub(crate) fn reregister_mr(
+        &self,
+        pd: u32,
+        key: u32,
+        change: &Rereg<'_>,
+    ) -> Result<Mpt, ReregError> {
+        let fw = &*self.firmware;
+        self.mrs.lock().reregister(
+            (&fw.cmd, |first, pages: &[u64]| fw.write_mtt(first, pages)),
+            (pd, key),
+            change,
         )
     }
 

@@ -44,13 +44,15 @@ use crate::{
     hw::bf::bar2::Bar2,
     rdma::{
         self,
-        attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr},
+        attr::{
+            CqInit, DeviceAttr, MrChange, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr,
+        },
         counters::HwCounter,
         device::{DeviceInfo, NodeType, Retired, UnregisteredDevice},
         event::{Events, PortEvent, QpEvent, SrqEvent},
         mad::{MadIn, MadResult, MAD_SIZE},
         mmap::{IoRegion, MmapTable},
-        object::{Cq, Device, Pd, Qp, Srq, UContext},
+        object::{Cq, Device, Mr, Pd, Qp, Srq, UContext},
         qp_query::QpQuery,
         sysfs::{Identity, Text},
         udata::Udata,
@@ -74,10 +76,7 @@ const HW_COUNTERS: [HwCounter; stats::NAMES.len()] = {
 
 /// The errno of a refusal of the pure rules.
 fn errno(e: crate::verbs::VerbsError) -> Error {
-    match e {
-        crate::verbs::VerbsError::Invalid => EINVAL,
-        crate::verbs::VerbsError::NotSupported => crate::sys::errno::eopnotsupp(),
-    }
+    crate::adapter::errno(e)
 }
 
 /// The device's data: the adapter it drives, and its BAR2, whose UAR and
@@ -227,6 +226,15 @@ impl rdma::Driver for Provider {
         udata: &mut Udata<'_, Provider>,
     ) -> impl PinInit<Self::Mr, Error> {
         mr::MemoryRegion::new(pd, range, access, udata)
+    }
+
+    fn rereg_user_mr(
+        mr: &Mr<Self>,
+        change: &MrChange,
+        pd: &Pd<Self>,
+        udata: &mut Udata<'_, Provider>,
+    ) -> Result {
+        mr.data().rereg(change, pd, udata)
     }
 }
 

@@ -66,12 +66,12 @@ pub(crate) mod umem;
 
 use kernel::prelude::*;
 
-use attr::{CqInit, DeviceAttr, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr};
+use attr::{CqInit, DeviceAttr, MrChange, PortAttr, PortImmutable, QpAttr, QpCap, QpInit, SrqAttr};
 use counters::HwCounter;
 use mad::{MadIn, MadResult, MAD_SIZE};
 use mmap::MmapTable;
 use object::Device;
-use object::{Cq, Pd, Qp, Srq, UContext};
+use object::{Cq, Mr, Pd, Qp, Srq, UContext};
 use qp_query::QpQuery;
 use udata::Udata;
 
@@ -271,5 +271,19 @@ pub(crate) trait Driver: Sized + 'static {
         _udata: &mut Udata<'_, Self>,
     ) -> impl PinInit<Self::Mr, Error> {
         Err::<Self::Mr, _>(not_supported())
+    }
+
+    /// Changes a region in place, its keys kept (`ib_uverbs_rereg_mr()`):
+    /// what `change` names, on `pd` (its own PD, or the new one of a PD
+    /// change). The core holds the region's uobject exclusively for the
+    /// call and `pd`'s shared; on success it records the new PD, address
+    /// and length itself.
+    fn rereg_user_mr(
+        _mr: &Mr<Self>,
+        _change: &MrChange,
+        _pd: &Pd<Self>,
+        _udata: &mut Udata<'_, Self>,
+    ) -> Result {
+        Err(not_supported())
     }
 }

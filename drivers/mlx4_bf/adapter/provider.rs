@@ -38,10 +38,12 @@ use crate::{
 };
 
 /// The errno of a rule's refusal.
-pub(super) fn errno(e: VerbsError) -> Error {
+pub(crate) fn errno(e: VerbsError) -> Error {
     match e {
         VerbsError::Invalid => EINVAL,
         VerbsError::NotSupported => eopnotsupp(),
+        VerbsError::Access => EACCES,
+        VerbsError::Permission => EPERM,
     }
 }
 

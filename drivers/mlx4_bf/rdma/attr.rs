@@ -248,6 +248,28 @@ pub(crate) mod srq_mask {
     pub(crate) const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
 }
 
+/// What `ibv_rereg_mr()` changes of a region (`enum ib_mr_rereg_flags`),
+/// as the core checked it (`ib_uverbs_rereg_mr()`: some change, the
+/// rights valid, the new range's offset in its page the new address's).
+pub(crate) struct MrChange {
+    /// `IB_MR_REREG_TRANS`: the new `(start, length, iova)`.
+    pub(crate) range: Option<(u64, u64, u64)>,
+    /// `IB_MR_REREG_ACCESS`: the new `IB_ACCESS_*` rights. (A PD change,
+    /// `IB_MR_REREG_PD`, is the op's PD: the region's own without one.)
+    pub(crate) access: Option<u32>,
+}
+
+impl MrChange {
+    pub(super) fn from_raw(flags: i32, range: (u64, u64, u64), access: i32) -> Self {
+        let has = |f: i32| flags & f != 0;
+        MrChange {
+            range: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS as i32).then_some(range),
+            access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as i32)
+                .then_some(access as u32),
+        }
+    }
+}
+
 /// `enum ib_qp_create_flags`: what a QP is created with.
 pub(crate) mod qp_create {
     use kernel::bindings;

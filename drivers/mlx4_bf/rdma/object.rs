@@ -358,6 +358,21 @@ impl<T: Driver> Mr<T> {
         }
         Ok(mr)
     }
+
+    /// The region `mr` is, a `struct ib_mr` this layer made.
+    ///
+    /// # Safety
+    ///
+    /// `mr` is the `ib_mr` of a region [`Mr::new`] made for `T` (boxed,
+    /// its first field), not deregistered for `'a`.
+    pub(super) unsafe fn from_core<'a>(mr: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: The first field of a live `Mr<T>` (`repr(C)`, the contract).
+        unsafe { &*mr.cast::<Self>() }
+    }
+
+    pub(crate) fn data(&self) -> &T::Mr {
+        &self.data
+    }
 }
 
 // SAFETY: As the core-allocated objects.

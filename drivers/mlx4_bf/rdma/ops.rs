@@ -81,6 +81,7 @@ impl<T: Driver> Ops<T> {
             destroy_srq: gated!(T::HAS_CREATE_SRQ, E::<T>::destroy_srq),
             reg_user_mr: gated!(T::HAS_REG_USER_MR, E::<T>::reg_user_mr),
             dereg_mr: gated!(T::HAS_REG_USER_MR, E::<T>::dereg_mr),
+            rereg_user_mr: gated!(T::HAS_REREG_USER_MR, E::<T>::rereg_user_mr),
             size_ib_ucontext: UContext::<T>::SIZE,
             size_ib_pd: Pd::<T>::SIZE,
             size_ib_cq: Cq::<T>::SIZE,

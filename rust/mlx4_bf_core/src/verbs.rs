@@ -15,6 +15,11 @@ pub enum VerbsError {
     Invalid,
     /// `-EOPNOTSUPP`: something this provider (or mlx4_ib) does not do.
     NotSupported,
+    /// `-EACCES`: rights the memory was not pinned for
+    /// (`ib_umem_check_rereg()`).
+    Access,
+    /// `-EPERM`: as `Access`, where mlx4_ib checks it itself.
+    Permission,
 }
 
 /// `enum ib_qp_state`.
@@ -107,6 +112,32 @@ pub mod access {
     pub const REMOTE_READ: u32 = 1 << 2;
     pub const REMOTE_ATOMIC: u32 = 1 << 3;
     pub const MW_BIND: u32 = 1 << 4;
+
+    /// `ib_access_writable()`: memory with these rights may be written,
+    /// so it is pinned writable.
+    pub const fn writable(access: u32) -> bool {
+        access & (LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC | MW_BIND) != 0
+    }
+
+    /// `mlx4_ib_rereg_user_mr()`'s check of a region's new rights (`new`,
+    /// if they change) against the rights its memory was pinned with:
+    /// writable rights over memory pinned read-only are `-EACCES`
+    /// (`ib_umem_check_rereg()`) where the memory stays, `-EPERM` (its own
+    /// check, before it pins the new) where the translation changes too.
+    pub const fn rereg_check(
+        new: Option<u32>,
+        translation: bool,
+        pinned: u32,
+    ) -> Result<(), super::VerbsError> {
+        match new {
+            Some(a) if writable(a) && !writable(pinned) => Err(if translation {
+                super::VerbsError::Permission
+            } else {
+                super::VerbsError::Access
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// `IB_RATE_2_5_GBPS` of `enum ib_rate`.
@@ -134,6 +165,25 @@ pub enum IbEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rereg_rights_as_mlx4_ib_rereg_user_mr() {
+        use access::*;
+        let ro = REMOTE_READ;
+        // Writable rights over read-only memory: EACCES, EPERM with a new
+        // translation; the same rights, or memory pinned writable: fine.
+        assert_eq!(
+            rereg_check(Some(LOCAL_WRITE), false, ro),
+            Err(VerbsError::Access)
+        );
+        assert_eq!(
+            rereg_check(Some(REMOTE_ATOMIC), true, ro),
+            Err(VerbsError::Permission)
+        );
+        assert_eq!(rereg_check(Some(REMOTE_READ), false, ro), Ok(()));
+        assert_eq!(rereg_check(Some(REMOTE_WRITE), false, LOCAL_WRITE), Ok(()));
+        assert_eq!(rereg_check(None, true, ro), Ok(()));
+    }
 
     #[test]
     fn states_round_trip_and_map_as_to_mlx4_state() {

@@ -2,11 +2,11 @@
 /*
  * The operations ibv_fault_walk fails (see fault_walk.h), each with what
  * it needs made first, without faults: a verbs context on mlx4_bf0 through
- * libibverbs and libmlx4, a PD, a CQ (made, and resized), a memory region,
- * two RC QPs connected to each other (the peer's QPN and the port's LID,
- * what ibv_rc_pingpong exchanges), a WQE posted through the driver's
- * QP_POST method, a shared receive queue and a QP on it, and the adapter
- * bound and unbound through sysfs.
+ * libibverbs and libmlx4, a PD, a CQ (made, and resized), a memory region
+ * (made, and re-registered), two RC QPs connected to each other (the
+ * peer's QPN and the port's LID, what ibv_rc_pingpong exchanges), a WQE
+ * posted through the driver's QP_POST method, a shared receive queue and a
+ * QP on it, and the adapter bound and unbound through sysfs.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -126,6 +126,18 @@ static int run_reg_mr(struct world *w)
 	w->mr = ibv_reg_mr(w->pd, w->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE);
 	return w->mr ? 0 : failed();
+}
+
+/* Half of the buffer, new rights: new pages and MTT, the MPT swapped. */
+static int run_rereg_mr(struct world *w)
+{
+	errno = 0;
+	if (ibv_rereg_mr(w->mr, IBV_REREG_MR_CHANGE_TRANSLATION |
+			 IBV_REREG_MR_CHANGE_ACCESS, NULL, w->buf,
+			 BUF_SIZE / 2, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_READ))
+		return failed();
+	return 0;
 }
 
 static int run_create_cq(struct world *w)
@@ -369,6 +381,8 @@ const struct op ops[] = {
 	  NULL_ERRNO, 0, 0, NULL },
 	{ "alloc_pd", make_ctx, run_alloc_pd, NULL, undo_pd, NULL_ERRNO, 0, 0, NULL },
 	{ "reg_mr", make_buf, run_reg_mr, NULL, undo_mr, NULL_ERRNO, 0, 0, NULL },
+	{ "rereg_mr", make_mr, run_rereg_mr, NULL, NULL,
+	  "non-zero, errno set", 0, 0, NULL },
 	{ "create_cq", make_ctx, run_create_cq, NULL, undo_cq, NULL_ERRNO, 0, 0, NULL },
 	{ "resize_cq", setup_cq, run_resize_cq, NULL, NULL, RET_ERRNO, 0, 0, NULL },
 	{ "create_qp", setup_pd_cq, run_create_qp, NULL, undo_qp, NULL_ERRNO,

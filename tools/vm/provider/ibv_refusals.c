@@ -15,7 +15,8 @@
  * QPs until the device has no more. Queues past max_qp_wr are libmlx4's
  * own refusal (max_qp_wr leaves room for its spare WQEs, so queues of
  * max_qp_wr are made). A few results are what is made: a UD QP, those
- * queues, an SRQ and its armed limit, a resized CQ.
+ * queues, an SRQ and its armed limit, a resized CQ, a region re-registered
+ * (its keys kept).
  *
  * Usage: ibv_refusals [-d DEV]       (exit status 0 if every result is ok)
  */
@@ -335,6 +336,43 @@ static void exhaust(const char *name, enum kind k, int max, int held)
 	free(made);
 }
 
+/*
+ * ibv_rereg_mr in place, its keys kept, as mlx4_ib: new rights, then new
+ * memory; writable rights over memory pinned read-only are refused
+ * (EACCES, ib_umem_check_rereg()).
+ */
+static void mr_rereg(void)
+{
+	static char buf[8192] __attribute__((aligned(4096)));
+	struct ibv_mr *mr;
+	uint32_t lkey;
+	int err;
+
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		die("ibv_reg_mr", errno);
+	lkey = mr->lkey;
+	err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	check("mr_rereg_access_keeps_its_keys", !err && mr->lkey == lkey,
+	      "re-registered", err ? errno : 0);
+	err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			   buf + 4096, 4096, 0);
+	check("mr_rereg_translation_keeps_its_keys",
+	      !err && mr->lkey == lkey && mr->addr == buf + 4096,
+	      "re-registered", err ? errno : 0);
+	ibv_dereg_mr(mr);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		die("ibv_reg_mr read-only", errno);
+	errno = 0;
+	err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE);
+	expect("mr_rereg_writable_over_read_only_eacces", err != 0, errno,
+	       EACCES);
+	ibv_dereg_mr(mr);
+}
+
 /* A shared receive queue: made as mlx4_ib sizes it, its limit armed and
  * read back, and the refusals of mlx4_ib_create_srq()/_modify_srq() and of
  * the core (an SRQ a QP receives from is not destroyed).
@@ -405,7 +443,7 @@ int main(int argc, char **argv)
 	}
 	/* Every line at once, in order, whoever reads the pipe. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("KTAP version 1\n1..28\n");
+	printf("KTAP version 1\n1..31\n");
 	ctx = open_device(dev);
 	errno = ibv_query_device(ctx, &dev_attr);
 	if (errno)
@@ -422,6 +460,7 @@ int main(int argc, char **argv)
 	cq_refusals();
 	transitions();
 	mr_and_mmap_refusals();
+	mr_rereg();
 	/* Besides this context's PD and CQ. */
 	exhaust("pds_until_none_is_left", PD, dev_attr.max_pd, 1);
 	exhaust("cqs_until_none_is_left", CQ, dev_attr.max_cq, 1);

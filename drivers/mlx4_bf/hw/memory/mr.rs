@@ -62,6 +62,25 @@ pub(crate) struct MappedRegion<'a> {
     pub(crate) perm: u32,
 }
 
+/// What a re-registration changes of a region
+/// (`MrTable::reregister`).
+pub(crate) struct Rereg<'a> {
+    /// Its protection domain from now on (its own, or a new one).
+    pub(crate) pd: u32,
+    /// Its `region::perm()` bits from now on.
+    pub(crate) perm: u32,
+    /// New memory, if the translation changes (never a PHYSICAL region).
+    pub(crate) translation: Option<MappedRegion<'a>>,
+}
+
+/// Why a re-registration failed, and whether the region is still in the
+/// adapter as it was (`false`: out of it, its MTT given back, its key to
+/// be forgotten; the owner may unmap its pages).
+pub(crate) struct ReregError {
+    pub(crate) err: Error,
+    pub(crate) registered: bool,
+}
+
 /// What a context keeps of its region, to check its posts without the
 /// adapter's table.
 #[derive(Clone, Copy)]
@@ -271,6 +290,85 @@ impl MrTable {
             self.mtt.free(e.mpt.mtt as usize, e.pages);
         }
         Ok(())
+    }
+
+    /// Re-registers protection domain `owner`'s region `key` in place, its
+    /// key kept (`mlx4_ib_rereg_user_mr()`): the new MTT written first, then
+    /// HW2SW_MPT and SW2HW_MPT of the same slot with the new entry, then the
+    /// old MTT given back. The owner may unmap the old pages once this
+    /// returned `Ok` (a new translation), or unmap none.
+    pub(crate) fn reregister(
+        &mut self,
+        (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
+        (owner, key): (u32, u32),
+        change: &Rereg<'_>,
+    ) -> Result<Mpt, ReregError> {
+        let kept = |err| ReregError {
+            err,
+            registered: true,
+        };
+        let slot = region::key_slot(key) as usize;
+        let old = match self.entries.get(slot) {
+            Some(Some(e)) if e.mpt.key == key && e.owner == owner && e.pages != 0 => e.mpt,
+            _ => return Err(kept(ENOENT)),
+        };
+        let mut mpt = Mpt {
+            pd: change.pd,
+            perm: change.perm,
+            ..old
+        };
+        let mut pages = self.entries[slot].as_ref().map_or(0, |e| e.pages);
+        if let Some(r) = &change.translation {
+            check_pages(r.pages, r.page_shift).map_err(kept)?;
+            let first = self.mtt.alloc(r.pages.len()).ok_or(kept(ENOSPC))?;
+            if let Err(e) = write_mtt(first as u32, r.pages) {
+                self.mtt.free(first, r.pages.len());
+                return Err(kept(e));
+            }
+            (mpt.start, mpt.len, mpt.mtt, mpt.page_shift) =
+                (r.start, r.len, first as u32, r.page_shift);
+            pages = r.pages.len();
+        }
+        let new_mtt = change.translation.is_some().then_some((mpt.mtt, pages));
+        let give_back = |table: &mut Self| {
+            if let Some((first, n)) = new_mtt {
+                table.mtt.free(first as usize, n);
+            }
+        };
+        let mut st = cmd.lock();
+        if let Err(e) = mpt_destroy(cmd, &mut st, slot) {
+            drop(st);
+            give_back(self);
+            return Err(kept(e));
+        }
+        if let Err(err) = mpt_create(cmd, &mut st, slot, &mpt) {
+            // Out of the adapter: mlx4_ib's MR left in software ownership,
+            // which its deregistration does not take back.
+            drop(st);
+            give_back(self);
+            if let Some(e) = self.entries[slot].take() {
+                self.mtt.free(e.mpt.mtt as usize, e.pages);
+            }
+            return Err(ReregError {
+                err,
+                registered: false,
+            });
+        }
+        drop(st);
+        if let Some(e) = self.entries[slot].take() {
+            if new_mtt.is_some() {
+                self.mtt.free(e.mpt.mtt as usize, e.pages);
+            }
+        }
+        self.record(
+            slot,
+            Entry {
+                mpt,
+                owner: change.pd,
+                pages,
+            },
+        );
+        Ok(mpt)
     }
 
     /// At unbind, after `Firmware::shutdown()` returned every MPT: no region

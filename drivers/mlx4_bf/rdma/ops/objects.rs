@@ -14,7 +14,7 @@ use kernel::{
 
 use super::{super::not_supported, user, Entry};
 use crate::rdma::{
-    attr::{CqInit, QpAttr, QpCap, QpInit, QpType},
+    attr::{CqInit, MrChange, QpAttr, QpCap, QpInit, QpType},
     mmap::{self, MmapTable},
     object::{Cq, CtxData, Device, InCore, Mr, Pd, Qp, Srq, UContext},
     udata::Udata,
@@ -397,6 +397,42 @@ impl<T: Driver> Entry<T> {
             // SAFETY: The region is not moved out of its box: the box is
             // only turned into a pointer, and back in `dereg_mr`.
             Ok(mr) => unsafe { KBox::into_raw(Pin::into_inner_unchecked(mr)) }.cast(),
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is a region `reg_user_mr` returned, not deregistered (the core
+    /// holds its uobject exclusively for the call); `pd` a live PD of the
+    /// device (held shared); `udata` the call's udata, valid for the call.
+    #[allow(clippy::too_many_arguments, reason = "the core's op")]
+    pub(super) unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let done = (|| {
+            // SAFETY: A live region and PD of ours; the call's udata.
+            let (this, pd, udata) = unsafe {
+                (
+                    Mr::<T>::from_core(mr),
+                    Pd::<T>::from_core(pd),
+                    Udata::<T>::from_raw(udata),
+                )
+            };
+            let mut udata = user(udata)?;
+            let change = MrChange::from_raw(flags, (start, length, iova), access);
+            T::rereg_user_mr(this, &change, pd, &mut udata)
+        })();
+        match done {
+            // In place: the core keeps the region it has.
+            Ok(()) => core::ptr::null_mut(),
             Err(e) => e.to_ptr(),
         }
     }
