@@ -343,12 +343,14 @@ static void exhaust(const char *name, enum kind k, int max, int held)
  */
 static void mr_rereg(void)
 {
-	static char buf[8192] __attribute__((aligned(4096)));
+	char *buf = aligned_alloc(4096, 8192);
 	struct ibv_mr *mr;
 	uint32_t lkey;
 	int err;
 
-	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!buf)
+		die("aligned_alloc", ENOMEM);
+	mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		die("ibv_reg_mr", errno);
 	lkey = mr->lkey;
@@ -362,7 +364,7 @@ static void mr_rereg(void)
 	      !err && mr->lkey == lkey && mr->addr == buf + 4096,
 	      "re-registered", err ? errno : 0);
 	ibv_dereg_mr(mr);
-	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_READ);
+	mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_REMOTE_READ);
 	if (!mr)
 		die("ibv_reg_mr read-only", errno);
 	errno = 0;
@@ -371,6 +373,7 @@ static void mr_rereg(void)
 	expect("mr_rereg_writable_over_read_only_eacces", err != 0, errno,
 	       EACCES);
 	ibv_dereg_mr(mr);
+	free(buf);
 }
 
 /* A shared receive queue: made as mlx4_ib sizes it, its limit armed and
