@@ -147,12 +147,13 @@ static void qp_types_and_sizes(void)
 	made("ud_qp_is_made", &a);
 	/*
 	 * mlx4_ib's one create flag of a user QP; another the uverbs core
-	 * lets through, EOPNOTSUPP as over mainline.
+	 * lets through for UD (check_creation_flags()), EOPNOTSUPP as over
+	 * mainline.
 	 */
 	create_flags("qp_blocking_multicast_loopback_is_made",
 		     IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, 0);
-	create_flags("qp_scattering_fcs_eopnotsupp", IBV_QP_CREATE_SCATTER_FCS,
-		     EOPNOTSUPP);
+	create_flags("qp_padding_pci_writes_eopnotsupp",
+		     IBV_QP_CREATE_PCI_WRITE_END_PADDING, EOPNOTSUPP);
 	a = qp_attr(IBV_QPT_RAW_PACKET);
 	create_qp_refused("raw_packet_qp_eopnotsupp", &a, EOPNOTSUPP);
 	/* max_qp_wr leaves room for libmlx4's spare WQEs: the largest fits. */
