@@ -294,9 +294,10 @@ impl MrTable {
 
     /// Re-registers protection domain `owner`'s region `key` in place, its
     /// key kept (`mlx4_ib_rereg_user_mr()`): the new MTT written first, then
-    /// HW2SW_MPT and SW2HW_MPT of the same slot with the new entry, then the
-    /// old MTT given back. The owner may unmap the old pages once this
-    /// returned `Ok` (a new translation), or unmap none.
+    /// HW2SW_MPT and SW2HW_MPT of the same slot with the new entry (the old
+    /// one again if that fails), then the old MTT given back. The owner may
+    /// unmap the old pages once this returned `Ok` (a new translation), or
+    /// unmap none.
     pub(crate) fn reregister(
         &mut self,
         (cmd, write_mtt): (&CmdIf, impl Fn(u32, &[u64]) -> Result),
@@ -342,10 +343,16 @@ impl MrTable {
             return Err(kept(e));
         }
         if let Err(err) = mpt_create(cmd, &mut st, slot, &mpt) {
-            // Out of the adapter: mlx4_ib's MR left in software ownership,
-            // which its deregistration does not take back.
+            // The old entry back (its MTT and pages are still the owner's),
+            // so that nothing is lost; where that fails too, the region is
+            // out of the adapter, as mlx4_ib leaves its MR in software
+            // ownership, which its deregistration does not take back.
+            let restored = mpt_create(cmd, &mut st, slot, &old);
             drop(st);
             give_back(self);
+            if restored.is_ok() {
+                return Err(kept(err));
+            }
             if let Some(e) = self.entries[slot].take() {
                 self.mtt.free(e.mpt.mtt as usize, e.pages);
             }
