@@ -27,7 +27,8 @@
 #                                    (FUZZ_VERBS_OPS, FUZZ_PROCS, FUZZ_SEED)
 #   mlx4-bf.sh selftests             one boot: the kselftests (KTAP)
 #   mlx4-bf.sh suites                every boot of make test (posted writes,
-#                                    non-posted writes, nopat, upstream, provider),
+#                                    non-posted writes, nopat, upstream, provider,
+#                                    pyverbs on x86),
 #                                    and a total
 #   mlx4-bf.sh upstream              one boot: mainline mlx4_core + mlx4_ib against
 #                                    the model's strict firmware (KTAP)
@@ -412,8 +413,8 @@ provider() {
 # side (tools/vm/pyverbs/side_by_side.py: results/pyverbs-side-by-side.txt;
 # KTAP, one result per test: not ok where our provider does worse than
 # mainline and tools/vm/pyverbs/differences.txt does not say why; the tests
-# of not_run.txt are left out over both). x86_64 only: the root
-# reads no s390x binary index.
+# of not_run.txt are left out over both). make test's last suite on
+# x86_64, and only there: the root reads no s390x binary index.
 pyverbs() {
 	local dir=$OUT/pyverbs
 	[ "$ARCH" = x86_64 ] ||
@@ -437,13 +438,16 @@ pyverbs() {
 # non-posted writes (the model then sees the send queue as it was at each
 # MMIO write); on x86 every program again with `nopat`, where the memory
 # types of the driver's and the user's mappings are only what they state
-# (uncached; write-combining falls back to uncached).
+# (uncached; write-combining falls back to uncached); last, on x86,
+# rdma-core's own tests over mainline and ours side by side (pyverbs()).
 suites() {
 	local out passed=0 failed=0 skipped=0 rc=0 line p f k
 	out=$(mktemp)
 	# SUITES: some of them only, in this order (e.g. "posted provider").
-	for suite in ${SUITES:-build posted nonposted nopat upstream provider}; do
+	for suite in ${SUITES:-build posted nonposted nopat upstream provider pyverbs}; do
 		[ "$suite" = nopat ] && [ "$ARCH" = s390 ] && continue
+		# Debian's amd64 python3-pyverbs: the x86_64 guest only.
+		[ "$suite" = pyverbs ] && [ "$ARCH" = s390 ] && continue
 		# What must not build is the same Rust on both architectures.
 		[ "$suite" = build ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
@@ -455,6 +459,7 @@ suites() {
 			nopat)     KERNEL_APPEND=nopat ;;
 			upstream)  upstream; exit ;;
 			provider)  provider; exit ;;
+			pyverbs)   pyverbs; exit ;;
 			esac
 			selftests
 		) | tee "$out" || rc=1
