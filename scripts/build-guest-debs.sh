@@ -29,7 +29,8 @@
 # RDMAV_DRIVERS, there is no /etc/libibverbs.d in the guest).
 #
 # The packages are GUEST_DEBS of scripts/lib.sh (and PYVERBS_DEBS for
-# pyverbs), each pinned to a version
+# pyverbs), each pinned to a version (or the root's index's, where an
+# update replaced the pin)
 # (name=version), downloaded by apt-get download, which checks each .deb
 # against the SHA256 of trixie's signed Packages index, and unpacked with
 # dpkg-deb -x into one tree. Of it only PROGRAMS (below) are kept and the
@@ -116,6 +117,23 @@ trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 
 log "debs: Debian's $DEB_ARCH packages for $SET: ${DEBS[*]}"
+# A pin a stable or security update has since replaced is not in a newer
+# root's index (the mirror serves a suite's current versions only): the
+# index's version of that package instead, said in the log and in
+# versions. Any other package missing stops the download below.
+pins=()
+for pin in "${DEBS[@]}"; do
+	if ! apt-cache madison "${pin%%=*}" 2>/dev/null |
+		awk -F'|' -v v="${pin#*=}" '{ gsub(/ /, "", $2) } $2 == v { f = 1 } END { exit !f }'; then
+		now=$(apt-cache policy "${pin%%=*}" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+		if [ -n "$now" ] && [ "$now" != "(none)" ]; then
+			log "debs: ${pin%%=*} ${pin#*=} is not in the root's index any more: taking its $now"
+			pin=${pin%%=*}=$now
+		fi
+	fi
+	pins+=("$pin")
+done
+DEBS=("${pins[@]}")
 # apt-get download refuses a package or version the index does not list
 # and checks each file's hash against it. As root in the root: no _apt
 # sandbox user for the download directory.
