@@ -74,10 +74,8 @@ const HW_COUNTERS: [HwCounter; stats::NAMES.len()] = {
     list
 };
 
-/// The errno of a refusal of the pure rules.
-fn errno(e: crate::verbs::VerbsError) -> Error {
-    crate::adapter::errno(e)
-}
+// The errno of a refusal of the pure rules.
+use crate::adapter::errno;
 
 /// The device's data: the adapter it drives, and its BAR2, whose UAR and
 /// BlueFlame pages verbs contexts map.

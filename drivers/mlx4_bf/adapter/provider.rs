@@ -201,11 +201,7 @@ impl Adapter {
     /// completions to the adapter's EQ.
     pub(crate) fn create_cq(&self, spec: &CqSpec<'_>) -> Result<CqHandle> {
         self.user_uar(spec.uar)?;
-        let ring = (CQE_SIZE as u64).checked_shl(spec.log_entries.into());
-        let max_log = self.firmware.dev_cap.log_max_cq_sz;
-        if spec.log_entries > max_log || ring.is_none_or(|b| b > spec.mtt.bytes()) {
-            return Err(EINVAL);
-        }
+        self.check_cq_ring(spec.log_entries, spec.mtt)?;
         let fw = &*self.firmware;
         let mut st = fw.cmd.lock();
         if st.dead {
@@ -230,15 +226,22 @@ impl Adapter {
         Ok(CqHandle { cqn: p.cqn, slot })
     }
 
-    /// MODIFY_CQ (`mlx4_cq_resize()`): the CQ onto a ring of `1 <<
-    /// log_entries` CQEs in `mtt`'s pages. On return the device writes the
-    /// new ring, not the old; an error leaves it on the old.
-    pub(crate) fn resize_cq(&self, cq: &CqHandle, log_entries: u8, mtt: &MttRange) -> Result {
+    /// A ring of `1 << log_entries` CQEs: within the device's CQ size, and
+    /// in `mtt`'s pages.
+    fn check_cq_ring(&self, log_entries: u8, mtt: &MttRange) -> Result {
         let ring = (CQE_SIZE as u64).checked_shl(log_entries.into());
         if log_entries > self.firmware.dev_cap.log_max_cq_sz || ring.is_none_or(|b| b > mtt.bytes())
         {
             return Err(EINVAL);
         }
+        Ok(())
+    }
+
+    /// MODIFY_CQ (`mlx4_cq_resize()`): the CQ onto a ring of `1 <<
+    /// log_entries` CQEs in `mtt`'s pages. On return the device writes the
+    /// new ring, not the old; an error leaves it on the old.
+    pub(crate) fn resize_cq(&self, cq: &CqHandle, log_entries: u8, mtt: &MttRange) -> Result {
+        self.check_cq_ring(log_entries, mtt)?;
         let fw = &*self.firmware;
         let mut st = fw.cmd.lock();
         if st.dead {

@@ -135,16 +135,17 @@ impl MemoryRegion {
             None => None,
         };
         let pages = umem.as_ref().map(pages_of).transpose()?;
+        let perm = region::ib_access_perm(rights);
         let rereg = Rereg {
             pd: pd.data().pdn(),
-            perm: region::ib_access_perm(rights),
+            perm,
             translation: match (&change.range, &pages) {
                 (Some((_, len, iova)), Some(pages)) => Some(MappedRegion {
                     pages,
                     page_shift: PAGE_SHIFT,
                     start: *iova,
                     len: *len,
-                    perm: region::ib_access_perm(rights),
+                    perm,
                 }),
                 _ => None,
             },

@@ -274,14 +274,17 @@ impl MrTable {
         Ok(mpt)
     }
 
+    /// Protection domain `owner`'s region `key`, and its slot.
+    fn find(&self, owner: u32, key: u32) -> Option<(usize, &Entry)> {
+        let slot = region::key_slot(key) as usize;
+        let e = self.entries.get(slot)?.as_ref()?;
+        (e.mpt.key == key && e.owner == owner).then_some((slot, e))
+    }
+
     /// Takes protection domain `owner`'s region `key` out of the adapter;
     /// its owner may unmap its pages once this returned `Ok`.
     pub(crate) fn deregister(&mut self, cmd: &CmdIf, owner: u32, key: u32) -> Result {
-        let slot = region::key_slot(key) as usize;
-        match self.entries.get(slot) {
-            Some(Some(e)) if e.mpt.key == key && e.owner == owner => (),
-            _ => return Err(ENOENT),
-        }
+        let (slot, _) = self.find(owner, key).ok_or(ENOENT)?;
         // A failed HW2SW_MPT leaves the region to the adapter: its slot is
         // never reused (as a QP that would not reset).
         mpt_destroy(cmd, &mut cmd.lock(), slot)?;
@@ -308,9 +311,8 @@ impl MrTable {
             err,
             registered: true,
         };
-        let slot = region::key_slot(key) as usize;
-        let old = match self.entries.get(slot) {
-            Some(Some(e)) if e.mpt.key == key && e.owner == owner && e.pages != 0 => e.mpt,
+        let (slot, old, mut pages) = match self.find(owner, key) {
+            Some((slot, e)) if e.pages != 0 => (slot, e.mpt, e.pages),
             _ => return Err(kept(ENOENT)),
         };
         let mut mpt = Mpt {
@@ -318,7 +320,6 @@ impl MrTable {
             perm: change.perm,
             ..old
         };
-        let mut pages = self.entries[slot].as_ref().map_or(0, |e| e.pages);
         if let Some(r) = &change.translation {
             check_pages(r.pages, r.page_shift).map_err(kept)?;
             let first = self.mtt.alloc(r.pages.len()).ok_or(kept(ENOSPC))?;
