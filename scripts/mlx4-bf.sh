@@ -441,7 +441,7 @@ pyverbs() {
 # (uncached; write-combining falls back to uncached); last, on x86,
 # rdma-core's own tests over mainline and ours side by side (pyverbs()).
 suites() {
-	local out passed=0 failed=0 skipped=0 rc=0 line p f k
+	local out passed=0 failed=0 skipped=0 rc=0 line p f k started
 	out=$(mktemp)
 	# SUITES: some of them only, in this order (e.g. "posted provider").
 	for suite in ${SUITES:-build posted nonposted nopat upstream provider pyverbs}; do
@@ -451,6 +451,7 @@ suites() {
 		# What must not build is the same Rust on both architectures.
 		[ "$suite" = build ] && [ "$ARCH" = s390 ] && continue
 		log "suite: $suite"
+		started=$(date +%s)
 		(
 			case $suite in
 			build)     exec "$TOP/scripts/compile-fail.sh" "$KDIR" ;;
@@ -463,6 +464,7 @@ suites() {
 			esac
 			selftests
 		) | tee "$out" || rc=1
+		log "suite: $suite took $(($(date +%s) - started)) s"
 		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
 		[ -n "$line" ] || { rc=1; continue; }
 		read -r p _ f _ k _ <<<"${line//,/}"

@@ -41,6 +41,14 @@ class KtapTest(unittest.TestCase):
         k = parse("1..1\n[    1.0] ok 1 not a result\nok 1 real\n")
         self.assertEqual((k.passed, k.top_results), (1, 1))
 
+    def test_each_program_is_timed_from_the_result_before_it(self):
+        ticks = iter([10.0, 12.0, 40.0, 41.5])
+        k = Ktap(clock=lambda: next(ticks))
+        for line in "1..3\n    ok 1 leaf\nok 1 a\nok 2 slow\nok 3 quick\n".splitlines():
+            k.feed(line)
+        self.assertEqual(k.durations, [(2.0, "a"), (28.0, "slow"), (1.5, "quick")])
+        self.assertEqual(k.slowest(2), "slow 28.0 s, a 2.0 s")
+
 
 class ProblemTest(unittest.TestCase):
     def test_kernel_reports_are_problems(self):

@@ -211,9 +211,14 @@ class FileSaver:
 class Ktap:
     """A tolerant KTAP/TAP reader: counts leaf results, checks the top plan."""
 
-    def __init__(self):
+    def __init__(self, clock=time.monotonic):
         self.top_plan = None
         self.top_results = 0
+        # Where the time goes: each top-level result with the seconds since
+        # the one before it (or since the plan), for the slowest() summary.
+        self.clock = clock
+        self.mark = None
+        self.durations = []
         self.passed = self.failed = self.skipped = 0
         self.failures = []
         # Per indentation level: did a deeper result appear since the last one here?
@@ -224,6 +229,7 @@ class Ktap:
         m = PLAN_RE.match(line)
         if m and len(m.group(1)) == 0 and self.top_plan is None:
             self.top_plan = int(m.group(2))
+            self.mark = self.clock()
             return
         m = RESULT_RE.match(line)
         if not m:
@@ -234,6 +240,10 @@ class Ktap:
         directive = (m.group(5) or "").upper()
         if depth == 0:
             self.top_results += 1
+            now = self.clock()
+            if self.mark is not None:
+                self.durations.append((now - self.mark, name))
+            self.mark = now
         had_children = self.deeper_seen.pop(depth, False)
         child_failed = self.deeper_failed.pop(depth, False)
         for d in [d for d in self.deeper_seen if d > depth]:
@@ -257,6 +267,11 @@ class Ktap:
         else:
             self.failed += 1
             self.failures.append(name)
+
+    def slowest(self, count=5):
+        """The top-level results that took longest, as 'name 12.3 s, ...'."""
+        top = sorted(self.durations, key=lambda d: -d[0])[:count]
+        return ", ".join(f"{name} {secs:.1f} s" for secs, name in top)
 
 
 def main():
@@ -371,6 +386,8 @@ def run(cmd, args, models):
     for e in errors:
         print(f"vm: {e}", file=sys.stderr)
     print(f"vm: QEMU ran {elapsed:.1f} s", file=sys.stderr)
+    if args.ktap and ktap.durations:
+        print(f"vm: slowest: {ktap.slowest()}", file=sys.stderr)
     if args.ktap:
         failed = ktap.failed + (1 if errors and ktap.failed == 0 else 0)
         line = f"{ktap.passed} passed, {failed} failed"
