@@ -1,15 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Debian's own amd64 binaries of programs the x86_64 guest runs that cannot
-# be built here, with what they need to run there, as one of two sets:
-# rdma (the default), iproute2's rdma tool (rdma dev, link, resource,
-# statistic), for the upstream and provider boots; pyverbs, that and
-# python3 with rdma-core's Python bindings and tests (python3-pyverbs),
-# libibverbs and Debian's libmlx4, for make pyverbs. The mirror serves no source
-# tarball of iproute2 or of libmnl, which it links, so they are not built
+# Debian's own binaries of programs the guest runs that cannot be built
+# here, with what they need to run there, as one of two sets: rdma (the
+# default), iproute2's rdma tool (rdma dev, link, resource, statistic),
+# for the upstream and provider boots, amd64 for the x86_64 guest and
+# s390x for the s390x one; pyverbs (x86_64 only), that and python3 with
+# rdma-core's Python bindings and tests (python3-pyverbs), libibverbs and
+# Debian's libmlx4, for make pyverbs. The mirror serves no source tarball
+# of iproute2 or of libmnl, which it links, so they are not built
 # statically like rdma-core (scripts/build-rdma-core.sh); trixie's binary
-# packages are served, and the root has trixie's amd64 Packages index.
+# packages are served, of both architectures. The root has trixie's amd64
+# Packages index; for s390x this script reads the mirror's s390x index
+# into an apt state of its own (apt's Dir::State and Dir::Etc options: the
+# root's apt and dpkg are not touched), signed by the same archive keys.
 # The guest is a busybox initramfs without a libc: each program runs there
 # by the loader of its own glibc, which bin/NAME (a sh wrapper) calls with
 # --library-path naming the libraries beside it and --inhibit-cache (no
@@ -19,7 +23,7 @@
 #
 #   bin/NAME                   a wrapper: the loader, the library path, the program
 #   usr/bin/NAME, ...          the program, as its package installs it
-#   usr/lib/x86_64-linux-gnu/  the loader and the shared libraries the
+#   usr/lib/<triplet>/         the loader and the shared libraries the
 #                              programs need, each under its SONAME
 #   versions                   the packages, one line; the files kept
 # and in the pyverbs set also, whole (TREES): python's standard library,
@@ -29,8 +33,8 @@
 # RDMAV_DRIVERS, there is no /etc/libibverbs.d in the guest).
 #
 # The packages are GUEST_DEBS of scripts/lib.sh (and PYVERBS_DEBS for
-# pyverbs), each pinned to a version (or the root's index's, where an
-# update replaced the pin)
+# pyverbs), each pinned to a version (or the index's, where an update
+# replaced the pin)
 # (name=version), downloaded by apt-get download, which checks each .deb
 # against the SHA256 of trixie's signed Packages index, and unpacked with
 # dpkg-deb -x into one tree. Of it only PROGRAMS (below) are kept and the
@@ -44,24 +48,34 @@
 # providers) needs those files kept too, as roots of the closure (TREES,
 # PLUGINS).
 #
-# Cached in $CACHE/debroot-amd64-<set>-<key>, keyed by the pinned packages, this
-# script and the root's toolchain record; one build at a time (flock);
-# trees of other keys unused for a day are removed.
+# Cached in $CACHE/debroot-<debian arch>-<set>-<key>, keyed by the pinned
+# packages, this script and the root's toolchain record; one build at a
+# time (flock); trees of other keys unused for a day are removed.
 #
-# Usage: build-guest-debs.sh [rdma|pyverbs]     (ARCH=x86_64, inside the root)
+# Usage: build-guest-debs.sh [rdma|pyverbs]     (ARCH=x86_64 or s390, inside the root)
 
 source "$(dirname "$0")/lib.sh"
 
 SET=${1:-rdma}
 
 [ -n "${MLX4_BF_IN_ROOT:-}" ] || die "build-guest-debs.sh runs inside the toolchain root"
-[ "$ARCH" = x86_64 ] ||
-	die "build-guest-debs.sh: Debian's amd64 binaries are for the x86_64 guest only, not ARCH=$ARCH (the root reads no index of another architecture)"
 
-DEB_ARCH=amd64
-# Where the libraries are in the packages (trixie's are merged-/usr) and
-# in the output.
-LIBDIR=usr/lib/x86_64-linux-gnu
+# Per architecture: Debian's name for it; the rdma set's packages; where
+# the libraries are in the output and, in this order, in the packages
+# (trixie's are merged-/usr; libc6-s390x-cross keeps its own directory);
+# what file(1) says of its ELF files.
+case $ARCH in
+x86_64)	DEB_ARCH=amd64
+	RDMA_DEBS=("${GUEST_DEBS[@]}")
+	LIBDIR=usr/lib/x86_64-linux-gnu
+	LIBDIRS=("$LIBDIR")
+	ELF_KIND='ELF 64-bit LSB .*x86-64' ;;
+s390)	DEB_ARCH=s390x
+	RDMA_DEBS=("${GUEST_DEBS_S390X[@]}")
+	LIBDIR=usr/lib/s390x-linux-gnu
+	LIBDIRS=("$LIBDIR" usr/s390x-linux-gnu/lib)
+	ELF_KIND='ELF 64-bit MSB .*S/390' ;;
+esac
 PYTHON=python3.13
 # Per set: the packages; the programs kept, as their packages install
 # them, each with bin/NAME; directories kept whole (their ELF files are
@@ -71,9 +85,11 @@ TREES=()
 PLUGINS=()
 case $SET in
 rdma)
-	DEBS=("${GUEST_DEBS[@]}")
+	DEBS=("${RDMA_DEBS[@]}")
 	PROGRAMS=(usr/bin/rdma) ;;
 pyverbs)
+	[ "$ARCH" = x86_64 ] ||
+		die "build-guest-debs.sh: the pyverbs set is for the x86_64 guest only (python under s390x TCG is not run)"
 	DEBS=("${GUEST_DEBS[@]}" "${PYVERBS_DEBS[@]}")
 	PROGRAMS=(usr/bin/rdma "usr/bin/$PYTHON")
 	TREES=("usr/lib/$PYTHON" usr/lib/python3/dist-packages/pyverbs usr/share/doc/rdma-core/tests)
@@ -117,17 +133,40 @@ trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 
 log "debs: Debian's $DEB_ARCH packages for $SET: ${DEBS[*]}"
+# The index: the root's own for amd64; for another architecture the
+# mirror the root reads (its sources.list), that architecture only, in an
+# apt state under $work (no status file: nothing counts as installed).
+# The suite alone: the pins are trixie's (point releases update it), and
+# the mirror's -updates index has been seen mid-sync (a size mismatch).
+APT=()
+if [ "$DEB_ARCH" != "$(dpkg --print-architecture)" ]; then
+	mirror=$(sed -n 's/^deb \[[^]]*\] \([^ ]*\) .*/\1/p' /etc/apt/sources.list | head -n1)
+	[ -n "$mirror" ] || die "debs: no mirror in the root's /etc/apt/sources.list"
+	suite=$(sed -n 's/^deb \[[^]]*\] [^ ]* \([^ ]*\) main$/\1/p' /etc/apt/sources.list | head -n1)
+	mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
+	printf 'deb [arch=%s] %s %s main\n' "$DEB_ARCH" "$mirror" "$suite" >"$work/apt/sources.list"
+	: >"$work/apt/status"
+	APT=(-o "APT::Architecture=$DEB_ARCH" -o "APT::Architectures=$DEB_ARCH"
+		-o "Dir::Etc::SourceList=$work/apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+		-o "Dir::State::Lists=$work/apt/lists" -o "Dir::State::status=$work/apt/status"
+		-o "Dir::Cache=$work/apt/cache" -o Acquire::Retries=3 -o APT::Sandbox::User=root)
+	apt-get "${APT[@]}" update -q >"$work/update.log" 2>&1 || {
+		cat "$work/update.log" >&2
+		die "debs: reading the mirror's $DEB_ARCH index ($mirror $suite) failed"
+	}
+	log "debs: the mirror's $DEB_ARCH index: $mirror $suite"
+fi
 # A pin a stable or security update has since replaced is not in a newer
-# root's index (the mirror serves a suite's current versions only): the
+# index (the mirror serves a suite's current versions only): the
 # index's version of that package instead, said in the log and in
 # versions. Any other package missing stops the download below.
 pins=()
 for pin in "${DEBS[@]}"; do
-	if ! apt-cache madison "${pin%%=*}" 2>/dev/null |
+	if ! apt-cache "${APT[@]}" madison "${pin%%=*}" 2>/dev/null |
 		awk -F'|' -v v="${pin#*=}" '{ gsub(/ /, "", $2) } $2 == v { f = 1 } END { exit !f }'; then
-		now=$(apt-cache policy "${pin%%=*}" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+		now=$(apt-cache "${APT[@]}" policy "${pin%%=*}" 2>/dev/null | sed -n 's/^ *Candidate: //p')
 		if [ -n "$now" ] && [ "$now" != "(none)" ]; then
-			log "debs: ${pin%%=*} ${pin#*=} is not in the root's index any more: taking its $now"
+			log "debs: ${pin%%=*} ${pin#*=} is not in the $DEB_ARCH index any more: taking its $now"
 			pin=${pin%%=*}=$now
 		fi
 	fi
@@ -137,10 +176,10 @@ DEBS=("${pins[@]}")
 # apt-get download refuses a package or version the index does not list
 # and checks each file's hash against it. As root in the root: no _apt
 # sandbox user for the download directory.
-(cd "$work/dl" && apt-get download -q -o APT::Sandbox::User=root "${DEBS[@]}") \
+(cd "$work/dl" && apt-get "${APT[@]}" download -q -o APT::Sandbox::User=root "${DEBS[@]}") \
 	>"$work/download.log" 2>&1 || {
 	cat "$work/download.log" >&2
-	die "debs: apt-get download failed: a pin of GUEST_DEBS or PYVERBS_DEBS (scripts/lib.sh) not in the root's $DEB_ARCH index? (apt-cache policy NAME in the root)"
+	die "debs: apt-get download failed: a pin of GUEST_DEBS or PYVERBS_DEBS (scripts/lib.sh) not in the $DEB_ARCH index? (apt-cache policy NAME in the root, for amd64)"
 }
 # Each pin is one .deb of that name, version and architecture.
 for pin in "${DEBS[@]}"; do
@@ -178,8 +217,8 @@ in_ext() {
 	[ -f "$p" ] && [ ! -L "$p" ] && echo "$p"
 }
 elf_check() { # file
-	file -b "$1" | grep -q '^ELF 64-bit LSB .*x86-64' ||
-		die "debs: ${1#"$EXT"/} is not an x86-64 ELF file: $(file -b "$1")"
+	file -b "$1" | grep -q "^$ELF_KIND" ||
+		die "debs: ${1#"$EXT"/} is not a $DEB_ARCH ELF file: $(file -b "$1")"
 }
 needed() { # elf
 	readelf -dW "$1" | sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]$/\1/p'
@@ -229,7 +268,11 @@ while [ ${#queue[@]} -gt 0 ]; do
 	queue=("${queue[@]:1}")
 	for soname in $(needed "$elf"); do
 		[ -z "${have[$soname]:-}" ] || continue
-		lib=$(in_ext "$LIBDIR/$soname") ||
+		lib=
+		for dir in "${LIBDIRS[@]}"; do
+			lib=$(in_ext "$dir/$soname") && break
+		done
+		[ -n "$lib" ] ||
 			die "debs: $soname (NEEDED by ${elf#"$EXT"/}) is in none of the packages (${DEBS[*]}): add its package to the set's list in scripts/lib.sh"
 		elf_check "$lib"
 		[ "$(readelf -dW "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')" = "$soname" ] ||
@@ -270,7 +313,8 @@ EOF
 	chmod 0755 "$OUT/bin/$name"
 done
 
-# The tree runs here as in the guest (the root is amd64 too): pyverbs and
+# The tree runs here as in the guest (the root is amd64 too; pyverbs is
+# x86_64's only): pyverbs and
 # rdma-core's tests import (no device is needed to list them).
 if [ "$SET" = pyverbs ]; then
 	n=$(cd "$OUT/usr/share/doc/rdma-core" && "$OUT/bin/python3" tests/run_tests.py --list-tests 2>&1 |

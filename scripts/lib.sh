@@ -17,11 +17,15 @@ QEMU_SRC_VERSION=${QEMU_SRC_VERSION:-1:10.2.2+ds-1}
 RDMA_CORE_SRC_VERSION=56.1-1
 PERFTEST_SRC_VERSION=25.01.0+0.80-1
 PCIUTILS_SRC_VERSION=1:3.13.0-2
-# Debian's trixie amd64 binary packages of what the x86_64 guest runs with
-# its own loader (scripts/build-guest-debs.sh): iproute2's rdma and the
-# packages of its ELF NEEDED closure (libmnl.so.0, libcap.so.2, libc.so.6
-# with the loader ld-linux-x86-64.so.2), name=version.
+# Debian's trixie binary packages of what the guest runs with its own
+# loader (scripts/build-guest-debs.sh), amd64 or s390x as the guest is:
+# iproute2's rdma and the packages of its ELF NEEDED closure (libmnl.so.0,
+# libcap.so.2, libc.so.6 with the loader, ld-linux-x86-64.so.2 or
+# ld64.so.1), name=version. s390x's glibc is libc6-s390x-cross, trixie's
+# glibc 2.41 for s390x as the root's cross gcc links it (the index's s390x
+# libc6 2.41-12+deb13u5 is not served by the mirror: 404).
 GUEST_DEBS=(iproute2=6.15.0-1 libmnl0=1.0.5-3 libcap2=1:2.75-10+deb13u1+b3 libc6=2.41-12+deb13u5)
+GUEST_DEBS_S390X=(iproute2=6.15.0-1 libmnl0=1.0.5-3 libcap2=1:2.75-10+deb13u1+b3 libc6-s390x-cross=2.41-11cross1)
 # On top of them, for the pyverbs boot (make pyverbs): python3 and its
 # standard library, rdma-core's Python bindings and tests (python3-pyverbs,
 # the same rdma-core 56.1 as the static tools), libibverbs with Debian's

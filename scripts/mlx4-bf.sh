@@ -206,6 +206,8 @@ versions() {
 	echo "toolchain: rdma-core: Debian's sources rdma-core $RDMA_CORE_SRC_VERSION, perftest $PERFTEST_SRC_VERSION (static, scripts/build-rdma-core.sh)"
 	if [ "$ARCH" = x86_64 ]; then
 		echo "toolchain: guest debs: Debian's amd64 ${GUEST_DEBS[*]} (scripts/build-guest-debs.sh)"
+	else
+		echo "toolchain: guest debs: Debian's s390x ${GUEST_DEBS_S390X[*]} (scripts/build-guest-debs.sh)"
 	fi
 	if [ "$ARCH" = s390 ]; then
 		sed -n 's/^\(s390x-gcc\): /toolchain: &/p' /etc/mlx4-bf-toolchain
@@ -265,7 +267,7 @@ guest_cc() {
 # Mainline's side of the guest, in DIR: mlx4_core and mlx4_ib from the kernel
 # build (the RDMA core and ib_uverbs are built in: configs/), rdma-core's
 # tools and perftest (static, scripts/build-rdma-core.sh) in DIR/rdma/bin,
-# on x86_64 Debian's rdma tool in DIR/debroot (guest_debroot), the guest
+# Debian's rdma tool in DIR/debroot (guest_debroot), the guest
 # scripts of tools/vm/upstream and its system call counter (syscount.c: the
 # guest has no strace).
 mainline_dir() { # dir [debs set: rdma]
@@ -286,12 +288,11 @@ mainline_dir() { # dir [debs set: rdma]
 }
 
 # Debian's rdma tool (iproute2) with its own loader and libraries
-# (scripts/build-guest-debs.sh; the set pyverbs adds python3 and pyverbs) in
-# DIR/debroot, the guest's /work/debroot; on x86_64 only: they are amd64
-# binaries (lib.sh's rdma_tool_checks skip without them).
+# (scripts/build-guest-debs.sh: amd64 or s390x binaries, as the guest is;
+# the set pyverbs, x86_64's only, adds python3 and pyverbs) in
+# DIR/debroot, the guest's /work/debroot.
 guest_debroot() { # dir [set: rdma]
 	local debs
-	[ "$ARCH" = x86_64 ] || return 0
 	debs=$("$TOP/scripts/build-guest-debs.sh" "${2:-rdma}")
 	cp -a "$debs" "$1/debroot"
 }

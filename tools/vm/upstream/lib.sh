@@ -145,8 +145,8 @@ pma_check() { # dev
 
 # Debian's rdma tool (iproute2: scripts/build-guest-debs.sh, with its own
 # loader and libraries in /work/debroot) on RDMA device $1, as
-# RDMA_TOOL_RESULTS results, each a SKIP where the tree is missing (the
-# s390x guest: Debian's binaries are amd64 only): the device and its port
+# RDMA_TOOL_RESULTS results, each a SKIP where the tree is missing (a
+# guest built without scripts/build-guest-debs.sh): the device and its port
 # as the RDMA core's netlink reports them, and the resources of a process
 # with a live QP: an ibv_rc_pingpong server has made its PD, MR, CQ and RC
 # QP (moved to INIT) and waits for a client that never comes.
@@ -171,7 +171,7 @@ rdma_tool_checks() { # device
 		for t in rdma_dev_show_names_the_device rdma_link_show_port1_active \
 			rdma_res_show_qp_lists_the_rc_qp rdma_res_show_cq rdma_res_show_pd \
 			rdma_res_show_mr rdma_statistic_answers; do
-			skip $t "no $RDMA_TOOL (Debian's amd64 binaries: x86_64 guests only)"
+			skip $t "no $RDMA_TOOL (scripts/build-guest-debs.sh)"
 		done
 		return 0
 	fi
