@@ -104,7 +104,7 @@ pub struct Global {
     /// DMA): error CQE LOCAL_PROT_ERR.
     pub gather_errors: u64,
     /// SENDs refused on the receiver for a scatter it may not write (lkey
-    /// or DMA): error CQEs LOCAL_PROT_ERR / REMOTE_ACCESS_ERR.
+    /// or DMA): error CQEs LOCAL_PROT_ERR / REMOTE_OP_ERR.
     pub scatter_errors: u64,
     /// SENDs the receiver could not take because its doorbell record or
     /// receive WQE could not be read: REMOTE_OP_ERR.

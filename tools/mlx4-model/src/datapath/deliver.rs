@@ -286,10 +286,14 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
             Err(Refused::Unreadable) => {
                 return Err(self.receive_failed(s, d, "its receive WQE cannot be read"));
             }
+            // The receive WQE's own key is the responder's local error:
+            // the requester's NAK is Remote Operational Error, not an
+            // rkey's Remote Access Error (rdma-core's test_mr_rereg_pd
+            // and _addr expect it of every provider).
             Err(Refused::Scatter) => {
                 self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-                self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_ACCESS_ERR);
-                return Err(syndrome::REMOTE_ACCESS_ERR);
+                self.delivery_failed(s, d, "scatter key", syndrome::REMOTE_OP_ERR);
+                return Err(syndrome::REMOTE_OP_ERR);
             }
         };
         if payload.len() as u64 > rq::capacity(&l.segs) {
@@ -301,8 +305,8 @@ impl<M: GuestMemory, I: Irq> Engine<'_, M, I> {
         if self.scatter(d, &l, 0, payload, "payload").is_err() {
             self.env.counters.global.scatter_errors += 1;
             self.receive_error(d, ci, syndrome::LOCAL_PROT_ERR);
-            self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_ACCESS_ERR);
-            return Err(syndrome::REMOTE_ACCESS_ERR);
+            self.delivery_failed(s, d, "scatter DMA", syndrome::REMOTE_OP_ERR);
+            return Err(syndrome::REMOTE_OP_ERR);
         }
         let cqe = recv_cqe(s, d, ci, c, wqe_bytes, payload.len() as u64);
         let one_way = self.received(d, ci, cqn, cqe, c.solicited(), start);

@@ -370,7 +370,7 @@ fn a_scatter_without_local_write_is_refused() {
     let w = Harness::inline_send(QPN, 0, b"w", true);
     post(&mut h, QPN, QP_BUF, 0, &w);
     assert_eq!(err(&h.recv_cqe(0)), (QPN, 0, 0x04, 0x1e));
-    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x13, 0x5e));
+    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x14, 0x5e));
     assert_eq!(h.mem(dma(VA), 1), [0], "nothing written");
     assert_eq!(fault_reasons(&h), [("scatter".into(), "permission".into())]);
     assert_eq!((h.diag_read(0x5a0), h.diag_read(0x548)), (1, 1));

@@ -288,7 +288,8 @@ fn receive_length_error() {
 }
 
 /// Rule d: a receive segment with an lkey the model refuses:
-/// LOCAL_PROT_ERR on the receiver, REMOTE_ACCESS_ERR on the sender.
+/// LOCAL_PROT_ERR on the receiver, REMOTE_OP_ERR on the sender (the
+/// responder's local error, not an rkey's REMOTE_ACCESS_ERR).
 #[test]
 fn refused_scatter_lkey() {
     let mut h = Harness::pair();
@@ -296,7 +297,7 @@ fn refused_scatter_lkey() {
     let wqe = Harness::inline_send(QPN, 0, b"k", true);
     post(&mut h, QPN, QP_BUF, 0, &wqe);
     assert_eq!(err(&recv2_cqe(&h, 0)), (QPN2, 0, 0x04, 0x1e));
-    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x13, 0x5e));
+    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x14, 0x5e));
     assert_eq!(h.diag_read(0x548), 1);
     assert_eq!(h.mem(RECV2_BUF, 1), [0]);
     assert!(h.error_codes().is_empty());
@@ -306,7 +307,7 @@ fn refused_scatter_lkey() {
     h.post_recv(QP2_BUF, 0, 256, RESERVED_LKEY, 0x8000_0000);
     let wqe = Harness::inline_send(QPN, 0, b"u", true);
     post(&mut h, QPN, QP_BUF, 0, &wqe);
-    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x13, 0x5e));
+    assert_eq!(err(&h.cqe(0)), (QPN, 0, 0x14, 0x5e));
     assert_eq!(err(&recv2_cqe(&h, 0)), (QPN2, 0, 0x04, 0x1e));
     assert_eq!(h.error_codes(), ["dma_unmapped"]);
     h.check_invariants(false);
