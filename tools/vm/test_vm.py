@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 from trace_view import command_sequence
-from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap, adapter_args
+from vm import KERNEL_PROBLEM_RE, FileSaver, Ktap, adapter_args, symbolize
 
 
 def parse(text):
@@ -48,6 +48,21 @@ class KtapTest(unittest.TestCase):
             k.feed(line)
         self.assertEqual(k.durations, [(2.0, "a"), (28.0, "slow"), (1.5, "quick")])
         self.assertEqual(k.slowest(2), "slow 28.0 s, a 2.0 s")
+
+
+class SymbolizeTest(unittest.TestCase):
+    def test_s390_psws_and_x86_rips_name_their_function(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".map") as m:
+            m.write("0000000000100000 T _stext\n0000000000100200 t arch_cpu_idle\n"
+                    "0000000000100400 D some_data\nffffffff81000000 T x86_start\n")
+            m.flush()
+            text = ("CPU#0\nPSW=mask 0706000180000000 addr 0000000000100210 cc 00\n"
+                    "RIP=ffffffff81000010 RFL=00000002\n")
+            self.assertEqual(symbolize(text, m.name),
+                             ["0x100210 arch_cpu_idle+0x10", "0xffffffff81000010 x86_start+0x10"])
+
+    def test_no_map_no_names(self):
+        self.assertEqual(symbolize("PSW=mask 0 addr 10", "/nonexistent"), [])
 
 
 class ProblemTest(unittest.TestCase):

@@ -76,6 +76,12 @@ def adapter_args(args, sock, sock2=None):
     ] + devices
 
 
+def monitor_path():
+    """QEMU's human monitor socket for this run (vm.py asks it where the
+    CPUs are when QEMU does not exit after the guest's exit status)."""
+    return f"/tmp/mlx4-bf-mon-{os.getpid()}.sock"
+
+
 def qemu_command(args, sock, sock2=None):
     accel = "kvm" if args.accel == "kvm" else "tcg"
     if args.arch == "s390":
@@ -93,6 +99,7 @@ def qemu_command(args, sock, sock2=None):
     return head + [
         "-nodefaults", "-no-reboot", "-nographic",
         "-serial", "stdio", "-accel", accel,
+        "-monitor", f"unix:{monitor_path()},server=on,wait=off",
         "-smp", str(args.smp), "-m", args.memory,
     ] + (
         # One guest ns per instruction, no sleeping: guest timings are
@@ -274,6 +281,73 @@ class Ktap:
         return ", ".join(f"{name} {secs:.1f} s" for secs, name in top)
 
 
+# How long QEMU may take to exit once the guest has printed its exit status
+# (init.sh's reboot -f; -no-reboot turns it into QEMU exiting): a second or
+# two. Past it the kernel is stuck in its reboot path: where the CPUs are is
+# printed and the run fails then, not at the whole run's timeout.
+EXIT_GRACE = 60
+
+PC_RES = (re.compile(r"PSW=mask [0-9a-f]+ addr ([0-9a-f]+)"), re.compile(r"RIP=([0-9a-f]+)"))
+
+
+def monitor_query(path, command, wait=5.0):
+    """COMMAND's answer from QEMU's human monitor at PATH ('' if none)."""
+    import socket
+    out = b""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mon:
+            mon.settimeout(wait)
+            mon.connect(path)
+            while not out.endswith(b"(qemu) "):
+                out += mon.recv(65536) or b"(qemu) "
+            out = b""
+            mon.sendall(command.encode() + b"\n")
+            while not out.endswith(b"(qemu) "):
+                chunk = mon.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+    except OSError:
+        pass
+    return out.decode("utf-8", "replace").replace("\r", "")
+
+
+def symbolize(text, system_map):
+    """Each program counter in TEXT (an s390 PSW's address, x86's RIP) as
+    symbol+offset from SYSTEM_MAP's text symbols."""
+    symbols = []
+    try:
+        with open(system_map) as f:
+            for line in f:
+                addr, kind, name = line.split()[:3]
+                if kind in "tTwW":
+                    symbols.append((int(addr, 16), name))
+    except (OSError, ValueError):
+        return []
+    symbols.sort()
+    out = []
+    for pattern in PC_RES:
+        for m in pattern.finditer(text):
+            pc = int(m.group(1), 16)
+            best = None
+            for addr, name in symbols:
+                if addr > pc:
+                    break
+                best = (addr, name)
+            out.append(f"{pc:#x} {best[1]}+{pc - best[0]:#x}" if best else f"{pc:#x} ?")
+    return out
+
+
+def system_map_of(kernel):
+    """The System.map of the build whose image is KERNEL (arch/*/boot/bzImage)."""
+    d = os.path.dirname(os.path.abspath(kernel))
+    for _ in range(4):
+        if os.path.exists(os.path.join(d, "System.map")):
+            return os.path.join(d, "System.map")
+        d = os.path.dirname(d)
+    return ""
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -324,6 +398,19 @@ def main():
     finally:
         for model in models:
             model.stop()
+        if os.path.exists(monitor_path()):
+            os.unlink(monitor_path())
+
+
+def stuck_in_reboot(args):
+    """Print where the guest's CPUs are (QEMU's monitor), symbolized."""
+    regs = monitor_query(monitor_path(), "info registers -a")
+    print("vm: the guest's CPUs after its exit status, from QEMU's monitor:", file=sys.stderr)
+    for line in regs.splitlines():
+        if "PSW=" in line or "RIP=" in line or line.startswith("CPU#"):
+            print(f"vm:   {line.strip()}", file=sys.stderr)
+    for pc in symbolize(regs, system_map_of(args.kernel)):
+        print(f"vm:   pc {pc}", file=sys.stderr)
 
 
 def run(cmd, args, models):
@@ -355,11 +442,14 @@ def run(cmd, args, models):
             m = EXIT_RE.search(line)
             if m:
                 exit_status = int(m.group(1))
+                signal.alarm(EXIT_GRACE)
             if args.ktap:
                 ktap.feed(line)
         proc.wait()
     except TimeoutError:
         timed_out = True
+        if exit_status is not None:
+            stuck_in_reboot(args)
     finally:
         signal.alarm(0)
         if proc.poll() is None:
@@ -368,7 +458,10 @@ def run(cmd, args, models):
 
     elapsed = time.monotonic() - start
     errors = [e for model in models for e in model_errors(model, model.stop())]
-    if timed_out:
+    if timed_out and exit_status is not None:
+        errors.append(f"QEMU did not exit within {EXIT_GRACE} s of the guest's exit status "
+                      "(the kernel stuck in reboot: its CPUs above)")
+    elif timed_out:
         errors.append(f"timed out after {args.timeout} s")
     if exit_status is None:
         errors.append("the guest did not report an exit status (crash or hang?)")
