@@ -28,5 +28,15 @@ else
 	rc=$?
 fi
 echo "mlx4-bf-guest-exit: $rc"
+# Should the kernel not get through its reboot (QEMU would not exit: vm.py
+# fails the run a minute later), where every task sleeps (wchan) is on the
+# console first; user space still runs while the kernel shuts devices down.
+(
+	sleep 20
+	echo "mlx4-bf-guest: still not rebooted 20 s after the exit status; tasks and their wchan:"
+	for d in /proc/[0-9]*; do
+		echo "mlx4-bf-guest:   ${d#/proc/} $(cat "$d/comm" 2>/dev/null) $(cat "$d/wchan" 2>/dev/null) $(cut -d' ' -f3 "$d/stat" 2>/dev/null)"
+	done
+) &
 # -no-reboot turns the reset into QEMU exiting; x86 tinyconfig has no ACPI power-off.
 reboot -f
