@@ -6,6 +6,8 @@
 #                   module and show what it did
 #   make test       toolchain versions, host unit tests, then the selftests
 #                   in the guest
+#   make ci         what CI runs: the host tests, then make test of x86_64
+#                   and s390x at the same time
 #   make upstream   mainline mlx4_core and mlx4_ib against the model's
 #                   strict firmware, one boot (KTAP)
 #   make provider   our RDMA device, mlx4_bf0, under unmodified rdma-core
@@ -27,13 +29,16 @@ export KCONFIG
 
 RUN := scripts/mlx4-bf.sh
 
-.PHONY: compile-fail run test upstream provider pyverbs post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma debs module vm-run vm-shell clean
+.PHONY: compile-fail run test ci upstream provider pyverbs post-cost bench profile profile-post pingpong fuzz lint host-test versions setup setup-check kernel qemu rdma debs module vm-run vm-shell clean
 
 run:
 	@$(RUN) run
 
 test:
 	@$(RUN) test
+
+ci:
+	@$(RUN) ci
 
 upstream:
 	@$(RUN) upstream

@@ -8,7 +8,9 @@
 # comes from ./settings.
 #
 # MLX4_BF_PARAM_SETS="writer=1;writer=2" runs everything once per set of
-# module parameters, reloading mlx4_bf from $MLX4_BF_KO in between.
+# module parameters, reloading mlx4_bf from $MLX4_BF_KO in between, but
+# the programs of MLX4_BF_ONCE (names), whose rules no module parameter
+# changes, which run in the first set only.
 # MLX4_BF_TESTS="prog1 prog2" runs only those programs.
 #
 # After all of them, one more result, suite_invariants (mlx4_bf_invariants):
@@ -31,8 +33,13 @@ export MLX4_BF_PINS_AT_START
 sets=${MLX4_BF_PARAM_SETS:-}
 nsets=1
 [ -n "$sets" ] && nsets=$(echo "$sets" | tr ';' '\n' | wc -l)
+# The programs of MLX4_BF_ONCE among those run.
+once=0
+for p in ${MLX4_BF_ONCE:-}; do
+	case " $(echo $progs) " in *" ./$p "*) once=$((once + 1)) ;; esac
+done
 echo "KTAP version 1"
-echo "1..$(($(echo $progs | wc -w) * nsets + 1))"
+echo "1..$(($(echo $progs | wc -w) * nsets - once * (nsets - 1) + 1))"
 n=0
 failed=0
 
@@ -47,16 +54,20 @@ run_one() { # program name
 	esac
 }
 
-run_all() { # suffix
+run_all() { # suffix [first set: 1]
 	for prog in $progs; do
+		case " ${MLX4_BF_ONCE:-} " in
+		*" ${prog#./} "*) [ "${2:-}" = 1 ] || continue ;;
+		esac
 		run_one "$prog" "${prog#./}$1"
 	done
 }
 
 if [ -z "$sets" ]; then
-	run_all ""
+	run_all "" 1
 else
 	echo "$sets" | tr ';' '\n' >/tmp/param_sets
+	first=1
 	while read -r params; do
 		rmmod mlx4_bf 2>/dev/null
 		export MLX4_BF_PARAMS="$params"
@@ -71,7 +82,8 @@ else
 			sleep 0.2
 			i=$((i + 1))
 		done
-		run_all " [$params]"
+		run_all " [$params]" $first
+		first=0
 	done </tmp/param_sets
 fi
 run_one ./mlx4_bf_invariants suite_invariants
