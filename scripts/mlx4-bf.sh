@@ -6,13 +6,15 @@
 #   mlx4-bf.sh setup                 make the toolchain root, fetch the kernel source
 #   mlx4-bf.sh versions              print the root's toolchain versions
 #   mlx4-bf.sh test                  versions, host-test, suites
+#   mlx4-bf.sh ci                    host-test, then test of x86_64 and s390 at once (.ci/run)
 #   mlx4-bf.sh host-test             cargo test (pure rules, ABI, tools)
 #   mlx4-bf.sh kernel                build (or reuse) the test kernel; print its directory
 #   mlx4-bf.sh qemu                  build (or reuse) the s390x QEMU; print its path
 #   mlx4-bf.sh rdma                  build (or reuse) rdma-core and perftest for the
 #                                    guest (static); print their directory
-#   mlx4-bf.sh debs [pyverbs]        x86_64: Debian's rdma (iproute2) for the guest with
-#                                    its loader and libraries; print the directory
+#   mlx4-bf.sh debs [pyverbs]        Debian's rdma (iproute2) for the guest with its
+#                                    loader and libraries (pyverbs: x86_64, with python3
+#                                    and rdma-core's tests); print the directory
 #   mlx4-bf.sh pcistb-test           s390x: BlueFlame posts through PCISTB, checked
 #                                    by the model (fails on an unfixed QEMU)
 #   mlx4-bf.sh module                build drivers/mlx4_bf against it
@@ -48,7 +50,9 @@
 # QEMU_S390X=binary (another s390x QEMU, e.g. the root's unfixed one),
 # BENCH_CLOCK=icount|wall (make bench's cost table in instructions or time),
 # MLX4_BF_QP_POST_FUZZ_OPS=operations (the fuzzer in make test, per writer),
-# SUITES="posted provider" (make test: only those suites, in its order).
+# SUITES="posted provider" (make test: only those suites, in its order),
+# MLX4_BF_PARAM_SETS="writer=2" (the selftest boots' module parameter sets,
+# ";" between them; both writers by default).
 #
 # The guest's adapter is always the ConnectX-3 device model (tools/mlx4-model);
 # every boot keeps its analyzer trace in build/$KCONFIG/traces/.
