@@ -90,7 +90,7 @@ rdma)
 pyverbs)
 	[ "$ARCH" = x86_64 ] ||
 		die "build-guest-debs.sh: the pyverbs set is for the x86_64 guest only (python under s390x TCG is not run)"
-	DEBS=("${GUEST_DEBS[@]}" "${PYVERBS_DEBS[@]}")
+	DEBS=("${RDMA_DEBS[@]}" "${PYVERBS_DEBS[@]}")
 	PROGRAMS=(usr/bin/rdma "usr/bin/$PYTHON")
 	TREES=("usr/lib/$PYTHON" usr/lib/python3/dist-packages/pyverbs usr/share/doc/rdma-core/tests)
 	PLUGINS=("$LIBDIR/libibverbs/libmlx4-rdmav34.so=libmlx4-rdmav34.so") ;;
@@ -313,9 +313,9 @@ EOF
 	chmod 0755 "$OUT/bin/$name"
 done
 
-# The tree runs here as in the guest (the root is amd64 too; pyverbs is
-# x86_64's only): pyverbs and
-# rdma-core's tests import (no device is needed to list them).
+# The tree runs here as in the guest (the root is amd64, as the pyverbs
+# set is): pyverbs and rdma-core's tests import (no device is needed to
+# list them).
 if [ "$SET" = pyverbs ]; then
 	n=$(cd "$OUT/usr/share/doc/rdma-core" && "$OUT/bin/python3" tests/run_tests.py --list-tests 2>&1 |
 		grep -c '^tests\.test_') || true

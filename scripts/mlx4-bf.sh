@@ -227,8 +227,6 @@ versions() {
 		echo "toolchain: guest debs: Debian's amd64 ${GUEST_DEBS[*]} (scripts/build-guest-debs.sh)"
 	else
 		echo "toolchain: guest debs: Debian's s390x ${GUEST_DEBS_S390X[*]} (scripts/build-guest-debs.sh)"
-	fi
-	if [ "$ARCH" = s390 ]; then
 		sed -n 's/^\(s390x-gcc\): /toolchain: &/p' /etc/mlx4-bf-toolchain
 		echo "toolchain: qemu-s390x: Debian's qemu source $QEMU_SRC_VERSION + $(cd "$TOP" && echo tools/qemu/*.patch)"
 	fi

@@ -21,11 +21,13 @@ Like the kernel's kunit.py, QEMU runs with -nodefaults -no-reboot -nographic
 
 import argparse
 import base64
+import bisect
 import ctypes
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -292,7 +294,6 @@ PC_RES = (re.compile(r"PSW=mask [0-9a-f]+ addr ([0-9a-f]+)"), re.compile(r"RIP=(
 
 def monitor_query(path, command, wait=5.0):
     """COMMAND's answer from QEMU's human monitor at PATH ('' if none)."""
-    import socket
     out = b""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mon:
@@ -325,16 +326,13 @@ def symbolize(text, system_map):
     except (OSError, ValueError):
         return []
     symbols.sort()
+    addrs = [addr for addr, _ in symbols]
     out = []
     for pattern in PC_RES:
         for m in pattern.finditer(text):
             pc = int(m.group(1), 16)
-            best = None
-            for addr, name in symbols:
-                if addr > pc:
-                    break
-                best = (addr, name)
-            out.append(f"{pc:#x} {best[1]}+{pc - best[0]:#x}" if best else f"{pc:#x} ?")
+            i = bisect.bisect_right(addrs, pc) - 1
+            out.append(f"{pc:#x} {symbols[i][1]}+{pc - addrs[i]:#x}" if i >= 0 else f"{pc:#x} ?")
     return out
 
 
