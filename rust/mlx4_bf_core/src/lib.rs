@@ -9,6 +9,7 @@
 #![no_std]
 
 pub mod abi;
+pub mod comp_vector;
 pub mod cqe;
 pub mod eqe;
 pub mod ib_device;
