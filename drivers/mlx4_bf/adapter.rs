@@ -57,7 +57,7 @@ pub(crate) struct Resources {
     pub(crate) bar2: Bar2,
     /// `KERNEL_QPS` QP buffers of `QP_BUF_BYTES`.
     pub(crate) qp_pool: Coherent<[u8]>,
-    /// The EQ and CQ memory.
+    /// The EQs' and CQs' memory.
     pub(crate) queues: QueueMem,
     /// `KPING_ENDS` times `KPING_END_BYTES`: the kernel ping's buffers.
     pub(crate) kping_pool: Coherent<[u8]>,
@@ -97,9 +97,9 @@ pub(crate) struct Adapter {
     stats: DeviceStats,
     /// `/sys/kernel/debug/mlx4_bf<N>/`: the device's and each kernel context's counters.
     debugfs: Dir,
-    /// The command interface, the EQ and the posting gate.
+    /// The command interface, the EQs and the posting gate.
     firmware: Pin<KBox<Firmware>>,
-    /// The RDMA provider's events, from the EQ's handler to its dispatcher.
+    /// The RDMA provider's events, from the EQs' handlers to its dispatcher.
     router: Arc<EventRouter>,
     /// The RDMA provider's protection domains.
     #[pin]

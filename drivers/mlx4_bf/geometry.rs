@@ -50,9 +50,14 @@ pub(crate) const RCQ_ENTRIES: u32 = 1 << RCQ_LOG_ENTRIES;
 /// up to the profile's last CQ (`Firmware::cq_slots`).
 pub(crate) const FIRST_PROVIDER_CQ: usize = KERNEL_SEND_CQS + KERNEL_QPS;
 
-/// The adapter's one EQ.
+/// The EQs at most: the async EQ (MSI-X vector 0, mlx4_core's
+/// `MLX4_EQ_ASYNC`) and a completion EQ per further vector, one per CPU
+/// as far as the adapter's EQs allow (`mlx4_enable_msi_x()`).
+pub(crate) const MAX_EQS: usize = 8;
+/// Each EQ's ring.
 pub(crate) const EQ_LOG_ENTRIES: u32 = 8;
 pub(crate) const EQ_ENTRIES: u32 = 1 << EQ_LOG_ENTRIES;
+pub(crate) const EQ_RING_BYTES: usize = EQ_ENTRIES as usize * EQE_SIZE;
 /// `struct mlx4_eqe`.
 pub(crate) const EQE_SIZE: usize = 32;
 

@@ -314,7 +314,7 @@ impl IbRegistration {
             node_guid: u64::from_be_bytes(node.node_guid),
             node_desc: c"mlx4_bf ConnectX-3 (BlueFlame provider)",
             ports: 1,
-            comp_vectors: 1,
+            comp_vectors: adapter.comp_vectors(),
             driver_def: Some(&post::METHODS),
             identity: Some(identity),
         };

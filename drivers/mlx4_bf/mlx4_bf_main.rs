@@ -27,6 +27,9 @@
 #[path = "../../rust/mlx4_bf_core/src/abi.rs"]
 #[allow(unreachable_pub)]
 mod abi;
+#[path = "../../rust/mlx4_bf_core/src/comp_vector.rs"]
+#[allow(unreachable_pub)]
+mod comp_vector;
 #[path = "../../rust/mlx4_bf_core/src/cqe.rs"]
 #[allow(unreachable_pub)]
 mod cqe;

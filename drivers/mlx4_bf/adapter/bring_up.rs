@@ -2,7 +2,7 @@
 
 //! How an adapter is brought up at probe and taken down at unbind: the
 //! firmware (`hw/firmware.rs`), BAR2 and the memory of its queues and
-//! posts, its interrupt; and [`Running`], whose drop is the teardown.
+//! posts, its interrupts; and [`Running`], whose drop is the teardown.
 
 use kernel::{
     debugfs::Dir,
@@ -22,7 +22,8 @@ use kernel::{
 use super::{events::Routed, Adapter, EventRouter, NumberRange, QpTable, QpnPool, Resources};
 use crate::{
     geometry::{
-        FIRST_PROVIDER_CQ, KERNEL_QPN_END, KERNEL_QPS, KPING_ENDS, KPING_END_BYTES, QP_BUF_BYTES,
+        FIRST_PROVIDER_CQ, KERNEL_QPN_END, KERNEL_QPS, KPING_ENDS, KPING_END_BYTES, MAX_EQS,
+        QP_BUF_BYTES,
     },
     hw::{
         self,
@@ -41,22 +42,23 @@ use crate::{
     uar_alloc::{self, UarAllocator},
 };
 
-/// An adapter that is up: its interrupt registration, and the teardown
+/// An adapter that is up: its interrupt registrations, and the teardown
 /// (`Firmware::shutdown`) when unbound or when probe fails after bring-up.
 pub(crate) struct Running {
     pub(crate) adapter: Arc<Adapter>,
     /// For the teardown's last resort (`reset.rs`).
     pdev: ARef<pci::Device>,
-    irq: Option<Pin<KBox<irq::Registration<EqHandler>>>>,
+    /// A handler per MSI-X vector, vector `i` for EQ `i`.
+    irqs: KVec<Pin<KBox<irq::Registration<EqHandler>>>>,
 }
 
 impl Running {
-    /// At unbind: the handler is waited for through the bound device (not
-    /// `try_synchronize()`, which would wait inside an RCU section).
+    /// At unbind: the handlers are waited for through the bound device
+    /// (not `try_synchronize()`, which would wait inside an RCU section).
     pub(crate) fn shutdown(&self, dev: &kernel::device::Device<Bound>) {
         self.adapter.firmware.shutdown(
             || {
-                if let Some(irq) = self.irq.as_ref() {
+                for irq in &self.irqs {
                     let _ = irq.synchronize(dev);
                 }
             },
@@ -74,11 +76,9 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         // A no-op after unbind(). When probe fails after bring-up, the
-        // handler is waited for by freeing the interrupt (free_irq()).
-        let irq = &mut self.irq;
-        self.adapter
-            .firmware
-            .shutdown(|| drop(irq.take()), &self.pdev);
+        // handlers are waited for by freeing the interrupts (free_irq()).
+        let irqs = &mut self.irqs;
+        self.adapter.firmware.shutdown(|| irqs.clear(), &self.pdev);
         self.adapter.router.stop();
     }
 }
@@ -268,46 +268,78 @@ fn announce(
     );
 }
 
-/// The bring-up that needs the adapter: one MSI-X vector and its handler,
-/// then the EQ, the NOP's interrupt and port 1 (`Firmware::start`).
+/// The names of the EQs' interrupts in /proc/interrupts, by `Eq::index`
+/// (mlx4_core's are "mlx4-async@pci:…" and "mlx4-N@…").
+const IRQ_NAMES: [&CStr; MAX_EQS] = [
+    c"mlx4_bf-async",
+    c"mlx4_bf-comp0",
+    c"mlx4_bf-comp1",
+    c"mlx4_bf-comp2",
+    c"mlx4_bf-comp3",
+    c"mlx4_bf-comp4",
+    c"mlx4_bf-comp5",
+    c"mlx4_bf-comp6",
+];
+
+/// The bring-up that needs the adapter: an MSI-X vector and its handler
+/// per EQ (at least one: the async EQ then takes the completions too),
+/// then the EQs, the NOP's interrupt and port 1 (`Firmware::start`).
 fn start(pdev: &pci::Device<Core<'_>>, adapter: Arc<Adapter>) -> Result<Running> {
+    let wanted = adapter.firmware.eqs.wanted() as u32;
     let vectors = pdev
-        .alloc_irq_vectors(1, 1, pci::IrqTypes::default().with(pci::IrqType::MsiX))
+        .alloc_irq_vectors(1, wanted, pci::IrqTypes::default().with(pci::IrqType::MsiX))
         .inspect_err(|e| dev_err!(pdev.as_ref(), "no MSI-X vector: {:?}\n", e))?;
-    let irq = KBox::pin_init(
-        pdev.request_irq(
-            *vectors.start(),
-            irq::Flags::TRIGGER_NONE,
-            c"mlx4_bf",
-            Ok::<_, Error>(EqHandler {
-                adapter: adapter.clone(),
-            }),
-        ),
-        GFP_KERNEL,
-    )?;
+    let mut irqs = KVec::new();
+    for (index, vector) in pci::IrqVector::iter(&vectors).enumerate() {
+        let name = *IRQ_NAMES.get(index).ok_or(EINVAL)?;
+        let irq = KBox::pin_init(
+            pdev.request_irq(
+                vector,
+                irq::Flags::TRIGGER_NONE,
+                name,
+                Ok::<_, Error>(EqHandler {
+                    adapter: adapter.clone(),
+                    index,
+                }),
+            ),
+            GFP_KERNEL,
+        )?;
+        irqs.push(irq, GFP_KERNEL)?;
+    }
     // From here on a failure takes the device down again (Running's drop).
     let up = Running {
         adapter,
         pdev: pdev.into(),
-        irq: Some(irq),
+        irqs,
     };
     {
         let hw = up.adapter.resources.access(pdev.as_ref())?;
-        up.adapter.firmware.start(pdev.as_ref(), hw.bar2.uar())?;
+        let fw = &up.adapter.firmware;
+        fw.start(pdev.as_ref(), hw.bar2.uar(), up.irqs.len())?;
+        dev_info!(
+            pdev.as_ref(),
+            "{} EQs on as many MSI-X vectors: {} completion vectors\n",
+            fw.eqs.up().len(),
+            fw.eqs.comp_vectors()
+        );
     }
     Ok(up)
 }
 
-/// The MSI-X handler of the EQ.
+/// The MSI-X handler of EQ `index`.
 pub(crate) struct EqHandler {
     pub(crate) adapter: Arc<Adapter>,
+    index: usize,
 }
 
 impl irq::Handler for EqHandler {
     fn handle(&self, dev: &Device<Bound>) -> IrqReturn {
         let fw = &self.adapter.firmware;
         fw.stats.interrupt();
-        if !fw.eq.live.load(Acquire) {
+        let Some(eq) = fw.eqs.get(self.index) else {
+            return IrqReturn::None;
+        };
+        if !eq.live.load(Acquire) {
             return IrqReturn::Handled;
         }
         // The registration is dropped before the device's resources are
@@ -318,14 +350,12 @@ impl irq::Handler for EqHandler {
         let router = &self.adapter.router;
         let (mut kernel, mut provider) = (false, false);
         // An EQE the driver cannot read is a driver bug; still re-arm.
-        let _ = fw
-            .eq
-            .poll(&hw.queues, &fw.stats, |e| match router.record(e) {
-                Routed::KernelContexts => kernel = true,
-                Routed::Provider => provider = true,
-                Routed::Nothing => (),
-            });
-        let _ = fw.eq.arm(hw.bar2.uar());
+        let _ = eq.poll(&hw.queues, &fw.stats, |e| match router.record(e) {
+            Routed::KernelContexts => kernel = true,
+            Routed::Provider => provider = true,
+            Routed::Nothing => (),
+        });
+        let _ = eq.arm(hw.bar2.uar());
         if kernel {
             // Waiters look at their receive CQs; the CQ that fired is one of them.
             self.adapter.events.notify_all();

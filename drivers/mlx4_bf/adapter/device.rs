@@ -85,6 +85,11 @@ impl Adapter {
         port::smp(&fw.cmd, &mut fw.cmd.lock(), attr_id, attr_mod)
     }
 
+    /// Completion vectors (`Eqs::comp_vectors`).
+    pub(crate) fn comp_vectors(&self) -> u32 {
+        self.firmware.eqs.comp_vectors()
+    }
+
     /// NodeInfo: the GUIDs, vendor and hardware version.
     pub(crate) fn node_info(&self) -> Result<NodeInfo> {
         Ok(mad::node_info(&self.smp(mad::attr::NODE_INFO, 0)?))

@@ -101,6 +101,8 @@ pub(crate) struct CqSpec<'a> {
     pub(crate) db_rec: u64,
     /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.
     pub(crate) timestamp: bool,
+    /// Its completion vector (`Eqs::comp_eqn`).
+    pub(crate) vector: u32,
 }
 
 /// A CQ of the provider's in the device.
@@ -198,7 +200,7 @@ impl Adapter {
     }
 
     /// SW2HW_CQ of a CQ in user memory with `mlx4_cq_alloc()`'s context,
-    /// completions to the adapter's EQ.
+    /// completions to the EQ of its completion vector.
     pub(crate) fn create_cq(&self, spec: &CqSpec<'_>) -> Result<CqHandle> {
         self.user_uar(spec.uar)?;
         self.check_cq_ring(spec.log_entries, spec.mtt)?;
@@ -216,7 +218,7 @@ impl Adapter {
             cqn: fw.cqn(slot),
             log_entries: spec.log_entries.into(),
             uar: spec.uar,
-            eqn: fw.eq.eqn,
+            eqn: fw.eqs.comp_eqn(spec.vector),
             buf_mtt: spec.mtt.addr(),
             db_rec: spec.db_rec,
             log_page_size: spec.mtt.log_page_size(),

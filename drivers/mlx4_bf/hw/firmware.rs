@@ -2,7 +2,7 @@
 
 //! The adapter (a Mellanox function; in the test bed the vfio-user device
 //! model of Documentation/mlx4-model.rst): bring-up through the command
-//! interface, the EQ and its interrupt, the CQ and QP commands contexts
+//! interface, the EQs and their interrupts, the CQ and QP commands contexts
 //! need, and the teardown at unbind.
 //!
 //! Probe, as mainline mlx4_core brings a ConnectX up: 64-bit DMA masks;
@@ -11,14 +11,16 @@
 //! `CmdIf::sync_toggle`); QUERY_FW (cmd_if_rev 2..3); the firmware area,
 //! RUN_FW, QUERY_DEV_CAP, ICM and INIT_HCA (`firmware/icm.rs`); the MTT
 //! entries of the queue memory (`memory/mtt.rs`). Then, once the adapter exists,
-//! one MSI-X vector and its handler, SW2HW_EQ, MAP_EQ, the EQ armed, a NOP
-//! with the E bit, which must come back as an interrupt, and port 1 up
-//! (INIT_PORT; its LID from PortInfo, `firmware/port.rs`).
+//! an MSI-X vector and its handler per EQ (the async EQ and a completion
+//! EQ per CPU, as the adapter's EQs and the vectors allow), SW2HW_EQ of
+//! each, MAP_EQ of the async one, each armed, a NOP with the E bit, which
+//! must come back as an interrupt, and port 1 up (INIT_PORT; its LID from
+//! PortInfo, `firmware/port.rs`).
 //!
 //! Unbind: posts are stopped (`posting` revoked, which waits for those in
 //! flight), every QP still in hardware is reset and every CQ and MPT
-//! returned (2RST_QP, HW2SW_CQ, HW2SW_MPT), port 1 closed, the EQ unmapped
-//! and returned after its interrupt handler has finished, the HCA closed
+//! returned (2RST_QP, HW2SW_CQ, HW2SW_MPT), port 1 closed, the EQs
+//! returned after their interrupt handlers have finished, the HCA closed
 //! and the firmware's memory taken back (CLOSE_HCA, UNMAP_ICM,
 //! UNMAP_ICM_AUX, UNMAP_FA), the command interface marked dead and the
 //! ownership word cleared. If the adapter kept any of them, it is reset
@@ -29,10 +31,12 @@
 pub(crate) mod dev_cap;
 pub(crate) mod icm;
 pub(crate) mod icm_pages;
+mod numbers;
 pub(crate) mod port;
 
 use dev_cap::{DevCap, FwInfo};
 use icm::{Icm, Profile};
+use numbers::{numbers, Numbers};
 
 use kernel::{
     device::{Bound, Core, Device},
@@ -50,15 +54,12 @@ use kernel::{
 };
 
 use crate::{
-    geometry::{
-        CQ_LOG_ENTRIES, FIRST_PROVIDER_CQ, FIRST_QPN, KERNEL_QPN_END, KERNEL_QPS, KERNEL_SEND_CQS,
-        RCQ_LOG_ENTRIES, SQ_ENTRIES,
-    },
+    geometry::{CQ_LOG_ENTRIES, KERNEL_QPS, KERNEL_SEND_CQS, RCQ_LOG_ENTRIES, SQ_ENTRIES},
     hw::cmd::{CmdIf, CmdState, Command, Op, BAR0_SIZE},
     hw::memory::mr,
     hw::memory::mtt::Pool,
     hw::queues::cq::{self, Cq, CqParams},
-    hw::queues::eq::{self, Eq},
+    hw::queues::eqs::Eqs,
     hw::queues::kernel_mem::{QueueDma, QueueMem},
     hw::queues::qp::{self, QpParams},
     hw::queues::{srq, user_qp},
@@ -73,7 +74,7 @@ const NOP_IRQ_TIMEOUT_MS: i64 = 1000;
 
 /// The adapter's firmware as this driver brought it up: the command
 /// interface, what QUERY_FW and QUERY_DEV_CAP said, the profile INIT_HCA
-/// set up and the memory it holds, the EQ, port 1, and the posting gate.
+/// set up and the memory it holds, the EQs, port 1, and the posting gate.
 /// Dropping it takes all of that down (`shutdown`).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Firmware {
@@ -89,7 +90,9 @@ pub(crate) struct Firmware {
     pdev: ARef<pci::Device>,
     /// Port 1's LID (PortInfo), once it is up.
     lid: Atomic<u32>,
-    pub(crate) eq: Eq,
+    /// The EQs the profile and the CPUs allow; those the MSI-X vectors
+    /// allow are in the device once started.
+    pub(crate) eqs: Eqs,
     dma: QueueDma,
     /// CQ slot `i` is CQ number `first_cqn + i`.
     first_cqn: u32,
@@ -133,7 +136,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
     let fw = dev_cap::query_fw(&cmd)?;
     let mut icm = Icm::new();
     let up = bring_up(pdev, &cmd, &fw, &mut icm);
-    let (dev_cap, profile, eqn, first_cqn, mem) = match up {
+    let (dev_cap, profile, numbers, mem) = match up {
         Ok(up) => up,
         Err(e) => {
             abort(pdev, &cmd, icm);
@@ -141,6 +144,7 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
         }
     };
     let dma = mem.dma();
+    let eqs = Eqs::new(numbers.first_eqn, numbers.eqs)?;
     let firmware = KBox::pin_init(
         try_pin_init!(Firmware {
             cmd,
@@ -150,9 +154,9 @@ pub(crate) fn probe(pdev: &pci::Device<Core<'_>>) -> Result<(Pin<KBox<Firmware>>
             icm <- new_mutex!(Some(icm)),
             pdev: ARef::from(&**pdev),
             lid: Atomic::new(0),
-            eq: Eq::new(eqn),
+            eqs,
             dma,
-            first_cqn,
+            first_cqn: numbers.first_cqn,
             posting <- Revocable::new(()),
             stats: QueueStats::new(),
         }),
@@ -168,7 +172,7 @@ fn bring_up(
     cmd: &CmdIf,
     fw: &FwInfo,
     icm: &mut Icm,
-) -> Result<(DevCap, Profile, u32, u32, QueueMem)> {
+) -> Result<(DevCap, Profile, Numbers, QueueMem)> {
     let dev = pdev.as_ref();
     icm.start(dev, cmd, fw.fw_pages)?;
     let dev_cap = dev_cap::query_dev_cap(cmd)?;
@@ -181,9 +185,9 @@ fn bring_up(
     let num_uars =
         u32::try_from(dev_cap.uar_size / crate::layout::PAGE_SIZE).map_err(|_| ENODEV)?;
     let profile = icm.init_hca(dev, cmd, &dev_cap, num_uars)?;
-    let (eqn, first_cqn) = numbers(dev, &dev_cap, &profile)?;
+    let numbers = numbers(dev, &dev_cap, &profile)?;
     cmd.lock().live.size(
-        profile.num_cqs - first_cqn,
+        profile.num_cqs - numbers.first_cqn,
         (profile.num_qps, profile.num_srqs),
         profile.num_mpts,
     )?;
@@ -194,7 +198,7 @@ fn bring_up(
     mtt.write_pool(Pool::SendCqs, mem.cqs.dma_handle(), |f, p| {
         fw.write_mtt(f, p)
     })?;
-    Ok((dev_cap, profile, eqn, first_cqn, mem))
+    Ok((dev_cap, profile, numbers, mem))
 }
 
 /// Undoes a bring-up that failed half-way: the firmware gives its memory
@@ -207,46 +211,15 @@ fn abort(pdev: &pci::Device, cmd: &CmdIf, mut icm: Icm) {
     drop(icm);
 }
 
-/// The EQ and the first CQ number, inside the profile INIT_HCA set: the
-/// first EQ and CQ numbers the firmware does not reserve.
-fn numbers(dev: &kernel::device::Device, cap: &DevCap, p: &Profile) -> Result<(u32, u32)> {
-    let eqn = cap.reserved_eqs;
-    if eqn >= p.num_eqs {
-        dev_err!(dev, "no usable EQ ({} reserved of {})\n", eqn, p.num_eqs);
-        return Err(ENODEV);
-    }
-    let first_cqn = cap.reserved_cqs;
-    // Send CQs (one per context), receive CQs (one per QP), the provider's.
-    if first_cqn as usize + FIRST_PROVIDER_CQ >= p.num_cqs as usize {
-        dev_err!(
-            dev,
-            "too few CQs ({} reserved of {})\n",
-            first_cqn,
-            p.num_cqs
-        );
-        return Err(ENODEV);
-    }
-    // The kernel's QPNs, then the provider's.
-    if FIRST_QPN < cap.reserved_qps || KERNEL_QPN_END >= p.num_qps {
-        dev_err!(
-            dev,
-            "too few QPs ({} reserved of {})\n",
-            cap.reserved_qps,
-            p.num_qps
-        );
-        return Err(ENODEV);
-    }
-    Ok((eqn, first_cqn))
-}
-
 impl Firmware {
-    /// The bring-up that needs the adapter and its interrupt handler:
-    /// SW2HW_EQ, MAP_EQ, arm, NOP with an event, port 1 up. `uar` is the
-    /// adapter's UAR area (the EQ doorbell is in page `eqn / 4`).
-    pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio) -> Result {
-        let eq_mtt = self.profile.queue_mtt.addr(Pool::Eq, 0)?;
-        self.eq.create(&self.cmd, &mut self.cmd.lock(), eq_mtt)?;
-        self.eq.arm(uar)?;
+    /// The bring-up that needs the adapter and the interrupt handlers of
+    /// its first `vectors` MSI-X vectors: SW2HW_EQ of an EQ per vector (at
+    /// most `Eqs::wanted`), MAP_EQ of the async one, each armed, NOP
+    /// with an event, port 1 up. `uar` is the adapter's UAR area (an EQ's
+    /// doorbell is in page `eqn / 4`).
+    pub(crate) fn start(&self, dev: &Device<Bound>, uar: &Mmio, vectors: usize) -> Result {
+        self.eqs
+            .start(&self.cmd, &self.profile.queue_mtt, uar, vectors)?;
         let before = self.stats.cmd_events();
         let nop = self.cmd.exec(
             &mut self.cmd.lock(),
@@ -290,11 +263,9 @@ impl Firmware {
         self.lid.load(Relaxed) as u16
     }
 
-    /// UAR pages below this are the kernel's: the EQ's doorbell is in
-    /// page `eqn / 4` (`mlx4_get_eq_uar()`), and the pages below it hold
-    /// the firmware's reserved EQs.
+    /// UAR pages below this are the kernel's (`Eqs::kernel_uars`).
     pub(crate) fn kernel_uars(&self) -> u32 {
-        eq::doorbell_page(self.eq.eqn) + 1
+        self.eqs.kernel_uars()
     }
 
     /// The MTT entries of a queue pool allocated after the probe (QP
@@ -344,9 +315,9 @@ impl Firmware {
             // A failure is logged; CLOSE_HCA takes the port down anyway.
             let _ = port::close(&self.cmd, &mut st);
         }
-        self.eq.quiesce();
+        self.eqs.quiesce();
         sync_irq();
-        self.eq.destroy(&self.cmd, &mut st);
+        self.eqs.destroy(&self.cmd, &mut st);
         let mut icm = self.icm.lock();
         // The HCA goes only once nothing is left in it.
         let given_back =
@@ -393,7 +364,7 @@ impl Firmware {
             slot,
             self.cqn(slot),
             uar,
-            self.eq.eqn,
+            self.eqs.comp_eqn(0),
         )?;
         Cq::create(&self.cmd, &mut st, &p)
     }
@@ -427,7 +398,7 @@ impl Firmware {
             cqn,
             log_entries: RCQ_LOG_ENTRIES,
             uar,
-            eqn: self.eq.eqn,
+            eqn: self.eqs.comp_eqn(0),
             buf_mtt: self.profile.queue_mtt.addr(pool, off)?,
             db_rec,
             // One 4 KiB page.

@@ -109,6 +109,7 @@ impl CompletionQueue {
             mtt,
             db_rec: db.dma(),
             timestamp: init.flags & FLAG_TIMESTAMP != 0,
+            vector: init.comp_vector,
         })?;
         drop(guard);
         cq.cqn = handle.cqn();

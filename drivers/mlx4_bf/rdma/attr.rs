@@ -164,6 +164,9 @@ pub(crate) struct CqInit {
     pub(crate) entries: u32,
     /// `IB_UVERBS_CQ_FLAGS_*`.
     pub(crate) flags: u32,
+    /// The completion vector, below the device's `comp_vectors` (the core
+    /// refuses others).
+    pub(crate) comp_vector: u32,
 }
 
 /// `enum ib_qp_type`, the ones a provider may see.

@@ -9,7 +9,9 @@ use core::ops::Range;
 
 use kernel::{bitmap::BitmapVec, prelude::*};
 
-use crate::geometry::KERNEL_QPS;
+use crate::geometry::{KERNEL_QPS, MAX_EQS};
+
+const _: () = assert!(MAX_EQS <= u32::BITS as usize);
 
 /// A set of the numbers `0..len()`.
 pub(crate) struct Numbers(BitmapVec);
@@ -68,7 +70,8 @@ impl Numbers {
 }
 
 pub(crate) struct Live {
-    pub(crate) eq: bool,
+    /// EQs in hardware, a bit per `Eq::index`.
+    eqs: u32,
     /// Port 1 is up (INIT_PORT); not a context, so not in [`Live::any`].
     pub(crate) port: bool,
     /// CQ slots with a CQ in hardware (slot `i` is CQN `first_cqn + i`):
@@ -89,7 +92,7 @@ impl Live {
     /// Nothing in the device, and no room for anything until [`Live::size`].
     pub(crate) fn new() -> Result<Self> {
         Ok(Live {
-            eq: false,
+            eqs: 0,
             port: false,
             cqs: Numbers::new(0)?,
             qps: [0; KERNEL_QPS],
@@ -120,7 +123,7 @@ impl Live {
 
     /// Whether anything is (still) in the adapter.
     pub(crate) fn any(&self) -> bool {
-        self.eq
+        self.eqs != 0
             || !self.cqs.is_empty()
             || self.qps.iter().any(|&q| q != 0)
             || !self.user_qps.is_empty()
@@ -130,13 +133,26 @@ impl Live {
 
     /// After a reset: nothing is in the adapter any more.
     pub(crate) fn forget_all(&mut self) {
-        self.eq = false;
+        self.eqs = 0;
         self.port = false;
         self.cqs.clear();
         self.qps = [0; KERNEL_QPS];
         self.user_qps.clear();
         self.srqs.clear();
         self.mpts.clear();
+    }
+
+    /// Whether EQ `index` (`Eq::index`, below `geometry::MAX_EQS`) is in hardware.
+    pub(crate) fn eq(&self, index: usize) -> bool {
+        index < MAX_EQS && self.eqs & (1 << index) != 0
+    }
+
+    /// Records EQ `index` in hardware or not; an index beyond
+    /// `geometry::MAX_EQS` is none.
+    pub(crate) fn set_eq(&mut self, index: usize, live: bool) {
+        if index < MAX_EQS {
+            self.eqs = (self.eqs & !(1 << index)) | (u32::from(live) << index);
+        }
     }
 
     /// Whether a CQ is in hardware under CQ slot `slot`.

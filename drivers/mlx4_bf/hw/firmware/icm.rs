@@ -162,7 +162,8 @@ fn request(cap: &DevCap) -> ProfileRequest {
         log_rdmarc_per_qp: LOG_RDMARC_PER_QP,
         log_num_srqs: at_most(ceil_log2(cap.reserved_srqs + PROVIDER_SRQS), cap.max_srqs),
         log_num_cqs: at_most(LOG_NUM_CQS, cap.max_cqs),
-        log_num_eqs: ceil_log2(cap.reserved_eqs + 1),
+        log_num_eqs: ceil_log2(cap.reserved_eqs + crate::hw::queues::eq::wanted())
+            .min(cap.log_max_eqs),
         log_num_mpts: at_most(ceil_log2(MAX_MPTS as u32), cap.max_mpts),
         log_num_mtts: LOG_NUM_MTTS,
         log_num_mcgs: LOG_NUM_MCGS,

@@ -16,7 +16,7 @@
 use kernel::prelude::*;
 
 use crate::{
-    geometry::{CQ_BYTES, EQE_SIZE, EQ_ENTRIES, KERNEL_QPS, KERNEL_SEND_CQS, QP_BUF_BYTES},
+    geometry::{CQ_BYTES, EQ_RING_BYTES, KERNEL_QPS, KERNEL_SEND_CQS, MAX_EQS, QP_BUF_BYTES},
     hw::memory::recv_area::{AREAS, AREA_BYTES},
 };
 
@@ -27,7 +27,7 @@ const MTT_ENTRY: u64 = crate::region::MTT_ENTRY_LEN;
 /// The queue memory pools, each a run of 4 KiB pages.
 #[derive(Clone, Copy)]
 pub(crate) enum Pool {
-    /// The EQ.
+    /// The EQs' rings, `EQ_RING_BYTES` each.
     Eq,
     /// The contexts' send CQs, one page each.
     SendCqs,
@@ -37,11 +37,16 @@ pub(crate) enum Pool {
     Area(usize),
 }
 
-const EQ_PAGES: usize = (EQ_ENTRIES as usize * EQE_SIZE).div_ceil(PAGE);
+const EQ_PAGES: usize = MAX_EQS * EQ_RING_BYTES / PAGE;
 const SEND_CQ_PAGES: usize = KERNEL_SEND_CQS * CQ_BYTES / PAGE;
 const QP_POOL_PAGES: usize = KERNEL_QPS * QP_BUF_BYTES / PAGE;
 const AREA_PAGES: usize = AREA_BYTES / PAGE;
-const _: () = assert!(CQ_BYTES % PAGE == 0 && QP_BUF_BYTES % PAGE == 0 && AREA_BYTES % PAGE == 0);
+const _: () = assert!(
+    EQ_RING_BYTES % PAGE == 0
+        && CQ_BYTES % PAGE == 0
+        && QP_BUF_BYTES % PAGE == 0
+        && AREA_BYTES % PAGE == 0
+);
 
 impl Pool {
     /// Pages of the pool.

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The adapter's one event queue: async and command events (MAP_EQ) and the
-//! completion events of any armed CQ, on MSI-X vector 0 (`mlx4/eq.c`).
+//! The adapter's event queues (`mlx4/eq.c`): the async EQ takes the async
+//! and command events (MAP_EQ) on MSI-X vector 0, each completion EQ the
+//! completion events of the armed CQs that name it, on a vector of its own
+//! (`Eqs::comp_eqn`); with one vector the async EQ takes them too.
 //!
 //! The EQ buffer is DMA memory the device writes; an EQE belongs to software
 //! when its owner bit equals the parity of the pass (`next_eqe_sw()`). The
 //! interrupt handler (`adapter::EqHandler`) consumes what is there with
 //! [`Eq::poll`], which counts each EQE and hands it on decoded
 //! (`eqe::decode`, as `mlx4_eq_int()` reads it); it re-arms the EQ through
-//! its doorbell in UAR page `eqn / 4`, the kernel's (no context gets it,
+//! its doorbell in UAR page `eqn / 4`, the kernel's (no context gets one,
 //! `Firmware::kernel_uars`), and on a completion event of a context's CQ
 //! wakes the kernel ping's waiters; the RDMA provider's events go to
-//! its dispatcher (`adapter/events.rs`). The EQ's buffer is named by its
-//! MTT entries (`memory/mtt.rs`).
+//! its dispatcher (`adapter/events.rs`). Each EQ's ring is its slice of
+//! `QueueMem::eq`, named by the MTT entries of `Pool::Eq` (`memory/mtt.rs`).
 
 use core::mem::{offset_of, size_of};
 use kernel::{
@@ -26,7 +28,7 @@ use zerocopy_derive::Immutable;
 
 use crate::{
     eqe::{self, Eqe, EQE_EVENT, EQE_OWNER, EQE_SUBTYPE, EQE_TYPE},
-    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES},
+    geometry::{EQE_SIZE, EQ_ENTRIES, EQ_LOG_ENTRIES, EQ_RING_BYTES, MAX_EQS},
     hw::cmd::be_fields::{mtt_fields, Be16, Be32},
     hw::cmd::be_mmio::BeMmio,
     hw::cmd::{CmdIf, CmdState, Command, Input, Op, HW2SW_NO_OUTPUT},
@@ -100,8 +102,16 @@ const ASYNC_EVENT_MASK: u64 = (1 << 0x01)
     | (1 << 0x13)
     | (1 << 0x14);
 
-/// The MSI-X vector of the EQ (mlx4's async EQ uses entry 0).
-pub(crate) const EQ_VECTOR: u32 = 0;
+/// The async EQ's index (`MLX4_EQ_ASYNC`): MSI-X vector 0.
+pub(crate) const ASYNC: usize = 0;
+
+/// The EQs the driver asks for: the async EQ and a completion EQ per CPU
+/// (mlx4_core's `num_online_cpus() + 1` for one port), at most `MAX_EQS`.
+pub(crate) fn wanted() -> u32 {
+    kernel::cpu::nr_cpu_ids()
+        .saturating_add(1)
+        .min(MAX_EQS as u32)
+}
 
 /// The UAR page of the doorbell of EQ `eqn`: four EQs per page
 /// (`mlx4_get_eq_uar()`).
@@ -114,9 +124,12 @@ pub(crate) fn doorbell_offset(eqn: u32) -> usize {
     doorbell_page(eqn) as usize * 4096 + 0x800 + 8 * (eqn % 4) as usize
 }
 
-/// The software side of the EQ.
+/// The software side of an EQ.
 pub(crate) struct Eq {
     pub(crate) eqn: u32,
+    /// Which of the driver's EQs: its MSI-X vector, its ring in
+    /// `QueueMem::eq`, its bit in `Live::eqs`; [`ASYNC`] takes the events.
+    pub(crate) index: usize,
     /// Consumer index, not wrapped; only the interrupt handler advances it.
     ci: Atomic<u32>,
     /// Cleared before HW2SW_EQ: the handler then no longer rings the doorbell.
@@ -124,16 +137,17 @@ pub(crate) struct Eq {
 }
 
 impl Eq {
-    pub(crate) fn new(eqn: u32) -> Self {
+    pub(crate) fn new(eqn: u32, index: usize) -> Self {
         Eq {
             eqn,
+            index,
             ci: Atomic::new(0),
             live: Atomic::new(false),
         }
     }
 
-    /// SW2HW_EQ with the buffer (zeroed) at MTT byte address `buf_mtt`,
-    /// then MAP_EQ of the async events.
+    /// SW2HW_EQ with the buffer (zeroed) at MTT byte address `buf_mtt`;
+    /// for the async EQ then MAP_EQ of the async events.
     pub(crate) fn create(&self, cmd: &CmdIf, st: &mut CmdState, buf_mtt: u64) -> Result {
         let mut ctx = EqContext::new_zeroed();
         ctx.flags = EqFlags::from_raw(0)
@@ -141,7 +155,7 @@ impl Eq {
             .into_raw()
             .into();
         ctx.log_eq_size = EQ_LOG_ENTRIES as u8;
-        ctx.intr = EQ_VECTOR as u8;
+        ctx.intr = u8::try_from(self.index)?;
         // 4 KiB pages: log_page_size 0.
         ctx.log_page_size = 0;
         (ctx.mtt_base_addr_h, ctx.mtt_base_addr_l) = mtt_fields(buf_mtt)?;
@@ -149,7 +163,11 @@ impl Eq {
             st,
             Command::new(Op::Sw2HwEq, self.eqn).input(Input::Mailbox(ctx.as_bytes())),
         )?;
-        st.live.eq = true;
+        st.live.set_eq(self.index, true);
+        if self.index != ASYNC {
+            self.live.store(true, Release);
+            return Ok(());
+        }
         if let Err(e) = cmd.exec(
             st,
             Command::new(Op::MapEq, self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
@@ -169,21 +187,24 @@ impl Eq {
 
     /// MAP_EQ (unmap) and HW2SW_EQ; errors are logged by the command path.
     pub(crate) fn destroy(&self, cmd: &CmdIf, st: &mut CmdState) {
-        if !st.live.eq {
+        if !st.live.eq(self.index) {
             return;
         }
         self.live.store(false, Release);
-        let _ = cmd.exec(
-            st,
-            Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
-        );
+        if self.index == ASYNC {
+            let _ = cmd.exec(
+                st,
+                Command::new(Op::MapEq, (1 << 31) | self.eqn).input(Input::Imm(ASYNC_EVENT_MASK)),
+            );
+        }
         // Failed, the EQ stays the adapter's: it may still write its ring.
-        st.live.eq = cmd
+        let kept = cmd
             .exec(
                 st,
                 Command::new(Op::Hw2SwEq, self.eqn).op_mod(HW2SW_NO_OUTPUT),
             )
             .is_err();
+        st.live.set_eq(self.index, kept);
     }
 
     /// `eq_set_ci()` with `req_not`: consumer index and arm.
@@ -201,9 +222,10 @@ impl Eq {
         mut seen: impl FnMut(Eqe),
     ) -> Result {
         let mut ci = self.ci.load(Relaxed);
+        let ring = self.index * EQ_RING_BYTES;
         // At most one pass per interrupt, whatever the device wrote.
         for _ in 0..EQ_ENTRIES {
-            let at = (ci % EQ_ENTRIES) as usize * EQE_SIZE;
+            let at = ring + (ci % EQ_ENTRIES) as usize * EQE_SIZE;
             let owner: u8 = kernel::dma_read!(mem.eq, [try: at + EQE_OWNER]);
             if !ring::sw_owned(owner & EQE_OWNER_BIT != 0, ci, EQ_ENTRIES) {
                 break;

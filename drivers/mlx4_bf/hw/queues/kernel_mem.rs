@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The memory of the queues the adapter writes for the kernel: its EQ, the
+//! The memory of the queues the adapter writes for the kernel: its EQs, the
 //! contexts' send CQs and their doorbell records (coherent DMA memory in
 //! `Resources`, released at unbind).
 
@@ -10,11 +10,11 @@ use kernel::{
     prelude::*,
 };
 
-use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQE_SIZE, EQ_ENTRIES, KERNEL_SEND_CQS};
+use crate::geometry::{CQ_BYTES, DB_REC_WORDS, EQ_RING_BYTES, KERNEL_SEND_CQS, MAX_EQS};
 
 /// DMA memory of the queues the device writes; released at unbind.
 pub(crate) struct QueueMem {
-    /// `EQ_ENTRIES` EQEs.
+    /// The rings of `MAX_EQS` EQs, `EQ_RING_BYTES` each, by `Eq::index`.
     pub(crate) eq: Coherent<[u8]>,
     /// `KERNEL_SEND_CQS` CQ buffers of one page each, read a 32-bit word at a time.
     pub(crate) cqs: Coherent<[u32]>,
@@ -33,7 +33,7 @@ pub(crate) struct QueueDma {
 impl QueueMem {
     pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
         Ok(QueueMem {
-            eq: Coherent::zeroed_slice(dev, EQ_ENTRIES as usize * EQE_SIZE, GFP_KERNEL)?,
+            eq: Coherent::zeroed_slice(dev, MAX_EQS * EQ_RING_BYTES, GFP_KERNEL)?,
             cqs: Coherent::zeroed_slice(dev, KERNEL_SEND_CQS * CQ_BYTES / 4, GFP_KERNEL)?,
             cq_db: Coherent::zeroed_slice(dev, KERNEL_SEND_CQS * DB_REC_WORDS, GFP_KERNEL)?,
         })

@@ -152,10 +152,10 @@ impl<T: Driver> Entry<T> {
             // driver udata is the provider's.
             let (init, udata) = unsafe {
                 let a = &*attr;
-                // One completion vector: `comp_vector` names none other.
                 let init = CqInit {
                     entries: a.cqe,
                     flags: a.flags,
+                    comp_vector: a.comp_vector,
                 };
                 (
                     init,
