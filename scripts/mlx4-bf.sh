@@ -310,6 +310,7 @@ mainline_dir() { # dir [debs set: rdma]
 	guest_debroot "$dir" "${2:-rdma}"
 	"$(guest_cc)" -O2 -Wall -Wextra -Werror -static -o "$dir/syscount" \
 		"$TOP/tools/vm/upstream/syscount.c"
+	build_ibv_program "$dir/ibv_comp_vectors" "$TOP/tools/vm/provider/ibv_comp_vectors.c"
 }
 
 # Debian's rdma tool (iproute2) with its own loader and libraries
@@ -399,7 +400,7 @@ provider() {
 	cp -a "$rdma/qp-post/bin" "$pdir/qp-post"
 	guest_debroot "$pdir"
 	cp "$TOP/tools/vm/upstream/lib.sh" "$TOP"/tools/vm/provider/*.sh "$pdir/"
-	for prog in ibv_refusals ibv_hold; do
+	for prog in ibv_refusals ibv_hold ibv_comp_vectors; do
 		build_ibv_program "$pdir/$prog" "$TOP/tools/vm/provider/$prog.c"
 	done
 	cp "$OUT/guest/mlx4-bf" "$OUT/guest/selftests/mlx4_bf_invariants" "$pdir/"

@@ -75,7 +75,7 @@ mkdir -p /tmp/results
 WALK=0
 [ "${FAULT_WALK:-}" = 1 ] && WALK=1
 echo "KTAP version 1"
-echo "1..$((54 + RDMA_TOOL_RESULTS + WALK))"
+echo "1..$((56 + RDMA_TOOL_RESULTS + WALK))"
 # The RDMA core and ib_uverbs are built in (configs/).
 wait_for $I && [ "$(basename "$(readlink $I/device/driver)")" = mlx4_bf ] &&
 	[ "$(basename "$(readlink $I/device)")" = "$BDF" ]
@@ -148,6 +148,13 @@ result $? ib_send_bw_ud_size_2048 "see the lines above"
 bandwidth ib_send_bw 4 4096 "--use-srq"
 result $? ib_send_bw_srq_qps_4 "see the lines above"
 
+# A CQ per completion vector: an EQ and an MSI-X vector each, as mainline
+# makes them (upstream.sh), the interrupt named by the vector.
+./ibv_comp_vectors -d $DEV -p mlx4_bf-comp -e -m "$(comp_vectors_wanted)" >/tmp/comp.out 2>&1
+rc=$?
+sed 's/^/    /' /tmp/comp.out
+result $rc cq_events_on_each_completion_vector "see the lines above"
+
 # Refusals: one result per request (nested), and none of them a WARN.
 from=$(($(dmesg | wc -l) + 1))
 ./ibv_refusals -d $DEV >/tmp/refusals.out 2>&1
@@ -219,6 +226,23 @@ log=$(dmesg | tail -n +"$from")
 echo "$log" | grep -q 'uverbs method 0x1000: attribute 0x1000 is declared PtrIn' &&
 	echo "$log" | grep -q 'no RDMA device' && [ ! -e $I ] && [ -e $DRV/$BDF ]
 result $? method_declaration_mismatch_refused_at_registration "$I $([ -e $I ] || echo not) there, $BDF $([ -e $DRV/$BDF ] || echo not) bound to mlx4_bf; log: $(echo "$log" | grep -e uverbs -e 'RDMA device' | tr '\n' '|')"
+timeout 60 rmmod mlx4_bf
+# A probe that fails half-way: the model fails the second SW2HW_EQ, the
+# first completion EQ's, once the async EQ is in the adapter and mapped.
+# The adapter is given back whole (no EQ, CQ or firmware phase left in the
+# model), nothing is bound, and the next probe binds as before.
+./mlx4-bf counters --bdf "$BDF" >/tmp/counters.before-eq-fault
+./mlx4-bf counters --bdf "$BDF" --fail-command 0x13 --skip 1 >/dev/null
+from=$(($(dmesg | wc -l) + 1))
+echo 'mlx4_bf .*: SW2HW_EQ (in_mod 0x[0-9a-f]*, op_mod 0) failed: status 0x01 ' >>$EXPECTED_LOG
+echo 'mlx4_bf .*: probe with driver mlx4_bf failed with error -[0-9]*' >>$EXPECTED_LOG
+# shellcheck disable=SC2086
+insmod $KO $MODPARAMS
+./mlx4-bf counters --bdf "$BDF" >/tmp/counters.eq-fault
+fired=$(($(value /tmp/counters.eq-fault cmd_faults_fired) - $(value /tmp/counters.before-eq-fault cmd_faults_fired)))
+now="bound $([ -e $DRV/$BDF ] && echo yes || echo no) $I $([ -e $I ] && echo there || echo absent) fired $fired live_eqs_cqs $(value /tmp/counters.eq-fault live_eqs_cqs) fw_phase $(value /tmp/counters.eq-fault fw_phase) pinned $(pinned)"
+[ "$now" = "bound no $I absent fired 1 live_eqs_cqs 0 fw_phase 0 pinned $idle_pinned" ]
+result $? failed_completion_eq_fails_the_probe_and_holds_nothing "$now; log: $(dmesg | tail -n +"$from" | grep mlx4_bf | tail -n 4 | tr '\n' '|')"
 timeout 60 rmmod mlx4_bf
 # shellcheck disable=SC2086
 insmod $KO $MODPARAMS && port_active $DEV

@@ -7,9 +7,10 @@
 # server and client pair, the analyzer's counters before and after a run,
 # and the checks by Debian's rdma tool. Sourced, from this directory.
 
-# msi_x=2: one completion EQ; log_num_mgm_entry_size=7: 1 MiB of MCG ICM;
-# internal_err_reset=0: a command timeout fails the probe, no reset loop.
-CORE_PARAMS="debug_level=1 msi_x=2 log_num_mgm_entry_size=7 internal_err_reset=0"
+# MSI-X as mlx4_core chooses (a completion EQ per CPU, as mlx4_bf does);
+# log_num_mgm_entry_size=7: 1 MiB of MCG ICM; internal_err_reset=0: a
+# command timeout fails the probe, no reset loop.
+CORE_PARAMS="debug_level=1 log_num_mgm_entry_size=7 internal_err_reset=0"
 
 # rdma-core's tools and perftest, static (scripts/build-rdma-core.sh).
 PATH=$PWD/rdma/bin:$PATH
@@ -115,6 +116,14 @@ delta() { # name
 # What RDMA device $1 shows of the adapter in sysfs, as mlx4_ib does: the
 # model's ConnectX-3 (PCI device 0x1003), NodeInfo's revision 1, the board
 # id QUERY_ADAPTER gives; and ibv_devinfo's board_id line, read from there.
+# The completion vectors mlx4_core makes on the model: one per CPU
+# (mlx4_enable_msi_x()), as far as the 8 EQs less the 4 the firmware
+# reserves, less the async EQ, allow (tools/mlx4-model/src/layout.rs).
+comp_vectors_wanted() {
+	cpus=$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)
+	echo $((cpus < 3 ? cpus : 3))
+}
+
 identity_check() { # dev
 	id=$(cd /sys/class/infiniband/"$1" && echo "$(cat hca_type) $(cat hw_rev) $(cat board_id)")
 	echo "# $1: hca_type hw_rev board_id: $id"

@@ -90,7 +90,7 @@ mmio_syscalls() {
 S390=
 [ "$(uname -m)" = s390x ] && S390=1
 echo "KTAP version 1"
-echo "1..$((25 + RDMA_TOOL_RESULTS + ${S390:-0}))"
+echo "1..$((26 + RDMA_TOOL_RESULTS + ${S390:-0}))"
 [ -e /sys/bus/pci/drivers/mlx4_bf/"$BDF" ] && echo "$BDF" >/sys/bus/pci/drivers/mlx4_bf/unbind
 # The RDMA core and ib_uverbs are built in (configs/): only mlx4 is a module.
 # shellcheck disable=SC2086
@@ -128,6 +128,12 @@ identity_check mlx4_0
 result $? sysfs_hca_type_hw_rev_board_id "see the line above"
 pma_check mlx4_0
 result $? sysfs_pma_counters_count_a_pingpong "see the line above"
+# A CQ per completion vector: mainline's comp EQs, one interrupt each
+# ("mlx4-N@..."), as many as CPUs and the model's EQs allow.
+./ibv_comp_vectors -d mlx4_0 -p mlx4- -m "$(comp_vectors_wanted)" >/tmp/comp.out 2>&1
+rc=$?
+sed 's/^/    /' /tmp/comp.out
+result $rc cq_events_on_each_completion_vector "see the lines above"
 # Debian's rdma tool over mlx4_ib: the device, its port, a live QP's
 # resources, the port's counters (lib.sh; skipped on s390x).
 rdma_tool_checks mlx4_0
