@@ -35,6 +35,7 @@ struct held {
 	long pins;		/* pages pinned: vmstat's taken less released */
 	long contexts, mrs;	/* the driver's debugfs, -1 unbound */
 	uint64_t mpts, eqs_cqs, qps;	/* the model's gauges */
+	long vectors;		/* the driver's interrupts: an EQ each */
 	uint64_t fw_phase, fw_pages, icm_pages;
 };
 
