@@ -9,7 +9,7 @@
 # fail-nth needs, runs it, and reads the kernel log of the whole walk for
 # the reports of the kernel's checkers. KTAP, three results, every line
 # after $FAULT_WALK_INDENT (provider.sh nests it); exit status 0 if all
-# passed. FAULT_WALK_ARGS: ibv_fault_walk's options (-o OPS, -D, -T).
+# passed. FAULT_WALK_ARGS: ibv_fault_walk's options (-o OPS, -F, -D, -T).
 #
 # Both failslab and fail_page_alloc skip sleeping allocations (GFP_KERNEL)
 # unless ignore-gfp-wait is 0, and fail_page_alloc skips order 0 unless

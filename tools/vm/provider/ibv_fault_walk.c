@@ -36,8 +36,9 @@
  * KTAP: one result per operation and kind of failure, a "#" line per
  * failure point, then the table of failure points by operation.
  *
- * Usage: ibv_fault_walk [-o OP[,OP...]] [-D DENSE] [-T SECONDS] [-d DENSE]
- *                       [-C SECONDS] [-p PREFIX]
+ * Usage: ibv_fault_walk [-o OP[,OP...]] [-F FIRST] [-D DENSE] [-T SECONDS]
+ *                       [-d DENSE] [-C SECONDS] [-p PREFIX]
+ * -F: allocations from the FIRST-th (1), to walk a stretch again;
  * -D, -T: allocations every N to DENSE (100), SECONDS (900) an operation;
  * -d, -C: commands of an opcode every one to DENSE (16), SECONDS (300);
  * -p: every line after PREFIX (KTAP nested in a parent's).
@@ -56,7 +57,7 @@
 #define CENSUS_N	1000000000u
 
 static struct tally tallies[32][2];
-static unsigned int dense = 100, cmd_dense = 16;
+static unsigned int first = 1, dense = 100, cmd_dense = 16;
 static double budget = 900, cmd_budget = 300;
 /* dma-debug's checks: on (1) until a step turns them off, off, not built. */
 static int dma_debug;
@@ -266,7 +267,7 @@ static long census(const struct op *op, enum kind k, int opcode,
  */
 static void walk_alloc(const struct op *op, struct tally *t)
 {
-	struct fault f = { .kind = ALLOC, .n = 1 };
+	struct fault f = { .kind = ALLOC, .n = first };
 	double start = now(), run_s;
 	unsigned int count;
 	long steps = 0;
@@ -381,10 +382,13 @@ int main(int argc, char **argv)
 	double start, t;
 	int opt, i, selected = 0;
 
-	while ((opt = getopt(argc, argv, "o:D:T:d:C:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:F:D:T:d:C:p:")) != -1) {
 		switch (opt) {
 		case 'o':
 			only = optarg;
+			break;
+		case 'F':
+			first = strtoul(optarg, NULL, 0) ?: 1;
 			break;
 		case 'D':
 			dense = strtoul(optarg, NULL, 0);
@@ -402,7 +406,7 @@ int main(int argc, char **argv)
 			prefix = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-o OP[,OP...]] [-D DENSE] [-T SECONDS] [-d DENSE] [-C SECONDS] [-p PREFIX]\n",
+			fprintf(stderr, "usage: %s [-o OP[,OP...]] [-F FIRST] [-D DENSE] [-T SECONDS] [-d DENSE] [-C SECONDS] [-p PREFIX]\n",
 				argv[0]);
 			return 2;
 		}
